@@ -1,0 +1,13 @@
+//! Whilly: a terminal-first control plane for AI coding agents.
+//!
+//! The library holds everything; `main.rs` is a thin clap front end. See `docs/architecture.md`.
+
+#![deny(clippy::unwrap_used)]
+
+pub mod cli;
+pub mod config;
+pub mod domain;
+pub mod plan;
+pub mod pty;
+pub mod store;
+pub mod workspace;

@@ -1,0 +1,104 @@
+//! The queue: one [`Store`] interface, two implementations (SQLite embedded, Postgres shared),
+//! one contract test suite (`tests/store_contract.rs`) run against both.
+//!
+//! Every state change happens in one transaction together with its event; every transition is
+//! checked by [`crate::domain::transition`] first.
+
+pub mod error;
+pub mod postgres;
+pub mod sqlite;
+pub mod types;
+
+pub use error::{StoreError, StoreResult};
+pub use types::*;
+
+use crate::domain::PlanSpec;
+use async_trait::async_trait;
+use std::time::Duration;
+
+/// The queue and audit trail, whichever database holds them.
+#[async_trait]
+pub trait Store: Send + Sync {
+    fn info(&self) -> StoreInfo;
+
+    // ---- plans -------------------------------------------------------------------------------
+
+    /// Writes the plan, its tasks, dependency edges and one event each in ONE transaction.
+    /// Idempotent on plan id: unchanged tasks are left alone, changed tasks that have not started
+    /// are updated, started ones are kept and reported.
+    async fn import_plan(&self, plan: &PlanSpec, opts: &ImportOptions) -> StoreResult<ImportReport>;
+    async fn list_plans(&self) -> StoreResult<Vec<PlanSummary>>;
+    async fn get_plan(&self, plan_id: &str) -> StoreResult<PlanRecord>;
+    /// The plan's spec with its tasks (in import order) and their live statuses.
+    async fn export_plan(&self, plan_id: &str) -> StoreResult<PlanSpec>;
+    async fn set_plan_paused(&self, plan_id: &str, paused: bool) -> StoreResult<()>;
+    async fn reset_plan(&self, plan_id: &str, mode: ResetMode) -> StoreResult<()>;
+
+    // ---- tasks -------------------------------------------------------------------------------
+
+    /// The plan's tasks in import order.
+    async fn list_tasks(&self, plan_id: &str) -> StoreResult<Vec<TaskRecord>>;
+    async fn get_task(&self, plan_id: &str, task_id: &str) -> StoreResult<TaskRecord>;
+    async fn get_task_by_pk(&self, task_pk: i64) -> StoreResult<TaskRecord>;
+    async fn counts(&self, plan_id: &str) -> StoreResult<StatusCounts>;
+
+    // ---- the worker protocol (fenced by Lease) -----------------------------------------------
+
+    /// Claims the best ready task: PENDING, all dependencies DONE, plan not paused, budget room,
+    /// tags satisfied; ordered by priority then id. Reserves the estimate against the plan budget
+    /// and bumps the epoch and attempt count.
+    async fn claim(&self, req: &ClaimRequest) -> StoreResult<Option<Claimed>>;
+    /// Extends the lease. `Stale` if the lease is no longer the task's.
+    async fn heartbeat(&self, lease: Lease, extend: Duration) -> StoreResult<()>;
+    /// CLAIMED → IN_PROGRESS, setting the deadline from the task's timeout.
+    async fn start(&self, lease: Lease, deadline: Option<Duration>) -> StoreResult<()>;
+    /// → DONE: settles cost (task and plan, releasing the reservation) and unblocks children.
+    async fn complete(&self, lease: Lease, outcome: &Outcome) -> StoreResult<TaskRecord>;
+    /// → PENDING (retry, attempts left) or FAILED; settles cost.
+    async fn fail(&self, lease: Lease, mode: FailMode, outcome: &Outcome) -> StoreResult<TaskRecord>;
+    /// → PENDING without counting the attempt (shutdown, operator pause); settles cost.
+    async fn release(&self, lease: Lease, outcome: &Outcome) -> StoreResult<TaskRecord>;
+    /// → HUMAN_LOOP or BLOCKED; settles cost, keeps the task for an operator.
+    async fn park(&self, lease: Lease, park: Park, outcome: &Outcome) -> StoreResult<TaskRecord>;
+    /// Adds spend to a running attempt (and its plan) without ending it, so budgets are watched
+    /// while agents run. Returns the plan's total committed spend.
+    async fn add_cost(&self, lease: Lease, cost: crate::domain::Usd) -> StoreResult<PlanRecord>;
+
+    /// Returns expired leases to PENDING (attempt counted) or FAILED after max attempts, and
+    /// tasks past their deadline likewise. Safe to run from any number of workers at once.
+    async fn reap(&self) -> StoreResult<ReapReport>;
+
+    // ---- operator actions (no lease) ---------------------------------------------------------
+
+    async fn skip_task(&self, plan_id: &str, task_id: &str, reason: &str) -> StoreResult<TaskRecord>;
+    async fn reset_task(&self, plan_id: &str, task_id: &str, reason: &str) -> StoreResult<TaskRecord>;
+    async fn approve_task(&self, plan_id: &str, task_id: &str, payload: serde_json::Value) -> StoreResult<TaskRecord>;
+    async fn reject_task(&self, plan_id: &str, task_id: &str, payload: serde_json::Value) -> StoreResult<TaskRecord>;
+
+    // ---- events, workers, wakeups ------------------------------------------------------------
+
+    async fn events(&self, filter: &EventFilter) -> StoreResult<Vec<Event>>;
+    /// Appends an event that is not a task transition (budget warnings, verification evidence, …).
+    async fn append_event(&self, event: NewEvent) -> StoreResult<Event>;
+    async fn register_worker(&self, worker: &WorkerRecord) -> StoreResult<()>;
+    async fn worker_heartbeat(&self, worker_id: &str) -> StoreResult<()>;
+    async fn list_workers(&self) -> StoreResult<Vec<WorkerRecord>>;
+    async fn remove_worker(&self, worker_id: &str) -> StoreResult<()>;
+
+    /// Resolves when work may have become claimable (a notification, or the polling fallback
+    /// after `max_wait`). Spurious wakeups are allowed; missed ones are not.
+    async fn wait_for_work(&self, max_wait: Duration);
+
+    async fn close(&self);
+}
+
+/// An event to append that is not a transition.
+#[derive(Debug, Clone, Default)]
+pub struct NewEvent {
+    pub event_type: String,
+    pub plan_id: Option<String>,
+    pub task_id: Option<String>,
+    pub worker_id: Option<String>,
+    pub epoch: Option<i64>,
+    pub payload: serde_json::Value,
+}

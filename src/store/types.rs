@@ -1,0 +1,245 @@
+//! Records and requests the `Store` interface speaks in.
+
+use crate::domain::{PlanSpec, Priority, Status, TaskSpec, Usd};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// A plan row: its spec (without tasks) and its live budget and pause state.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PlanRecord {
+    pub id: String,
+    pub project: String,
+    pub paused: bool,
+    pub budget: Option<Usd>,
+    pub spent: Usd,
+    pub reserved: Usd,
+    /// The plan's spec with `tasks` empty; the tasks live in their own rows.
+    pub spec: PlanSpec,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// Counts of a plan's tasks by live status.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct StatusCounts {
+    pub by_status: BTreeMap<Status, u64>,
+    pub total: u64,
+}
+
+impl StatusCounts {
+    pub fn get(&self, s: Status) -> u64 {
+        self.by_status.get(&s).copied().unwrap_or(0)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PlanSummary {
+    pub plan: PlanRecord,
+    pub counts: StatusCounts,
+}
+
+/// A task row: the spec as imported plus its queue state.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TaskRecord {
+    /// Surrogate key, unique across plans.
+    pub pk: i64,
+    pub plan_id: String,
+    pub id: String,
+    pub status: Status,
+    pub priority: Priority,
+    /// Dependencies not yet DONE. A PENDING task is claimable only at zero.
+    pub pending_deps: i64,
+    /// Fencing token: bumped by every claim.
+    pub epoch: i64,
+    /// Claims made so far (a shutdown release gives its attempt back).
+    pub attempts: i64,
+    pub max_attempts: i64,
+    pub worker_id: Option<String>,
+    pub lease_expires_at: Option<DateTime<Utc>>,
+    pub deadline_at: Option<DateTime<Utc>>,
+    /// Actual spend settled by completed attempts.
+    pub cost: Usd,
+    /// Reserved by the current claim, if any.
+    pub reserved: Usd,
+    /// Why the task is where it is (`decision_gate_failed`, `verification_failed`, …).
+    pub reason: Option<String>,
+    pub spec: TaskSpec,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// What a worker presents for every write after a claim. A write whose epoch is no longer the
+/// task's changes nothing and writes no event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Lease {
+    pub task_pk: i64,
+    pub epoch: i64,
+}
+
+/// A successful claim.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Claimed {
+    pub lease: Lease,
+    pub task: TaskRecord,
+}
+
+/// What a worker asks the queue for.
+#[derive(Debug, Clone)]
+pub struct ClaimRequest {
+    pub worker_id: String,
+    /// Only this plan, or any plan.
+    pub plan_id: Option<String>,
+    /// The worker's tags; a task that requires tags is only given to a worker with all of them.
+    pub tags: Vec<String>,
+    /// How long the lease lasts without a heartbeat.
+    pub lease: Duration,
+    /// Reserved per claim when the task has no `budget_usd` of its own.
+    pub default_estimate: Usd,
+    /// Task ids that must not be handed out (e.g. their key_files overlap running work).
+    pub exclude: Vec<i64>,
+}
+
+impl ClaimRequest {
+    pub fn new(worker_id: impl Into<String>) -> Self {
+        ClaimRequest {
+            worker_id: worker_id.into(),
+            plan_id: None,
+            tags: Vec::new(),
+            lease: Duration::from_secs(30),
+            default_estimate: Usd::ZERO,
+            exclude: Vec::new(),
+        }
+    }
+}
+
+/// How a leased attempt ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct Outcome {
+    /// What the attempt cost (settles the reservation).
+    pub cost: Usd,
+    /// Why (for fail/release/park), e.g. `verification_failed`, `shutdown`.
+    pub reason: Option<String>,
+    /// Free-form evidence stored in the event payload.
+    pub payload: serde_json::Value,
+}
+
+impl Outcome {
+    pub fn reason(reason: impl Into<String>) -> Self {
+        Outcome { reason: Some(reason.into()), ..Default::default() }
+    }
+}
+
+/// How `fail` treats the attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailMode {
+    /// Back to PENDING while attempts remain, else FAILED.
+    Retry,
+    /// FAILED now (auth errors, exhausted repairs, blocked prompts).
+    Final,
+}
+
+/// Where a held task goes when a worker parks it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Park {
+    HumanLoop,
+    Blocked,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ImportOptions {
+    /// Overrides the file's `budget_usd`.
+    pub budget: Option<Usd>,
+    /// Overrides the file's `plan_id`.
+    pub plan_id: Option<String>,
+    /// Tasks to import as SKIPPED, with their reason (the strict decision gate).
+    pub skip: BTreeMap<String, String>,
+    /// Attempts allowed when a task does not say (`max_attempts`).
+    pub default_max_attempts: u32,
+}
+
+/// What an import did, task by task.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ImportReport {
+    pub plan_id: String,
+    pub created_plan: bool,
+    pub plan_changed: bool,
+    pub created: Vec<String>,
+    pub updated: Vec<String>,
+    pub unchanged: Vec<String>,
+    /// Changed in the file but already started: left as they are.
+    pub kept_started: Vec<String>,
+    /// In the store but gone from the file: left as they are.
+    pub missing_from_file: Vec<String>,
+    pub skipped: Vec<String>,
+}
+
+impl ImportReport {
+    pub fn changed_anything(&self) -> bool {
+        self.created_plan || self.plan_changed || !self.created.is_empty() || !self.updated.is_empty()
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResetMode {
+    /// Every task back to PENDING, costs and attempts kept as history in events only.
+    KeepTasks,
+    /// The plan's tasks and edges deleted (events stay: they are append-only).
+    Hard,
+}
+
+/// What one reaper pass did.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ReapReport {
+    /// Lease expired (worker gone): back to PENDING.
+    pub requeued: Vec<String>,
+    /// Lease expired or deadline passed with no attempts left: FAILED.
+    pub failed: Vec<String>,
+    /// Deadline passed (task too long): back to PENDING.
+    pub timed_out: Vec<String>,
+}
+
+/// One audit-trail entry. Append-only.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    pub id: i64,
+    pub ts: DateTime<Utc>,
+    pub event_type: String,
+    pub plan_id: Option<String>,
+    pub task_id: Option<String>,
+    pub worker_id: Option<String>,
+    pub epoch: Option<i64>,
+    pub from_status: Option<Status>,
+    pub to_status: Option<Status>,
+    pub payload: serde_json::Value,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct EventFilter {
+    pub plan_id: Option<String>,
+    pub task_id: Option<String>,
+    /// Only events with an id greater than this.
+    pub after_id: Option<i64>,
+    pub limit: Option<i64>,
+}
+
+/// A worker's registration, for the workers view and liveness.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WorkerRecord {
+    pub id: String,
+    pub host: String,
+    pub slots: i64,
+    pub tags: Vec<String>,
+    pub started_at: DateTime<Utc>,
+    pub heartbeat_at: DateTime<Utc>,
+}
+
+/// Which backend a store is and where it lives, for messages and `db status`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StoreInfo {
+    pub backend: &'static str,
+    /// A path (SQLite) or a host/database with the password removed (Postgres).
+    pub location: String,
+    pub applied_migrations: Vec<i64>,
+    pub pending_migrations: Vec<i64>,
+}
