@@ -5,6 +5,7 @@
 //! checked by [`crate::domain::transition`] first.
 
 pub mod error;
+pub mod event_types;
 pub mod postgres;
 pub mod sqlite;
 pub mod types;
