@@ -1,0 +1,519 @@
+//! The dependency graph of a plan: cycles, topological order, the ready set and key_files batching.
+//!
+//! Edges point from a task to the tasks it depends on, so a cycle reads `A → B → A` as "A waits
+//! for B, which waits for A". Dependencies naming unknown ids are not edges here (validation
+//! reports them); a duplicated id is one node, its first occurrence, so every function stays
+//! total on broken plans (the TRIZ report runs on plans that failed validation).
+
+use super::model::{Priority, TaskSpec};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
+use std::fmt;
+
+/// What the scheduler needs to know about a task, so the store's rows can use these helpers too.
+pub trait Schedulable {
+    fn task_id(&self) -> &str;
+    fn task_priority(&self) -> Priority;
+    fn task_dependencies(&self) -> &[String];
+    fn task_key_files(&self) -> &[String];
+}
+
+impl Schedulable for TaskSpec {
+    fn task_id(&self) -> &str {
+        &self.id
+    }
+    fn task_priority(&self) -> Priority {
+        self.priority
+    }
+    fn task_dependencies(&self) -> &[String] {
+        &self.dependencies
+    }
+    fn task_key_files(&self) -> &[String] {
+        &self.key_files
+    }
+}
+
+impl<T: Schedulable + ?Sized> Schedulable for &T {
+    fn task_id(&self) -> &str {
+        (**self).task_id()
+    }
+    fn task_priority(&self) -> Priority {
+        (**self).task_priority()
+    }
+    fn task_dependencies(&self) -> &[String] {
+        (**self).task_dependencies()
+    }
+    fn task_key_files(&self) -> &[String] {
+        (**self).task_key_files()
+    }
+}
+
+/// One dependency cycle, closed: the first id is repeated at the end (`[A, B, A]`, `[A, A]`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Cycle {
+    pub path: Vec<String>,
+}
+
+impl Cycle {
+    /// The distinct tasks on the cycle, in path order.
+    pub fn members(&self) -> &[String] {
+        &self.path[..self.path.len().saturating_sub(1)]
+    }
+
+    pub fn is_self_loop(&self) -> bool {
+        self.path.len() == 2
+    }
+}
+
+impl fmt::Display for Cycle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.path.join(" → "))
+    }
+}
+
+/// Kahn's order, plus the tasks that can never start because they sit on or behind a cycle.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TopoOrder {
+    pub order: Vec<String>,
+    pub unresolved: Vec<String>,
+}
+
+/// At most this many cycles are reported: past that a plan is broken beyond what a longer list
+/// would help with, and pathological graphs must not make the check slow.
+pub const MAX_REPORTED_CYCLES: usize = 1000;
+
+/// The graph, indexed: node `i` is the first task with id `ids[i]`.
+#[derive(Debug, Clone)]
+pub struct DepGraph<'a> {
+    ids: Vec<&'a str>,
+    ranks: Vec<i64>,
+    /// Known dependencies of each node, without repeats, in file order.
+    deps: Vec<Vec<usize>>,
+}
+
+impl<'a> DepGraph<'a> {
+    pub fn new<T: Schedulable>(tasks: &'a [T]) -> DepGraph<'a> {
+        let mut index: HashMap<&'a str, usize> = HashMap::with_capacity(tasks.len());
+        let mut ids = Vec::with_capacity(tasks.len());
+        let mut ranks = Vec::with_capacity(tasks.len());
+        let mut owners = Vec::with_capacity(tasks.len());
+        for t in tasks {
+            let id = t.task_id();
+            if !index.contains_key(id) {
+                index.insert(id, ids.len());
+                ids.push(id);
+                ranks.push(t.task_priority().rank());
+                owners.push(t);
+            }
+        }
+        let deps = owners
+            .iter()
+            .map(|t| {
+                let mut seen = HashSet::new();
+                t.task_dependencies()
+                    .iter()
+                    .filter_map(|d| index.get(d.as_str()).copied())
+                    .filter(|&d| seen.insert(d))
+                    .collect()
+            })
+            .collect();
+        DepGraph { ids, ranks, deps }
+    }
+
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+
+    /// Strongly connected components (Tarjan, iterative so a 10,000-task chain cannot overflow
+    /// the stack). Each component's nodes are returned in ascending node order.
+    pub fn components(&self) -> Vec<Vec<usize>> {
+        let n = self.ids.len();
+        const UNSEEN: usize = usize::MAX;
+        let mut index = vec![UNSEEN; n];
+        let mut low = vec![0usize; n];
+        let mut on_stack = vec![false; n];
+        let mut stack = Vec::new();
+        let mut out = Vec::new();
+        let mut next = 0usize;
+        // (node, position of the next edge to look at)
+        let mut work: Vec<(usize, usize)> = Vec::new();
+        for root in 0..n {
+            if index[root] != UNSEEN {
+                continue;
+            }
+            work.push((root, 0));
+            index[root] = next;
+            low[root] = next;
+            next += 1;
+            stack.push(root);
+            on_stack[root] = true;
+            while let Some(&mut (v, ref mut edge)) = work.last_mut() {
+                if let Some(&w) = self.deps[v].get(*edge) {
+                    *edge += 1;
+                    if index[w] == UNSEEN {
+                        index[w] = next;
+                        low[w] = next;
+                        next += 1;
+                        stack.push(w);
+                        on_stack[w] = true;
+                        work.push((w, 0));
+                    } else if on_stack[w] {
+                        low[v] = low[v].min(index[w]);
+                    }
+                    continue;
+                }
+                work.pop();
+                if let Some(&(parent, _)) = work.last() {
+                    low[parent] = low[parent].min(low[v]);
+                }
+                if low[v] == index[v] {
+                    let mut comp = Vec::new();
+                    while let Some(w) = stack.pop() {
+                        on_stack[w] = false;
+                        comp.push(w);
+                        if w == v {
+                            break;
+                        }
+                    }
+                    comp.sort_unstable();
+                    out.push(comp);
+                }
+            }
+        }
+        out
+    }
+
+    /// Every cycle, each with a concrete path: self-loops, and for each larger strongly connected
+    /// component the shortest cycle through its first uncovered task, until each of its tasks is
+    /// on some reported cycle. Ordered by the file position of the cycle's first task.
+    pub fn cycles(&self) -> Vec<Cycle> {
+        let mut found: Vec<(usize, Cycle)> = Vec::new();
+        for comp in self.components() {
+            for &v in &comp {
+                if self.deps[v].contains(&v) {
+                    let id = self.ids[v].to_string();
+                    found.push((
+                        v,
+                        Cycle {
+                            path: vec![id.clone(), id],
+                        },
+                    ));
+                }
+            }
+            if comp.len() < 2 {
+                continue;
+            }
+            let members: HashSet<usize> = comp.iter().copied().collect();
+            let mut covered: HashSet<usize> = HashSet::new();
+            for &start in &comp {
+                if found.len() >= MAX_REPORTED_CYCLES {
+                    break;
+                }
+                if covered.contains(&start) {
+                    continue;
+                }
+                if let Some(path) = self.shortest_cycle(start, &members) {
+                    covered.extend(path.iter().copied());
+                    let mut ids: Vec<String> =
+                        path.iter().map(|&i| self.ids[i].to_string()).collect();
+                    ids.push(self.ids[start].to_string());
+                    found.push((start, Cycle { path: ids }));
+                }
+            }
+        }
+        found.sort_by_key(|(start, _)| *start);
+        found.truncate(MAX_REPORTED_CYCLES);
+        found.into_iter().map(|(_, c)| c).collect()
+    }
+
+    /// BFS inside one component from `start` back to `start`, skipping self-loops (reported
+    /// on their own). Returns the nodes of the path without the closing repeat.
+    fn shortest_cycle(&self, start: usize, members: &HashSet<usize>) -> Option<Vec<usize>> {
+        let mut parent: HashMap<usize, usize> = HashMap::new();
+        let mut queue = VecDeque::from([start]);
+        while let Some(v) = queue.pop_front() {
+            for &w in &self.deps[v] {
+                if w == v || !members.contains(&w) {
+                    continue;
+                }
+                if w == start {
+                    let mut path = vec![v];
+                    let mut cur = v;
+                    while cur != start {
+                        cur = *parent.get(&cur)?;
+                        path.push(cur);
+                    }
+                    path.reverse();
+                    return Some(path);
+                }
+                if w != start && !parent.contains_key(&w) {
+                    parent.insert(w, v);
+                    queue.push_back(w);
+                }
+            }
+        }
+        None
+    }
+
+    /// Kahn's algorithm: dependencies first; among tasks ready at the same time, higher priority
+    /// first, then the smaller id.
+    pub fn topo_order(&self) -> TopoOrder {
+        let n = self.ids.len();
+        let mut waiting: Vec<usize> = self.deps.iter().map(Vec::len).collect();
+        let mut dependents: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for (v, ds) in self.deps.iter().enumerate() {
+            for &d in ds {
+                dependents[d].push(v);
+            }
+        }
+        let mut heap: BinaryHeap<Reverse<(i64, &str, usize)>> = (0..n)
+            .filter(|&v| waiting[v] == 0)
+            .map(|v| Reverse((self.ranks[v], self.ids[v], v)))
+            .collect();
+        let mut order = Vec::with_capacity(n);
+        let mut emitted = vec![false; n];
+        while let Some(Reverse((_, id, v))) = heap.pop() {
+            order.push(id.to_string());
+            emitted[v] = true;
+            for &u in &dependents[v] {
+                waiting[u] -= 1;
+                if waiting[u] == 0 {
+                    heap.push(Reverse((self.ranks[u], self.ids[u], u)));
+                }
+            }
+        }
+        let unresolved = (0..n)
+            .filter(|&v| !emitted[v])
+            .map(|v| self.ids[v].to_string())
+            .collect();
+        TopoOrder { order, unresolved }
+    }
+}
+
+/// Every dependency cycle of `tasks` (see [`DepGraph::cycles`]).
+pub fn find_cycles<T: Schedulable>(tasks: &[T]) -> Vec<Cycle> {
+    DepGraph::new(tasks).cycles()
+}
+
+/// Topological order of `tasks` (see [`DepGraph::topo_order`]).
+pub fn topo_order<T: Schedulable>(tasks: &[T]) -> TopoOrder {
+    DepGraph::new(tasks).topo_order()
+}
+
+/// Sorts tasks the way the queue hands them out: priority rank, then id.
+pub fn sort_by_priority<T: Schedulable>(tasks: &mut [T]) {
+    tasks.sort_by(|a, b| {
+        (a.task_priority().rank(), a.task_id()).cmp(&(b.task_priority().rank(), b.task_id()))
+    });
+}
+
+/// The tasks that may start once `done` are finished: not done themselves, every dependency
+/// done. The caller filters by live status first. Returned in priority order, then id.
+pub fn ready_set<'a, T: Schedulable>(candidates: &'a [T], done: &HashSet<String>) -> Vec<&'a T> {
+    let mut ready: Vec<&T> = candidates
+        .iter()
+        .filter(|t| !done.contains(t.task_id()))
+        .filter(|t| t.task_dependencies().iter().all(|d| done.contains(d)))
+        .collect();
+    sort_by_priority(&mut ready);
+    ready
+}
+
+/// Key files are compared as written, minus what does not change the file meant: surrounding
+/// whitespace, leading `./` and trailing `/`.
+pub fn normalize_key_file(path: &str) -> String {
+    let mut p = path.trim();
+    while let Some(rest) = p.strip_prefix("./") {
+        p = rest.trim_start_matches('/');
+    }
+    let p = p.trim_end_matches('/');
+    p.to_string()
+}
+
+/// The key files held by `running` tasks, normalised.
+pub fn held_key_files<T: Schedulable>(running: &[T]) -> HashSet<String> {
+    running
+        .iter()
+        .flat_map(|t| t.task_key_files().iter())
+        .map(|k| normalize_key_file(k))
+        .filter(|k| !k.is_empty())
+        .collect()
+}
+
+/// The v3 batching rule: walk `ready` (already in priority order) and take a task only if none of
+/// its key files is held by a running task or by a task picked before it, up to `slots` tasks.
+/// Tasks without key files never conflict.
+pub fn pick_batch<'a, T: Schedulable>(
+    ready: &[&'a T],
+    held: &HashSet<String>,
+    slots: usize,
+) -> Vec<&'a T> {
+    let mut taken: HashSet<String> = held.iter().map(|k| normalize_key_file(k)).collect();
+    let mut batch = Vec::new();
+    for &t in ready {
+        if batch.len() >= slots {
+            break;
+        }
+        let mut keys: Vec<String> = t
+            .task_key_files()
+            .iter()
+            .map(|k| normalize_key_file(k))
+            .filter(|k| !k.is_empty())
+            .collect();
+        keys.dedup();
+        if keys.iter().any(|k| taken.contains(k)) {
+            continue;
+        }
+        taken.extend(keys);
+        batch.push(t);
+    }
+    batch
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(id: &str, prio: Priority, deps: &[&str], keys: &[&str]) -> TaskSpec {
+        TaskSpec {
+            id: id.into(),
+            priority: prio,
+            dependencies: deps.iter().map(|s| s.to_string()).collect(),
+            key_files: keys.iter().map(|s| s.to_string()).collect(),
+            ..TaskSpec::default()
+        }
+    }
+
+    fn m(id: &str, deps: &[&str]) -> TaskSpec {
+        t(id, Priority::Medium, deps, &[])
+    }
+
+    fn paths(cycles: &[Cycle]) -> Vec<String> {
+        cycles.iter().map(|c| c.to_string()).collect()
+    }
+
+    #[test]
+    fn acyclic_plan_has_no_cycles() {
+        let tasks = vec![m("A", &[]), m("B", &["A"]), m("C", &["A", "B", "missing"])];
+        assert!(find_cycles(&tasks).is_empty());
+    }
+
+    #[test]
+    fn reports_each_cycle_with_its_path() {
+        let tasks = vec![
+            m("A", &["B"]),
+            m("B", &["C"]),
+            m("C", &["A"]),
+            m("D", &["D"]),
+            m("E", &["F"]),
+            m("F", &["E"]),
+            m("G", &["A"]),
+        ];
+        assert_eq!(
+            paths(&find_cycles(&tasks)),
+            ["A → B → C → A", "D → D", "E → F → E"]
+        );
+        let c = &find_cycles(&tasks)[1];
+        assert!(c.is_self_loop());
+        assert_eq!(c.members(), ["D"]);
+    }
+
+    #[test]
+    fn every_member_of_a_tangled_component_is_on_a_reported_cycle() {
+        // A ⇄ B and B ⇄ C form one component; both small cycles must be shown.
+        let tasks = vec![m("A", &["B"]), m("B", &["A", "C"]), m("C", &["B"])];
+        assert_eq!(paths(&find_cycles(&tasks)), ["A → B → A", "C → B → C"]);
+    }
+
+    #[test]
+    fn self_loop_inside_a_larger_cycle_is_reported_too() {
+        let tasks = vec![m("A", &["A", "B"]), m("B", &["A"])];
+        assert_eq!(paths(&find_cycles(&tasks)), ["A → A", "A → B → A"]);
+    }
+
+    #[test]
+    fn long_chain_does_not_overflow_the_stack() {
+        let n = 20_000;
+        let mut tasks: Vec<TaskSpec> = (0..n).map(|i| m(&format!("T{i}"), &[])).collect();
+        for i in 1..n {
+            tasks[i].dependencies.push(format!("T{}", i - 1));
+        }
+        tasks[0].dependencies.push(format!("T{}", n - 1));
+        let cycles = find_cycles(&tasks);
+        assert_eq!(cycles.len(), 1);
+        assert_eq!(cycles[0].members().len(), n);
+        assert_eq!(topo_order(&tasks).unresolved.len(), n);
+    }
+
+    #[test]
+    fn topo_order_respects_deps_then_priority_then_id() {
+        let tasks = vec![
+            t("C", Priority::Low, &[], &[]),
+            t("B", Priority::High, &["C"], &[]),
+            t("A", Priority::Medium, &[], &[]),
+            t("Z", Priority::Critical, &[], &[]),
+            t("Y", Priority::Medium, &[], &[]),
+        ];
+        let o = topo_order(&tasks);
+        assert_eq!(o.order, ["Z", "A", "Y", "C", "B"]);
+        assert!(o.unresolved.is_empty());
+    }
+
+    #[test]
+    fn topo_order_leaves_cycles_and_their_dependents_unresolved() {
+        let tasks = vec![m("A", &["B"]), m("B", &["A"]), m("C", &["A"]), m("D", &[])];
+        let o = topo_order(&tasks);
+        assert_eq!(o.order, ["D"]);
+        assert_eq!(o.unresolved, ["A", "B", "C"]);
+    }
+
+    #[test]
+    fn ready_set_needs_all_deps_done() {
+        let tasks = vec![
+            t("A", Priority::Low, &[], &[]),
+            t("B", Priority::High, &["A"], &[]),
+            t("C", Priority::Critical, &["A", "B"], &[]),
+            t("D", Priority::High, &[], &[]),
+        ];
+        let none = HashSet::new();
+        let ids = |v: Vec<&TaskSpec>| v.into_iter().map(|t| t.id.clone()).collect::<Vec<_>>();
+        assert_eq!(ids(ready_set(&tasks, &none)), ["D", "A"]);
+        let done: HashSet<String> = ["A".to_string()].into();
+        assert_eq!(ids(ready_set(&tasks, &done)), ["B", "D"]);
+    }
+
+    #[test]
+    fn batching_skips_overlapping_key_files() {
+        let tasks = vec![
+            t("T1", Priority::High, &[], &["a.rs", "b.rs"]),
+            t("T2", Priority::High, &[], &["./b.rs"]),
+            t("T3", Priority::Medium, &[], &["c.rs"]),
+            t("T4", Priority::Medium, &[], &[]),
+            t("T5", Priority::Low, &[], &["d.rs"]),
+            t("T6", Priority::Low, &[], &["e.rs"]),
+        ];
+        let ready: Vec<&TaskSpec> = tasks.iter().collect();
+        let none = HashSet::new();
+        let ids = |v: Vec<&TaskSpec>| v.into_iter().map(|t| t.id.clone()).collect::<Vec<_>>();
+        assert_eq!(ids(pick_batch(&ready, &none, 3)), ["T1", "T3", "T4"]);
+        let held: HashSet<String> = ["c.rs".to_string(), "a.rs/".to_string()].into();
+        assert_eq!(ids(pick_batch(&ready, &held, 3)), ["T2", "T4", "T5"]);
+        assert!(pick_batch(&ready, &none, 0).is_empty());
+        let running = [&tasks[0]];
+        assert_eq!(
+            held_key_files(&running),
+            ["a.rs".to_string(), "b.rs".to_string()].into()
+        );
+    }
+
+    #[test]
+    fn key_file_normalisation() {
+        assert_eq!(normalize_key_file(" ./src/a.rs "), "src/a.rs");
+        assert_eq!(normalize_key_file(".//x/"), "x");
+        assert_eq!(normalize_key_file("docs/"), "docs");
+    }
+}
