@@ -7,6 +7,7 @@
 pub mod cli;
 pub mod config;
 pub mod domain;
+pub mod fsutil;
 pub mod plan;
 pub mod pty;
 pub mod store;

@@ -103,3 +103,48 @@ pub struct NewEvent {
     pub epoch: Option<i64>,
     pub payload: serde_json::Value,
 }
+
+/// A database URL with its password replaced by `***`, safe to print and log.
+pub fn redact_url(url: &str) -> String {
+    let url = &redact_query_password(url);
+    let Some(scheme_end) = url.find("://") else { return url.to_string() };
+    let rest = &url[scheme_end + 3..];
+    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let authority = &rest[..authority_end];
+    match authority.rfind('@') {
+        Some(at) => {
+            let userinfo = &authority[..at];
+            let user = userinfo.split(':').next().unwrap_or("");
+            let masked = if userinfo.contains(':') { format!("{user}:***") } else { user.to_string() };
+            format!("{}{}{}", &url[..scheme_end + 3], masked, &rest[at..])
+        }
+        None => url.to_string(),
+    }
+}
+
+fn redact_query_password(url: &str) -> String {
+    let Some(q) = url.find('?') else { return url.to_string() };
+    let (head, query) = url.split_at(q + 1);
+    let parts: Vec<String> = query
+        .split('&')
+        .map(|kv| match kv.split_once('=') {
+            Some((k, _)) if k.eq_ignore_ascii_case("password") => format!("{k}=***"),
+            _ => kv.to_string(),
+        })
+        .collect();
+    format!("{head}{}", parts.join("&"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redact_url;
+
+    #[test]
+    fn passwords_never_survive_redaction() {
+        assert_eq!(redact_url("postgres://u:secret@h:5432/db"), "postgres://u:***@h:5432/db");
+        assert_eq!(redact_url("postgres://u@h/db"), "postgres://u@h/db");
+        assert_eq!(redact_url("postgres://h/db?sslmode=off&password=x"), "postgres://h/db?sslmode=off&password=***");
+        assert_eq!(redact_url("sqlite:.whilly/whilly.db"), "sqlite:.whilly/whilly.db");
+        assert!(!redact_url("postgresql://a:p%40ss@h/db").contains("p%40ss"));
+    }
+}
