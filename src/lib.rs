@@ -7,6 +7,7 @@
 pub mod cli;
 pub mod config;
 pub mod domain;
+pub mod engine;
 pub mod fsutil;
 pub mod plan;
 pub mod pty;
