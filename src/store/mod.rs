@@ -6,7 +6,9 @@
 
 pub mod error;
 pub mod event_types;
+pub mod mirror;
 pub mod postgres;
+pub mod sql_common;
 pub mod sqlite;
 pub mod types;
 

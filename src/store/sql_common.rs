@@ -1,0 +1,413 @@
+//! What both SQL stores decide the same way, as pure functions: how an import maps file tasks to
+//! rows (create / update / keep), which fields changed, how outcomes become event payloads, and the
+//! "moves into and out of DONE" rule for children's `pending_deps`.
+//!
+//! Keeping these here (no IO) is what lets SQLite and Postgres agree exactly.
+
+use super::error::{StoreError, StoreResult};
+use super::types::{ImportOptions, Outcome};
+use crate::domain::{Action, PlanSpec, Status, TaskSpec, Usd, transition};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value, json};
+use std::collections::{HashMap, HashSet};
+
+/// Attempts allowed when neither the task nor the options say.
+pub const DEFAULT_MAX_ATTEMPTS: i64 = 3;
+
+/// The status a task gets when it is first imported, from the status its file declared:
+/// anything in flight in the file (claimed, in progress) starts over as PENDING.
+pub fn status_from_file(declared: Option<Status>) -> Status {
+    match declared {
+        None | Some(Status::Pending | Status::Claimed | Status::InProgress) => Status::Pending,
+        Some(s) => s,
+    }
+}
+
+/// `task.max_attempts`, else the options' default, else 3; never below 1.
+pub fn max_attempts_for(task: &TaskSpec, default_max_attempts: u32) -> i64 {
+    let n = task.max_attempts.unwrap_or(default_max_attempts);
+    if n == 0 {
+        DEFAULT_MAX_ATTEMPTS
+    } else {
+        i64::from(n)
+    }
+}
+
+/// The plan id an import writes to.
+pub fn effective_plan_id(plan: &PlanSpec, opts: &ImportOptions) -> String {
+    opts.plan_id.clone().unwrap_or_else(|| plan.id.clone())
+}
+
+/// The budget an import sets: the options override the file.
+pub fn effective_budget(plan: &PlanSpec, opts: &ImportOptions) -> Option<Usd> {
+    opts.budget.or(plan.budget_usd)
+}
+
+/// The spec stored on the plan row: tasks removed (they live in their own rows), the effective id
+/// and budget set, so export gives back what the queue actually runs.
+pub fn plan_row_spec(plan: &PlanSpec, opts: &ImportOptions) -> PlanSpec {
+    PlanSpec {
+        id: effective_plan_id(plan, opts),
+        budget_usd: effective_budget(plan, opts),
+        tasks: Vec::new(),
+        ..plan.clone()
+    }
+}
+
+/// Names of the top-level fields that differ between two serialisable values, in field order,
+/// leaving out `ignore`. New fields added to the specs are compared automatically.
+pub fn changed_fields<T: Serialize>(old: &T, new: &T, ignore: &[&str]) -> Vec<String> {
+    let (Ok(Value::Object(a)), Ok(Value::Object(b))) =
+        (serde_json::to_value(old), serde_json::to_value(new))
+    else {
+        return vec!["spec".to_string()];
+    };
+    let mut out = Vec::new();
+    for (k, v) in &b {
+        if !ignore.contains(&k.as_str()) && a.get(k) != Some(v) {
+            out.push(k.clone());
+        }
+    }
+    for k in a.keys() {
+        if !ignore.contains(&k.as_str()) && !b.contains_key(k) {
+            out.push(k.clone());
+        }
+    }
+    out
+}
+
+/// Fields of a task spec that changed. The declared `status` is not compared: it only seeds a
+/// new row, after which the queue's live status rules (export writes live statuses back).
+pub fn task_changes(old: &TaskSpec, new: &TaskSpec) -> Vec<String> {
+    changed_fields(old, new, &["status"])
+}
+
+/// Fields of the stored plan spec that changed (both already in `plan_row_spec` form).
+pub fn plan_changes(old: &PlanSpec, new: &PlanSpec) -> Vec<String> {
+    changed_fields(old, new, &["tasks"])
+}
+
+/// A task that has not started may be rewritten by a re-import: PENDING or SKIPPED and never
+/// claimed (an operator's or the gate's skip of untouched work).
+pub fn is_unstarted(status: Status, attempts: i64) -> bool {
+    attempts == 0 && matches!(status, Status::Pending | Status::Skipped)
+}
+
+/// A stored task as the importer needs to see it.
+#[derive(Debug, Clone)]
+pub struct ExistingTask {
+    pub pk: i64,
+    pub status: Status,
+    pub attempts: i64,
+    pub reason: Option<String>,
+    pub spec: TaskSpec,
+}
+
+/// What to do with one task of the file.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TaskPlan {
+    /// A new row with this status. `created_as` is the status the `task.created` event shows;
+    /// when the gate skips the task, a `task.skipped` event follows from it to `status`.
+    Create {
+        created_as: Status,
+        status: Status,
+        reason: Option<String>,
+    },
+    /// An unstarted task whose spec changed: rewrite spec, priority, deps, limits; status may move
+    /// between PENDING and SKIPPED (gate).
+    Update {
+        changed: Vec<String>,
+        status: Status,
+        reason: Option<String>,
+    },
+    /// Changed in the file but started: left as it is.
+    KeepStarted {
+        changed: Vec<String>,
+    },
+    Unchanged,
+}
+
+impl TaskPlan {
+    pub fn gate_skipped(&self) -> bool {
+        matches!(self, TaskPlan::Create { created_as, status: Status::Skipped, .. } if *created_as != Status::Skipped)
+            || matches!(
+                self,
+                TaskPlan::Update {
+                    status: Status::Skipped,
+                    ..
+                }
+            )
+    }
+}
+
+/// Decides, per task of the file (in file order), what an import does. Refuses duplicate ids and
+/// dependencies that name a task neither in the file nor already stored.
+pub fn plan_import(
+    plan: &PlanSpec,
+    opts: &ImportOptions,
+    existing: &HashMap<String, ExistingTask>,
+) -> StoreResult<Vec<TaskPlan>> {
+    let plan_id = effective_plan_id(plan, opts);
+    if plan_id.is_empty() {
+        return Err(StoreError::Invalid(
+            "the plan has an empty id; set plan_id in the file".into(),
+        ));
+    }
+    let mut seen = HashSet::new();
+    for t in &plan.tasks {
+        if !seen.insert(t.id.as_str()) {
+            return Err(StoreError::Invalid(format!(
+                "plan {plan_id}: task id {:?} appears twice; task ids must be unique",
+                t.id
+            )));
+        }
+    }
+    for t in &plan.tasks {
+        for d in &t.dependencies {
+            if !seen.contains(d.as_str()) && !existing.contains_key(d) {
+                return Err(StoreError::Invalid(format!(
+                    "plan {plan_id}: task {:?} depends on {d:?}, which is not a task of this plan",
+                    t.id
+                )));
+            }
+        }
+    }
+    let gate = |id: &str| opts.skip.get(id).cloned();
+    Ok(plan
+        .tasks
+        .iter()
+        .map(|t| match existing.get(&t.id) {
+            None => {
+                let created_as = status_from_file(t.status);
+                match gate(&t.id) {
+                    Some(reason) if transition(created_as, Action::Skip).is_ok() => {
+                        TaskPlan::Create {
+                            created_as,
+                            status: Status::Skipped,
+                            reason: Some(reason),
+                        }
+                    }
+                    _ => TaskPlan::Create {
+                        created_as,
+                        status: created_as,
+                        reason: None,
+                    },
+                }
+            }
+            Some(old) => {
+                let changed = task_changes(&old.spec, t);
+                if changed.is_empty() {
+                    TaskPlan::Unchanged
+                } else if is_unstarted(old.status, old.attempts) {
+                    let (status, reason) = match gate(&t.id) {
+                        Some(r) => (Status::Skipped, Some(r)),
+                        None => (Status::Pending, None),
+                    };
+                    TaskPlan::Update {
+                        changed,
+                        status,
+                        reason,
+                    }
+                } else {
+                    TaskPlan::KeepStarted { changed }
+                }
+            }
+        })
+        .collect())
+}
+
+/// How a move from `from` to `to` changes the `pending_deps` of the task's children: moving into
+/// DONE unblocks them (-1), moving out of DONE re-blocks them (+1).
+pub fn children_delta(from: Status, to: Status) -> i64 {
+    match (from == Status::Done, to == Status::Done) {
+        (false, true) => -1,
+        (true, false) => 1,
+        _ => 0,
+    }
+}
+
+/// A money amount as an event field.
+pub fn usd_json(v: Usd) -> Value {
+    json!(v.as_f64())
+}
+
+/// `{cost_usd, reason, ...outcome.payload}`: an object payload is merged in (our keys win), any
+/// other non-null payload is kept under `data`.
+pub fn outcome_payload(o: &Outcome, extra: &[(&str, Value)]) -> Value {
+    let mut m = Map::new();
+    match &o.payload {
+        Value::Object(p) => m.extend(p.clone()),
+        Value::Null => {}
+        other => {
+            m.insert("data".into(), other.clone());
+        }
+    }
+    m.insert("cost_usd".into(), usd_json(o.cost));
+    m.insert(
+        "reason".into(),
+        o.reason.clone().map_or(Value::Null, Value::String),
+    );
+    for (k, v) in extra {
+        m.insert((*k).to_string(), v.clone());
+    }
+    Value::Object(m)
+}
+
+/// A status column's text.
+pub fn parse_status(s: &str) -> StoreResult<Status> {
+    s.parse()
+        .map_err(|e| StoreError::Corrupt(format!("task status column: {e}")))
+}
+
+/// A JSON column decoded, with the column named in the error.
+pub fn decode_json<T: DeserializeOwned>(text: &str, what: &str) -> StoreResult<T> {
+    serde_json::from_str(text).map_err(|e| StoreError::Corrupt(format!("{what}: {e}")))
+}
+
+/// A value as JSON text for a column.
+pub fn encode_json<T: Serialize>(v: &T, what: &str) -> StoreResult<String> {
+    serde_json::to_string(v).map_err(|e| StoreError::Invalid(format!("{what}: {e}")))
+}
+
+/// A `Duration` in whole milliseconds, saturating.
+pub fn millis(d: std::time::Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::domain::Priority;
+
+    fn task(id: &str, deps: &[&str]) -> TaskSpec {
+        TaskSpec {
+            id: id.into(),
+            description: format!("do {id}"),
+            dependencies: deps.iter().map(|d| d.to_string()).collect(),
+            ..Default::default()
+        }
+    }
+
+    fn existing(spec: TaskSpec, status: Status, attempts: i64) -> ExistingTask {
+        ExistingTask {
+            pk: 1,
+            status,
+            attempts,
+            reason: None,
+            spec,
+        }
+    }
+
+    #[test]
+    fn file_status_mapping() {
+        assert_eq!(status_from_file(None), Status::Pending);
+        assert_eq!(status_from_file(Some(Status::InProgress)), Status::Pending);
+        assert_eq!(status_from_file(Some(Status::Claimed)), Status::Pending);
+        assert_eq!(status_from_file(Some(Status::Done)), Status::Done);
+        assert_eq!(status_from_file(Some(Status::HumanLoop)), Status::HumanLoop);
+    }
+
+    #[test]
+    fn max_attempts_defaults() {
+        let mut t = task("a", &[]);
+        assert_eq!(max_attempts_for(&t, 0), 3);
+        assert_eq!(max_attempts_for(&t, 5), 5);
+        t.max_attempts = Some(1);
+        assert_eq!(max_attempts_for(&t, 5), 1);
+    }
+
+    #[test]
+    fn changes_ignore_declared_status() {
+        let a = task("a", &[]);
+        let mut b = a.clone();
+        b.status = Some(Status::Done);
+        assert!(task_changes(&a, &b).is_empty());
+        b.priority = Priority::High;
+        b.dependencies.push("x".into());
+        assert_eq!(task_changes(&a, &b), vec!["priority", "dependencies"]);
+    }
+
+    #[test]
+    fn import_decisions() {
+        let mut plan = PlanSpec {
+            id: "p".into(),
+            ..Default::default()
+        };
+        let mut changed = task("b", &["a"]);
+        changed.description = "new".into();
+        let mut started_changed = task("c", &[]);
+        started_changed.description = "new".into();
+        plan.tasks = vec![task("a", &[]), changed, started_changed, task("d", &["c"])];
+        let mut ex = HashMap::new();
+        ex.insert("a".to_string(), existing(task("a", &[]), Status::Done, 1));
+        ex.insert(
+            "b".to_string(),
+            existing(task("b", &["a"]), Status::Pending, 0),
+        );
+        ex.insert(
+            "c".to_string(),
+            existing(task("c", &[]), Status::Pending, 1),
+        );
+        let mut opts = ImportOptions::default();
+        opts.skip.insert("d".into(), "gate".into());
+        let out = plan_import(&plan, &opts, &ex).unwrap();
+        assert_eq!(out[0], TaskPlan::Unchanged);
+        assert!(
+            matches!(&out[1], TaskPlan::Update { changed, status: Status::Pending, .. } if changed == &vec!["description".to_string()])
+        );
+        assert!(matches!(&out[2], TaskPlan::KeepStarted { .. }));
+        assert_eq!(
+            out[3],
+            TaskPlan::Create {
+                created_as: Status::Pending,
+                status: Status::Skipped,
+                reason: Some("gate".into())
+            }
+        );
+        assert!(out[3].gate_skipped());
+    }
+
+    #[test]
+    fn import_refuses_unknown_deps_and_duplicates() {
+        let plan = PlanSpec {
+            id: "p".into(),
+            tasks: vec![task("a", &["zz"])],
+            ..Default::default()
+        };
+        let err = plan_import(&plan, &ImportOptions::default(), &HashMap::new()).unwrap_err();
+        assert!(err.to_string().contains("zz"), "{err}");
+        let plan = PlanSpec {
+            id: "p".into(),
+            tasks: vec![task("a", &[]), task("a", &[])],
+            ..Default::default()
+        };
+        assert!(plan_import(&plan, &ImportOptions::default(), &HashMap::new()).is_err());
+    }
+
+    #[test]
+    fn done_rule() {
+        assert_eq!(children_delta(Status::InProgress, Status::Done), -1);
+        assert_eq!(children_delta(Status::Done, Status::Pending), 1);
+        assert_eq!(children_delta(Status::Pending, Status::Skipped), 0);
+    }
+
+    #[test]
+    fn payload_merges_outcome() {
+        let o = Outcome {
+            cost: Usd(1_500_000),
+            reason: Some("ok".into()),
+            payload: json!({"x": 1, "cost_usd": "spoofed"}),
+        };
+        let p = outcome_payload(&o, &[]);
+        assert_eq!(p["x"], 1);
+        assert_eq!(p["cost_usd"], 1.5);
+        assert_eq!(p["reason"], "ok");
+        let o = Outcome {
+            payload: json!([1]),
+            ..Default::default()
+        };
+        assert_eq!(outcome_payload(&o, &[])["data"], json!([1]));
+    }
+}
