@@ -1,0 +1,41 @@
+//! How a run ends, and the exit code each ending maps to.
+
+use serde::Serialize;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunEnd {
+    /// Every task DONE or SKIPPED.
+    AllDone,
+    /// Some task FAILED, or tasks can never run (their dependencies failed, or they wait for a human).
+    SomeFailed,
+    BudgetExhausted,
+    TimedOut,
+    Interrupted,
+}
+
+impl RunEnd {
+    pub fn exit_code(self) -> i32 {
+        match self {
+            RunEnd::AllDone => 0,
+            RunEnd::SomeFailed => 1,
+            RunEnd::BudgetExhausted => 2,
+            RunEnd::TimedOut => 3,
+            RunEnd::Interrupted => 130,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_codes_match_the_original() {
+        assert_eq!(RunEnd::AllDone.exit_code(), 0);
+        assert_eq!(RunEnd::SomeFailed.exit_code(), 1);
+        assert_eq!(RunEnd::BudgetExhausted.exit_code(), 2);
+        assert_eq!(RunEnd::TimedOut.exit_code(), 3);
+        assert_eq!(RunEnd::Interrupted.exit_code(), 130);
+    }
+}
