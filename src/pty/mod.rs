@@ -1,1 +1,30 @@
-//! pty (being written).
+//! Agents in pseudo-terminals: spawning a child in its own PTY and process group, logging its raw
+//! output, emulating its screen (vt100, behind [`Emulator`]), answering the terminal queries the
+//! emulator does not, encoding keys, resizing and killing whole process groups.
+//!
+//! Knows nothing of ratatui or the store: a pane renders [`PtySession::with_screen`] with
+//! tui-term and wakes on [`PtySession::subscribe`]; evidence reads [`PtySession::screen_text`].
+//!
+//! Threads per session: a reader (PTY → log, emulator, query replies), a writer (queue → PTY) and
+//! a waiter (exit status; kills the group's leftovers and reaps when the session is dropped).
+
+pub mod bench;
+mod emulator;
+mod error;
+mod io_threads;
+pub mod keys;
+mod process;
+pub mod queries;
+mod session;
+mod spec;
+mod stats;
+
+pub use emulator::Emulator;
+pub use error::PtyError;
+pub use keys::{
+    InputModes, MouseEncoding, MouseMode, encode_focus, encode_key, encode_mouse, encode_paste,
+};
+pub use process::{ExitInfo, group_alive, group_members, process_group_of, signal_group};
+pub use session::{PtySession, RunState, env_pairs};
+pub use spec::{DEFAULT_SCROLLBACK, SpawnSpec, TermSize};
+pub use stats::OutputStats;

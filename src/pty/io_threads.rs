@@ -1,0 +1,173 @@
+//! The reader and writer threads of a session. Blocking reads and writes live here, never in
+//! tokio tasks: the reader may wait on the child, but never on the UI.
+
+use std::fs::File;
+use std::io::{BufWriter, Read, Write};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
+use std::time::Instant;
+
+use super::session::Shared;
+
+/// Bytes read per `read` call.
+pub(crate) const READ_CHUNK: usize = 64 * 1024;
+/// Log buffer: output is flushed whenever the reader is about to wait, so the log is current
+/// whenever the child is quiet, and written in large blocks while it floods.
+const LOG_BUFFER: usize = 256 * 1024;
+/// Chunks still drained after the session is dropped, so a process outside the group that keeps
+/// flooding the terminal cannot keep the thread alive.
+const SHUTDOWN_DRAIN_CHUNKS: usize = 64;
+
+/// The append-only raw output log of one attempt.
+pub(crate) struct LogSink {
+    path: PathBuf,
+    out: BufWriter<File>,
+    failed: bool,
+}
+
+impl LogSink {
+    pub(crate) fn new(path: PathBuf, file: File) -> Self {
+        Self {
+            path,
+            out: BufWriter::with_capacity(LOG_BUFFER, file),
+            failed: false,
+        }
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        if !self.failed
+            && let Err(err) = self.out.write_all(bytes)
+        {
+            // A full disk must not stop the agent: keep emulating, stop logging, say so once.
+            tracing::warn!(path = %self.path.display(), %err, "session log write failed; logging stopped");
+            self.failed = true;
+        }
+    }
+
+    fn flush(&mut self) {
+        if !self.failed
+            && let Err(err) = self.out.flush()
+        {
+            tracing::warn!(path = %self.path.display(), %err, "session log flush failed; logging stopped");
+            self.failed = true;
+        }
+    }
+}
+
+/// Readiness of (pty, wake pipe); errors are reported as "pty ready" so `read` surfaces them.
+fn poll2(pty: RawFd, wake: RawFd, timeout_ms: i32) -> (bool, bool) {
+    let mut fds = [
+        libc::pollfd {
+            fd: pty,
+            events: libc::POLLIN,
+            revents: 0,
+        },
+        libc::pollfd {
+            fd: wake,
+            events: libc::POLLIN,
+            revents: 0,
+        },
+    ];
+    loop {
+        // SAFETY: `fds` is a valid array of two pollfd for the duration of the call.
+        let rc = unsafe { libc::poll(fds.as_mut_ptr(), 2, timeout_ms) };
+        if rc >= 0 {
+            return (fds[0].revents != 0, fds[1].revents != 0);
+        }
+        if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return (true, false);
+        }
+    }
+}
+
+/// Reads the PTY until EOF (or until the session is dropped and the backlog drained): log,
+/// emulator, query replies, counters, then a generation bump for whoever renders.
+pub(crate) fn run_reader(
+    pty: OwnedFd,
+    wake: OwnedFd,
+    mut log: Option<LogSink>,
+    shared: Arc<Shared>,
+    replies: SyncSender<Vec<u8>>,
+) {
+    let pty_fd = pty.as_raw_fd();
+    let wake_fd = wake.as_raw_fd();
+    let mut pty = File::from(pty);
+    let mut buf = vec![0u8; READ_CHUNK];
+    let mut shutdown_budget: Option<usize> = None;
+    loop {
+        let (mut ready, mut woken) = poll2(pty_fd, wake_fd, 0);
+        if !ready {
+            if shutdown_budget.is_some() {
+                break;
+            }
+            if let Some(log) = log.as_mut() {
+                log.flush();
+            }
+            (ready, woken) = poll2(pty_fd, wake_fd, -1);
+        }
+        if woken && shutdown_budget.is_none() {
+            shutdown_budget = Some(SHUTDOWN_DRAIN_CHUNKS);
+        }
+        if let Some(left) = shutdown_budget.as_mut() {
+            if *left == 0 {
+                break;
+            }
+            *left -= 1;
+        }
+        if !ready {
+            continue;
+        }
+        let n = match pty.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::Interrupted | std::io::ErrorKind::WouldBlock
+                ) =>
+            {
+                continue;
+            }
+            Err(e) => {
+                // EIO is how Linux says "every slave descriptor is closed": the normal end.
+                if e.raw_os_error() != Some(libc::EIO) {
+                    tracing::warn!(err = %e, "pty read failed");
+                }
+                break;
+            }
+        };
+        let chunk = &buf[..n];
+        if let Some(log) = log.as_mut() {
+            log.write(chunk);
+        }
+        let answer = shared.lock_emulator().process(chunk);
+        shared.counters.record(n, Instant::now());
+        if !answer.is_empty() {
+            match replies.try_send(answer) {
+                Ok(()) | Err(TrySendError::Disconnected(_)) => {}
+                Err(TrySendError::Full(_)) => {
+                    tracing::warn!("input queue full; a terminal query reply was dropped");
+                }
+            }
+        }
+        shared.bump_generation();
+    }
+    if let Some(log) = log.as_mut() {
+        log.flush();
+    }
+    shared.run.send_modify(|s| s.output_closed = true);
+    shared.bump_generation();
+}
+
+/// Writes queued input (keys, pastes, query replies) to the PTY in order until the queue closes
+/// or the terminal does.
+pub(crate) fn run_writer(mut out: Box<dyn Write + Send>, queue: Receiver<Vec<u8>>) {
+    while let Ok(bytes) = queue.recv() {
+        if let Err(err) = out.write_all(&bytes).and_then(|()| out.flush()) {
+            tracing::debug!(%err, "pty write failed; input closed");
+            break;
+        }
+    }
+}
