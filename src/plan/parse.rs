@@ -1,0 +1,951 @@
+//! Reading a plan file (v3 `tasks.json` or v4 plan JSON) into the shared model.
+//!
+//! The bytes are parsed to a `serde_json::Value` first and then walked by hand, so every problem
+//! is collected with a JSON pointer instead of stopping at the first one, and a plan whose shape
+//! is readable is produced even when it has errors (the TRIZ report runs on broken plans).
+
+use super::diagnostic::{Diagnostic, Location, pointer_index, pointer_join};
+use crate::domain::{
+    PlanFormat, PlanSpec, Priority, RepoTarget, Status, TaskSpec, Usd, VerificationCommand,
+};
+use serde_json::{Map, Value};
+
+/// What parsing produced: the plan when the file had a readable shape, every problem found, and
+/// where each task came from so later checks can point into the file.
+#[derive(Debug, Clone, Default)]
+pub struct Parsed {
+    pub file: String,
+    pub plan: Option<PlanSpec>,
+    pub diagnostics: Vec<Diagnostic>,
+    pub source: SourceMap,
+}
+
+/// Positions of plan parts in the file, for pointers in later diagnostics.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SourceMap {
+    /// `/plan_id`, or `/project` when the id came from the project name.
+    pub plan_id_pointer: String,
+    /// For each task of `plan.tasks`, its index in the file's `tasks` array (tasks with no
+    /// usable id are left out of the plan, so the two can differ).
+    pub task_index: Vec<usize>,
+    /// Same for `plan.repo_targets`.
+    pub repo_target_index: Vec<usize>,
+}
+
+impl SourceMap {
+    /// Positions as the canonical export writes them: everything in order.
+    pub fn identity(plan: &PlanSpec) -> SourceMap {
+        SourceMap {
+            plan_id_pointer: "/plan_id".to_string(),
+            task_index: (0..plan.tasks.len()).collect(),
+            repo_target_index: (0..plan.repo_targets.len()).collect(),
+        }
+    }
+
+    pub fn task_pointer(&self, task: usize) -> String {
+        pointer_index("/tasks", self.task_index.get(task).copied().unwrap_or(task))
+    }
+
+    pub fn repo_target_pointer(&self, target: usize) -> String {
+        pointer_index(
+            "/repo_targets",
+            self.repo_target_index
+                .get(target)
+                .copied()
+                .unwrap_or(target),
+        )
+    }
+}
+
+/// Top-level keys the model holds in its own fields; everything else goes to `extra`.
+pub const PLAN_KEYS: &[&str] = &[
+    "project",
+    "plan_id",
+    "budget_usd",
+    "agent",
+    "verification_commands",
+    "repo_targets",
+    "tasks",
+];
+
+/// Task keys the model holds in its own fields.
+pub const TASK_KEYS: &[&str] = &[
+    "id",
+    "status",
+    "priority",
+    "description",
+    "phase",
+    "category",
+    "dependencies",
+    "key_files",
+    "acceptance_criteria",
+    "test_steps",
+    "prd_requirement",
+    "repo_target_id",
+    "budget_usd",
+    "timeout",
+    "agent",
+    "max_attempts",
+    "tags",
+];
+
+pub const REPO_TARGET_KEYS: &[&str] = &[
+    "id",
+    "provider",
+    "repo_full_name",
+    "repo",
+    "clone_url",
+    "default_branch",
+];
+
+pub const VERIFICATION_KEYS: &[&str] = &[
+    "name",
+    "command",
+    "required",
+    "repair_max_attempts",
+    "timeout",
+];
+
+/// Parses a plan file's bytes. `file` names the file in diagnostics' hints.
+pub fn parse_plan(bytes: &[u8], file: &str) -> Parsed {
+    let mut out = Parsed {
+        file: file.to_string(),
+        ..Parsed::default()
+    };
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    let text = match std::str::from_utf8(bytes) {
+        Ok(t) => t,
+        Err(_) => {
+            out.diagnostics = utf8_errors(bytes);
+            return out;
+        }
+    };
+    if text.trim().is_empty() {
+        out.diagnostics.push(
+            Diagnostic::error("empty_file", Location::File, "the file is empty")
+                .with_hint("a plan is a JSON object with \"project\" and \"tasks\""),
+        );
+        return out;
+    }
+    let root: Value = match serde_json::from_str(text) {
+        Ok(v) => v,
+        Err(e) => {
+            let col = char_column(bytes, e.line(), e.column());
+            let msg = strip_position(&e.to_string());
+            out.diagnostics.push(
+                Diagnostic::error(
+                    "json_syntax",
+                    Location::LineCol {
+                        line: e.line(),
+                        col,
+                    },
+                    msg,
+                )
+                .with_hint("the file is not valid JSON; fix the syntax at this position"),
+            );
+            return out;
+        }
+    };
+    let mut w = Walker { diags: Vec::new() };
+    let (plan, source) = match w.plan(root) {
+        Some((p, s)) => (Some(p), s),
+        None => (None, SourceMap::default()),
+    };
+    out.plan = plan;
+    out.source = source;
+    out.diagnostics = w.diags;
+    out
+}
+
+/// serde_json's message ends in "at line L column C"; we report the position separately.
+fn strip_position(msg: &str) -> String {
+    match msg.rfind(" at line ") {
+        Some(i) => msg[..i].to_string(),
+        None => msg.to_string(),
+    }
+}
+
+/// serde_json counts columns in bytes; editors count characters.
+fn char_column(bytes: &[u8], line: usize, byte_col: usize) -> usize {
+    let mut start = 0usize;
+    let mut current = 1usize;
+    if line > 1 {
+        for (i, &b) in bytes.iter().enumerate() {
+            if b == b'\n' {
+                current += 1;
+                if current == line {
+                    start = i + 1;
+                    break;
+                }
+            }
+        }
+    }
+    let end = start.saturating_add(byte_col).min(bytes.len());
+    let chars = bytes[start..end]
+        .iter()
+        .filter(|&&b| b & 0xC0 != 0x80)
+        .count();
+    chars.max(1)
+}
+
+/// Line:column of each invalid UTF-8 sequence (the first few), counted in characters.
+fn utf8_errors(bytes: &[u8]) -> Vec<Diagnostic> {
+    const MAX: usize = 10;
+    let mut out = Vec::new();
+    let mut line = 1usize;
+    let mut col = 1usize;
+    let mut pos = 0usize;
+    while pos < bytes.len() && out.len() < MAX {
+        match std::str::from_utf8(&bytes[pos..]) {
+            Ok(_) => break,
+            Err(e) => {
+                let valid = &bytes[pos..pos + e.valid_up_to()];
+                for &b in valid {
+                    if b == b'\n' {
+                        line += 1;
+                        col = 1;
+                    } else if b & 0xC0 != 0x80 {
+                        col += 1;
+                    }
+                }
+                let bad_at = pos + e.valid_up_to();
+                let bad_len = e.error_len().unwrap_or(bytes.len() - bad_at);
+                let shown: Vec<String> = bytes[bad_at..bad_at + bad_len]
+                    .iter()
+                    .map(|b| format!("0x{b:02X}"))
+                    .collect();
+                out.push(
+                    Diagnostic::error(
+                        "invalid_utf8",
+                        Location::LineCol { line, col },
+                        format!("invalid UTF-8 (bytes {})", shown.join(" ")),
+                    )
+                    .with_hint("plan files must be UTF-8; re-save the file with UTF-8 encoding"),
+                );
+                col += 1;
+                pos = bad_at + bad_len;
+            }
+        }
+    }
+    out
+}
+
+/// "a string", "a number (5)", …: what a value is, for "expected X, got Y" messages.
+pub(crate) fn describe(v: &Value) -> String {
+    match v {
+        Value::Null => "null".to_string(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => n.to_string(),
+        Value::String(s) => {
+            let short: String = s.chars().take(40).collect();
+            if short.len() < s.len() {
+                format!("\"{short}…\"")
+            } else {
+                format!("\"{s}\"")
+            }
+        }
+        Value::Array(_) => "an array".to_string(),
+        Value::Object(_) => "an object".to_string(),
+    }
+}
+
+struct Walker {
+    diags: Vec<Diagnostic>,
+}
+
+impl Walker {
+    fn wrong_type(&mut self, ptr: &str, expected: &str, got: &Value) {
+        self.diags.push(Diagnostic::at(
+            "wrong_type",
+            ptr,
+            format!("expected {expected}, got {}", describe(got)),
+        ));
+    }
+
+    fn missing(&mut self, parent: &str, key: &str, what: &str) {
+        self.diags.push(
+            Diagnostic::at("missing_field", parent, format!("{what} has no \"{key}\""))
+                .with_hint(format!("add \"{key}\"; it is required")),
+        );
+    }
+
+    fn plan(&mut self, root: Value) -> Option<(PlanSpec, SourceMap)> {
+        let Value::Object(mut map) = root else {
+            self.diags.push(
+                Diagnostic::at(
+                    "wrong_type",
+                    "",
+                    format!("expected a plan object, got {}", describe(&root)),
+                )
+                .with_hint("a plan is a JSON object with \"project\" and \"tasks\""),
+            );
+            return None;
+        };
+        let v4 = ["plan_id", "verification_commands", "repo_targets", "origin"]
+            .iter()
+            .any(|k| map.contains_key(*k));
+        let format = if v4 { PlanFormat::V4 } else { PlanFormat::V3 };
+        let mut plan = PlanSpec {
+            format,
+            ..PlanSpec::default()
+        };
+        let mut source = SourceMap::default();
+
+        match map.shift_remove("project") {
+            None | Some(Value::Null) => self.missing("", "project", "the plan"),
+            Some(Value::String(s)) => {
+                if s.trim().is_empty() {
+                    self.diags.push(Diagnostic::at(
+                        "missing_field",
+                        "/project",
+                        "\"project\" is empty",
+                    ));
+                }
+                plan.project = s;
+            }
+            Some(other) => self.wrong_type("/project", "a string", &other),
+        }
+        match map.shift_remove("plan_id") {
+            None | Some(Value::Null) => {
+                plan.id = plan.project.clone();
+                source.plan_id_pointer = "/project".to_string();
+            }
+            Some(Value::String(s)) => {
+                plan.id = s;
+                source.plan_id_pointer = "/plan_id".to_string();
+            }
+            Some(other) => {
+                self.wrong_type("/plan_id", "a string", &other);
+                plan.id = plan.project.clone();
+                source.plan_id_pointer = "/plan_id".to_string();
+            }
+        }
+        if let Some(v) = map.shift_remove("budget_usd") {
+            plan.budget_usd = self.usd(&v, "/budget_usd");
+        }
+        if let Some(v) = map.shift_remove("agent") {
+            plan.agent = self.opt_string(&v, "/agent");
+        }
+        if let Some(v) = map.shift_remove("verification_commands") {
+            plan.verification_commands = self.verification_commands(v);
+        }
+        if let Some(v) = map.shift_remove("repo_targets") {
+            let (targets, index) = self.repo_targets(v);
+            plan.repo_targets = targets;
+            source.repo_target_index = index;
+        }
+        match map.shift_remove("tasks") {
+            None | Some(Value::Null) => self.missing("", "tasks", "the plan"),
+            Some(Value::Array(items)) => {
+                for (i, item) in items.into_iter().enumerate() {
+                    if let Some(task) = self.task(item, i, v4) {
+                        plan.tasks.push(task);
+                        source.task_index.push(i);
+                    }
+                }
+            }
+            Some(other) => self.wrong_type("/tasks", "an array of tasks", &other),
+        }
+        plan.extra = map;
+        Some((plan, source))
+    }
+
+    fn task(&mut self, item: Value, i: usize, v4: bool) -> Option<TaskSpec> {
+        let ptr = pointer_index("/tasks", i);
+        let Value::Object(mut map) = item else {
+            self.wrong_type(&ptr, "a task object", &item);
+            return None;
+        };
+        let at = |key: &str| pointer_join(&ptr, key);
+        let mut task = TaskSpec::default();
+        let mut usable = true;
+        match map.shift_remove("id") {
+            None | Some(Value::Null) => {
+                self.missing(&ptr, "id", "the task");
+                usable = false;
+            }
+            Some(Value::String(s)) => task.id = s,
+            Some(other) => {
+                self.wrong_type(&at("id"), "a string", &other);
+                usable = false;
+            }
+        }
+        task.status = Some(Status::Pending);
+        match map.shift_remove("status") {
+            None | Some(Value::Null) if v4 => self.missing(&ptr, "status", "the task"),
+            None | Some(Value::Null) => {}
+            Some(Value::String(s)) => match s.parse::<Status>() {
+                Ok(st) => task.status = Some(st),
+                Err(e) => {
+                    self.diags
+                        .push(Diagnostic::at("bad_status", &at("status"), e.to_string()))
+                }
+            },
+            Some(other) => self.wrong_type(&at("status"), "a string", &other),
+        }
+        match map.shift_remove("priority") {
+            None | Some(Value::Null) if v4 => self.missing(&ptr, "priority", "the task"),
+            None | Some(Value::Null) => {}
+            Some(Value::String(s)) => match s.parse::<Priority>() {
+                Ok(p) => task.priority = p,
+                Err(e) => self.diags.push(Diagnostic::at(
+                    "bad_priority",
+                    &at("priority"),
+                    e.to_string(),
+                )),
+            },
+            Some(other) => self.wrong_type(&at("priority"), "a string", &other),
+        }
+        match map.shift_remove("description") {
+            None | Some(Value::Null) if v4 => self.missing(&ptr, "description", "the task"),
+            None | Some(Value::Null) => {
+                // v3 files were read leniently; the decision gate flags the empty description.
+                self.diags.push(Diagnostic::warning(
+                    "missing_field",
+                    Location::Pointer(ptr.clone()),
+                    "the task has no \"description\"",
+                ));
+            }
+            Some(Value::String(s)) => task.description = s,
+            Some(other) => self.wrong_type(&at("description"), "a string", &other),
+        }
+        task.phase = map
+            .shift_remove("phase")
+            .and_then(|v| self.lenient_string(v, &at("phase")));
+        task.category = map
+            .shift_remove("category")
+            .and_then(|v| self.lenient_string(v, &at("category")));
+        task.prd_requirement = map
+            .shift_remove("prd_requirement")
+            .and_then(|v| self.lenient_string(v, &at("prd_requirement")));
+        task.dependencies = self.string_list(map.shift_remove("dependencies"), &at("dependencies"));
+        task.key_files = self.string_list(map.shift_remove("key_files"), &at("key_files"));
+        task.acceptance_criteria = self.string_list(
+            map.shift_remove("acceptance_criteria"),
+            &at("acceptance_criteria"),
+        );
+        task.test_steps = self.string_list(map.shift_remove("test_steps"), &at("test_steps"));
+        task.tags = self.string_list(map.shift_remove("tags"), &at("tags"));
+        if let Some(v) = map.shift_remove("repo_target_id") {
+            task.repo_target_id = self.opt_string(&v, &at("repo_target_id"));
+        }
+        if let Some(v) = map.shift_remove("budget_usd") {
+            task.budget_usd = self.usd(&v, &at("budget_usd"));
+        }
+        if let Some(v) = map.shift_remove("timeout") {
+            task.timeout_secs = self.timeout(&v, &at("timeout"));
+        }
+        if let Some(v) = map.shift_remove("agent") {
+            task.agent = self.opt_string(&v, &at("agent"));
+        }
+        if let Some(v) = map.shift_remove("max_attempts") {
+            task.max_attempts = self.max_attempts(&v, &at("max_attempts"));
+        }
+        task.extra = map;
+        usable.then_some(task)
+    }
+
+    fn verification_commands(&mut self, v: Value) -> Vec<VerificationCommand> {
+        let ptr = "/verification_commands";
+        let items = match v {
+            Value::Null => return Vec::new(),
+            Value::Array(items) => items,
+            other => {
+                self.wrong_type(ptr, "an array of {name, command} objects", &other);
+                return Vec::new();
+            }
+        };
+        let mut out = Vec::new();
+        for (i, item) in items.into_iter().enumerate() {
+            let p = pointer_index(ptr, i);
+            let Value::Object(mut map) = item else {
+                self.wrong_type(&p, "a {name, command} object", &item);
+                continue;
+            };
+            let name = match map.shift_remove("name") {
+                None | Some(Value::Null) => {
+                    self.missing(&p, "name", "the verification command");
+                    None
+                }
+                Some(Value::String(s)) => Some(s),
+                Some(other) => {
+                    self.wrong_type(&pointer_join(&p, "name"), "a string", &other);
+                    None
+                }
+            };
+            let command = match map.shift_remove("command") {
+                None | Some(Value::Null) => {
+                    self.missing(&p, "command", "the verification command");
+                    None
+                }
+                Some(Value::String(s)) => Some(s),
+                Some(other) => {
+                    self.wrong_type(
+                        &pointer_join(&p, "command"),
+                        "a shell command string",
+                        &other,
+                    );
+                    None
+                }
+            };
+            let required = match map.shift_remove("required") {
+                None | Some(Value::Null) => true,
+                Some(Value::Bool(b)) => b,
+                Some(other) => {
+                    self.wrong_type(&pointer_join(&p, "required"), "true or false", &other);
+                    true
+                }
+            };
+            let repair_max_attempts = match map.shift_remove("repair_max_attempts") {
+                None | Some(Value::Null) => 0,
+                Some(v) => match v.as_u64().and_then(|n| u32::try_from(n).ok()) {
+                    Some(n) => n,
+                    None => {
+                        self.wrong_type(
+                            &pointer_join(&p, "repair_max_attempts"),
+                            "a whole number ≥ 0",
+                            &v,
+                        );
+                        0
+                    }
+                },
+            };
+            let timeout_secs = match map.shift_remove("timeout") {
+                None => None,
+                Some(v) => self.timeout(&v, &pointer_join(&p, "timeout")),
+            };
+            for key in map.keys() {
+                self.diags.push(
+                    Diagnostic::warning(
+                        "unknown_field",
+                        Location::Pointer(pointer_join(&p, key)),
+                        format!("unknown key \"{key}\" in a verification command is ignored"),
+                    )
+                    .with_hint(format!("known keys: {}", VERIFICATION_KEYS.join(", "))),
+                );
+            }
+            if let (Some(name), Some(command)) = (name, command) {
+                out.push(VerificationCommand {
+                    name,
+                    command,
+                    required,
+                    repair_max_attempts,
+                    timeout_secs,
+                });
+            }
+        }
+        out
+    }
+
+    fn repo_targets(&mut self, v: Value) -> (Vec<RepoTarget>, Vec<usize>) {
+        let ptr = "/repo_targets";
+        let items = match v {
+            Value::Null => return (Vec::new(), Vec::new()),
+            Value::Array(items) => items,
+            other => {
+                self.wrong_type(ptr, "an array of repository targets", &other);
+                return (Vec::new(), Vec::new());
+            }
+        };
+        let mut out = Vec::new();
+        let mut index = Vec::new();
+        for (i, item) in items.into_iter().enumerate() {
+            let p = pointer_index(ptr, i);
+            let Value::Object(mut map) = item else {
+                self.wrong_type(&p, "a repository target object", &item);
+                continue;
+            };
+            let id = match map.shift_remove("id") {
+                None | Some(Value::Null) => {
+                    self.missing(&p, "id", "the repository target");
+                    None
+                }
+                Some(Value::String(s)) => Some(s),
+                Some(other) => {
+                    self.wrong_type(&pointer_join(&p, "id"), "a string", &other);
+                    None
+                }
+            };
+            let mut field = |map: &mut Map<String, Value>, key: &str| {
+                map.shift_remove(key)
+                    .and_then(|v| self.opt_string(&v, &pointer_join(&p, key)))
+            };
+            let provider = field(&mut map, "provider");
+            // The original wrote `repo_full_name` (or `repo`); a second spelling stays in extra.
+            let repo = match field(&mut map, "repo_full_name") {
+                Some(r) => Some(r),
+                None => field(&mut map, "repo"),
+            };
+            let clone_url = field(&mut map, "clone_url");
+            let default_branch = field(&mut map, "default_branch");
+            if let Some(id) = id {
+                out.push(RepoTarget {
+                    id,
+                    provider,
+                    repo,
+                    clone_url,
+                    default_branch,
+                    extra: map,
+                });
+                index.push(i);
+            }
+        }
+        (out, index)
+    }
+
+    fn opt_string(&mut self, v: &Value, ptr: &str) -> Option<String> {
+        match v {
+            Value::Null => None,
+            Value::String(s) => Some(s.clone()),
+            other => {
+                self.wrong_type(ptr, "a string", other);
+                None
+            }
+        }
+    }
+
+    /// Informational text fields: the original accepted any JSON there, so numbers and booleans
+    /// are taken as text with a warning rather than refused.
+    fn lenient_string(&mut self, v: Value, ptr: &str) -> Option<String> {
+        match v {
+            Value::Null => None,
+            Value::String(s) => Some(s),
+            Value::Number(_) | Value::Bool(_) => {
+                let s = v.to_string();
+                self.diags.push(
+                    Diagnostic::warning(
+                        "coerced_type",
+                        Location::Pointer(ptr.to_string()),
+                        format!("expected a string, got {s}; read as \"{s}\""),
+                    )
+                    .with_hint("quote the value"),
+                );
+                Some(s)
+            }
+            other => {
+                self.wrong_type(ptr, "a string", &other);
+                None
+            }
+        }
+    }
+
+    fn string_list(&mut self, v: Option<Value>, ptr: &str) -> Vec<String> {
+        match v {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(items)) => {
+                let mut out = Vec::with_capacity(items.len());
+                for (i, item) in items.into_iter().enumerate() {
+                    match item {
+                        Value::String(s) => out.push(s),
+                        other => self.wrong_type(&pointer_index(ptr, i), "a string", &other),
+                    }
+                }
+                out
+            }
+            Some(Value::String(s)) => {
+                self.diags.push(
+                    Diagnostic::at(
+                        "wrong_type",
+                        ptr,
+                        format!(
+                            "expected an array of strings, got {}",
+                            describe(&Value::String(s.clone()))
+                        ),
+                    )
+                    .with_hint(format!("wrap it in a list: [{}]", Value::String(s))),
+                );
+                Vec::new()
+            }
+            Some(other) => {
+                self.wrong_type(ptr, "an array of strings", &other);
+                Vec::new()
+            }
+        }
+    }
+
+    /// Dollars as a JSON number. Negative amounts are kept (as negative micro-dollars) so that
+    /// validation can point at them.
+    fn usd(&mut self, v: &Value, ptr: &str) -> Option<Usd> {
+        match v {
+            Value::Null => None,
+            Value::Number(n) => match n.as_f64() {
+                Some(f) if f.is_finite() => Some(Usd((f * 1_000_000.0).round() as i64)),
+                _ => {
+                    self.wrong_type(ptr, "a number of US dollars", v);
+                    None
+                }
+            },
+            other => {
+                self.diags.push(
+                    Diagnostic::at(
+                        "wrong_type",
+                        ptr,
+                        format!("expected a number of US dollars, got {}", describe(other)),
+                    )
+                    .with_hint("write a plain number, e.g. 2.5"),
+                );
+                None
+            }
+        }
+    }
+
+    fn timeout(&mut self, v: &Value, ptr: &str) -> Option<u64> {
+        match parse_timeout(v) {
+            Ok(t) => t,
+            Err(msg) => {
+                self.diags
+                    .push(Diagnostic::at("bad_timeout", ptr, msg).with_hint(
+                    "write seconds as a number (900) or a duration such as \"30m\" or \"1h30m\"",
+                ));
+                None
+            }
+        }
+    }
+
+    fn max_attempts(&mut self, v: &Value, ptr: &str) -> Option<u32> {
+        match v {
+            Value::Null => None,
+            _ => match v.as_u64().and_then(|n| u32::try_from(n).ok()) {
+                Some(n) if n >= 1 => Some(n),
+                _ => {
+                    self.wrong_type(ptr, "a whole number ≥ 1", v);
+                    None
+                }
+            },
+        }
+    }
+}
+
+/// A timeout: whole seconds as a number, or a duration string (`"30m"`, `"1h30m"`, `"90"`).
+pub fn parse_timeout(v: &Value) -> Result<Option<u64>, String> {
+    let secs = match v {
+        Value::Null => return Ok(None),
+        Value::Number(n) => {
+            if let Some(s) = n.as_u64() {
+                s
+            } else {
+                match n.as_f64() {
+                    Some(f) if f.is_finite() && f > 0.0 && f < u64::MAX as f64 => f.ceil() as u64,
+                    _ => return Err(format!("expected a positive number of seconds, got {n}")),
+                }
+            }
+        }
+        Value::String(s) => {
+            let t = s.trim();
+            if let Ok(n) = t.parse::<u64>() {
+                n
+            } else {
+                let d = humantime::parse_duration(t)
+                    .map_err(|e| format!("cannot read duration \"{s}\": {e}"))?;
+                // Round a fraction of a second up, so "500ms" is not read as zero.
+                d.as_secs() + u64::from(d.subsec_nanos() > 0)
+            }
+        }
+        other => {
+            return Err(format!(
+                "expected seconds or a duration string, got {}",
+                describe(other)
+            ));
+        }
+    };
+    if secs == 0 {
+        return Err(
+            "a timeout of zero would stop the task at once; it must be at least 1 second".into(),
+        );
+    }
+    Ok(Some(secs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn parse(v: Value) -> Parsed {
+        parse_plan(v.to_string().as_bytes(), "t.json")
+    }
+
+    fn codes(p: &Parsed) -> Vec<(&'static str, String)> {
+        p.diagnostics
+            .iter()
+            .map(|d| (d.code, d.pointer().unwrap_or("").to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn reads_v4_with_additions() {
+        let p = parse(json!({
+            "project": "demo", "plan_id": "demo-1", "budget_usd": 12.5, "agent": "claude",
+            "origin": {"system": "github"},
+            "verification_commands": [{"name": "test", "command": "cargo test", "timeout": "10m"}],
+            "tasks": [{"id": "T-1", "status": "PENDING", "priority": "High", "description": "d",
+                       "timeout": "1h30m", "budget_usd": 0.25, "max_attempts": 2, "tags": ["gpu"],
+                       "version": 3, "github_issue": 12}]
+        }));
+        assert!(p.diagnostics.is_empty(), "{:?}", p.diagnostics);
+        let plan = p.plan.expect("plan");
+        assert_eq!(plan.format, PlanFormat::V4);
+        assert_eq!(plan.id, "demo-1");
+        assert_eq!(plan.budget_usd, Some(Usd(12_500_000)));
+        assert_eq!(plan.verification_commands[0].timeout_secs, Some(600));
+        assert!(plan.verification_commands[0].required);
+        assert_eq!(plan.extra.keys().collect::<Vec<_>>(), ["origin"]);
+        let t = &plan.tasks[0];
+        assert_eq!(t.status, Some(Status::Pending));
+        assert_eq!(t.priority, Priority::High);
+        assert_eq!(t.timeout_secs, Some(5400));
+        assert_eq!(t.budget_usd, Some(Usd(250_000)));
+        assert_eq!(t.max_attempts, Some(2));
+        assert_eq!(
+            t.extra.keys().collect::<Vec<_>>(),
+            ["version", "github_issue"]
+        );
+    }
+
+    #[test]
+    fn v3_is_lenient_and_takes_project_as_id() {
+        let p =
+            parse(json!({"project": "p", "tasks": [{"id": "A", "description": "x", "phase": 1}]}));
+        let plan = p.plan.as_ref().expect("plan");
+        assert_eq!(plan.format, PlanFormat::V3);
+        assert_eq!(plan.id, "p");
+        assert_eq!(p.source.plan_id_pointer, "/project");
+        assert_eq!(plan.tasks[0].status, Some(Status::Pending));
+        assert_eq!(plan.tasks[0].priority, Priority::Medium);
+        assert_eq!(plan.tasks[0].phase.as_deref(), Some("1"));
+        assert_eq!(codes(&p), [("coerced_type", "/tasks/0/phase".to_string())]);
+        assert!(!p.diagnostics[0].is_error());
+    }
+
+    #[test]
+    fn v4_requires_task_fields() {
+        let p = parse(
+            json!({"project": "p", "plan_id": "p", "tasks": [{"id": "A"}, {"status": "done"}]}),
+        );
+        assert_eq!(
+            codes(&p),
+            [
+                ("missing_field", "/tasks/0".to_string()),
+                ("missing_field", "/tasks/0".to_string()),
+                ("missing_field", "/tasks/0".to_string()),
+                ("missing_field", "/tasks/1".to_string()),
+                ("missing_field", "/tasks/1".to_string()),
+                ("missing_field", "/tasks/1".to_string()),
+            ]
+        );
+        let plan = p.plan.expect("plan");
+        assert_eq!(plan.tasks.len(), 1, "the task without an id is left out");
+        assert_eq!(p.source.task_index, [0]);
+    }
+
+    #[test]
+    fn wrong_types_name_the_pointer_and_value() {
+        let p = parse(json!({"project": "p", "tasks": [
+            {"id": "A", "priority": 5, "dependencies": ["B", 7], "key_files": "a.rs",
+             "budget_usd": "5", "timeout": "soon", "max_attempts": 0, "status": "sleeping"}
+        ]}));
+        let msgs: Vec<String> = p
+            .diagnostics
+            .iter()
+            .map(|d| format!("{}: {}", d.pointer().unwrap_or(""), d.message))
+            .collect();
+        assert!(
+            msgs.contains(&"/tasks/0/priority: expected a string, got 5".to_string()),
+            "{msgs:?}"
+        );
+        assert!(
+            msgs.contains(&"/tasks/0/dependencies/1: expected a string, got 7".to_string()),
+            "{msgs:?}"
+        );
+        let c = codes(&p);
+        for want in [
+            ("wrong_type", "/tasks/0/key_files"),
+            ("wrong_type", "/tasks/0/budget_usd"),
+            ("bad_timeout", "/tasks/0/timeout"),
+            ("wrong_type", "/tasks/0/max_attempts"),
+            ("bad_status", "/tasks/0/status"),
+        ] {
+            assert!(
+                c.contains(&(want.0, want.1.to_string())),
+                "{want:?} in {c:?}"
+            );
+        }
+        assert_eq!(p.plan.expect("plan").tasks[0].dependencies, ["B"]);
+    }
+
+    #[test]
+    fn syntax_errors_have_character_columns() {
+        let text = "{\n  \"project\": \"проект\" \"tasks\": []\n}";
+        let p = parse_plan(text.as_bytes(), "t.json");
+        assert!(p.plan.is_none());
+        assert_eq!(p.diagnostics.len(), 1);
+        let d = &p.diagnostics[0];
+        assert_eq!(d.code, "json_syntax");
+        // `"tasks"` starts at character 23 of line 2 (the Cyrillic letters count once each).
+        assert_eq!(d.location, Location::LineCol { line: 2, col: 23 });
+        assert!(!d.message.contains("line"), "{}", d.message);
+    }
+
+    #[test]
+    fn invalid_utf8_is_located() {
+        let mut bytes = b"{\n  \"project\": \"\xD0\xBF".to_vec();
+        bytes.push(0xFF);
+        bytes.extend_from_slice(b"\"\n}");
+        let p = parse_plan(&bytes, "t.json");
+        assert_eq!(p.diagnostics.len(), 1);
+        assert_eq!(p.diagnostics[0].code, "invalid_utf8");
+        assert_eq!(
+            p.diagnostics[0].location,
+            Location::LineCol { line: 2, col: 16 }
+        );
+    }
+
+    #[test]
+    fn odd_roots_do_not_panic() {
+        for text in [
+            "",
+            "   ",
+            "[]",
+            "null",
+            "5",
+            "\"x\"",
+            "{}",
+            "{\"tasks\": 5}",
+            "\u{feff}{}",
+        ] {
+            let p = parse_plan(text.as_bytes(), "t.json");
+            assert!(!p.diagnostics.is_empty(), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn timeouts() {
+        assert_eq!(parse_timeout(&json!(90)), Ok(Some(90)));
+        assert_eq!(parse_timeout(&json!(1.5)), Ok(Some(2)));
+        assert_eq!(parse_timeout(&json!("90")), Ok(Some(90)));
+        assert_eq!(parse_timeout(&json!("30m")), Ok(Some(1800)));
+        assert_eq!(parse_timeout(&json!("1h30m")), Ok(Some(5400)));
+        assert_eq!(parse_timeout(&json!(null)), Ok(None));
+        assert!(parse_timeout(&json!(0)).is_err());
+        assert!(parse_timeout(&json!(-5)).is_err());
+        assert!(parse_timeout(&json!("soon")).is_err());
+        assert!(parse_timeout(&json!([1])).is_err());
+    }
+
+    #[test]
+    fn repo_targets_read_both_spellings() {
+        let p = parse(json!({"project": "p", "plan_id": "p", "tasks": [],
+            "repo_targets": [{"id": "main", "repo_full_name": "o/r", "repo": "o/other", "x": 1}, {"provider": "github"}]}));
+        let plan = p.plan.as_ref().expect("plan");
+        assert_eq!(plan.repo_targets.len(), 1);
+        assert_eq!(plan.repo_targets[0].repo.as_deref(), Some("o/r"));
+        assert_eq!(
+            plan.repo_targets[0].extra.keys().collect::<Vec<_>>(),
+            ["repo", "x"]
+        );
+        assert_eq!(
+            codes(&p),
+            [("missing_field", "/repo_targets/1".to_string())]
+        );
+    }
+}
