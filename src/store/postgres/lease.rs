@@ -1,0 +1,443 @@
+//! The worker protocol: claim, heartbeat, start, the ways an attempt ends, and the reaper.
+//!
+//! Every write after a claim presents (task, epoch); the row is locked and matched on it, so a
+//! worker that was presumed dead changes nothing when it wakes up.
+
+use super::Inner;
+use super::rows::{PlanRow, TaskRow, plan_cols, task_cols};
+use super::tx::{Ev, Move, Tx};
+use crate::domain::{Action, Status, Usd, budget_allows, transition};
+use crate::store::event_types as et;
+use crate::store::sql_common::{millis, outcome_payload, usd_json};
+use crate::store::{
+    ClaimRequest, Claimed, FailMode, Lease, Outcome, Park, PlanRecord, ReapReport, StoreError,
+    StoreResult, TaskRecord,
+};
+use serde_json::json;
+use std::future::Future;
+use std::time::Duration;
+
+/// Ready tasks locked per claim: enough to step past a few whose plan budget has no room.
+const CLAIM_CANDIDATES: i64 = 8;
+/// Rows one reaper pass handles; the next pass takes the rest.
+const REAP_BATCH: i64 = 500;
+
+/// Runs `f` again when Postgres aborted it for a deadlock or serialization failure: the
+/// transaction rolled back whole, so a retry is safe.
+pub async fn retrying<T, F, Fut>(mut f: F) -> StoreResult<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = StoreResult<T>>,
+{
+    let mut tries = 0;
+    loop {
+        match f().await {
+            Err(StoreError::Db(sqlx::Error::Database(e)))
+                if tries < 5 && matches!(e.code().as_deref(), Some("40P01" | "40001")) =>
+            {
+                tries += 1;
+            }
+            other => return other,
+        }
+    }
+}
+
+fn micros(d: Duration) -> i64 {
+    i64::try_from(d.as_micros()).unwrap_or(i64::MAX)
+}
+
+#[derive(sqlx::FromRow)]
+struct Candidate {
+    pk: i64,
+    plan_id: String,
+    estimate_micros: Option<i64>,
+    has_budget: bool,
+}
+
+const SELECT_CANDIDATES: &str = "WITH cand AS MATERIALIZED ( \
+       SELECT t.pk, t.plan_id, t.estimate_micros, t.priority_rank, t.task_id, \
+              p.budget_micros IS NOT NULL AS has_budget \
+       FROM tasks t JOIN plans p ON p.id = t.plan_id \
+       WHERE t.status = 'PENDING' AND t.pending_deps = 0 AND NOT p.paused \
+         AND ($1::text IS NULL OR t.plan_id = $1) \
+         AND t.pk <> ALL($2::bigint[]) \
+         AND t.required_tags <@ $3::text[] \
+         AND (p.budget_micros IS NULL OR p.spent_micros + p.reserved_micros < p.budget_micros) \
+       ORDER BY t.priority_rank, t.task_id \
+       LIMIT $4 \
+       FOR UPDATE OF t SKIP LOCKED) \
+     SELECT pk, plan_id, estimate_micros, has_budget FROM cand ORDER BY priority_rank, task_id";
+
+pub async fn claim(inner: &Inner, req: &ClaimRequest) -> StoreResult<Option<Claimed>> {
+    inner.hub.note_claim_start();
+    retrying(|| claim_once(inner, req)).await
+}
+
+async fn claim_once(inner: &Inner, req: &ClaimRequest) -> StoreResult<Option<Claimed>> {
+    let to = transition(Status::Pending, Action::Claim).map_err(|source| StoreError::Illegal {
+        task_id: String::new(),
+        source,
+    })?;
+    let mut tx = Tx::begin(inner).await?;
+    let cands: Vec<Candidate> = sqlx::query_as(SELECT_CANDIDATES)
+        .bind(&req.plan_id)
+        .bind(&req.exclude)
+        .bind(&req.tags)
+        .bind(CLAIM_CANDIDATES)
+        .fetch_all(&mut *tx.tx)
+        .await?;
+    for c in cands {
+        let estimate = c.estimate_micros.map(Usd).unwrap_or(req.default_estimate);
+        if c.has_budget {
+            // Lock order task → plan: the candidate rows are already ours.
+            let plan: Option<PlanRow> = sqlx::query_as(concat!(
+                "SELECT ",
+                plan_cols!(),
+                " FROM plans WHERE id = $1 FOR UPDATE"
+            ))
+            .bind(&c.plan_id)
+            .fetch_optional(&mut *tx.tx)
+            .await?;
+            let Some(plan) = plan else { continue };
+            if !budget_allows(
+                plan.budget_micros.map(Usd),
+                Usd(plan.spent_micros),
+                Usd(plan.reserved_micros),
+                estimate,
+            ) {
+                continue;
+            }
+        }
+        let row: TaskRow = sqlx::query_as(concat!(
+            "UPDATE tasks SET status = $2, epoch = epoch + 1, attempts = attempts + 1, worker_id = $3, \
+               lease_expires_at = now() + $4 * interval '1 microsecond', deadline_at = NULL, \
+               reserved_micros = $5, reason = NULL, updated_at = now() \
+             WHERE pk = $1 RETURNING ",
+            task_cols!()
+        ))
+        .bind(c.pk)
+        .bind(to.as_str())
+        .bind(&req.worker_id)
+        .bind(micros(req.lease))
+        .bind(estimate.micros())
+        .fetch_one(&mut *tx.tx)
+        .await?;
+        if estimate != Usd::ZERO {
+            sqlx::query("UPDATE plans SET reserved_micros = reserved_micros + $2 WHERE id = $1")
+                .bind(&c.plan_id)
+                .bind(estimate.micros())
+                .execute(&mut *tx.tx)
+                .await?;
+        }
+        let task = row.into_record()?;
+        let ev = Ev {
+            event_type: et::TASK_CLAIMED.to_string(),
+            plan_id: Some(task.plan_id.clone()),
+            task_id: Some(task.id.clone()),
+            worker_id: Some(req.worker_id.clone()),
+            epoch: Some(task.epoch),
+            from: Some(Status::Pending),
+            to: Some(to),
+            payload: json!({
+                "attempt": task.attempts,
+                "reserved_usd": usd_json(estimate),
+                "lease_ms": millis(req.lease),
+            }),
+        };
+        tx.event(ev).await?;
+        tx.commit(inner).await?;
+        let lease = Lease {
+            task_pk: task.pk,
+            epoch: task.epoch,
+        };
+        return Ok(Some(Claimed { lease, task }));
+    }
+    Ok(None)
+}
+
+pub async fn heartbeat(inner: &Inner, lease: Lease, extend: Duration) -> StoreResult<()> {
+    let n = sqlx::query(
+        "UPDATE tasks SET lease_expires_at = now() + $3 * interval '1 microsecond' \
+         WHERE pk = $1 AND epoch = $2 AND status IN ('CLAIMED', 'IN_PROGRESS')",
+    )
+    .bind(lease.task_pk)
+    .bind(lease.epoch)
+    .bind(micros(extend))
+    .execute(&inner.pool)
+    .await?
+    .rows_affected();
+    if n == 0 {
+        return Err(StoreError::Stale {
+            task_pk: lease.task_pk,
+            epoch: lease.epoch,
+        });
+    }
+    Ok(())
+}
+
+pub fn illegal(t: &TaskRecord) -> impl FnOnce(crate::domain::IllegalTransition) -> StoreError + '_ {
+    move |source| StoreError::Illegal {
+        task_id: t.id.clone(),
+        source,
+    }
+}
+
+pub async fn start(inner: &Inner, lease: Lease, deadline: Option<Duration>) -> StoreResult<()> {
+    retrying(|| async {
+        let mut tx = Tx::begin(inner).await?;
+        let t = tx.leased(lease).await?;
+        let to = transition(t.status, Action::Start).map_err(illegal(&t))?;
+        sqlx::query(
+            "UPDATE tasks SET status = $2, \
+               deadline_at = CASE WHEN $3::bigint IS NULL THEN NULL ELSE now() + $3 * interval '1 microsecond' END, \
+               updated_at = now() WHERE pk = $1",
+        )
+        .bind(t.pk)
+        .bind(to.as_str())
+        .bind(deadline.map(micros))
+        .execute(&mut *tx.tx)
+        .await?;
+        let payload = json!({ "deadline_ms": deadline.map(millis) });
+        tx.event(Ev::task(et::TASK_STARTED, &t, to, payload)).await?;
+        tx.commit(inner).await?;
+        Ok(())
+    })
+    .await
+}
+
+/// Ends the attempt under `lease` with `action`, the move built by `build` from the locked row.
+async fn end_attempt<F>(
+    inner: &Inner,
+    lease: Lease,
+    action: Action,
+    build: F,
+) -> StoreResult<TaskRecord>
+where
+    F: Fn(&TaskRecord, Status) -> Move,
+{
+    retrying(|| async {
+        let mut tx = Tx::begin(inner).await?;
+        let t = tx.leased(lease).await?;
+        let to = transition(t.status, action).map_err(illegal(&t))?;
+        let m = build(&t, to);
+        let after = tx.apply_move(&t, m).await?;
+        tx.commit(inner).await?;
+        Ok(after)
+    })
+    .await
+}
+
+pub async fn complete(inner: &Inner, lease: Lease, o: &Outcome) -> StoreResult<TaskRecord> {
+    end_attempt(inner, lease, Action::Complete, |_, to| Move {
+        cost: o.cost,
+        reason: o.reason.clone(),
+        ..Move::new(to, et::TASK_DONE, outcome_payload(o, &[]))
+    })
+    .await
+}
+
+pub async fn fail(
+    inner: &Inner,
+    lease: Lease,
+    mode: FailMode,
+    o: &Outcome,
+) -> StoreResult<TaskRecord> {
+    let action = Action::Fail;
+    retrying(|| async {
+        let mut tx = Tx::begin(inner).await?;
+        let t = tx.leased(lease).await?;
+        let retry = mode == FailMode::Retry && t.attempts < t.max_attempts;
+        let (action, event_type) = if retry {
+            (Action::Release, et::TASK_RETRY)
+        } else {
+            (action, et::TASK_FAILED)
+        };
+        let to = transition(t.status, action).map_err(illegal(&t))?;
+        let extra = [
+            ("attempt", json!(t.attempts)),
+            ("max_attempts", json!(t.max_attempts)),
+        ];
+        let m = Move {
+            cost: o.cost,
+            reason: o.reason.clone(),
+            ..Move::new(to, event_type, outcome_payload(o, &extra))
+        };
+        let after = tx.apply_move(&t, m).await?;
+        tx.commit(inner).await?;
+        Ok(after)
+    })
+    .await
+}
+
+pub async fn release(inner: &Inner, lease: Lease, o: &Outcome) -> StoreResult<TaskRecord> {
+    end_attempt(inner, lease, Action::Release, |_, to| Move {
+        cost: o.cost,
+        reason: o.reason.clone(),
+        attempts_delta: -1,
+        ..Move::new(to, et::TASK_RELEASED, outcome_payload(o, &[]))
+    })
+    .await
+}
+
+pub async fn park(inner: &Inner, lease: Lease, park: Park, o: &Outcome) -> StoreResult<TaskRecord> {
+    let (action, event_type) = match park {
+        Park::HumanLoop => (Action::AwaitHuman, et::TASK_HUMAN_LOOP),
+        Park::Blocked => (Action::Block, et::TASK_BLOCKED),
+    };
+    end_attempt(inner, lease, action, |_, to| Move {
+        cost: o.cost,
+        reason: o.reason.clone(),
+        ..Move::new(to, event_type, outcome_payload(o, &[]))
+    })
+    .await
+}
+
+pub async fn add_cost(inner: &Inner, lease: Lease, cost: Usd) -> StoreResult<PlanRecord> {
+    retrying(|| async {
+        let mut tx = Tx::begin(inner).await?;
+        let t = tx.leased(lease).await?;
+        sqlx::query("UPDATE tasks SET cost_micros = cost_micros + $2, updated_at = now() WHERE pk = $1")
+            .bind(t.pk)
+            .bind(cost.micros())
+            .execute(&mut *tx.tx)
+            .await?;
+        let plan: PlanRow = sqlx::query_as(concat!(
+            "UPDATE plans SET spent_micros = spent_micros + $2, updated_at = now() WHERE id = $1 RETURNING ",
+            plan_cols!()
+        ))
+        .bind(&t.plan_id)
+        .bind(cost.micros())
+        .fetch_one(&mut *tx.tx)
+        .await?;
+        let ev = Ev {
+            event_type: et::TASK_COST.to_string(),
+            plan_id: Some(t.plan_id.clone()),
+            task_id: Some(t.id.clone()),
+            worker_id: t.worker_id.clone(),
+            epoch: Some(t.epoch),
+            payload: json!({
+                "cost_usd": usd_json(cost),
+                "task_cost_usd": usd_json(t.cost + cost),
+                "plan_spent_usd": usd_json(Usd(plan.spent_micros)),
+            }),
+            ..Ev::default()
+        };
+        tx.event(ev).await?;
+        tx.commit(inner).await?;
+        plan.into_record()
+    })
+    .await
+}
+
+/// What the reaper does with one leased task whose lease expired or whose deadline passed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReapDecision {
+    pub to: Status,
+    pub action: Action,
+    pub event_type: &'static str,
+    pub reason: &'static str,
+}
+
+/// Deadline first (the task ran too long, whoever holds it), then the lease; the attempt was
+/// counted at claim time, so only the attempts left decide between PENDING and FAILED.
+pub fn reap_decision(past_deadline: bool, attempts: i64, max_attempts: i64) -> ReapDecision {
+    let (event_type, reason) = if past_deadline {
+        (et::TASK_DEADLINE_PASSED, "deadline_passed")
+    } else {
+        (et::TASK_LEASE_EXPIRED, "lease_expired")
+    };
+    let (to, action) = if attempts < max_attempts {
+        (Status::Pending, Action::Release)
+    } else {
+        (Status::Failed, Action::Fail)
+    };
+    ReapDecision {
+        to,
+        action,
+        event_type,
+        reason,
+    }
+}
+
+pub async fn reap(inner: &Inner) -> StoreResult<ReapReport> {
+    retrying(|| reap_once(inner)).await
+}
+
+async fn reap_once(inner: &Inner) -> StoreResult<ReapReport> {
+    let mut report = ReapReport::default();
+    let mut tx = Tx::begin(inner).await?;
+    // SKIP LOCKED: rows another reaper (or their own worker, completing right now) holds are
+    // left to them.
+    let rows: Vec<(TaskRow, bool)> = sqlx::query_as::<_, ReapRow>(concat!(
+        "SELECT ",
+        task_cols!(),
+        ", (deadline_at IS NOT NULL AND deadline_at <= now()) AS past_deadline \
+         FROM tasks WHERE status IN ('CLAIMED', 'IN_PROGRESS') \
+           AND (lease_expires_at <= now() OR deadline_at <= now()) \
+         ORDER BY pk LIMIT $1 FOR UPDATE SKIP LOCKED"
+    ))
+    .bind(REAP_BATCH)
+    .fetch_all(&mut *tx.tx)
+    .await?
+    .into_iter()
+    .map(|r| (r.task, r.past_deadline))
+    .collect();
+    if rows.is_empty() {
+        return Ok(report);
+    }
+    for (row, past_deadline) in rows {
+        let t = row.into_record()?;
+        let d = reap_decision(past_deadline, t.attempts, t.max_attempts);
+        let to = transition(t.status, d.action).map_err(illegal(&t))?;
+        let payload = json!({
+            "reason": d.reason,
+            "attempt": t.attempts,
+            "max_attempts": t.max_attempts,
+            "lease_expires_at": t.lease_expires_at,
+            "deadline_at": t.deadline_at,
+        });
+        let m = Move {
+            reason: Some(d.reason.to_string()),
+            ..Move::new(to, d.event_type, payload)
+        };
+        tx.apply_move(&t, m).await?;
+        match (to, past_deadline) {
+            (Status::Failed, _) => report.failed.push(t.id),
+            (_, true) => report.timed_out.push(t.id),
+            _ => report.requeued.push(t.id),
+        }
+    }
+    tx.commit(inner).await?;
+    Ok(report)
+}
+
+#[derive(sqlx::FromRow)]
+struct ReapRow {
+    #[sqlx(flatten)]
+    task: TaskRow,
+    past_deadline: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reaper_decisions() {
+        let d = reap_decision(false, 1, 3);
+        assert_eq!(
+            (d.to, d.event_type, d.reason),
+            (Status::Pending, et::TASK_LEASE_EXPIRED, "lease_expired")
+        );
+        let d = reap_decision(true, 1, 3);
+        assert_eq!(
+            (d.to, d.event_type, d.reason),
+            (Status::Pending, et::TASK_DEADLINE_PASSED, "deadline_passed")
+        );
+        let d = reap_decision(false, 3, 3);
+        assert_eq!(d.to, Status::Failed);
+        assert_eq!(d.action, Action::Fail);
+        let d = reap_decision(true, 5, 3);
+        assert_eq!((d.to, d.reason), (Status::Failed, "deadline_passed"));
+    }
+}

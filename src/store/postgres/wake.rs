@@ -1,0 +1,151 @@
+//! Wakeups: one LISTEN connection per store feeds a generation counter that waiting workers watch.
+//!
+//! A waiter compares the generation it saw when its last claim started with the current one, so
+//! a notification that lands between "claim found nothing" and "wait" is not lost.
+
+use sqlx::postgres::{PgListener, PgPool};
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+use tokio::sync::watch;
+
+pub const CHANNEL: &str = "whilly_work";
+
+/// Who is waiting: the tokio task when there is one, else the thread (a `block_on` caller).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Caller {
+    Task(tokio::task::Id),
+    Thread(std::thread::ThreadId),
+}
+
+fn caller() -> Caller {
+    match tokio::task::try_id() {
+        Some(id) => Caller::Task(id),
+        None => Caller::Thread(std::thread::current().id()),
+    }
+}
+
+/// Entries left by callers that claimed and never waited are dropped past this size.
+const MAX_TRACKED_CALLERS: usize = 4096;
+
+pub struct WakeHub {
+    generation: watch::Sender<u64>,
+    seen_at_claim: Mutex<HashMap<Caller, u64>>,
+}
+
+impl Default for WakeHub {
+    fn default() -> Self {
+        WakeHub {
+            generation: watch::Sender::new(0),
+            seen_at_claim: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+impl WakeHub {
+    pub fn bump(&self) {
+        self.generation.send_modify(|g| *g = g.wrapping_add(1));
+    }
+
+    pub fn generation(&self) -> u64 {
+        *self.generation.borrow()
+    }
+
+    /// Remembers the generation as a claim starts, for the caller's next `wait`.
+    pub fn note_claim_start(&self) {
+        let generation = self.generation();
+        if let Ok(mut map) = self.seen_at_claim.lock() {
+            if map.len() >= MAX_TRACKED_CALLERS {
+                map.clear();
+            }
+            map.insert(caller(), generation);
+        }
+    }
+
+    /// Resolves on the next wakeup, at once if one came since the caller's last claim began, or
+    /// after `max_wait` (the polling fallback).
+    pub async fn wait(&self, max_wait: Duration) {
+        let mut rx = self.generation.subscribe();
+        let now = *rx.borrow_and_update();
+        let seen = self
+            .seen_at_claim
+            .lock()
+            .ok()
+            .and_then(|mut m| m.remove(&caller()));
+        if seen.is_some_and(|s| s != now) {
+            return;
+        }
+        let _ = tokio::time::timeout(max_wait, rx.changed()).await;
+    }
+}
+
+/// Keeps one LISTEN connection alive and turns notifications into wakeups: the first of a burst
+/// wakes at once, the rest of the burst (within `debounce`) collapses into one more wakeup.
+pub async fn run_listener(
+    pool: PgPool,
+    hub: std::sync::Arc<WakeHub>,
+    debounce: Duration,
+    ready: tokio::sync::oneshot::Sender<()>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let mut ready = Some(ready);
+    let mut backoff = Duration::from_millis(50);
+    loop {
+        if *shutdown.borrow() {
+            return;
+        }
+        let listener = async {
+            let mut l = PgListener::connect_with(&pool).await?;
+            l.listen(CHANNEL).await?;
+            Ok::<_, sqlx::Error>(l)
+        };
+        let mut listener = tokio::select! {
+            _ = shutdown.changed() => return,
+            l = listener => match l {
+                Ok(l) => l,
+                Err(e) => {
+                    tracing::debug!("postgres LISTEN connection failed: {e}; retrying in {backoff:?}");
+                    tokio::select! {
+                        _ = shutdown.changed() => return,
+                        _ = tokio::time::sleep(backoff) => {}
+                    }
+                    backoff = (backoff * 2).min(Duration::from_secs(2));
+                    continue;
+                }
+            }
+        };
+        backoff = Duration::from_millis(50);
+        match ready.take() {
+            Some(tx) => {
+                let _ = tx.send(());
+            }
+            // Notifications sent while we were disconnected are lost: everyone looks again.
+            None => hub.bump(),
+        }
+        loop {
+            let got = tokio::select! {
+                _ = shutdown.changed() => return,
+                r = listener.try_recv() => r,
+            };
+            match got {
+                Ok(Some(_)) => {
+                    hub.bump();
+                    let until = tokio::time::Instant::now() + debounce;
+                    let mut lost = false;
+                    while let Ok(r) = tokio::time::timeout_at(until, listener.try_recv()).await {
+                        if !matches!(r, Ok(Some(_))) {
+                            lost = true;
+                            break;
+                        }
+                    }
+                    hub.bump();
+                    if lost {
+                        break;
+                    }
+                }
+                Ok(None) | Err(_) => break,
+            }
+        }
+        tracing::debug!("postgres LISTEN connection lost; reconnecting");
+    }
+}
