@@ -1,0 +1,445 @@
+//! The typed configuration. Every field has a default, so an empty file is a valid file, and
+//! `deny_unknown_fields` everywhere turns a typo into an error instead of a silently ignored line.
+
+use super::secret::Secret;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    pub database: DatabaseConfig,
+    pub queue: QueueConfig,
+    pub run: RunConfig,
+    pub worktrees: WorktreesConfig,
+    /// Agent name → how to run it. The built-in names (claude, opencode, codex, gemini, command)
+    /// are always present; other names must say `backend = "command"` and give a template.
+    pub agents: BTreeMap<String, AgentConfig>,
+    /// Model name → USD per million tokens, for runs whose agent does not report its own cost.
+    pub prices: BTreeMap<String, PriceConfig>,
+    pub verification: VerificationConfig,
+    pub retry: RetryConfig,
+    pub handoff: HandoffConfig,
+    pub guards: GuardsConfig,
+    pub notifications: NotificationsConfig,
+    pub tui: TuiConfig,
+    /// Key chord → TUI action name (snake_case); the TUI validates the action names.
+    pub keys: BTreeMap<String, String>,
+    pub logging: LoggingConfig,
+    pub github: GithubConfig,
+    pub jira: JiraConfig,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            database: DatabaseConfig::default(),
+            queue: QueueConfig::default(),
+            run: RunConfig::default(),
+            worktrees: WorktreesConfig::default(),
+            agents: default_agents(),
+            prices: default_prices(),
+            verification: VerificationConfig::default(),
+            retry: RetryConfig::default(),
+            handoff: HandoffConfig::default(),
+            guards: GuardsConfig::default(),
+            notifications: NotificationsConfig::default(),
+            tui: TuiConfig::default(),
+            keys: BTreeMap::new(),
+            logging: LoggingConfig::default(),
+            github: GithubConfig::default(),
+            jira: JiraConfig::default(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DatabaseConfig {
+    /// `postgres://…` or `sqlite:PATH`; none means SQLite at `.whilly/whilly.db` in the repository.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<Secret>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct QueueConfig {
+    pub heartbeat_secs: u64,
+    pub lease_secs: u64,
+    pub reaper_interval_secs: u64,
+    pub poll_interval_ms: u64,
+    pub notify: bool,
+    pub notify_debounce_ms: u64,
+    pub default_max_attempts: u32,
+    pub default_task_estimate_usd: f64,
+}
+
+impl Default for QueueConfig {
+    fn default() -> Self {
+        QueueConfig {
+            heartbeat_secs: 10,
+            lease_secs: 30,
+            reaper_interval_secs: 5,
+            poll_interval_ms: 1000,
+            notify: true,
+            notify_debounce_ms: 20,
+            default_max_attempts: 3,
+            default_task_estimate_usd: 0.0,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RunConfig {
+    pub parallel: u32,
+    pub agent: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget_usd: Option<f64>,
+    /// Wall-clock limit for a whole run, written like `90m` or `2h 30m`.
+    #[serde(with = "duration_opt", skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<Duration>,
+    pub grace_period_secs: u64,
+    pub headless: bool,
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        RunConfig {
+            parallel: 3,
+            agent: "claude".into(),
+            budget_usd: None,
+            timeout: None,
+            grace_period_secs: 30,
+            headless: false,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MergeMode {
+    /// Fast-forward the base branch to the task branch (fails if it diverged).
+    #[default]
+    Ff,
+    CherryPick,
+    /// Leave the task branch for a human or a PR.
+    #[serde(rename = "none")]
+    NoMerge,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WorktreesConfig {
+    pub dir: PathBuf,
+    /// Untracked files copied from the repository into each new worktree.
+    pub include: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub setup_command: Option<String>,
+    pub merge: MergeMode,
+    pub keep_failed: bool,
+}
+
+impl Default for WorktreesConfig {
+    fn default() -> Self {
+        WorktreesConfig {
+            dir: super::paths::default_worktrees_dir(&super::paths::process_env()),
+            include: vec![".env".into(), ".env.local".into()],
+            setup_command: None,
+            merge: MergeMode::Ff,
+            keep_failed: true,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Backend {
+    Claude,
+    Opencode,
+    Codex,
+    Gemini,
+    /// Any program, run through `template`.
+    Command,
+}
+
+impl Backend {
+    /// The backend an agent name implies when the table does not say `backend = …`.
+    pub fn for_name(name: &str) -> Option<Backend> {
+        match name {
+            "claude" => Some(Backend::Claude),
+            "opencode" => Some(Backend::Opencode),
+            "codex" => Some(Backend::Codex),
+            "gemini" => Some(Backend::Gemini),
+            "command" => Some(Backend::Command),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PermissionMode {
+    /// The agent may run anything without asking.
+    Full,
+    #[default]
+    AcceptEdits,
+    ReadOnly,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AgentConfig {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backend: Option<Backend>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bin: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    pub permission_mode: PermissionMode,
+    pub extra_args: Vec<String>,
+    /// For the command backend: the command line, with `{prompt_file}`, `{prompt}`, `{workdir}`
+    /// and `{task_id}` substituted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub template: Option<String>,
+}
+
+impl AgentConfig {
+    fn with_bin(bin: &str) -> Self {
+        AgentConfig {
+            bin: Some(bin.into()),
+            ..AgentConfig::default()
+        }
+    }
+
+    /// The backend for the agent called `name`: explicit `backend`, else implied by the name.
+    pub fn backend(&self, name: &str) -> Option<Backend> {
+        self.backend.or_else(|| Backend::for_name(name))
+    }
+
+    /// The program to run: explicit `bin`, else the agent's name.
+    pub fn program<'a>(&'a self, name: &'a str) -> &'a str {
+        self.bin.as_deref().unwrap_or(name)
+    }
+}
+
+/// Placeholders a command template may use.
+pub const TEMPLATE_PLACEHOLDERS: [&str; 4] = ["prompt_file", "prompt", "workdir", "task_id"];
+
+fn default_agents() -> BTreeMap<String, AgentConfig> {
+    ["claude", "opencode", "codex", "gemini"]
+        .into_iter()
+        .map(|name| (name.to_string(), AgentConfig::with_bin(name)))
+        .chain([("command".to_string(), AgentConfig::default())])
+        .collect()
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PriceConfig {
+    pub input_per_mtok: f64,
+    pub output_per_mtok: f64,
+}
+
+fn default_prices() -> BTreeMap<String, PriceConfig> {
+    // List prices (USD per million tokens) at the time of writing; override in config when they change.
+    [
+        ("claude-opus-4-1", 15.0, 75.0),
+        ("claude-opus-4-5", 5.0, 25.0),
+        ("claude-sonnet-4-5", 3.0, 15.0),
+        ("claude-haiku-4-5", 1.0, 5.0),
+        ("gpt-5", 1.25, 10.0),
+        ("gemini-2.5-pro", 1.25, 10.0),
+        ("gemini-2.5-flash", 0.3, 2.5),
+    ]
+    .into_iter()
+    .map(|(model, input, output)| {
+        (
+            model.to_string(),
+            PriceConfig {
+                input_per_mtok: input,
+                output_per_mtok: output,
+            },
+        )
+    })
+    .collect()
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct VerificationConfig {
+    pub timeout_secs: u64,
+    /// Environment variables passed through to verification commands; everything else is dropped.
+    pub env_allowlist: Vec<String>,
+}
+
+impl Default for VerificationConfig {
+    fn default() -> Self {
+        VerificationConfig {
+            timeout_secs: 600,
+            env_allowlist: [
+                "PATH",
+                "HOME",
+                "LANG",
+                "LC_ALL",
+                "TERM",
+                "USER",
+                "TMPDIR",
+                "CARGO_HOME",
+                "RUSTUP_HOME",
+            ]
+            .into_iter()
+            .map(String::from)
+            .collect(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RetryConfig {
+    /// Wait before the n-th retry; the last value repeats.
+    pub backoff_secs: Vec<u64>,
+    pub max_attempts: u32,
+}
+
+impl Default for RetryConfig {
+    fn default() -> Self {
+        RetryConfig {
+            backoff_secs: vec![5, 10, 20, 40, 60],
+            max_attempts: 3,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct HandoffConfig {
+    pub timeout_secs: u64,
+}
+
+impl Default for HandoffConfig {
+    fn default() -> Self {
+        HandoffConfig {
+            timeout_secs: 86_400,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GuardsConfig {
+    /// Extra regular expressions that mark a prompt as an injection attempt.
+    pub injection_patterns: Vec<String>,
+    pub secret_lint: bool,
+}
+
+impl Default for GuardsConfig {
+    fn default() -> Self {
+        GuardsConfig {
+            injection_patterns: Vec::new(),
+            secret_lint: true,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct NotificationsConfig {
+    pub desktop: bool,
+    pub terminal: bool,
+    pub bell: bool,
+}
+
+impl Default for NotificationsConfig {
+    fn default() -> Self {
+        NotificationsConfig {
+            desktop: true,
+            terminal: true,
+            bell: true,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TuiConfig {
+    pub fps: u32,
+    /// Frame rate over SSH, where every frame costs bandwidth.
+    pub ssh_fps: u32,
+    pub scrollback_lines: u32,
+    pub theme: String,
+}
+
+impl Default for TuiConfig {
+    fn default() -> Self {
+        TuiConfig {
+            fps: 60,
+            ssh_fps: 30,
+            scrollback_lines: 5000,
+            theme: "default".into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LoggingConfig {
+    /// A tracing filter: `info`, `debug`, or directives like `whilly::store=debug,info`.
+    pub level: String,
+    /// Relative paths are relative to the repository root.
+    pub dir: PathBuf,
+}
+
+impl Default for LoggingConfig {
+    fn default() -> Self {
+        LoggingConfig {
+            level: "info".into(),
+            dir: PathBuf::from(".whilly/logs"),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GithubConfig {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token: Option<Secret>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct JiraConfig {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token: Option<Secret>,
+}
+
+/// `Option<Duration>` as a humantime string (`90s`, `2h 30m`).
+mod duration_opt {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+
+    pub fn serialize<S: Serializer>(value: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        match value {
+            Some(d) => s.serialize_str(&humantime::format_duration(*d).to_string()),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        let text = String::deserialize(d)?;
+        humantime::parse_duration(text.trim())
+            .map(Some)
+            .map_err(|e| {
+                serde::de::Error::custom(format!(
+                    "invalid duration {text:?} ({e}); write e.g. \"90m\" or \"2h 30m\""
+                ))
+            })
+    }
+}
