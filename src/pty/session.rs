@@ -132,7 +132,9 @@ fn command_for(spec: &SpawnSpec, cwd: &Path) -> CommandBuilder {
     cmd.env_remove("COLUMNS");
     cmd.env_remove("LINES");
     for (k, v) in &spec.env {
-        cmd.env(k, v);
+        if k != "COLUMNS" && k != "LINES" {
+            cmd.env(k, v);
+        }
     }
     cmd.env("TERM", "xterm-256color");
     cmd

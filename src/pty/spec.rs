@@ -44,8 +44,8 @@ pub struct SpawnSpec {
     /// Working directory; the parent's when `None`.
     pub cwd: Option<PathBuf>,
     /// Variables added to (or overriding) the inherited environment. `TERM` is always
-    /// `xterm-256color`; `COLUMNS`/`LINES` are removed so programs ask the PTY, which stays
-    /// right after a resize (a stale `LINES` would win over the ioctl in ncurses and `tput`).
+    /// `xterm-256color`; `COLUMNS`/`LINES` are removed (even if given here) so programs ask the
+    /// PTY, which stays right after a resize (a stale `LINES` wins over the ioctl in ncurses).
     pub env: Vec<(OsString, OsString)>,
     /// The PTY is opened at this size before the child starts.
     pub size: TermSize,

@@ -1,11 +1,17 @@
 #!/usr/bin/env python3
-"""Writes N megabytes (default 100) of coloured lines to stdout as fast as it can."""
+"""Writes N megabytes (default 100) of coloured lines to stdout as fast as it can, then
+FLOOD-DONE. Output post-processing (LF -> CRLF) is switched off so the byte count is exact:
+N MiB + len(b"\x1b[0mFLOOD-DONE\r\n")."""
 import os
 import sys
+import termios
+
+attrs = termios.tcgetattr(1)
+attrs[1] &= ~termios.OPOST
+termios.tcsetattr(1, termios.TCSANOW, attrs)
 
 mb = int(sys.argv[1]) if len(sys.argv) > 1 else 100
 total = mb * 1024 * 1024
-line = b""
 colours = [31, 32, 33, 34, 35, 36]
 block = bytearray()
 i = 0
