@@ -1,1 +1,303 @@
-//! workspace (being written).
+//! One git worktree per task attempt, made with git2: prepare, commit, deliver (merge back),
+//! remove, list, prune.
+//!
+//! Decisions a caller should know:
+//! - Worktrees live outside the repository by default
+//!   (`<data dir>/whilly/worktrees/<repo>-<hash>/<plan>/<task>`), because a worktree nested in
+//!   the repository confuses tools that search parent directories. Only `safe_id`s become path
+//!   components.
+//! - Branches are `whilly/<plan safe-id>/<task safe-id>`: every plan has a TASK-001, so the plan
+//!   is part of the name.
+//! - Re-attempts (and `--resume` after a crash) REUSE the task's worktree and branch: uncommitted
+//!   changes and untracked files are discarded (reset to the branch head), ignored files such as
+//!   build caches are kept, so a retry does not rebuild from scratch. Commits already on the
+//!   branch are kept when the branch still descends from the requested base commit (they come
+//!   from an earlier DONE attempt); otherwise the old branch is saved as
+//!   `<branch>-stale-<8 hex>` and the branch restarts from the base commit. A leftover directory
+//!   or admin entry that git no longer considers a valid worktree is cleaned up and recreated;
+//!   preparing never fails with "already exists".
+//! - Include files are copied before the setup command runs, so setup can use them; they are
+//!   never committed (unless tracked in the base commit).
+//! - Delivering into a base branch that is checked out (in the main working tree or any other
+//!   worktree) updates that working tree and index too, but only for the files the task touched,
+//!   and only if those files are clean there; otherwise nothing changes and the result is
+//!   [`Delivery::BaseDirty`] naming them. Other uncommitted work in that tree is left alone.
+//! - Merges are serialised by a process mutex plus `flock` on `.git/whilly-merge.lock`.
+//! - The API is sync and every operation opens its own `git2::Repository` (it is not `Sync`);
+//!   call it from `spawn_blocking`.
+
+mod bench;
+mod cleanup;
+mod commit;
+mod config;
+mod deliver;
+mod error;
+mod glob;
+mod include;
+mod layout;
+mod lock;
+mod meta;
+mod prepare;
+mod setup;
+
+use std::path::{Path, PathBuf};
+
+use git2::{ErrorCode, Repository};
+
+pub use bench::{bench_git_cli, bench_prepare_remove};
+pub use cleanup::{PruneReport, PruneSelection, WorktreeInfo};
+pub use config::{MergeMode, WorkspaceConfig};
+pub use error::WorkspaceError;
+pub use layout::{branch_name, commit_message};
+
+/// A prepared worktree for one task attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Worktree {
+    pub path: PathBuf,
+    /// Short branch name, e.g. `whilly/my-plan/TASK-001`.
+    pub branch: String,
+    /// The commit the task started from (the fork point for delivery).
+    pub base_commit: String,
+    /// The branch to deliver into: the repository's current branch when prepared.
+    pub base_branch: Option<String>,
+    pub plan_id: String,
+    pub task_id: String,
+    /// The admin entry's name under `.git/worktrees/`.
+    pub name: String,
+    /// True when an existing worktree of this task was reused (a retry or a resume).
+    pub reused: bool,
+    /// What the setup command printed, if one ran.
+    pub setup_output: Option<String>,
+    /// Include files copied in, relative to the worktree root.
+    pub included: Vec<String>,
+}
+
+/// How delivering a task's branch went. Conflicts and a dirty base are outcomes, not errors:
+/// in both the base branch is untouched and the task branch is left for review.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Delivery {
+    /// The base branch now points at the task branch's tip.
+    FastForwarded { base_branch: String, commit: String },
+    /// The task's commits were replayed onto the base branch; `commit` is its new tip.
+    Merged {
+        base_branch: String,
+        commit: String,
+        commits: usize,
+    },
+    /// Merge mode `none`: the branch waits for a PR or a human.
+    LeftForReview { branch: String },
+    /// Replaying the task's commits conflicts with the base branch in these files.
+    Conflict { branch: String, files: Vec<String> },
+    /// The base branch is checked out in `worktree` with uncommitted changes to files the task
+    /// touches: commit or stash them there, then deliver again.
+    BaseDirty {
+        branch: String,
+        base_branch: String,
+        worktree: PathBuf,
+        files: Vec<String>,
+    },
+    /// The branch has no commits the base lacks.
+    NothingToDo,
+}
+
+/// The worktrees of one repository.
+#[derive(Debug, Clone)]
+pub struct Workspaces {
+    /// Working directory of the main repository (canonical).
+    root: PathBuf,
+    /// The shared `.git` directory (canonical).
+    common_dir: PathBuf,
+    /// `<base dir>/<repo key>`: this repository's worktrees.
+    repo_dir: PathBuf,
+    base_dir: PathBuf,
+    cfg: WorkspaceConfig,
+    patterns: Vec<glob::Pattern>,
+}
+
+impl Workspaces {
+    /// Opens the repository containing `repo_root` (a linked worktree resolves to its main
+    /// repository). Refuses bare repositories and bad include patterns.
+    pub fn new(repo_root: impl AsRef<Path>, cfg: WorkspaceConfig) -> Result<Self, WorkspaceError> {
+        let given = repo_root.as_ref();
+        let mut repo = Repository::discover(given).map_err(|_| WorkspaceError::NotARepository {
+            path: given.to_path_buf(),
+        })?;
+        if repo.is_bare() {
+            return Err(WorkspaceError::BareRepository {
+                path: given.to_path_buf(),
+            });
+        }
+        if repo.is_worktree() {
+            let common = repo.commondir().to_path_buf();
+            repo = Repository::open(&common).map_err(WorkspaceError::git(format!(
+                "open the main repository at {}",
+                common.display()
+            )))?;
+        }
+        let workdir = repo
+            .workdir()
+            .ok_or_else(|| WorkspaceError::BareRepository {
+                path: given.to_path_buf(),
+            })?;
+        let root = workdir
+            .canonicalize()
+            .map_err(WorkspaceError::io("could not resolve", workdir))?;
+        let common_dir = repo
+            .commondir()
+            .canonicalize()
+            .map_err(WorkspaceError::io("could not resolve", repo.commondir()))?;
+        let base_dir = match &cfg.base_dir {
+            Some(p) if p.is_absolute() => p.clone(),
+            Some(p) => root.join(p),
+            None => directories::BaseDirs::new()
+                .ok_or(WorkspaceError::NoDataDir)?
+                .data_dir()
+                .join("whilly")
+                .join("worktrees"),
+        };
+        // Compare paths as libgit2 reports them: resolve symlinks in the part that exists.
+        let base_dir = canonical_prefix(&base_dir);
+        let repo_dir = base_dir.join(layout::repo_key(&root));
+        let patterns = include::parse_patterns(&cfg.include)?;
+        Ok(Workspaces {
+            root,
+            common_dir,
+            repo_dir,
+            base_dir,
+            cfg,
+            patterns,
+        })
+    }
+
+    pub fn repo_root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Where this repository's worktrees go: `<base dir>/<repo>-<hash>`.
+    pub fn worktrees_dir(&self) -> &Path {
+        &self.repo_dir
+    }
+
+    pub fn config(&self) -> &WorkspaceConfig {
+        &self.cfg
+    }
+
+    fn open(&self) -> Result<Repository, WorkspaceError> {
+        Repository::open(&self.root).map_err(|_| WorkspaceError::NotARepository {
+            path: self.root.clone(),
+        })
+    }
+
+    /// The commit HEAD points at (the tip of the current branch), as hex.
+    pub fn base_commit(&self) -> Result<String, WorkspaceError> {
+        let repo = self.open()?;
+        head_commit(&repo, &self.root).map(|oid| oid.to_string())
+    }
+
+    /// The current branch's short name; `None` when HEAD is detached.
+    pub fn current_branch(&self) -> Result<Option<String>, WorkspaceError> {
+        let repo = self.open()?;
+        Ok(current_branch(&repo))
+    }
+
+    /// Creates (or reuses, see the module docs) the worktree of `task_id`, copies the include
+    /// files and runs the setup command.
+    pub fn prepare(
+        &self,
+        plan_id: &str,
+        task_id: &str,
+        base_commit: &str,
+    ) -> Result<Worktree, WorkspaceError> {
+        prepare::prepare(self, plan_id, task_id, base_commit)
+    }
+
+    /// Commits everything the agent changed (new files included, .gitignore respected) on the
+    /// task branch. `Ok(None)`: there was nothing to commit.
+    pub fn commit(&self, wt: &Worktree, message: &str) -> Result<Option<String>, WorkspaceError> {
+        commit::commit(self, wt, message, false)
+    }
+
+    /// Like [`Self::commit`], but makes an empty commit when nothing changed.
+    pub fn commit_allow_empty(
+        &self,
+        wt: &Worktree,
+        message: &str,
+    ) -> Result<Option<String>, WorkspaceError> {
+        commit::commit(self, wt, message, true)
+    }
+
+    /// Brings the task branch's commits into its base branch per `mode`.
+    pub fn deliver(&self, wt: &Worktree, mode: MergeMode) -> Result<Delivery, WorkspaceError> {
+        deliver::deliver(self, wt, mode)
+    }
+
+    /// Deletes the worktree directory and its admin entry, and the branch if asked.
+    pub fn remove(&self, wt: &Worktree, delete_branch: bool) -> Result<(), WorkspaceError> {
+        cleanup::remove(self, &wt.name, &wt.path, &wt.branch, delete_branch)
+    }
+
+    /// Every whilly worktree of this repository, plus stray directories in its worktrees dir.
+    pub fn list(&self) -> Result<Vec<WorktreeInfo>, WorkspaceError> {
+        cleanup::list(self)
+    }
+
+    /// Removes the selected worktrees (and stale or stray ones), then does what
+    /// `git worktree prune` does.
+    pub fn prune(
+        &self,
+        which: PruneSelection<'_>,
+        delete_branches: bool,
+    ) -> Result<PruneReport, WorkspaceError> {
+        cleanup::prune(self, which, delete_branches)
+    }
+}
+
+fn head_commit(repo: &Repository, root: &Path) -> Result<git2::Oid, WorkspaceError> {
+    let head = match repo.head() {
+        Ok(h) => h,
+        Err(e) if e.code() == ErrorCode::UnbornBranch || e.code() == ErrorCode::NotFound => {
+            return Err(WorkspaceError::NoCommits {
+                path: root.to_path_buf(),
+            });
+        }
+        Err(e) => return Err(WorkspaceError::git("read HEAD")(e)),
+    };
+    head.peel_to_commit()
+        .map(|c| c.id())
+        .map_err(WorkspaceError::git("resolve HEAD to a commit"))
+}
+
+fn current_branch(repo: &Repository) -> Option<String> {
+    let head = repo.head().ok()?;
+    if head.is_branch() {
+        head.shorthand().ok().map(str::to_string)
+    } else {
+        None
+    }
+}
+
+/// Canonicalises the longest existing ancestor and appends the rest, so paths compare equal to
+/// the ones libgit2 reports even before the directory exists.
+fn canonical_prefix(path: &Path) -> PathBuf {
+    let mut existing = path.to_path_buf();
+    let mut rest = Vec::new();
+    loop {
+        if let Ok(c) = existing.canonicalize() {
+            let mut out = c;
+            for part in rest.iter().rev() {
+                out.push(part);
+            }
+            return out;
+        }
+        match (
+            existing.file_name().map(|n| n.to_os_string()),
+            existing.parent(),
+        ) {
+            (Some(name), Some(parent)) => {
+                rest.push(name);
+                existing = parent.to_path_buf();
+            }
+            _ => return path.to_path_buf(),
+        }
+    }
+}

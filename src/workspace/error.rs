@@ -1,0 +1,92 @@
+//! What can go wrong with worktrees, each error saying what to do about it.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Errors of the workspace module. Outcomes a caller is expected to handle (a merge conflict, a
+/// dirty base working tree) are not errors: they are [`super::Delivery`] variants.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkspaceError {
+    #[error(
+        "{path} is not a git repository: run `git init` there, or run whilly from the repository"
+    )]
+    NotARepository { path: PathBuf },
+    #[error(
+        "{path} is a bare repository: whilly needs a repository with a working tree (clone it without --bare)"
+    )]
+    BareRepository { path: PathBuf },
+    #[error(
+        "repository {path} has no commits yet: make an initial commit (e.g. `git commit --allow-empty -m init`)"
+    )]
+    NoCommits { path: PathBuf },
+    #[error(
+        "base commit {commit:?} is not a commit of this repository ({reason}): pass a commit id from `base_commit()`"
+    )]
+    BadBaseCommit { commit: String, reason: String },
+    #[error(
+        "could not find the user's data directory (is $HOME set?): set the worktrees directory in the config"
+    )]
+    NoDataDir,
+    #[error("invalid include pattern {pattern:?}: {reason}")]
+    BadInclude { pattern: String, reason: String },
+    #[error("{what} {path}: {source}")]
+    Io {
+        what: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("git: {context}: {source}")]
+    Git {
+        context: String,
+        #[source]
+        source: git2::Error,
+    },
+    #[error("setup command `{command}` failed ({status}) in {dir}; its output:\n{output}")]
+    SetupFailed {
+        command: String,
+        status: String,
+        dir: PathBuf,
+        output: String,
+    },
+    #[error(
+        "setup command `{command}` did not finish within {timeout:?} in {dir} and was killed; its output so far:\n{output}"
+    )]
+    SetupTimedOut {
+        command: String,
+        timeout: Duration,
+        dir: PathBuf,
+        output: String,
+    },
+    #[error(
+        "HEAD of {path} is detached, so there is no base branch to merge into: check out a branch, or use merge mode `none`"
+    )]
+    DetachedBase { path: PathBuf },
+    #[error(
+        "branch {branch} is already checked out in {path}, which is not whilly's worktree for this task: remove that worktree (`git worktree remove {path}`) or switch it to another branch"
+    )]
+    BranchCheckedOut { branch: String, path: PathBuf },
+    #[error(
+        "base branch {branch} moved while whilly was merging into it (someone committed meanwhile): deliver again"
+    )]
+    BaseMoved { branch: String },
+    #[error(
+        "could not take the merge lock {path} within {waited:?}: another whilly process is merging; if none is running, try again"
+    )]
+    MergeLockTimeout { path: PathBuf, waited: Duration },
+}
+
+impl WorkspaceError {
+    pub(crate) fn git(context: impl Into<String>) -> impl FnOnce(git2::Error) -> WorkspaceError {
+        let context = context.into();
+        move |source| WorkspaceError::Git { context, source }
+    }
+
+    pub(crate) fn io(
+        what: &'static str,
+        path: impl Into<PathBuf>,
+    ) -> impl FnOnce(std::io::Error) -> WorkspaceError {
+        let path = path.into();
+        move |source| WorkspaceError::Io { what, path, source }
+    }
+}

@@ -1,0 +1,373 @@
+//! Creating, or reusing, the worktree of one task.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use git2::{
+    BranchType, ErrorCode, Oid, Repository, ResetType, StatusOptions, WorktreeAddOptions,
+    WorktreePruneOptions, build::CheckoutBuilder,
+};
+
+use super::error::WorkspaceError;
+use super::{Workspaces, Worktree, current_branch, include, layout, lock, meta, setup};
+
+pub(super) fn prepare(
+    ws: &Workspaces,
+    plan_id: &str,
+    task_id: &str,
+    base_commit: &str,
+) -> Result<Worktree, WorkspaceError> {
+    let repo = ws.open()?;
+    let base = resolve_commit(&repo, base_commit)?;
+    let name = layout::admin_name(plan_id, task_id);
+    let branch = layout::branch_name(plan_id, task_id);
+    let path = layout::worktree_path(&ws.base_dir, &ws.repo_dir_key(), plan_id, task_id);
+    let admin = meta::admin_dir(&ws.common_dir, &name);
+    let base_branch = current_branch(&repo);
+
+    let reused = {
+        let _guard = lock::admin();
+        if layout::is_within(&ws.base_dir, &ws.root) {
+            exclude_from_repo(&ws.common_dir, &ws.root, &ws.base_dir)?;
+        }
+        if is_reusable(&repo, &name, &path) {
+            reset_existing(&repo, &path, &branch, base)?;
+            true
+        } else {
+            clear_leftovers(&repo, &name, &admin, &path)?;
+            create(&repo, &name, &path, &branch, base)?;
+            false
+        }
+    };
+
+    let mut wt = Worktree {
+        path: path.clone(),
+        branch: branch.clone(),
+        base_commit: base.to_string(),
+        base_branch,
+        plan_id: plan_id.to_string(),
+        task_id: task_id.to_string(),
+        name,
+        reused,
+        setup_output: None,
+        included: Vec::new(),
+    };
+    meta::write(
+        &admin,
+        &meta::Meta {
+            plan_id: plan_id.to_string(),
+            task_id: task_id.to_string(),
+            branch: branch.clone(),
+            base_commit: wt.base_commit.clone(),
+            base_branch: wt.base_branch.clone(),
+            path: path.clone(),
+            created_at: chrono::Utc::now().to_rfc3339(),
+        },
+    )?;
+
+    wt.included = copy_includes(ws, &repo, base, &path)?;
+    meta::write_included(&admin, &wt.included)?;
+
+    if let Some(cmd) = ws
+        .cfg
+        .setup_command
+        .as_deref()
+        .filter(|c| !c.trim().is_empty())
+    {
+        let path_s = path.to_string_lossy().into_owned();
+        let root_s = ws.root.to_string_lossy().into_owned();
+        let env = [
+            ("WHILLY_PLAN_ID", plan_id),
+            ("WHILLY_TASK_ID", task_id),
+            ("WHILLY_BRANCH", branch.as_str()),
+            ("WHILLY_WORKTREE", path_s.as_str()),
+            ("WHILLY_REPO_ROOT", root_s.as_str()),
+        ];
+        let out = setup::run_setup(cmd, &path, &env, ws.cfg.setup_timeout)?;
+        wt.setup_output = Some(out.output);
+    }
+    Ok(wt)
+}
+
+impl Workspaces {
+    fn repo_dir_key(&self) -> String {
+        self.repo_dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    }
+}
+
+pub(super) fn resolve_commit(repo: &Repository, spec: &str) -> Result<Oid, WorkspaceError> {
+    let bad = |reason: String| WorkspaceError::BadBaseCommit {
+        commit: spec.to_string(),
+        reason,
+    };
+    let obj = repo
+        .revparse_single(spec)
+        .map_err(|e| bad(e.message().to_string()))?;
+    let commit = obj
+        .peel_to_commit()
+        .map_err(|e| bad(e.message().to_string()))?;
+    Ok(commit.id())
+}
+
+/// A registered, valid worktree at the expected place with a `.git` file: safe to reuse.
+fn is_reusable(repo: &Repository, name: &str, path: &Path) -> bool {
+    let Ok(wt) = repo.find_worktree(name) else {
+        return false;
+    };
+    wt.validate().is_ok()
+        && same_path(wt.path(), path)
+        && path.join(".git").is_file()
+        && Repository::open(path).is_ok()
+}
+
+fn same_path(a: &Path, b: &Path) -> bool {
+    let a = a.canonicalize().unwrap_or_else(|_| a.to_path_buf());
+    let b = b.canonicalize().unwrap_or_else(|_| b.to_path_buf());
+    a == b
+}
+
+/// Removes whatever a crash or a moved base directory left for this task: a stale admin entry
+/// (and the directory it points at, which is whilly's own) and a stray directory at `path`.
+fn clear_leftovers(
+    repo: &Repository,
+    name: &str,
+    admin: &Path,
+    path: &Path,
+) -> Result<(), WorkspaceError> {
+    if let Ok(wt) = repo.find_worktree(name) {
+        let old = wt.path().to_path_buf();
+        if old != path && meta::read(admin).is_some() && old.exists() {
+            super::cleanup::remove_dir(&old)?;
+        }
+        let mut opts = WorktreePruneOptions::new();
+        opts.valid(true).locked(true).working_tree(false);
+        wt.prune(Some(&mut opts))
+            .map_err(WorkspaceError::git(format!(
+                "prune stale worktree entry {name}"
+            )))?;
+    }
+    if admin.exists() {
+        super::cleanup::remove_dir(admin)?;
+    }
+    if fs::symlink_metadata(path).is_ok() {
+        super::cleanup::remove_dir(path)?;
+    }
+    Ok(())
+}
+
+/// The commit the task branch should start at: its tip when it still builds on `base` (work of
+/// an earlier attempt), else `base`, after saving the old tip under a `-stale-` name.
+fn branch_start(repo: &Repository, branch: &str, base: Oid) -> Result<Oid, WorkspaceError> {
+    let refname = format!("refs/heads/{branch}");
+    let tip = match repo.find_branch(branch, BranchType::Local) {
+        Ok(b) => b.get().target(),
+        Err(e) if e.code() == ErrorCode::NotFound => None,
+        Err(e) => return Err(WorkspaceError::git(format!("look up branch {branch}"))(e)),
+    };
+    match tip {
+        Some(tip)
+            if tip == base
+                || repo
+                    .graph_descendant_of(tip, base)
+                    .map_err(WorkspaceError::git("compare the task branch with its base"))? =>
+        {
+            Ok(tip)
+        }
+        Some(tip) => {
+            let short = &tip.to_string()[..8];
+            repo.reference(
+                &format!("{refname}-stale-{short}"),
+                tip,
+                true,
+                "whilly: keep the previous attempt's branch before restarting it",
+            )
+            .map_err(WorkspaceError::git(format!("back up branch {branch}")))?;
+            repo.reference(&refname, base, true, "whilly: restart task branch at base")
+                .map_err(WorkspaceError::git(format!("reset branch {branch}")))?;
+            Ok(base)
+        }
+        None => {
+            let commit = repo
+                .find_commit(base)
+                .map_err(WorkspaceError::git("find the base commit"))?;
+            repo.branch(branch, &commit, false)
+                .map_err(WorkspaceError::git(format!("create branch {branch}")))?;
+            Ok(base)
+        }
+    }
+}
+
+fn create(
+    repo: &Repository,
+    name: &str,
+    path: &Path,
+    branch: &str,
+    base: Oid,
+) -> Result<(), WorkspaceError> {
+    let refname = format!("refs/heads/{branch}");
+    if let Some(holder) = checked_out_in(repo, &refname) {
+        return Err(WorkspaceError::BranchCheckedOut {
+            branch: branch.to_string(),
+            path: holder,
+        });
+    }
+    branch_start(repo, branch, base)?;
+    if let Some(parent) = path.parent() {
+        fs::create_dir_all(parent).map_err(WorkspaceError::io("could not create", parent))?;
+    }
+    let reference = repo
+        .find_reference(&refname)
+        .map_err(WorkspaceError::git(format!("find branch {branch}")))?;
+    let mut opts = WorktreeAddOptions::new();
+    opts.reference(Some(&reference));
+    if let Err(e) = repo.worktree(name, path, Some(&opts)) {
+        // Leave nothing half-made behind: the next attempt starts clean either way.
+        let admin = repo.commondir().join("worktrees").join(name);
+        let _ = super::cleanup::remove_dir(&admin);
+        let _ = super::cleanup::remove_dir(path);
+        return Err(WorkspaceError::git(format!(
+            "create worktree {}",
+            path.display()
+        ))(e));
+    }
+    Ok(())
+}
+
+/// The working directory (main or linked) that has `refname` checked out, if any.
+pub(super) fn checked_out_in(repo: &Repository, refname: &str) -> Option<PathBuf> {
+    let head_is = |r: &Repository| {
+        r.find_reference("HEAD")
+            .ok()
+            .and_then(|h| h.symbolic_target().ok().flatten().map(|t| t == refname))
+            .unwrap_or(false)
+    };
+    if !repo.is_bare() && head_is(repo) {
+        return repo.workdir().map(Path::to_path_buf);
+    }
+    let names = repo.worktrees().ok()?;
+    for name in names.iter().filter_map(|n| n.ok().flatten()) {
+        let Ok(wt) = repo.find_worktree(name) else {
+            continue;
+        };
+        if wt.validate().is_err() {
+            continue;
+        }
+        if let Ok(r) = Repository::open_from_worktree(&wt)
+            && head_is(&r)
+        {
+            return Some(wt.path().to_path_buf());
+        }
+    }
+    None
+}
+
+/// Brings a reused worktree back to a clean checkout of its branch: uncommitted changes and
+/// untracked files go, ignored files (build caches) stay.
+fn reset_existing(
+    repo: &Repository,
+    path: &Path,
+    branch: &str,
+    base: Oid,
+) -> Result<(), WorkspaceError> {
+    let start = branch_start(repo, branch, base)?;
+    let wt_repo = Repository::open(path).map_err(WorkspaceError::git(format!(
+        "open worktree {}",
+        path.display()
+    )))?;
+    let refname = format!("refs/heads/{branch}");
+    wt_repo
+        .set_head(&refname)
+        .map_err(WorkspaceError::git(format!(
+            "check out {branch} in {}",
+            path.display()
+        )))?;
+    let commit = wt_repo
+        .find_commit(start)
+        .map_err(WorkspaceError::git("find the task branch's commit"))?;
+    let mut co = CheckoutBuilder::new();
+    co.force();
+    wt_repo
+        .reset(commit.as_object(), ResetType::Hard, Some(&mut co))
+        .map_err(WorkspaceError::git(format!(
+            "reset worktree {}",
+            path.display()
+        )))?;
+    let mut opts = StatusOptions::new();
+    opts.include_untracked(true)
+        .recurse_untracked_dirs(false)
+        .include_ignored(false);
+    let statuses = wt_repo
+        .statuses(Some(&mut opts))
+        .map_err(WorkspaceError::git(format!(
+            "read status of {}",
+            path.display()
+        )))?;
+    for entry in statuses.iter() {
+        if !entry.status().is_wt_new() {
+            continue;
+        }
+        let Ok(rel) = entry.path() else { continue };
+        let target = path.join(rel.trim_end_matches('/'));
+        if target.is_dir()
+            && !fs::symlink_metadata(&target).is_ok_and(|m| m.file_type().is_symlink())
+        {
+            super::cleanup::remove_dir(&target)?;
+        } else {
+            fs::remove_file(&target).map_err(WorkspaceError::io("could not remove", &target))?;
+        }
+    }
+    Ok(())
+}
+
+fn copy_includes(
+    ws: &Workspaces,
+    repo: &Repository,
+    base: Oid,
+    dest: &Path,
+) -> Result<Vec<String>, WorkspaceError> {
+    if ws.patterns.is_empty() {
+        return Ok(Vec::new());
+    }
+    let found = include::find_matches(&ws.root, &ws.patterns, std::slice::from_ref(&ws.base_dir));
+    let tree = repo
+        .find_commit(base)
+        .and_then(|c| c.tree())
+        .map_err(WorkspaceError::git("read the base commit's tree"))?;
+    // Tracked files are already checked out at the right version: copying the main working
+    // tree's copy would smuggle in its uncommitted edits.
+    let untracked = found
+        .into_iter()
+        .filter(|(rel, _)| tree.get_path(Path::new(rel)).is_err())
+        .collect();
+    include::copy_files(&untracked, dest)
+}
+
+/// A worktrees dir inside the repository must not show up as untracked files there.
+fn exclude_from_repo(
+    common_dir: &Path,
+    root: &Path,
+    base_dir: &Path,
+) -> Result<(), WorkspaceError> {
+    let Ok(rel) = base_dir.strip_prefix(root) else {
+        return Ok(());
+    };
+    let line = format!("/{}/", rel.to_string_lossy().trim_end_matches('/'));
+    let info = common_dir.join("info");
+    let file = info.join("exclude");
+    let current = fs::read_to_string(&file).unwrap_or_default();
+    if current.lines().any(|l| l.trim() == line) {
+        return Ok(());
+    }
+    fs::create_dir_all(&info).map_err(WorkspaceError::io("could not create", &info))?;
+    let mut text = current;
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text.push_str("# whilly worktrees\n");
+    text.push_str(&line);
+    text.push('\n');
+    fs::write(&file, text).map_err(WorkspaceError::io("could not update", &file))
+}
