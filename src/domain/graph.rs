@@ -87,7 +87,7 @@ pub const MAX_REPORTED_CYCLES: usize = 1000;
 pub struct DepGraph<'a> {
     ids: Vec<&'a str>,
     ranks: Vec<i64>,
-    /// Known dependencies of each node, without repeats, in file order.
+    /// Known dependencies of each node, without repeats, in node (file) order.
     deps: Vec<Vec<usize>>,
 }
 
@@ -109,12 +109,16 @@ impl<'a> DepGraph<'a> {
         let deps = owners
             .iter()
             .map(|t| {
-                let mut seen = HashSet::new();
-                t.task_dependencies()
-                    .iter()
-                    .filter_map(|d| index.get(d.as_str()).copied())
-                    .filter(|&d| seen.insert(d))
-                    .collect()
+                let mut known: Vec<usize> = Vec::with_capacity(t.task_dependencies().len());
+                for d in t.task_dependencies() {
+                    if let Some(&n) = index.get(d.as_str()) {
+                        known.push(n);
+                    }
+                }
+                // Repeats are dropped without a set per task: lists are short.
+                known.sort_unstable();
+                known.dedup();
+                known
             })
             .collect();
         DepGraph { ids, ranks, deps }

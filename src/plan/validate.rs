@@ -14,8 +14,12 @@ pub fn validate_plan(plan: &PlanSpec, source: &SourceMap) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     check_plan_fields(plan, source, &mut out);
     let targets = check_repo_targets(plan, source, &mut out);
-    check_tasks(plan, source, &targets, &mut out);
-    check_cycles(plan, source, &mut out);
+    let mut first_at: HashMap<&str, usize> = HashMap::with_capacity(plan.tasks.len());
+    for (i, t) in plan.tasks.iter().enumerate() {
+        first_at.entry(t.id.as_str()).or_insert(i);
+    }
+    check_tasks(plan, source, &targets, &first_at, &mut out);
+    check_cycles(plan, source, &first_at, &mut out);
     out
 }
 
@@ -48,24 +52,24 @@ fn check_plan_fields(plan: &PlanSpec, source: &SourceMap, out: &mut Vec<Diagnost
     }
     let mut names: HashMap<&str, usize> = HashMap::new();
     for (i, vc) in plan.verification_commands.iter().enumerate() {
-        let ptr = pointer_index("/verification_commands", i);
+        let ptr = || pointer_index("/verification_commands", i);
         if vc.name.trim().is_empty() {
             out.push(Diagnostic::at(
                 "missing_field",
-                &pointer_join(&ptr, "name"),
+                &pointer_join(&ptr(), "name"),
                 "verification command name is empty",
             ));
         } else if let Some(first) = names.insert(vc.name.as_str(), i) {
             out.push(Diagnostic::warning(
                 "duplicate_name",
-                Location::Pointer(pointer_join(&ptr, "name")),
+                Location::Pointer(pointer_join(&ptr(), "name")),
                 format!("verification command name \"{}\" is also used at /verification_commands/{first}", vc.name),
             ));
         }
         if vc.command.trim().is_empty() {
             out.push(Diagnostic::at(
                 "empty_command",
-                &pointer_join(&ptr, "command"),
+                &pointer_join(&ptr(), "command"),
                 format!("verification command \"{}\" has an empty command", vc.name),
             ));
         }
@@ -107,24 +111,19 @@ fn check_tasks(
     plan: &PlanSpec,
     source: &SourceMap,
     targets: &HashSet<&str>,
+    first_at: &HashMap<&str, usize>,
     out: &mut Vec<Diagnostic>,
 ) {
-    let mut first_at: HashMap<&str, usize> = HashMap::with_capacity(plan.tasks.len());
-    for (i, t) in plan.tasks.iter().enumerate() {
-        first_at.entry(t.id.as_str()).or_insert(i);
-    }
     // For "did you mean" on unknown dependencies: ids that differ only in case or spaces.
-    let folded: HashMap<String, &str> = first_at
-        .keys()
-        .map(|id| (id.trim().to_lowercase(), *id))
-        .collect();
+    // Built on the first unknown dependency only; clean plans never pay for it.
+    let mut folded: Option<HashMap<String, &str>> = None;
     for (i, t) in plan.tasks.iter().enumerate() {
-        let ptr = source.task_pointer(i);
+        let ptr = || source.task_pointer(i);
         if let Err(e) = validate_id(&t.id) {
             out.push(
                 Diagnostic::at(
                     "bad_id",
-                    &pointer_join(&ptr, "id"),
+                    &pointer_join(&ptr(), "id"),
                     format!("bad task id: {e}"),
                 )
                 .with_hint("ids look like TASK-001, GH-12 or JIRA-ABC-1"),
@@ -136,7 +135,7 @@ fn check_tasks(
             out.push(
                 Diagnostic::at(
                     "duplicate_id",
-                    &pointer_join(&ptr, "id"),
+                    &pointer_join(&ptr(), "id"),
                     format!(
                         "duplicate task id \"{}\"; first defined at {}",
                         t.id,
@@ -146,13 +145,13 @@ fn check_tasks(
                 .with_hint("give every task its own id"),
             );
         }
-        let mut deps_seen: HashSet<&str> = HashSet::new();
+        let repeated = repeats(&t.dependencies);
         for (j, dep) in t.dependencies.iter().enumerate() {
-            let dptr = pointer_index(&pointer_join(&ptr, "dependencies"), j);
-            if !deps_seen.insert(dep.as_str()) {
+            let dptr = || pointer_index(&pointer_join(&ptr(), "dependencies"), j);
+            if repeated[j] {
                 out.push(Diagnostic::warning(
                     "duplicate_dependency",
-                    Location::Pointer(dptr),
+                    Location::Pointer(dptr()),
                     format!("dependency \"{dep}\" is listed twice"),
                 ));
                 continue;
@@ -161,7 +160,7 @@ fn check_tasks(
                 out.push(
                     Diagnostic::at(
                         "self_dependency",
-                        &dptr,
+                        &dptr(),
                         format!("task \"{}\" depends on itself", t.id),
                     )
                     .with_hint("remove it; a task that waits for itself can never start"),
@@ -169,12 +168,18 @@ fn check_tasks(
             } else if !first_at.contains_key(dep.as_str()) {
                 let mut d = Diagnostic::at(
                     "unknown_dependency",
-                    &dptr,
+                    &dptr(),
                     format!(
                         "task \"{}\" depends on \"{dep}\", which is not a task of this plan",
                         t.id
                     ),
                 );
+                let folded = folded.get_or_insert_with(|| {
+                    first_at
+                        .keys()
+                        .map(|id| (id.trim().to_lowercase(), *id))
+                        .collect()
+                });
                 d = match folded.get(&dep.trim().to_lowercase()) {
                     Some(near) => d.with_hint(format!("did you mean \"{near}\"?")),
                     None => d.with_hint("fix the id or remove the dependency"),
@@ -195,7 +200,7 @@ fn check_tasks(
             out.push(
                 Diagnostic::at(
                     "unknown_repo_target",
-                    &pointer_join(&ptr, "repo_target_id"),
+                    &pointer_join(&ptr(), "repo_target_id"),
                     format!("repo_target_id \"{target}\" names no declared repository target"),
                 )
                 .with_hint(hint),
@@ -205,7 +210,7 @@ fn check_tasks(
             out.push(
                 Diagnostic::at(
                     "negative_budget",
-                    &pointer_join(&ptr, "budget_usd"),
+                    &pointer_join(&ptr(), "budget_usd"),
                     "budget_usd is negative",
                 )
                 .with_hint("write a budget ≥ 0 in US dollars, or leave it out"),
@@ -216,18 +221,31 @@ fn check_tasks(
         {
             out.push(Diagnostic::warning(
                 "budget_exceeds_plan",
-                Location::Pointer(pointer_join(&ptr, "budget_usd")),
+                Location::Pointer(pointer_join(&ptr(), "budget_usd")),
                 format!("task budget {task_budget} is more than the whole plan's {plan_budget}"),
             ));
         }
     }
 }
 
-fn check_cycles(plan: &PlanSpec, source: &SourceMap, out: &mut Vec<Diagnostic>) {
-    let mut first_at: HashMap<&str, usize> = HashMap::with_capacity(plan.tasks.len());
-    for (i, t) in plan.tasks.iter().enumerate() {
-        first_at.entry(t.id.as_str()).or_insert(i);
+/// For each entry, whether an equal entry came before it. Lists are short, so a scan beats a
+/// hash set until they are not.
+fn repeats(list: &[String]) -> Vec<bool> {
+    if list.len() <= 16 {
+        return (0..list.len())
+            .map(|j| list[..j].contains(&list[j]))
+            .collect();
     }
+    let mut seen: HashSet<&str> = HashSet::with_capacity(list.len());
+    list.iter().map(|d| !seen.insert(d.as_str())).collect()
+}
+
+fn check_cycles(
+    plan: &PlanSpec,
+    source: &SourceMap,
+    first_at: &HashMap<&str, usize>,
+    out: &mut Vec<Diagnostic>,
+) {
     for cycle in DepGraph::new(&plan.tasks).cycles() {
         // Self-loops are reported as self_dependency with a sharper pointer.
         if cycle.is_self_loop() {
