@@ -173,7 +173,7 @@ fn update_base(
     base_branch: &str,
 ) -> Result<Option<(PathBuf, Vec<String>)>, WorkspaceError> {
     let holder = checked_out_in(repo, base_ref);
-    let mut checked_out: Option<(Repository, Vec<String>)> = None;
+    let mut checked_out: Option<(PathBuf, Vec<String>)> = None;
     if let Some(dir) = &holder {
         let w = Repository::open(dir)
             .map_err(WorkspaceError::git(format!("open {}", dir.display())))?;
@@ -188,7 +188,8 @@ fn update_base(
         if !dirty.is_empty() {
             return Ok(Some((dir.clone(), dirty)));
         }
-        let new_tree = repo
+        // Objects handed to checkout must come from the repository doing the checkout.
+        let new_tree = w
             .find_commit(new)
             .and_then(|c| c.into_object().peel(git2::ObjectType::Tree))
             .map_err(WorkspaceError::git("read the new base tree"))?;
@@ -203,12 +204,14 @@ fn update_base(
                 err,
             ));
         }
-        checked_out = Some((w, touched));
+        checked_out = Some((dir.clone(), touched));
     }
     if let Err(err) = repo.reference_matching(base_ref, new, true, old, msg) {
-        if let Some((w, touched)) = checked_out {
+        if let Some((dir, touched)) = checked_out
+            && let Ok(w) = Repository::open(&dir)
+        {
             // Put the files back as they were so the tree matches its (unmoved) HEAD again.
-            if let Ok(old_tree) = repo
+            if let Ok(old_tree) = w
                 .find_commit(old)
                 .and_then(|c| c.into_object().peel(git2::ObjectType::Tree))
             {
