@@ -1,1 +1,0 @@
-//! SQLite store (being written).

@@ -1,0 +1,319 @@
+//! Importing a plan: one transaction, multi-row inserts, idempotent on the plan id.
+
+use super::Shared;
+use super::tx::{Ev, WriteTx};
+use crate::domain::{PlanSpec, Status, TaskSpec};
+use crate::store::error::StoreResult;
+use crate::store::event_types as et;
+use crate::store::sql_common::{
+    ExistingTask, TaskPlan, decode_json, effective_budget, effective_plan_id, encode_json,
+    max_attempts_for, parse_status, plan_changes, plan_import, plan_row_spec, usd_json,
+};
+use crate::store::types::{ImportOptions, ImportReport};
+use serde_json::json;
+use sqlx::sqlite::Sqlite;
+use sqlx::{QueryBuilder, Row};
+use std::collections::HashMap;
+
+/// A task row to insert.
+struct NewRow {
+    ord: i64,
+    status: Status,
+    reason: Option<String>,
+    max_attempts: i64,
+    tags: String,
+    spec: String,
+}
+
+pub async fn import_plan(
+    s: &Shared,
+    plan: &PlanSpec,
+    opts: &ImportOptions,
+) -> StoreResult<ImportReport> {
+    let plan_id = effective_plan_id(plan, opts);
+    let row_spec = plan_row_spec(plan, opts);
+    let row_spec_text = encode_json(&row_spec, "plan spec")?;
+    let budget = effective_budget(plan, opts).map(|b| b.micros());
+
+    let mut tx = WriteTx::begin(s).await?;
+    let old_spec: Option<String> = sqlx::query_scalar("SELECT spec FROM plans WHERE id = ?")
+        .bind(&plan_id)
+        .fetch_optional(tx.conn())
+        .await?;
+    let mut existing = HashMap::new();
+    let mut stored_order = Vec::new();
+    let stored = sqlx::query(
+        "SELECT pk, task_id, status, attempts, reason, spec FROM tasks WHERE plan_id = ? ORDER BY ord, pk",
+    )
+    .bind(&plan_id)
+    .fetch_all(tx.conn())
+    .await?;
+    for r in &stored {
+        let id: String = r.try_get("task_id")?;
+        let spec: String = r.try_get("spec")?;
+        existing.insert(
+            id.clone(),
+            ExistingTask {
+                pk: r.try_get("pk")?,
+                status: parse_status(&r.try_get::<String, _>("status")?)?,
+                attempts: r.try_get("attempts")?,
+                reason: r.try_get("reason")?,
+                spec: decode_json::<TaskSpec>(&spec, "tasks.spec")?,
+            },
+        );
+        stored_order.push(id);
+    }
+    let decisions = plan_import(plan, opts, &existing)?;
+
+    let mut report = ImportReport {
+        plan_id: plan_id.clone(),
+        ..Default::default()
+    };
+    let mut evs = Vec::new();
+    match old_spec {
+        None => {
+            sqlx::query(
+                "INSERT INTO plans (id, project, paused, budget_micros, spent_micros, \
+                 reserved_micros, spec, created_at, updated_at) VALUES (?, ?, 0, ?, 0, 0, ?, ?, ?)",
+            )
+            .bind(&plan_id)
+            .bind(&plan.project)
+            .bind(budget)
+            .bind(&row_spec_text)
+            .bind(tx.now)
+            .bind(tx.now)
+            .execute(tx.conn())
+            .await?;
+            report.created_plan = true;
+            evs.push(Ev::plan(
+                et::PLAN_CREATED,
+                &plan_id,
+                json!({
+                    "project": plan.project,
+                    "budget_usd": row_spec.budget_usd.map(usd_json),
+                    "tasks": plan.tasks.len(),
+                }),
+            ));
+        }
+        Some(old) => {
+            let old: PlanSpec = decode_json(&old, "plans.spec")?;
+            let changed = plan_changes(&old, &row_spec);
+            if !changed.is_empty() {
+                sqlx::query(
+                    "UPDATE plans SET project = ?, budget_micros = ?, spec = ?, updated_at = ? WHERE id = ?",
+                )
+                .bind(&plan.project)
+                .bind(budget)
+                .bind(&row_spec_text)
+                .bind(tx.now)
+                .bind(&plan_id)
+                .execute(tx.conn())
+                .await?;
+                report.plan_changed = true;
+                evs.push(Ev::plan(
+                    et::PLAN_UPDATED,
+                    &plan_id,
+                    json!({ "changed": changed }),
+                ));
+            }
+        }
+    }
+
+    // Rows first (creates in bulk, updates one by one), then edges and readiness, then events in
+    // file order.
+    let mut creates = Vec::new();
+    let mut task_evs: Vec<Ev> = Vec::new();
+    let mut rewire = Vec::new();
+    for (ord, (t, d)) in plan.tasks.iter().zip(&decisions).enumerate() {
+        let base = |event_type: &str, from: Option<Status>, to: Status, payload| Ev {
+            event_type: event_type.to_string(),
+            plan_id: Some(plan_id.clone()),
+            task_id: Some(t.id.clone()),
+            from,
+            to: Some(to),
+            payload,
+            ..Default::default()
+        };
+        match d {
+            TaskPlan::Create {
+                created_as,
+                status,
+                reason,
+            } => {
+                creates.push(NewRow {
+                    ord: i64::try_from(ord).unwrap_or(i64::MAX),
+                    status: *status,
+                    reason: reason.clone(),
+                    max_attempts: max_attempts_for(t, opts.default_max_attempts),
+                    tags: encode_json(&t.tags, "task tags")?,
+                    spec: encode_json(t, "task spec")?,
+                });
+                rewire.push(t);
+                task_evs.push(base(
+                    et::TASK_CREATED,
+                    None,
+                    *created_as,
+                    json!({
+                        "priority": t.priority,
+                        "dependencies": t.dependencies,
+                        "max_attempts": max_attempts_for(t, opts.default_max_attempts),
+                    }),
+                ));
+                if status != created_as {
+                    task_evs.push(base(
+                        et::TASK_SKIPPED,
+                        Some(*created_as),
+                        *status,
+                        json!({ "reason": reason, "gate": true }),
+                    ));
+                    report.skipped.push(t.id.clone());
+                }
+                report.created.push(t.id.clone());
+            }
+            TaskPlan::Update {
+                changed,
+                status,
+                reason,
+            } => {
+                let Some(old) = existing.get(&t.id) else {
+                    continue;
+                };
+                sqlx::query(
+                    "UPDATE tasks SET status = ?, priority_rank = ?, max_attempts = ?, \
+                     estimate_micros = ?, reason = ?, required_tags = ?, spec = ?, updated_at = ? \
+                     WHERE pk = ?",
+                )
+                .bind(status.as_str())
+                .bind(t.priority.rank())
+                .bind(max_attempts_for(t, opts.default_max_attempts))
+                .bind(t.budget_usd.map(|b| b.micros()))
+                .bind(reason)
+                .bind(encode_json(&t.tags, "task tags")?)
+                .bind(encode_json(t, "task spec")?)
+                .bind(tx.now)
+                .bind(old.pk)
+                .execute(tx.conn())
+                .await?;
+                if changed.iter().any(|f| f == "dependencies") {
+                    sqlx::query("DELETE FROM task_deps WHERE task_pk = ?")
+                        .bind(old.pk)
+                        .execute(tx.conn())
+                        .await?;
+                    rewire.push(t);
+                }
+                let gate_skip = *status == Status::Skipped && old.status != Status::Skipped;
+                let shown_to = if gate_skip { old.status } else { *status };
+                task_evs.push(base(
+                    et::TASK_UPDATED,
+                    Some(old.status),
+                    shown_to,
+                    json!({ "changed": changed }),
+                ));
+                if gate_skip {
+                    task_evs.push(base(
+                        et::TASK_SKIPPED,
+                        Some(old.status),
+                        *status,
+                        json!({ "reason": reason, "gate": true }),
+                    ));
+                    report.skipped.push(t.id.clone());
+                }
+                report.updated.push(t.id.clone());
+            }
+            TaskPlan::KeepStarted { .. } => report.kept_started.push(t.id.clone()),
+            TaskPlan::Unchanged => report.unchanged.push(t.id.clone()),
+        }
+    }
+    insert_tasks(&mut tx, &plan_id, plan, &creates).await?;
+    if !rewire.is_empty() {
+        let pks: HashMap<String, i64> =
+            sqlx::query_as("SELECT task_id, pk FROM tasks WHERE plan_id = ?")
+                .bind(&plan_id)
+                .fetch_all(tx.conn())
+                .await?
+                .into_iter()
+                .collect();
+        let mut edges = Vec::new();
+        for t in &rewire {
+            let Some(&child) = pks.get(&t.id) else {
+                continue;
+            };
+            for d in &t.dependencies {
+                if let Some(&parent) = pks.get(d) {
+                    edges.push((child, parent));
+                }
+            }
+        }
+        insert_edges(&mut tx, &edges).await?;
+    }
+    if !report.created.is_empty() || !report.updated.is_empty() {
+        sqlx::query(
+            "UPDATE tasks SET pending_deps = (SELECT COUNT(*) FROM task_deps d \
+               JOIN tasks p ON p.pk = d.depends_on_pk WHERE d.task_pk = tasks.pk AND p.status != 'DONE') \
+             WHERE plan_id = ?",
+        )
+        .bind(&plan_id)
+        .execute(tx.conn())
+        .await?;
+        tx.wake();
+    }
+    let in_file: std::collections::HashSet<&str> =
+        plan.tasks.iter().map(|t| t.id.as_str()).collect();
+    report.missing_from_file = stored_order
+        .into_iter()
+        .filter(|id| !in_file.contains(id.as_str()))
+        .collect();
+    evs.extend(task_evs);
+    tx.events_bulk(evs).await?;
+    tx.commit().await?;
+    Ok(report)
+}
+
+async fn insert_tasks(
+    tx: &mut WriteTx<'_>,
+    plan_id: &str,
+    plan: &PlanSpec,
+    rows: &[NewRow],
+) -> StoreResult<()> {
+    // 12 values per row: well under SQLite's 32,766 bound parameters.
+    const CHUNK: usize = 2_000;
+    let by_ord: Vec<&TaskSpec> = plan.tasks.iter().collect();
+    let now = tx.now;
+    for chunk in rows.chunks(CHUNK) {
+        let mut qb = QueryBuilder::<Sqlite>::new(
+            "INSERT INTO tasks (plan_id, task_id, ord, status, priority_rank, max_attempts, \
+             estimate_micros, reason, required_tags, spec, updated_at, pending_deps) ",
+        );
+        qb.push_values(chunk, |mut b, r| {
+            let t = by_ord[usize::try_from(r.ord).unwrap_or(0)];
+            b.push_bind(plan_id.to_string())
+                .push_bind(t.id.clone())
+                .push_bind(r.ord)
+                .push_bind(r.status.as_str())
+                .push_bind(t.priority.rank())
+                .push_bind(r.max_attempts)
+                .push_bind(t.budget_usd.map(|b| b.micros()))
+                .push_bind(r.reason.clone())
+                .push_bind(r.tags.clone())
+                .push_bind(r.spec.clone())
+                .push_bind(now)
+                .push_bind(0i64);
+        });
+        qb.build().execute(tx.conn()).await?;
+    }
+    Ok(())
+}
+
+async fn insert_edges(tx: &mut WriteTx<'_>, edges: &[(i64, i64)]) -> StoreResult<()> {
+    const CHUNK: usize = 10_000;
+    for chunk in edges.chunks(CHUNK) {
+        let mut qb = QueryBuilder::<Sqlite>::new(
+            "INSERT OR IGNORE INTO task_deps (task_pk, depends_on_pk) ",
+        );
+        qb.push_values(chunk, |mut b, (child, parent)| {
+            b.push_bind(*child).push_bind(*parent);
+        });
+        qb.build().execute(tx.conn()).await?;
+    }
+    Ok(())
+}

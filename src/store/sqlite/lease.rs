@@ -1,0 +1,343 @@
+//! The worker protocol: claim, heartbeat, start, settle (complete / fail / release / park),
+//! running cost, and the reaper. Every write after the claim is fenced by (pk, epoch).
+
+use super::Shared;
+use super::rows::{self, TASK_COLS};
+use super::tx::{Ev, Move, WriteTx};
+use crate::domain::{Action, Status, Usd, budget_allows, transition};
+use crate::store::error::{StoreError, StoreResult};
+use crate::store::event_types as et;
+use crate::store::sql_common::{encode_json, millis, outcome_payload, usd_json};
+use crate::store::types::*;
+use serde_json::json;
+use sqlx::{AssertSqlSafe, Row};
+use std::time::Duration;
+
+/// Candidates looked at per claim: enough to find a cheaper task that fits the budget.
+const CLAIM_WINDOW: i64 = 16;
+
+fn check(t: &TaskRecord, action: Action) -> StoreResult<Status> {
+    transition(t.status, action).map_err(|source| StoreError::Illegal {
+        task_id: t.id.clone(),
+        source,
+    })
+}
+
+pub async fn claim(s: &Shared, req: &ClaimRequest) -> StoreResult<Option<Claimed>> {
+    let exclude = encode_json(&req.exclude, "claim exclude list")?;
+    let tags = encode_json(&req.tags, "claim tags")?;
+    let mut tx = WriteTx::begin(s).await?;
+    // The budget rule is applied in SQL to skip what cannot fit, and again below with the one
+    // shared rule (`budget_allows`) before anything is written.
+    let candidates = sqlx::query(
+        "SELECT t.pk, t.estimate_micros, p.budget_micros, p.spent_micros, p.reserved_micros \
+         FROM tasks t JOIN plans p ON p.id = t.plan_id \
+         WHERE t.status = 'PENDING' AND t.pending_deps = 0 AND p.paused = 0 \
+           AND (?1 IS NULL OR t.plan_id = ?1) \
+           AND t.pk NOT IN (SELECT value FROM json_each(?2)) \
+           AND NOT EXISTS (SELECT 1 FROM json_each(t.required_tags) r \
+                           WHERE r.value NOT IN (SELECT value FROM json_each(?3))) \
+           AND (p.budget_micros IS NULL OR CASE WHEN COALESCE(t.estimate_micros, ?4) = 0 \
+                THEN p.spent_micros + p.reserved_micros < p.budget_micros \
+                ELSE p.spent_micros + p.reserved_micros + COALESCE(t.estimate_micros, ?4) \
+                     <= p.budget_micros END) \
+         ORDER BY t.priority_rank, t.task_id, t.plan_id LIMIT ?5",
+    )
+    .bind(&req.plan_id)
+    .bind(exclude)
+    .bind(tags)
+    .bind(req.default_estimate.micros())
+    .bind(CLAIM_WINDOW)
+    .fetch_all(tx.conn())
+    .await?;
+    let mut chosen = None;
+    for c in &candidates {
+        let estimate = Usd(c
+            .try_get::<Option<i64>, _>("estimate_micros")?
+            .unwrap_or(req.default_estimate.micros()));
+        let budget = c.try_get::<Option<i64>, _>("budget_micros")?.map(Usd);
+        let spent = Usd(c.try_get("spent_micros")?);
+        let reserved = Usd(c.try_get("reserved_micros")?);
+        if budget_allows(budget, spent, reserved, estimate) {
+            chosen = Some((c.try_get::<i64, _>("pk")?, estimate));
+            break;
+        }
+    }
+    let Some((pk, estimate)) = chosen else {
+        return Ok(None);
+    };
+    let Some(before) = tx.task_by_pk(pk).await? else {
+        return Ok(None);
+    };
+    check(&before, Action::Claim)?;
+    let lease_until = tx.now.saturating_add(millis(req.lease));
+    let sql = format!(
+        "UPDATE tasks SET status = 'CLAIMED', epoch = epoch + 1, attempts = attempts + 1, \
+           worker_id = ?, lease_expires_at = ?, deadline_at = NULL, reserved_micros = ?, \
+           reason = NULL, updated_at = ? \
+         WHERE pk = ? AND status = 'PENDING' RETURNING {TASK_COLS}"
+    );
+    let row = sqlx::query(AssertSqlSafe(sql))
+        .bind(&req.worker_id)
+        .bind(lease_until)
+        .bind(estimate.micros())
+        .bind(tx.now)
+        .bind(pk)
+        .fetch_one(tx.conn())
+        .await?;
+    let task = rows::task(&row)?;
+    if estimate != Usd::ZERO {
+        sqlx::query(
+            "UPDATE plans SET reserved_micros = reserved_micros + ?, updated_at = ? WHERE id = ?",
+        )
+        .bind(estimate.micros())
+        .bind(tx.now)
+        .bind(&task.plan_id)
+        .execute(tx.conn())
+        .await?;
+    }
+    let mut ev = Ev::task(
+        et::TASK_CLAIMED,
+        &before,
+        Status::Claimed,
+        json!({
+            "attempt": task.attempts,
+            "max_attempts": task.max_attempts,
+            "lease_ms": millis(req.lease),
+            "reserved_usd": usd_json(estimate),
+        }),
+    );
+    ev.worker_id = Some(req.worker_id.clone());
+    ev.epoch = Some(task.epoch);
+    tx.event(ev).await?;
+    tx.commit().await?;
+    Ok(Some(Claimed {
+        lease: Lease {
+            task_pk: task.pk,
+            epoch: task.epoch,
+        },
+        task,
+    }))
+}
+
+pub async fn heartbeat(s: &Shared, lease: Lease, extend: Duration) -> StoreResult<()> {
+    let mut tx = WriteTx::begin(s).await?;
+    let until = tx.now.saturating_add(millis(extend));
+    let done = sqlx::query(
+        "UPDATE tasks SET lease_expires_at = ?, updated_at = ? \
+         WHERE pk = ? AND epoch = ? AND status IN ('CLAIMED', 'IN_PROGRESS')",
+    )
+    .bind(until)
+    .bind(tx.now)
+    .bind(lease.task_pk)
+    .bind(lease.epoch)
+    .execute(tx.conn())
+    .await?;
+    if done.rows_affected() == 0 {
+        return Err(StoreError::Stale {
+            task_pk: lease.task_pk,
+            epoch: lease.epoch,
+        });
+    }
+    tx.commit().await?;
+    Ok(())
+}
+
+pub async fn start(s: &Shared, lease: Lease, deadline: Option<Duration>) -> StoreResult<()> {
+    let mut tx = WriteTx::begin(s).await?;
+    let t = tx.leased(lease).await?;
+    let to = check(&t, Action::Start)?;
+    let deadline_at = deadline.map(|d| tx.now.saturating_add(millis(d)));
+    sqlx::query(
+        "UPDATE tasks SET status = ?, deadline_at = ?, updated_at = ? \
+         WHERE pk = ? AND epoch = ? AND status = 'CLAIMED'",
+    )
+    .bind(to.as_str())
+    .bind(deadline_at)
+    .bind(tx.now)
+    .bind(t.pk)
+    .bind(t.epoch)
+    .execute(tx.conn())
+    .await?;
+    let payload = json!({ "deadline_ms": deadline.map(millis) });
+    tx.event(Ev::task(et::TASK_STARTED, &t, to, payload))
+        .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// Ends a leased attempt: `t` must be the row the lease names.
+async fn settle(
+    tx: &mut WriteTx<'_>,
+    t: &TaskRecord,
+    to: Status,
+    event_type: &str,
+    o: &Outcome,
+    attempts_delta: i64,
+) -> StoreResult<TaskRecord> {
+    let mut m = Move::new(to, event_type, outcome_payload(o, &[]));
+    m.cost = o.cost;
+    m.reason = o.reason.clone();
+    m.attempts_delta = attempts_delta;
+    tx.apply_move(t, m).await?.ok_or(StoreError::Stale {
+        task_pk: t.pk,
+        epoch: t.epoch,
+    })
+}
+
+pub async fn complete(s: &Shared, lease: Lease, o: &Outcome) -> StoreResult<TaskRecord> {
+    let mut tx = WriteTx::begin(s).await?;
+    let t = tx.leased(lease).await?;
+    let to = check(&t, Action::Complete)?;
+    let after = settle(&mut tx, &t, to, et::TASK_DONE, o, 0).await?;
+    tx.commit().await?;
+    Ok(after)
+}
+
+pub async fn fail(
+    s: &Shared,
+    lease: Lease,
+    mode: FailMode,
+    o: &Outcome,
+) -> StoreResult<TaskRecord> {
+    let mut tx = WriteTx::begin(s).await?;
+    let t = tx.leased(lease).await?;
+    let retry = mode == FailMode::Retry && t.attempts < t.max_attempts;
+    let (action, event_type) = if retry {
+        (Action::Release, et::TASK_RETRY)
+    } else {
+        (Action::Fail, et::TASK_FAILED)
+    };
+    let to = check(&t, action)?;
+    let after = settle(&mut tx, &t, to, event_type, o, 0).await?;
+    tx.commit().await?;
+    Ok(after)
+}
+
+pub async fn release(s: &Shared, lease: Lease, o: &Outcome) -> StoreResult<TaskRecord> {
+    let mut tx = WriteTx::begin(s).await?;
+    let t = tx.leased(lease).await?;
+    let to = check(&t, Action::Release)?;
+    // Shutdown and operator pauses are not the task's fault: the attempt is given back.
+    let after = settle(&mut tx, &t, to, et::TASK_RELEASED, o, -1).await?;
+    tx.commit().await?;
+    Ok(after)
+}
+
+pub async fn park(s: &Shared, lease: Lease, park: Park, o: &Outcome) -> StoreResult<TaskRecord> {
+    let mut tx = WriteTx::begin(s).await?;
+    let t = tx.leased(lease).await?;
+    let (action, event_type) = match park {
+        Park::HumanLoop => (Action::AwaitHuman, et::TASK_HUMAN_LOOP),
+        Park::Blocked => (Action::Block, et::TASK_BLOCKED),
+    };
+    let to = check(&t, action)?;
+    let after = settle(&mut tx, &t, to, event_type, o, 0).await?;
+    tx.commit().await?;
+    Ok(after)
+}
+
+pub async fn add_cost(s: &Shared, lease: Lease, cost: Usd) -> StoreResult<PlanRecord> {
+    let mut tx = WriteTx::begin(s).await?;
+    let t = tx.leased(lease).await?;
+    sqlx::query("UPDATE tasks SET cost_micros = cost_micros + ?, updated_at = ? WHERE pk = ?")
+        .bind(cost.micros())
+        .bind(tx.now)
+        .bind(t.pk)
+        .execute(tx.conn())
+        .await?;
+    let sql = format!(
+        "UPDATE plans SET spent_micros = spent_micros + ?, updated_at = ? WHERE id = ? \
+         RETURNING {}",
+        super::rows::PLAN_COLS
+    );
+    let row = sqlx::query(AssertSqlSafe(sql))
+        .bind(cost.micros())
+        .bind(tx.now)
+        .bind(&t.plan_id)
+        .fetch_one(tx.conn())
+        .await?;
+    let plan = rows::plan(&row)?;
+    let mut ev = Ev::task(
+        et::TASK_COST,
+        &t,
+        t.status,
+        json!({
+            "cost_usd": usd_json(cost),
+            "task_cost_usd": usd_json(t.cost + cost),
+            "plan_spent_usd": usd_json(plan.spent),
+        }),
+    );
+    // Not a transition: the status columns stay empty.
+    ev.from = None;
+    ev.to = None;
+    tx.event(ev).await?;
+    tx.commit().await?;
+    Ok(plan)
+}
+
+pub async fn reap(s: &Shared) -> StoreResult<ReapReport> {
+    let due = "SELECT COUNT(*) FROM tasks WHERE status IN ('CLAIMED', 'IN_PROGRESS') \
+               AND (lease_expires_at < ?1 OR (status = 'IN_PROGRESS' AND deadline_at < ?1))";
+    // Cheap look first, without taking the write lock that every other writer waits on.
+    let now: i64 = sqlx::query_scalar(super::rows::NOW_MS)
+        .fetch_one(&s.reader)
+        .await?;
+    let n: i64 = sqlx::query_scalar(due)
+        .bind(now)
+        .fetch_one(&s.reader)
+        .await?;
+    let mut report = ReapReport::default();
+    if n == 0 {
+        return Ok(report);
+    }
+    let mut tx = WriteTx::begin(s).await?;
+    let sql = format!(
+        "SELECT {TASK_COLS} FROM tasks WHERE status IN ('CLAIMED', 'IN_PROGRESS') \
+         AND (lease_expires_at < ?1 OR (status = 'IN_PROGRESS' AND deadline_at < ?1)) ORDER BY pk"
+    );
+    let all = sqlx::query(AssertSqlSafe(sql))
+        .bind(tx.now)
+        .fetch_all(tx.conn())
+        .await?;
+    let now = tx.now;
+    for r in &all {
+        let t = rows::task(r)?;
+        let lease_expired = t
+            .lease_expires_at
+            .is_some_and(|at| at.timestamp_millis() < now);
+        let (event_type, reason) = if lease_expired {
+            (et::TASK_LEASE_EXPIRED, "lease_expired")
+        } else {
+            (et::TASK_DEADLINE_PASSED, "deadline_passed")
+        };
+        let exhausted = t.attempts >= t.max_attempts;
+        let to = check(
+            &t,
+            if exhausted {
+                Action::Fail
+            } else {
+                Action::Release
+            },
+        )?;
+        let payload = json!({
+            "reason": reason,
+            "attempts": t.attempts,
+            "max_attempts": t.max_attempts,
+        });
+        let mut m = Move::new(to, event_type, payload);
+        m.reason = Some(reason.to_string());
+        // The row is re-checked by (pk, epoch, status) in the UPDATE: changed meanwhile → left.
+        if tx.apply_move(&t, m).await?.is_none() {
+            continue;
+        }
+        let list = match (exhausted, lease_expired) {
+            (true, _) => &mut report.failed,
+            (false, true) => &mut report.requeued,
+            (false, false) => &mut report.timed_out,
+        };
+        list.push(t.id.clone());
+    }
+    tx.commit().await?;
+    Ok(report)
+}

@@ -1,0 +1,189 @@
+//! Reads: plans, tasks, counts, events, workers, export, and waiting for work.
+
+use super::Shared;
+use super::rows::{self, EVENT_COLS, PLAN_COLS, TASK_COLS, WORKER_COLS};
+use crate::domain::{PlanSpec, Status};
+use crate::store::error::{StoreError, StoreResult};
+use crate::store::sql_common::parse_status;
+use crate::store::types::*;
+use sqlx::sqlite::{Sqlite, SqlitePool};
+use sqlx::{AssertSqlSafe, QueryBuilder, Row};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+pub async fn get_plan(pool: &SqlitePool, plan_id: &str) -> StoreResult<PlanRecord> {
+    let sql = format!("SELECT {PLAN_COLS} FROM plans WHERE id = ?");
+    match sqlx::query(AssertSqlSafe(sql))
+        .bind(plan_id)
+        .fetch_optional(pool)
+        .await?
+    {
+        Some(r) => rows::plan(&r),
+        None => Err(StoreError::NotFound {
+            kind: "plan",
+            id: plan_id.to_string(),
+        }),
+    }
+}
+
+pub async fn list_plans(s: &Shared) -> StoreResult<Vec<PlanSummary>> {
+    let sql = format!("SELECT {PLAN_COLS} FROM plans ORDER BY created_at, id");
+    let plans = sqlx::query(AssertSqlSafe(sql)).fetch_all(&s.reader).await?;
+    let count_rows =
+        sqlx::query("SELECT plan_id, status, COUNT(*) AS n FROM tasks GROUP BY plan_id, status")
+            .fetch_all(&s.reader)
+            .await?;
+    let mut counts: BTreeMap<String, StatusCounts> = BTreeMap::new();
+    for r in &count_rows {
+        let plan_id: String = r.try_get("plan_id")?;
+        let status = parse_status(&r.try_get::<String, _>("status")?)?;
+        let n = u64::try_from(r.try_get::<i64, _>("n")?).unwrap_or(0);
+        let c = counts.entry(plan_id).or_default();
+        *c.by_status.entry(status).or_default() += n;
+        c.total += n;
+    }
+    plans
+        .iter()
+        .map(|r| {
+            let plan = rows::plan(r)?;
+            let counts = counts.remove(&plan.id).unwrap_or_default();
+            Ok(PlanSummary { plan, counts })
+        })
+        .collect()
+}
+
+pub async fn list_tasks(s: &Shared, plan_id: &str) -> StoreResult<Vec<TaskRecord>> {
+    get_plan(&s.reader, plan_id).await?;
+    let sql = format!("SELECT {TASK_COLS} FROM tasks WHERE plan_id = ? ORDER BY ord, pk");
+    let all = sqlx::query(AssertSqlSafe(sql))
+        .bind(plan_id)
+        .fetch_all(&s.reader)
+        .await?;
+    all.iter().map(rows::task).collect()
+}
+
+pub async fn get_task(s: &Shared, plan_id: &str, task_id: &str) -> StoreResult<TaskRecord> {
+    let sql = format!("SELECT {TASK_COLS} FROM tasks WHERE plan_id = ? AND task_id = ?");
+    match sqlx::query(AssertSqlSafe(sql))
+        .bind(plan_id)
+        .bind(task_id)
+        .fetch_optional(&s.reader)
+        .await?
+    {
+        Some(r) => rows::task(&r),
+        None => Err(StoreError::NotFound {
+            kind: "task",
+            id: format!("{plan_id}/{task_id}"),
+        }),
+    }
+}
+
+pub async fn get_task_by_pk(s: &Shared, pk: i64) -> StoreResult<TaskRecord> {
+    let sql = format!("SELECT {TASK_COLS} FROM tasks WHERE pk = ?");
+    match sqlx::query(AssertSqlSafe(sql))
+        .bind(pk)
+        .fetch_optional(&s.reader)
+        .await?
+    {
+        Some(r) => rows::task(&r),
+        None => Err(StoreError::NotFound {
+            kind: "task",
+            id: pk.to_string(),
+        }),
+    }
+}
+
+pub async fn counts(s: &Shared, plan_id: &str) -> StoreResult<StatusCounts> {
+    get_plan(&s.reader, plan_id).await?;
+    let all =
+        sqlx::query("SELECT status, COUNT(*) AS n FROM tasks WHERE plan_id = ? GROUP BY status")
+            .bind(plan_id)
+            .fetch_all(&s.reader)
+            .await?;
+    let mut c = StatusCounts::default();
+    for r in &all {
+        let status: Status = parse_status(&r.try_get::<String, _>("status")?)?;
+        let n = u64::try_from(r.try_get::<i64, _>("n")?).unwrap_or(0);
+        c.by_status.insert(status, n);
+        c.total += n;
+    }
+    Ok(c)
+}
+
+/// The plan spec with its tasks in import order, each carrying its live status.
+pub async fn export_plan(s: &Shared, plan_id: &str) -> StoreResult<PlanSpec> {
+    let plan = get_plan(&s.reader, plan_id).await?;
+    let tasks = list_tasks(s, plan_id).await?;
+    let mut spec = plan.spec;
+    spec.id = plan.id;
+    spec.budget_usd = plan.budget;
+    spec.tasks = tasks
+        .into_iter()
+        .map(|t| {
+            let mut ts = t.spec;
+            ts.status = Some(t.status);
+            ts
+        })
+        .collect();
+    Ok(spec)
+}
+
+pub async fn events(s: &Shared, f: &EventFilter) -> StoreResult<Vec<Event>> {
+    let mut qb =
+        QueryBuilder::<Sqlite>::new(format!("SELECT {EVENT_COLS} FROM events WHERE 1 = 1"));
+    if let Some(p) = &f.plan_id {
+        qb.push(" AND plan_id = ").push_bind(p.clone());
+    }
+    if let Some(t) = &f.task_id {
+        qb.push(" AND task_id = ").push_bind(t.clone());
+    }
+    if let Some(a) = f.after_id {
+        qb.push(" AND id > ").push_bind(a);
+    }
+    qb.push(" ORDER BY id");
+    if let Some(l) = f.limit {
+        qb.push(" LIMIT ").push_bind(l.max(0));
+    }
+    let all = qb.build().fetch_all(&s.reader).await?;
+    all.iter().map(rows::event).collect()
+}
+
+pub async fn list_workers(s: &Shared) -> StoreResult<Vec<WorkerRecord>> {
+    let sql = format!("SELECT {WORKER_COLS} FROM workers ORDER BY id");
+    let all = sqlx::query(AssertSqlSafe(sql)).fetch_all(&s.reader).await?;
+    all.iter().map(rows::worker).collect()
+}
+
+async fn last_event_id(s: &Shared) -> Option<i64> {
+    sqlx::query_scalar::<_, i64>("SELECT COALESCE(MAX(id), 0) FROM events")
+        .fetch_one(&s.reader)
+        .await
+        .ok()
+}
+
+/// Returns on an in-process wakeup, when another process commits an event (seen by polling), or
+/// after `max_wait`.
+pub async fn wait_for_work(s: &Shared, max_wait: Duration, poll: Duration) {
+    let deadline = tokio::time::Instant::now() + max_wait;
+    let notified = s.notify.notified();
+    tokio::pin!(notified);
+    // Registered before looking at the database, so a commit in between is not missed.
+    notified.as_mut().enable();
+    let start = last_event_id(s).await;
+    loop {
+        let now = tokio::time::Instant::now();
+        if now >= deadline {
+            return;
+        }
+        let tick = (deadline - now).min(poll);
+        tokio::select! {
+            _ = &mut notified => return,
+            _ = tokio::time::sleep(tick) => {
+                let latest = last_event_id(s).await;
+                if latest.is_some() && latest != start {
+                    return;
+                }
+            }
+        }
+    }
+}
