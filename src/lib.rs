@@ -4,6 +4,7 @@
 
 #![deny(clippy::unwrap_used)]
 
+pub mod agent;
 pub mod cli;
 pub mod config;
 pub mod domain;

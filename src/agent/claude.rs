@@ -1,0 +1,288 @@
+//! Claude Code: `claude -p <prompt> --output-format stream-json --verbose …`.
+//!
+//! stream-json prints one JSON event per line (system init, assistant and user messages, and a
+//! final `{"type":"result",…}` with the exact cost), so the pane can show a live transcript and the
+//! result is still machine-readable.
+
+use super::backend::{
+    AgentCommand, AgentSettings, Backend, BackendKind, Invocation, OutputMode, PermissionMode,
+    base_env, is_root, prompt_arg,
+};
+use super::error::AgentError;
+use super::jsonscan::json_objects;
+use super::result::{
+    AgentResult, CostSource, PriceTable, Usage, apply_prices, clean_output, has_marker, u64_at,
+};
+use crate::domain::Usd;
+use serde_json::Value;
+use std::path::PathBuf;
+
+/// Tools refused in read-only mode: everything that writes or runs commands.
+pub const READ_ONLY_DISALLOWED: &str = "Bash,Edit,Write,MultiEdit,NotebookEdit";
+
+#[derive(Debug, Clone)]
+pub struct ClaudeBackend {
+    settings: AgentSettings,
+    program: PathBuf,
+}
+
+impl ClaudeBackend {
+    pub fn new(settings: AgentSettings, program: PathBuf) -> ClaudeBackend {
+        ClaudeBackend { settings, program }
+    }
+
+    /// The argv after the program name. The prompt comes right after `-p`, before any option
+    /// that takes a list, so it can never be swallowed as an option value.
+    pub fn args(&self, inv: &Invocation<'_>) -> Vec<String> {
+        let s = &self.settings;
+        let mut prompt = prompt_arg(inv);
+        if prompt.starts_with('-') {
+            // A leading dash would be read as an option.
+            prompt.insert(0, ' ');
+        }
+        let mut args = vec!["-p".to_string(), prompt, "--output-format".to_string()];
+        match s.output {
+            OutputMode::Stream => args.extend(["stream-json".to_string(), "--verbose".to_string()]),
+            OutputMode::Json => args.push("json".to_string()),
+        }
+        if let Some(model) = s.model.as_deref().filter(|m| !m.is_empty()) {
+            args.extend(["--model".to_string(), model.to_string()]);
+        }
+        match s.permission {
+            PermissionMode::Full => args.push("--dangerously-skip-permissions".to_string()),
+            PermissionMode::AcceptEdits => {
+                args.extend(["--permission-mode".to_string(), "acceptEdits".to_string()])
+            }
+            PermissionMode::ReadOnly => args.extend([
+                "--disallowedTools".to_string(),
+                READ_ONLY_DISALLOWED.to_string(),
+            ]),
+        }
+        args.extend(s.extra_args.iter().cloned());
+        args
+    }
+
+    /// Environment for one run; `root` is whether the agent runs as root.
+    pub fn env(&self, root: bool) -> Vec<(String, String)> {
+        let mut env = base_env(&self.settings);
+        // Claude refuses --dangerously-skip-permissions as root unless told it is sandboxed;
+        // the agent runs in its own worktree, which is the sandbox we offer.
+        if root && self.settings.permission == PermissionMode::Full {
+            env.push(("IS_SANDBOX".to_string(), "1".to_string()));
+        }
+        // An update in the middle of an unattended run would change the binary under it.
+        env.push(("DISABLE_AUTOUPDATER".to_string(), "1".to_string()));
+        env
+    }
+}
+
+impl Backend for ClaudeBackend {
+    fn kind(&self) -> BackendKind {
+        BackendKind::Claude
+    }
+
+    fn settings(&self) -> &AgentSettings {
+        &self.settings
+    }
+
+    fn command(&self, inv: &Invocation<'_>) -> Result<Option<AgentCommand>, AgentError> {
+        Ok(Some(AgentCommand {
+            program: self.program.clone(),
+            args: self.args(inv),
+            env: self.env(is_root()),
+            cwd: inv.workdir.to_path_buf(),
+        }))
+    }
+
+    fn parse_result(&self, raw: &[u8], prices: &PriceTable) -> AgentResult {
+        parse_claude_output(&clean_output(raw), self.settings.model.as_deref(), prices)
+    }
+}
+
+/// The result of a Claude run from its cleaned output (json or stream-json): the last
+/// `{"type":"result"}` object. `model` prices the usage if no cost was reported.
+pub fn parse_claude_output(clean: &str, model: Option<&str>, prices: &PriceTable) -> AgentResult {
+    let objects = json_objects(clean);
+    let init_model = objects
+        .iter()
+        .find(|v| v["type"] == "system" && v["subtype"] == "init")
+        .and_then(|v| v["model"].as_str().map(str::to_string));
+    let Some(result) = objects.iter().rev().find(|v| v["type"] == "result") else {
+        return AgentResult::no_result(clean);
+    };
+    let mut out = claude_result_from_json(result);
+    apply_prices(&mut out, model.or(init_model.as_deref()), prices);
+    out
+}
+
+/// An [`AgentResult`] from one Claude `result` object.
+pub fn claude_result_from_json(v: &Value) -> AgentResult {
+    let text = v["result"].as_str().unwrap_or_default().to_string();
+    let u = &v["usage"];
+    let usage = Usage {
+        input_tokens: u64_at(u, "input_tokens"),
+        output_tokens: u64_at(u, "output_tokens"),
+        cache_read_input_tokens: u64_at(u, "cache_read_input_tokens"),
+        cache_creation_input_tokens: u64_at(u, "cache_creation_input_tokens"),
+    };
+    let (cost, cost_source) = match v["total_cost_usd"]
+        .as_f64()
+        .or_else(|| v["cost_usd"].as_f64())
+    {
+        Some(c) => (Usd::from_f64(c), CostSource::Reported),
+        None => (Usd::ZERO, CostSource::Unknown),
+    };
+    let subtype = v["subtype"].as_str().unwrap_or("unknown").to_string();
+    let is_error = v["is_error"].as_bool().unwrap_or(subtype != "success");
+    AgentResult {
+        marker_found: has_marker(&text),
+        text,
+        cost,
+        cost_source,
+        usage,
+        num_turns: u32::try_from(u64_at(v, "num_turns")).unwrap_or(u32::MAX),
+        duration_ms: v.get("duration_ms").and_then(Value::as_u64),
+        is_error,
+        subtype,
+        raw_json: Some(v.clone()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::backend::test_support::inv;
+    use crate::agent::result::COMPLETION_MARKER;
+
+    fn backend(permission: PermissionMode, output: OutputMode) -> ClaudeBackend {
+        let mut s = AgentSettings::new(BackendKind::Claude);
+        s.permission = permission;
+        s.output = output;
+        s.model = Some("claude-sonnet-4-5".into());
+        s.extra_args = vec!["--max-turns".into(), "40".into()];
+        ClaudeBackend::new(s, PathBuf::from("/usr/bin/claude"))
+    }
+
+    #[test]
+    fn argv_per_permission_mode() {
+        let b = backend(PermissionMode::Full, OutputMode::Stream);
+        assert_eq!(
+            b.args(&inv("do it")),
+            [
+                "-p",
+                "do it",
+                "--output-format",
+                "stream-json",
+                "--verbose",
+                "--model",
+                "claude-sonnet-4-5",
+                "--dangerously-skip-permissions",
+                "--max-turns",
+                "40"
+            ]
+        );
+        let b = backend(PermissionMode::AcceptEdits, OutputMode::Json);
+        assert_eq!(
+            b.args(&inv("x y 'z'")),
+            [
+                "-p",
+                "x y 'z'",
+                "--output-format",
+                "json",
+                "--model",
+                "claude-sonnet-4-5",
+                "--permission-mode",
+                "acceptEdits",
+                "--max-turns",
+                "40"
+            ]
+        );
+        let b = backend(PermissionMode::ReadOnly, OutputMode::Stream);
+        let args = b.args(&inv("-rf"));
+        assert_eq!(args[1], " -rf");
+        assert!(
+            args.windows(2)
+                .any(|w| w[0] == "--disallowedTools" && w[1] == READ_ONLY_DISALLOWED)
+        );
+    }
+
+    #[test]
+    fn sandbox_env_only_as_root_with_full_permissions() {
+        let has = |env: &[(String, String)]| env.iter().any(|(k, v)| k == "IS_SANDBOX" && v == "1");
+        assert!(has(
+            &backend(PermissionMode::Full, OutputMode::Stream).env(true)
+        ));
+        assert!(!has(
+            &backend(PermissionMode::Full, OutputMode::Stream).env(false)
+        ));
+        assert!(!has(&backend(
+            PermissionMode::AcceptEdits,
+            OutputMode::Stream
+        )
+        .env(true)));
+        let cmd = backend(PermissionMode::Full, OutputMode::Stream)
+            .command(&inv("p"))
+            .unwrap()
+            .unwrap();
+        assert_eq!(cmd.cwd, PathBuf::from("/wt"));
+        assert_eq!(cmd.argv()[0], "/usr/bin/claude");
+    }
+
+    const STREAM: &str = concat!(
+        "{\"type\":\"system\",\"subtype\":\"init\",\"cwd\":\"/wt\",\"model\":\"claude-sonnet-4-5\",\"tools\":[\"Bash\"]}\r\n",
+        "{\"type\":\"user\",\"message\":{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"print <promise>COMPLETE</promise> when done\"}]}}\r\n",
+        "{\"type\":\"assistant\",\"message\":{\"content\":[{\"type\":\"text\",\"text\":\"Working on it\"}]}}\r\n",
+        "{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":false,\"duration_ms\":2345,\"num_turns\":3,",
+        "\"result\":\"All done.\\n<promise>COMPLETE</promise>\",\"total_cost_usd\":0.0123456,",
+        "\"usage\":{\"input_tokens\":1200,\"output_tokens\":340,\"cache_read_input_tokens\":5000,\"cache_creation_input_tokens\":100}}\r\n",
+    );
+
+    #[test]
+    fn parses_the_final_result_event() {
+        let b = backend(PermissionMode::Full, OutputMode::Stream);
+        let raw = format!("\x1b[?25l{STREAM}\x1b[?25h");
+        let r = b.parse_result(raw.as_bytes(), &PriceTable::new());
+        assert!(r.marker_found && !r.is_error);
+        assert_eq!(r.text, format!("All done.\n{COMPLETION_MARKER}"));
+        assert_eq!((r.cost, r.cost_source), (Usd(12_346), CostSource::Reported));
+        assert_eq!(
+            r.usage,
+            Usage {
+                input_tokens: 1200,
+                output_tokens: 340,
+                cache_read_input_tokens: 5000,
+                cache_creation_input_tokens: 100
+            }
+        );
+        assert_eq!(
+            (r.num_turns, r.duration_ms, r.subtype.as_str()),
+            (3, Some(2345), "success")
+        );
+        assert!(r.raw_json.is_some());
+    }
+
+    #[test]
+    fn marker_only_in_transcript_does_not_count() {
+        let stream = STREAM.replace(
+            "All done.\\n<promise>COMPLETE</promise>",
+            "I could not finish.",
+        );
+        let r = parse_claude_output(&clean_output(stream.as_bytes()), None, &PriceTable::new());
+        assert!(!r.marker_found);
+        assert_eq!(r.text, "I could not finish.");
+    }
+
+    #[test]
+    fn api_error_result_and_missing_result() {
+        let line = r#"{"type":"result","subtype":"success","is_error":true,"result":"API Error: 529 {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}","total_cost_usd":0,"usage":{"input_tokens":0,"output_tokens":0}}"#;
+        let r = parse_claude_output(line, None, &PriceTable::new());
+        assert!(r.is_error && !r.marker_found);
+        let b = backend(PermissionMode::Full, OutputMode::Stream);
+        assert_eq!(
+            b.classify(Some(1), &r, line.as_bytes()),
+            Some(crate::agent::ErrorClass::Overloaded)
+        );
+        let r = parse_claude_output("Segmentation fault\n", None, &PriceTable::new());
+        assert!(r.is_error && r.subtype == "no_result" && r.text == "Segmentation fault");
+    }
+}

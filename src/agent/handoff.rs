@@ -1,0 +1,600 @@
+//! The handoff backend: a human (or another tool) does the task through files.
+//!
+//! For task T, Whilly writes `<root>/<safe-id>/prompt.md` and `meta.json`; whoever does the work
+//! writes `result.json` (by hand, or with `whilly handoff complete T --status …`). The directory
+//! name comes from [`safe_id`], never from the raw id. Every write is atomic; a malformed
+//! `result.json` is reported precisely and the task keeps waiting, so nothing is lost.
+
+use super::backend::{AgentCommand, AgentSettings, Backend, BackendKind, Invocation};
+use super::error::AgentError;
+use super::result::{AgentResult, PriceTable};
+use crate::domain::{Action, Usd, safe_id};
+use crate::fsutil::atomic_write;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+/// The handoff "agent": nothing to spawn; the engine uses [`HandoffDir`] instead.
+#[derive(Debug, Clone)]
+pub struct HandoffBackend {
+    settings: AgentSettings,
+}
+
+impl HandoffBackend {
+    pub fn new(settings: AgentSettings) -> HandoffBackend {
+        HandoffBackend { settings }
+    }
+}
+
+impl Backend for HandoffBackend {
+    fn kind(&self) -> BackendKind {
+        BackendKind::Handoff
+    }
+
+    fn settings(&self) -> &AgentSettings {
+        &self.settings
+    }
+
+    fn command(&self, _inv: &Invocation<'_>) -> Result<Option<AgentCommand>, AgentError> {
+        Ok(None)
+    }
+
+    fn parse_result(&self, _raw: &[u8], _prices: &PriceTable) -> AgentResult {
+        AgentResult {
+            subtype: "handoff".to_string(),
+            ..AgentResult::default()
+        }
+    }
+}
+
+/// Errors reading or writing the handoff directory.
+#[derive(Debug, thiserror::Error)]
+pub enum HandoffError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}: {message}")]
+    Invalid { path: PathBuf, message: String },
+    #[error("no handoff is waiting for task {task_id:?} (looked for {path})")]
+    NotWaiting { task_id: String, path: PathBuf },
+}
+
+fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> HandoffError + '_ {
+    move |source| HandoffError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// `meta.json`: what the human needs to know to do the task.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HandoffMeta {
+    pub task_id: String,
+    pub plan_id: String,
+    pub cwd: PathBuf,
+    pub started_at: DateTime<Utc>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_s: Option<u64>,
+    #[serde(default = "one")]
+    pub attempt: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// The answer a human gives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HandoffStatus {
+    Complete,
+    Failed,
+    Blocked,
+    HumanLoop,
+    Partial,
+}
+
+impl HandoffStatus {
+    pub const ALL: [HandoffStatus; 5] = [
+        HandoffStatus::Complete,
+        HandoffStatus::Failed,
+        HandoffStatus::Blocked,
+        HandoffStatus::HumanLoop,
+        HandoffStatus::Partial,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HandoffStatus::Complete => "complete",
+            HandoffStatus::Failed => "failed",
+            HandoffStatus::Blocked => "blocked",
+            HandoffStatus::HumanLoop => "human_loop",
+            HandoffStatus::Partial => "partial",
+        }
+    }
+
+    /// What the engine does with the task: complete → DONE (still subject to verification),
+    /// failed → FAILED, blocked → BLOCKED, human_loop → HUMAN_LOOP, partial → back to PENDING
+    /// for another attempt (the message is kept on the event).
+    pub fn action(self) -> Action {
+        match self {
+            HandoffStatus::Complete => Action::Complete,
+            HandoffStatus::Failed => Action::Fail,
+            HandoffStatus::Blocked => Action::Block,
+            HandoffStatus::HumanLoop => Action::AwaitHuman,
+            HandoffStatus::Partial => Action::Release,
+        }
+    }
+}
+
+impl fmt::Display for HandoffStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for HandoffStatus {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let norm = s.trim().to_ascii_lowercase().replace('-', "_");
+        HandoffStatus::ALL
+            .into_iter()
+            .find(|st| st.as_str() == norm)
+            .ok_or_else(|| {
+                format!("expected one of complete, failed, blocked, human_loop, partial; got {s:?}")
+            })
+    }
+}
+
+/// `result.json`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HandoffResult {
+    pub status: HandoffStatus,
+    pub message: String,
+    pub cost: Usd,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+/// The state of one handoff.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HandoffPoll {
+    /// No `result.json` yet.
+    Waiting,
+    /// `result.json` exists but is not valid: what is wrong, for the operator. The task keeps
+    /// waiting; fixing the file is enough.
+    Malformed(String),
+    Result(HandoffResult),
+}
+
+/// One entry of [`HandoffDir::list`].
+#[derive(Debug, Clone)]
+pub struct HandoffEntry {
+    pub dir: PathBuf,
+    /// `meta.json`, or why it could not be read.
+    pub meta: Result<HandoffMeta, String>,
+    pub state: HandoffPoll,
+}
+
+/// The handoff directory (`.whilly/handoff`).
+#[derive(Debug, Clone)]
+pub struct HandoffDir {
+    root: PathBuf,
+}
+
+pub const PROMPT_FILE: &str = "prompt.md";
+pub const META_FILE: &str = "meta.json";
+pub const RESULT_FILE: &str = "result.json";
+
+impl HandoffDir {
+    pub fn new(root: impl Into<PathBuf>) -> HandoffDir {
+        HandoffDir { root: root.into() }
+    }
+
+    /// `<project>/.whilly/handoff`.
+    pub fn in_project(project_root: &Path) -> HandoffDir {
+        HandoffDir::new(project_root.join(".whilly").join("handoff"))
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The directory of `task_id`: `<root>/<safe_id(task_id)>`.
+    pub fn task_dir(&self, task_id: &str) -> PathBuf {
+        self.root.join(safe_id(task_id))
+    }
+
+    /// Hands a task over: writes `prompt.md` and `meta.json`. A `result.json` left from an earlier
+    /// attempt is kept as `result.attempt-<n>.json` so it is neither lost nor mistaken for the
+    /// answer to this attempt.
+    pub fn start(&self, meta: &HandoffMeta, prompt: &str) -> Result<PathBuf, HandoffError> {
+        let dir = self.task_dir(&meta.task_id);
+        std::fs::create_dir_all(&dir).map_err(io_err(&dir))?;
+        let result = dir.join(RESULT_FILE);
+        if result.exists() {
+            let previous = self
+                .read_meta(&meta.task_id)
+                .map(|m| m.attempt)
+                .unwrap_or(0);
+            let mut n = previous.max(1);
+            let mut target = dir.join(format!("result.attempt-{n}.json"));
+            while target.exists() {
+                n = n.saturating_add(1);
+                target = dir.join(format!("result.attempt-{n}.json"));
+            }
+            std::fs::rename(&result, &target).map_err(io_err(&result))?;
+        }
+        let prompt_path = dir.join(PROMPT_FILE);
+        atomic_write(&prompt_path, prompt.as_bytes()).map_err(io_err(&prompt_path))?;
+        let meta_path = dir.join(META_FILE);
+        let json = serde_json::to_vec_pretty(meta).map_err(|e| HandoffError::Invalid {
+            path: meta_path.clone(),
+            message: e.to_string(),
+        })?;
+        atomic_write(&meta_path, &json).map_err(io_err(&meta_path))?;
+        Ok(dir)
+    }
+
+    pub fn read_meta(&self, task_id: &str) -> Result<HandoffMeta, HandoffError> {
+        read_meta_file(&self.task_dir(task_id).join(META_FILE))
+    }
+
+    /// Whether `task_id` has an answer yet.
+    pub fn poll(&self, task_id: &str) -> HandoffPoll {
+        poll_file(&self.task_dir(task_id).join(RESULT_FILE))
+    }
+
+    /// Every handoff under the root, sorted by start time then directory name. A missing root
+    /// is an empty list.
+    pub fn list(&self) -> Result<Vec<HandoffEntry>, HandoffError> {
+        let read = match std::fs::read_dir(&self.root) {
+            Ok(r) => r,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => {
+                return Err(HandoffError::Io {
+                    path: self.root.clone(),
+                    source: e,
+                });
+            }
+        };
+        let mut out = Vec::new();
+        for entry in read {
+            let entry = entry.map_err(io_err(&self.root))?;
+            let dir = entry.path();
+            if !dir.is_dir() || !dir.join(META_FILE).exists() {
+                continue;
+            }
+            out.push(HandoffEntry {
+                meta: read_meta_file(&dir.join(META_FILE)).map_err(|e| e.to_string()),
+                state: poll_file(&dir.join(RESULT_FILE)),
+                dir,
+            });
+        }
+        out.sort_by(|a, b| {
+            let key = |e: &HandoffEntry| e.meta.as_ref().ok().map(|m| m.started_at);
+            key(a).cmp(&key(b)).then_with(|| a.dir.cmp(&b.dir))
+        });
+        Ok(out)
+    }
+
+    /// Answers a waiting handoff (what `whilly handoff complete ID --status …` does): writes
+    /// `result.json` atomically.
+    pub fn complete(
+        &self,
+        task_id: &str,
+        status: HandoffStatus,
+        message: &str,
+        cost: Option<Usd>,
+    ) -> Result<PathBuf, HandoffError> {
+        let dir = self.task_dir(task_id);
+        if !dir.join(META_FILE).exists() {
+            return Err(HandoffError::NotWaiting {
+                task_id: task_id.to_string(),
+                path: dir.join(META_FILE),
+            });
+        }
+        let path = dir.join(RESULT_FILE);
+        let body = serde_json::json!({
+            "status": status.as_str(),
+            "message": message,
+            "usage": { "cost_usd": cost.unwrap_or(Usd::ZERO).as_f64(), "input_tokens": 0, "output_tokens": 0 },
+        });
+        let bytes = serde_json::to_vec_pretty(&body).map_err(|e| HandoffError::Invalid {
+            path: path.clone(),
+            message: e.to_string(),
+        })?;
+        atomic_write(&path, &bytes).map_err(io_err(&path))?;
+        Ok(path)
+    }
+
+    /// Removes a task's handoff directory once its result has been applied.
+    pub fn remove(&self, task_id: &str) -> Result<(), HandoffError> {
+        let dir = self.task_dir(task_id);
+        match std::fs::remove_dir_all(&dir) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(HandoffError::Io {
+                path: dir,
+                source: e,
+            }),
+            _ => Ok(()),
+        }
+    }
+}
+
+fn read_meta_file(path: &Path) -> Result<HandoffMeta, HandoffError> {
+    let text = std::fs::read_to_string(path).map_err(io_err(path))?;
+    serde_json::from_str(&text).map_err(|e| HandoffError::Invalid {
+        path: path.to_path_buf(),
+        message: format!("line {} column {}: {e}", e.line(), e.column()),
+    })
+}
+
+fn poll_file(path: &Path) -> HandoffPoll {
+    match std::fs::read_to_string(path) {
+        Ok(text) => match parse_result_json(&text) {
+            Ok(r) => HandoffPoll::Result(r),
+            Err(msg) => HandoffPoll::Malformed(format!("{}: {msg}", path.display())),
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => HandoffPoll::Waiting,
+        Err(e) => HandoffPoll::Malformed(format!("{}: cannot read: {e}", path.display())),
+    }
+}
+
+/// Parses and validates the text of a `result.json`. The error names the field and what was
+/// expected, or the line and column of a JSON syntax error.
+pub fn parse_result_json(text: &str) -> Result<HandoffResult, String> {
+    let value: Value = serde_json::from_str(text).map_err(|e| {
+        format!(
+            "invalid JSON at line {} column {}: {e}",
+            e.line(),
+            e.column()
+        )
+    })?;
+    let Value::Object(obj) = value else {
+        return Err(format!(
+            "expected a JSON object like {{\"status\": \"complete\", \"message\": \"…\"}}, got {}",
+            kind(&value)
+        ));
+    };
+    let status =
+        match obj.get("status") {
+            None => return Err(
+                "missing field `status` (one of complete, failed, blocked, human_loop, partial)"
+                    .to_string(),
+            ),
+            Some(Value::String(s)) => s
+                .parse::<HandoffStatus>()
+                .map_err(|e| format!("field `status`: {e}"))?,
+            Some(other) => {
+                return Err(format!(
+                    "field `status`: expected a string, got {}",
+                    kind(other)
+                ));
+            }
+        };
+    let message = match obj.get("message") {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => {
+            return Err(format!(
+                "field `message`: expected a string, got {}",
+                kind(other)
+            ));
+        }
+    };
+    let (cost, input_tokens, output_tokens) = match obj.get("usage") {
+        None | Some(Value::Null) => (Usd::ZERO, 0, 0),
+        Some(Value::Object(u)) => (
+            Usd::from_f64(non_negative_number(u, "cost_usd")?),
+            non_negative_int(u, "input_tokens")?,
+            non_negative_int(u, "output_tokens")?,
+        ),
+        Some(other) => {
+            return Err(format!(
+                "field `usage`: expected an object like {{\"cost_usd\": 0.0}}, got {}",
+                kind(other)
+            ));
+        }
+    };
+    Ok(HandoffResult {
+        status,
+        message,
+        cost,
+        input_tokens,
+        output_tokens,
+    })
+}
+
+fn non_negative_number(u: &Map<String, Value>, key: &str) -> Result<f64, String> {
+    match u.get(key) {
+        None | Some(Value::Null) => Ok(0.0),
+        Some(Value::Number(n)) => match n.as_f64() {
+            Some(f) if f.is_finite() && f >= 0.0 => Ok(f),
+            _ => Err(format!(
+                "field `usage.{key}`: expected a number >= 0, got {n}"
+            )),
+        },
+        Some(other) => Err(format!(
+            "field `usage.{key}`: expected a number >= 0, got {}",
+            kind(other)
+        )),
+    }
+}
+
+fn non_negative_int(u: &Map<String, Value>, key: &str) -> Result<u64, String> {
+    match u.get(key) {
+        None | Some(Value::Null) => Ok(0),
+        Some(Value::Number(n)) => n
+            .as_u64()
+            .ok_or_else(|| format!("field `usage.{key}`: expected a whole number >= 0, got {n}")),
+        Some(other) => Err(format!(
+            "field `usage.{key}`: expected a whole number >= 0, got {}",
+            kind(other)
+        )),
+    }
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta(task_id: &str, attempt: u32) -> HandoffMeta {
+        HandoffMeta {
+            task_id: task_id.into(),
+            plan_id: "plan".into(),
+            cwd: "/wt".into(),
+            started_at: Utc::now(),
+            timeout_s: Some(3600),
+            attempt,
+        }
+    }
+
+    #[test]
+    fn start_poll_complete_cycle() {
+        let tmp = tempfile::tempdir().unwrap();
+        let h = HandoffDir::in_project(tmp.path());
+        let dir = h.start(&meta("TASK-1", 1), "# do it").unwrap();
+        assert_eq!(dir, tmp.path().join(".whilly/handoff/TASK-1"));
+        assert_eq!(
+            std::fs::read_to_string(dir.join(PROMPT_FILE)).unwrap(),
+            "# do it"
+        );
+        assert_eq!(
+            h.read_meta("TASK-1").unwrap(),
+            meta("TASK-1", 1).clone_with_time(h.read_meta("TASK-1").unwrap().started_at)
+        );
+        assert_eq!(h.poll("TASK-1"), HandoffPoll::Waiting);
+        h.complete(
+            "TASK-1",
+            HandoffStatus::Blocked,
+            "needs creds",
+            Some(Usd::from_f64(0.5)),
+        )
+        .unwrap();
+        match h.poll("TASK-1") {
+            HandoffPoll::Result(r) => {
+                assert_eq!(
+                    (r.status, r.message.as_str(), r.cost),
+                    (HandoffStatus::Blocked, "needs creds", Usd::from_f64(0.5))
+                );
+                assert_eq!(r.status.action(), Action::Block);
+            }
+            other => panic!("{other:?}"),
+        }
+        let list = h.list().unwrap();
+        assert_eq!(list.len(), 1);
+        assert!(matches!(list[0].state, HandoffPoll::Result(_)));
+        // A new attempt keeps the old answer aside and waits again.
+        h.start(&meta("TASK-1", 2), "# again").unwrap();
+        assert_eq!(h.poll("TASK-1"), HandoffPoll::Waiting);
+        assert!(dir.join("result.attempt-1.json").exists());
+        h.remove("TASK-1").unwrap();
+        assert!(h.list().unwrap().is_empty());
+    }
+
+    impl HandoffMeta {
+        fn clone_with_time(mut self, t: DateTime<Utc>) -> HandoffMeta {
+            self.started_at = t;
+            self
+        }
+    }
+
+    #[test]
+    fn ids_never_become_raw_paths() {
+        let tmp = tempfile::tempdir().unwrap();
+        let h = HandoffDir::new(tmp.path().join("handoff"));
+        let dir = h.start(&meta("../../etc/x", 1), "p").unwrap();
+        assert!(dir.starts_with(tmp.path().join("handoff")));
+        assert_eq!(dir.parent().unwrap(), tmp.path().join("handoff"));
+        let err = h
+            .complete("NOPE", HandoffStatus::Complete, "", None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("no handoff is waiting for task \"NOPE\""),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn malformed_results_are_reported_precisely() {
+        let cases = [
+            (
+                "{\"status\": \"complete\",\n \"message\": }",
+                "line 2 column",
+            ),
+            ("[1]", "expected a JSON object"),
+            ("{\"message\": \"x\"}", "missing field `status`"),
+            (
+                "{\"status\": \"done\"}",
+                "field `status`: expected one of complete",
+            ),
+            (
+                "{\"status\": 1}",
+                "field `status`: expected a string, got a number",
+            ),
+            (
+                "{\"status\": \"failed\", \"message\": 3}",
+                "field `message`",
+            ),
+            (
+                "{\"status\": \"failed\", \"usage\": {\"cost_usd\": -1}}",
+                "field `usage.cost_usd`: expected a number >= 0",
+            ),
+            (
+                "{\"status\": \"failed\", \"usage\": {\"input_tokens\": 1.5}}",
+                "field `usage.input_tokens`",
+            ),
+            (
+                "{\"status\": \"failed\", \"usage\": 5}",
+                "field `usage`: expected an object",
+            ),
+        ];
+        for (text, want) in cases {
+            let err = parse_result_json(text).unwrap_err();
+            assert!(err.contains(want), "{text}: {err}");
+        }
+        let ok = parse_result_json("{\"status\": \"Human-Loop\", \"usage\": {\"cost_usd\": 1.25, \"input_tokens\": 10, \"output_tokens\": 2}, \"extra\": true}").unwrap();
+        assert_eq!(
+            (ok.status, ok.cost, ok.input_tokens, ok.output_tokens),
+            (HandoffStatus::HumanLoop, Usd::from_f64(1.25), 10, 2)
+        );
+        let tmp = tempfile::tempdir().unwrap();
+        let h = HandoffDir::new(tmp.path());
+        h.start(&meta("T", 1), "p").unwrap();
+        std::fs::write(h.task_dir("T").join(RESULT_FILE), "{\"status\":").unwrap();
+        match h.poll("T") {
+            HandoffPoll::Malformed(m) => {
+                assert!(m.contains("result.json") && m.contains("line 1"), "{m}")
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn status_mapping() {
+        assert_eq!(HandoffStatus::Complete.action(), Action::Complete);
+        assert_eq!(HandoffStatus::Failed.action(), Action::Fail);
+        assert_eq!(HandoffStatus::HumanLoop.action(), Action::AwaitHuman);
+        assert_eq!(HandoffStatus::Partial.action(), Action::Release);
+        for s in HandoffStatus::ALL {
+            assert_eq!(s.as_str().parse::<HandoffStatus>(), Ok(s));
+        }
+    }
+}

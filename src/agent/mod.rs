@@ -1,0 +1,44 @@
+//! Running a task with an agent, minus the process itself.
+//!
+//! The engine asks a [`Backend`] for the argv/env of one attempt, hands that to the `pty` module,
+//! and gives the raw PTY bytes back to the backend to get an [`AgentResult`]. Everything here is
+//! pure or touches only small files (the handoff directory), so it is tested directly:
+//!
+//! - [`backend`]: the interface, settings and the factory; one file per backend
+//!   ([`claude`], [`opencode`], [`codex`], [`gemini`], [`command`], [`handoff`]).
+//! - [`result`]: [`AgentResult`], usage, prices, ANSI stripping and the completion marker.
+//! - [`classify`]: error classes and the retry backoff.
+//! - [`prompt`]: the task prompt with its nonce envelope; [`guards`]: injection, secret and
+//!   shell deny-list checks, and [`guards::redact_secrets`].
+//! - [`transcript`]: Claude stream-json lines rendered as readable text for a pane.
+//! - [`binary`]: finding an agent's executable on PATH with an actionable error.
+
+pub mod backend;
+pub mod binary;
+pub mod classify;
+pub mod claude;
+pub mod codex;
+pub mod command;
+pub mod error;
+pub mod gemini;
+pub mod guards;
+pub mod handoff;
+pub mod jsonscan;
+pub mod opencode;
+pub mod prompt;
+pub mod result;
+pub mod shellwords;
+pub mod transcript;
+
+pub use backend::{
+    AgentCommand, AgentSettings, Backend, BackendKind, Invocation, OutputMode, PermissionMode,
+    build_backend,
+};
+pub use binary::resolve_binary;
+pub use classify::{DEFAULT_BACKOFF_SECS, ErrorClass, backoff, classify_outcome, classify_text};
+pub use error::AgentError;
+pub use guards::{BlockReason, Guards, redact_secrets};
+pub use handoff::{HandoffDir, HandoffPoll, HandoffResult, HandoffStatus};
+pub use prompt::{PromptInput, Repair, build_prompt};
+pub use result::{AgentResult, COMPLETION_MARKER, CostSource, ModelPrice, PriceTable, Usage};
+pub use transcript::render_stream_line;

@@ -1,0 +1,250 @@
+//! Claude's stream-json lines as a readable transcript.
+//!
+//! The engine runs the real command in the PTY, so the agent pane shows raw JSON events. For a
+//! readable view it feeds each complete output line (after [`super::result::clean_output`]) to
+//! [`render_stream_line`] and writes what comes back into a second, "transcript" emulator; the
+//! operator toggles between the two. Pure function, so the engine decides buffering and layout.
+
+use super::guards::redact_secrets;
+use crate::domain::Usd;
+use serde_json::Value;
+
+const MAX_LINE: usize = 200;
+const MAX_TEXT_LINES: usize = 40;
+
+/// The readable form of one output line, or `None` for lines that show nothing (empty lines,
+/// partial-message deltas, unknown events). Lines that are not JSON (warnings, stderr) are
+/// passed through. Secrets are redacted in everything returned.
+pub fn render_stream_line(line: &str) -> Option<String> {
+    let trimmed = line.trim();
+    if trimmed.is_empty() {
+        return None;
+    }
+    let Ok(v) = serde_json::from_str::<Value>(trimmed) else {
+        return Some(redact_secrets(trimmed));
+    };
+    let rendered = match v["type"].as_str()? {
+        "system" => render_system(&v),
+        "assistant" => render_content(&v["message"]["content"], false),
+        "user" => render_content(&v["message"]["content"], true),
+        "result" => Some(render_result(&v)),
+        _ => None,
+    }?;
+    Some(redact_secrets(&rendered))
+}
+
+fn render_system(v: &Value) -> Option<String> {
+    match v["subtype"].as_str() {
+        Some("init") => Some(format!(
+            "● session started · model {} · {}",
+            v["model"].as_str().unwrap_or("?"),
+            v["cwd"].as_str().unwrap_or("?")
+        )),
+        Some("api_retry") | Some("retry") => Some(format!(
+            "● API retry {} ({})",
+            v["attempt"]
+                .as_u64()
+                .map_or(String::new(), |a| format!("#{a}")),
+            v["error"]
+                .as_str()
+                .or_else(|| v["message"].as_str())
+                .unwrap_or("transient error")
+        )),
+        Some("compact_boundary") => Some("● conversation compacted".to_string()),
+        _ => None,
+    }
+}
+
+fn render_content(content: &Value, from_user: bool) -> Option<String> {
+    let blocks = match content {
+        Value::String(s) if !from_user => return Some(limit_lines(s, MAX_TEXT_LINES)),
+        Value::Array(a) => a,
+        _ => return None,
+    };
+    let mut out = Vec::new();
+    for b in blocks {
+        match b["type"].as_str() {
+            Some("text") if !from_user => {
+                let t = b["text"].as_str().unwrap_or_default().trim();
+                if !t.is_empty() {
+                    out.push(limit_lines(t, MAX_TEXT_LINES));
+                }
+            }
+            Some("tool_use") => out.push(render_tool_use(&b["name"], &b["input"])),
+            Some("tool_result") => out.push(render_tool_result(b)),
+            Some("thinking") => out.push("… thinking".to_string()),
+            _ => {}
+        }
+    }
+    (!out.is_empty()).then(|| out.join("\n"))
+}
+
+fn render_tool_use(name: &Value, input: &Value) -> String {
+    let name = name.as_str().unwrap_or("tool");
+    let s = |k: &str| input[k].as_str().unwrap_or_default();
+    let detail = match name {
+        "Bash" => return format!("▶ Bash: {}", first_line(s("command"))),
+        "Write" | "Edit" | "MultiEdit" | "Read" | "NotebookEdit" => {
+            let path = if input["file_path"].is_string() {
+                s("file_path")
+            } else {
+                s("notebook_path")
+            };
+            if name == "Write" {
+                let lines = s("content").lines().count();
+                format!("{path} ({lines} line{})", if lines == 1 { "" } else { "s" })
+            } else {
+                path.to_string()
+            }
+        }
+        "Glob" | "Grep" => {
+            let p = s("pattern");
+            match input["path"].as_str() {
+                Some(dir) => format!("{p} in {dir}"),
+                None => p.to_string(),
+            }
+        }
+        "WebFetch" | "WebSearch" => input["url"]
+            .as_str()
+            .or_else(|| input["query"].as_str())
+            .unwrap_or_default()
+            .to_string(),
+        "Task" => s("description").to_string(),
+        "TodoWrite" => format!("({} items)", input["todos"].as_array().map_or(0, Vec::len)),
+        _ => truncate(&input.to_string(), MAX_LINE - name.len()),
+    };
+    truncate(
+        &format!("▶ {name} {detail}").trim_end().to_string(),
+        MAX_LINE,
+    )
+}
+
+fn render_tool_result(b: &Value) -> String {
+    let text = match &b["content"] {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    };
+    let lines = text.lines().filter(|l| !l.trim().is_empty()).count();
+    let first = first_line(text.lines().find(|l| !l.trim().is_empty()).unwrap_or(""));
+    let more = if lines > 1 {
+        format!(" (+{} lines)", lines - 1)
+    } else {
+        String::new()
+    };
+    let mark = if b["is_error"] == true { "✗" } else { "↳" };
+    truncate(&format!("  {mark} {first}{more}"), MAX_LINE)
+}
+
+fn render_result(v: &Value) -> String {
+    let mut facts = Vec::new();
+    if let Some(t) = v["num_turns"].as_u64() {
+        facts.push(format!("{t} turn{}", if t == 1 { "" } else { "s" }));
+    }
+    if let Some(ms) = v["duration_ms"].as_u64() {
+        facts.push(format!("{:.1} s", ms as f64 / 1000.0));
+    }
+    if let Some(c) = v["total_cost_usd"].as_f64() {
+        facts.push(Usd::from_f64(c).to_string());
+    }
+    let facts = facts.join(" · ");
+    let subtype = v["subtype"].as_str().unwrap_or("result");
+    if v["is_error"] == true || subtype != "success" {
+        let why = first_line(v["result"].as_str().unwrap_or(subtype));
+        format!("✘ failed ({subtype}) · {facts}\n  {why}")
+    } else {
+        format!("✔ finished · {facts}")
+    }
+}
+
+fn first_line(s: &str) -> String {
+    let mut lines = s.trim().lines();
+    let first = lines.next().unwrap_or_default();
+    let rest = if lines.next().is_some() { " …" } else { "" };
+    truncate(&format!("{first}{rest}"), MAX_LINE)
+}
+
+fn truncate(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let mut t: String = s.chars().take(max.saturating_sub(1)).collect();
+    t.push('…');
+    t
+}
+
+fn limit_lines(s: &str, max: usize) -> String {
+    let lines: Vec<&str> = s.lines().collect();
+    if lines.len() <= max {
+        return s.to_string();
+    }
+    format!(
+        "{}\n… ({} more lines)",
+        lines[..max].join("\n"),
+        lines.len() - max
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_a_session() {
+        let lines = [
+            r#"{"type":"system","subtype":"init","cwd":"/wt","model":"claude-sonnet-4-5","tools":["Bash"]}"#,
+            r#"{"type":"assistant","message":{"content":[{"type":"text","text":"I'll create the file."},{"type":"tool_use","id":"t1","name":"Write","input":{"file_path":"/wt/hello.txt","content":"a\nb\n"}}]}}"#,
+            r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","content":"File created successfully at: /wt/hello.txt"}]}}"#,
+            r#"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t2","name":"Bash","input":{"command":"cargo test\necho done","description":"run tests"}}]}}"#,
+            r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t2","is_error":true,"content":[{"type":"text","text":"error: 2 tests failed\nline2\nline3"}]}]}}"#,
+            r#"{"type":"result","subtype":"success","is_error":false,"num_turns":3,"duration_ms":12345,"total_cost_usd":0.0123,"result":"done"}"#,
+        ];
+        let got: Vec<String> = lines.iter().filter_map(|l| render_stream_line(l)).collect();
+        assert_eq!(
+            got,
+            [
+                "● session started · model claude-sonnet-4-5 · /wt",
+                "I'll create the file.\n▶ Write /wt/hello.txt (2 lines)",
+                "  ↳ File created successfully at: /wt/hello.txt",
+                "▶ Bash: cargo test …",
+                "  ✗ error: 2 tests failed (+2 lines)",
+                "✔ finished · 3 turns · 12.3 s · $0.01",
+            ]
+        );
+    }
+
+    #[test]
+    fn errors_noise_and_secrets() {
+        let err = r#"{"type":"result","subtype":"success","is_error":true,"num_turns":1,"result":"API Error: 401 invalid x-api-key","total_cost_usd":0}"#;
+        let r = render_stream_line(err).unwrap();
+        assert!(
+            r.starts_with("✘ failed (success)") && r.contains("API Error: 401"),
+            "{r}"
+        );
+        assert_eq!(render_stream_line("   "), None);
+        assert_eq!(
+            render_stream_line(r#"{"type":"stream_event","event":{}}"#),
+            None
+        );
+        assert_eq!(
+            render_stream_line("warning: low disk"),
+            Some("warning: low disk".to_string())
+        );
+        let leak = r#"{"type":"assistant","message":{"content":[{"type":"tool_use","name":"Bash","input":{"command":"export GH=ghp_1234567890abcdefghijABCDEFGHIJ123456"}}]}}"#;
+        let r = render_stream_line(leak).unwrap();
+        assert!(
+            !r.contains("ghp_1234") && r.contains("[REDACTED:github_token]"),
+            "{r}"
+        );
+        let long = format!(
+            r#"{{"type":"assistant","message":{{"content":[{{"type":"tool_use","name":"Custom","input":{{"x":"{}"}}}}]}}}}"#,
+            "y".repeat(500)
+        );
+        assert!(render_stream_line(&long).unwrap().chars().count() <= MAX_LINE);
+    }
+}

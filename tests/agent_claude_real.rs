@@ -1,0 +1,340 @@
+//! The real Claude Code CLI against the scripted model server: argv from our backend, real tool
+//! execution in a temporary git repository, and our parser/classifier on its real output.
+//!
+//! The binary comes from `WHILLY_CLAUDE_BIN`, `/work/claude-cli/node_modules/.bin/claude`, or
+//! `claude` on PATH. Without one these tests fail (set `WHILLY_SKIP_REAL_AGENT=1` to skip them).
+
+#[path = "support/model_server.rs"]
+mod model_server;
+
+use model_server::{INPUT_TOKENS, MARKER, ModelServer, OUTPUT_TOKENS, Scenario};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+use whilly::agent::backend::{AgentSettings, BackendKind, Invocation, OutputMode, PermissionMode};
+use whilly::agent::{AgentResult, CostSource, ErrorClass, PriceTable, build_backend};
+use whilly::domain::Usd;
+
+const INSTALL_HINT: &str = "the real Claude Code CLI is needed for this test and was not found.\n\
+     Install it outside the repository:\n  cd /work && mkdir -p claude-cli && cd claude-cli && npm install @anthropic-ai/claude-code\n\
+     or point WHILLY_CLAUDE_BIN at a `claude` binary, or set WHILLY_SKIP_REAL_AGENT=1 to skip these tests.";
+
+/// The CLI to run, `None` when skipping was asked for; panics when it is missing otherwise.
+fn claude_bin() -> Option<PathBuf> {
+    if std::env::var("WHILLY_SKIP_REAL_AGENT").is_ok_and(|v| v == "1") {
+        eprintln!("WHILLY_SKIP_REAL_AGENT=1: skipping a real Claude CLI test");
+        return None;
+    }
+    if let Some(p) = std::env::var_os("WHILLY_CLAUDE_BIN") {
+        let p = PathBuf::from(p);
+        assert!(
+            p.is_file(),
+            "WHILLY_CLAUDE_BIN={} is not a file; {INSTALL_HINT}",
+            p.display()
+        );
+        return Some(p);
+    }
+    let local = PathBuf::from("/work/claude-cli/node_modules/.bin/claude");
+    if local.is_file() {
+        return Some(local);
+    }
+    match whilly::agent::resolve_binary("claude", "") {
+        Ok(p) => Some(p),
+        Err(e) => panic!("{e}\n{INSTALL_HINT}"),
+    }
+}
+
+struct Run {
+    raw: Vec<u8>,
+    exit: Option<i32>,
+    result: AgentResult,
+    class: Option<ErrorClass>,
+    elapsed: Duration,
+}
+
+impl Run {
+    fn output(&self) -> String {
+        String::from_utf8_lossy(&self.raw).into_owned()
+    }
+}
+
+/// Runs the CLI once with our backend's argv and env, against `server`, in `repo`.
+fn run_claude(
+    bin: &Path,
+    server: &ModelServer,
+    repo: &Path,
+    home: &Path,
+    prompt: &str,
+    permission: PermissionMode,
+) -> Run {
+    let mut settings = AgentSettings::new(BackendKind::Claude);
+    settings.bin = bin.to_string_lossy().into_owned();
+    settings.permission = permission;
+    settings.output = OutputMode::Stream;
+    settings.model = Some("claude-sonnet-4-5".into());
+    let backend = build_backend(&settings).expect("backend");
+    let prompt_file = repo.join(".whilly-prompt.md");
+    std::fs::write(&prompt_file, prompt).expect("prompt file");
+    let inv = Invocation {
+        prompt,
+        prompt_file: &prompt_file,
+        workdir: repo,
+        task_id: "TASK-1",
+    };
+    let cmd = backend.command(&inv).expect("command").expect("a process");
+
+    let mut child = Command::new(&cmd.program);
+    child
+        .args(&cmd.args)
+        .current_dir(&cmd.cwd)
+        .envs(cmd.env.iter().map(|(k, v)| (k, v)))
+        .env("ANTHROPIC_BASE_URL", server.base_url())
+        .env("ANTHROPIC_API_KEY", "test-key")
+        .env_remove("ANTHROPIC_AUTH_TOKEN")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("CLAUDE_CONFIG_DIR", home.join(".claude"))
+        .env("HOME", home)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let started = Instant::now();
+    let mut child = child.spawn().expect("spawn claude");
+    let mut stdout = child.stdout.take().expect("stdout");
+    let mut stderr = child.stderr.take().expect("stderr");
+    let out_thread = std::thread::spawn(move || {
+        let mut b = Vec::new();
+        let _ = stdout.read_to_end(&mut b);
+        b
+    });
+    let err_thread = std::thread::spawn(move || {
+        let mut b = Vec::new();
+        let _ = stderr.read_to_end(&mut b);
+        b
+    });
+    let deadline = started + Duration::from_secs(180);
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!(
+                "claude did not finish within 180 s; server log:\n{}",
+                server.log()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut raw = out_thread.join().expect("stdout thread");
+    // In a PTY both streams arrive interleaved; here stderr follows stdout.
+    raw.extend(err_thread.join().expect("stderr thread"));
+    let result = backend.parse_result(&raw, &PriceTable::new());
+    let class = backend.classify(status.code(), &result, &raw);
+    Run {
+        raw,
+        exit: status.code(),
+        result,
+        class,
+        elapsed: started.elapsed(),
+    }
+}
+
+/// A temporary git repository and a separate temporary home for the CLI's config.
+fn workspace() -> (tempfile::TempDir, tempfile::TempDir) {
+    let repo = tempfile::tempdir().expect("repo dir");
+    git2::Repository::init(repo.path()).expect("git init");
+    let home = tempfile::tempdir().expect("home dir");
+    (repo, home)
+}
+
+#[test]
+fn writes_a_file_prints_the_marker_and_reports_exact_cost() {
+    let Some(bin) = claude_bin() else { return };
+    let (repo, home) = workspace();
+    let repo_path = repo.path().canonicalize().expect("canonical repo");
+    let target = repo_path.join("hello.txt");
+    let server = ModelServer::start(Scenario::WriteFile {
+        path: Some(target.clone()),
+        content: "hello from the model\n".into(),
+    });
+    let run = run_claude(
+        &bin,
+        &server,
+        &repo_path,
+        home.path(),
+        "Create hello.txt. Print the marker when done.",
+        PermissionMode::Full,
+    );
+    let ctx = format!(
+        "exit {:?}\nserver:\n{}\noutput:\n{}",
+        run.exit,
+        server.log(),
+        run.output()
+    );
+
+    assert_eq!(run.exit, Some(0), "{ctx}");
+    assert_eq!(
+        std::fs::read_to_string(&target).ok().as_deref(),
+        Some("hello from the model\n"),
+        "{ctx}"
+    );
+    let r = &run.result;
+    assert!(
+        r.marker_found && !r.is_error && r.subtype == "success",
+        "{r:?}\n{ctx}"
+    );
+    assert!(r.text.ends_with(MARKER), "{r:?}");
+    assert_eq!(run.class, None);
+    // Two model calls: the tool call, then the answer to the tool result.
+    assert_eq!(server.main_request_count(), 2, "{ctx}");
+    assert_eq!(r.num_turns, 2, "{r:?}");
+    assert_eq!(r.usage.input_tokens, 2 * INPUT_TOKENS, "{r:?}");
+    assert_eq!(r.usage.output_tokens, 2 * OUTPUT_TOKENS, "{r:?}");
+    // The cost is the CLI's own figure, to the micro-dollar: Sonnet at $3 / $15 per Mtok.
+    let raw_cost = r
+        .raw_json
+        .as_ref()
+        .and_then(|j| j["total_cost_usd"].as_f64())
+        .expect("total_cost_usd");
+    assert_eq!(r.cost, Usd::from_f64(raw_cost));
+    assert_eq!(r.cost_source, CostSource::Reported);
+    let expected = (2 * INPUT_TOKENS) as f64 * 3.0 / 1e6 + (2 * OUTPUT_TOKENS) as f64 * 15.0 / 1e6;
+    assert_eq!(r.cost, Usd::from_f64(expected), "{r:?}");
+    // The pane renderer turns every line of the real stream into something readable.
+    let rendered: Vec<String> = String::from_utf8_lossy(&run.raw)
+        .lines()
+        .filter_map(whilly::agent::render_stream_line)
+        .collect();
+    assert!(
+        rendered
+            .iter()
+            .any(|l| l.starts_with("▶ Write ") && l.contains("hello.txt")),
+        "{rendered:#?}"
+    );
+    assert!(
+        rendered.iter().any(|l| l.starts_with("✔ finished")),
+        "{rendered:#?}"
+    );
+}
+
+#[test]
+fn runs_a_bash_command() {
+    let Some(bin) = claude_bin() else { return };
+    let (repo, home) = workspace();
+    let repo_path = repo.path().canonicalize().expect("canonical repo");
+    let server = ModelServer::start(Scenario::Bash {
+        command: "echo bash-ran > bash.txt".into(),
+    });
+    let run = run_claude(
+        &bin,
+        &server,
+        &repo_path,
+        home.path(),
+        "Run the command.",
+        PermissionMode::Full,
+    );
+    let ctx = format!(
+        "exit {:?}\nserver:\n{}\noutput:\n{}",
+        run.exit,
+        server.log(),
+        run.output()
+    );
+    assert_eq!(
+        std::fs::read_to_string(repo_path.join("bash.txt"))
+            .ok()
+            .as_deref(),
+        Some("bash-ran\n"),
+        "{ctx}"
+    );
+    assert!(run.result.marker_found, "{ctx}");
+}
+
+#[test]
+fn answer_without_marker_is_not_complete() {
+    let Some(bin) = claude_bin() else { return };
+    let (repo, home) = workspace();
+    let server = ModelServer::start(Scenario::NoMarker);
+    // The prompt itself mentions the marker: echoed in the transcript, it must not count.
+    let prompt = format!("Do the task and end with {MARKER} only on success.");
+    let run = run_claude(
+        &bin,
+        &server,
+        repo.path(),
+        home.path(),
+        &prompt,
+        PermissionMode::AcceptEdits,
+    );
+    let ctx = format!(
+        "exit {:?}\nserver:\n{}\noutput:\n{}",
+        run.exit,
+        server.log(),
+        run.output()
+    );
+    assert_eq!(run.exit, Some(0), "{ctx}");
+    assert!(
+        !run.result.marker_found && !run.result.is_error,
+        "{:?}\n{ctx}",
+        run.result
+    );
+    assert!(run.result.text.contains("did not finish"), "{ctx}");
+    assert_eq!(run.class, None);
+}
+
+#[test]
+fn overloaded_once_then_success() {
+    let Some(bin) = claude_bin() else { return };
+    let (repo, home) = workspace();
+    let server = ModelServer::start(Scenario::Overloaded { failures: 1 });
+    let run = run_claude(
+        &bin,
+        &server,
+        repo.path(),
+        home.path(),
+        "Say done.",
+        PermissionMode::AcceptEdits,
+    );
+    let ctx = format!(
+        "exit {:?} after {:?}\nserver:\n{}\noutput:\n{}",
+        run.exit,
+        run.elapsed,
+        server.log(),
+        run.output()
+    );
+    eprintln!("{ctx}");
+    // The CLI retries a 529 by itself: two main requests, one success.
+    assert_eq!(server.main_request_count(), 2, "{ctx}");
+    assert!(run.result.marker_found && !run.result.is_error, "{ctx}");
+    assert_eq!(run.class, None);
+}
+
+#[test]
+fn authentication_error_is_classified_auth() {
+    let Some(bin) = claude_bin() else { return };
+    let (repo, home) = workspace();
+    let server = ModelServer::start(Scenario::AuthError);
+    let run = run_claude(
+        &bin,
+        &server,
+        repo.path(),
+        home.path(),
+        "Say done.",
+        PermissionMode::AcceptEdits,
+    );
+    let ctx = format!(
+        "exit {:?} after {:?}\nserver:\n{}\noutput:\n{}",
+        run.exit,
+        run.elapsed,
+        server.log(),
+        run.output()
+    );
+    eprintln!("{ctx}");
+    assert_ne!(run.exit, Some(0), "{ctx}");
+    assert!(
+        run.result.is_error && !run.result.marker_found,
+        "{:?}\n{ctx}",
+        run.result
+    );
+    assert_eq!(run.class, Some(ErrorClass::Auth), "{:?}\n{ctx}", run.result);
+    assert!(!ErrorClass::Auth.is_retryable());
+}
