@@ -1,5 +1,87 @@
-//! The command line (being assembled; see docs/architecture.md).
+//! The command line: parse, set up logging, dispatch, map errors to exit codes.
 
-pub fn main() -> std::process::ExitCode {
-    std::process::ExitCode::SUCCESS
+pub mod args;
+pub mod config_cmd;
+pub mod context;
+pub mod db_cmd;
+pub mod events_cmd;
+pub mod exit;
+pub mod logging;
+pub mod plan_cmd;
+pub mod plan_view;
+pub mod signals;
+
+use args::{Cli, Command};
+use clap::{CommandFactory, Parser};
+use context::Context;
+use std::process::ExitCode;
+
+/// Entry point of the `whilly` binary.
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => {
+            // clap exits 2 for usage errors; ours is 1 (invalid input), 2 is kept for the environment.
+            let code = match err.kind() {
+                clap::error::ErrorKind::DisplayHelp
+                | clap::error::ErrorKind::DisplayVersion
+                | clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => exit::OK,
+                _ => exit::FAILED,
+            };
+            let _ = err.print();
+            return ExitCode::from(code as u8);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(exit::ENVIRONMENT as u8);
+        }
+    };
+    let code = runtime.block_on(async {
+        match dispatch(cli).await {
+            Ok(code) => code,
+            Err(err) => {
+                eprintln!("error: {err:#}");
+                exit::code_for(&err)
+            }
+        }
+    });
+    ExitCode::from(code.clamp(0, 255) as u8)
+}
+
+async fn dispatch(cli: Cli) -> anyhow::Result<i32> {
+    let Some(command) = cli.command else {
+        Cli::command().print_help()?;
+        return Ok(exit::OK);
+    };
+    if let Command::Completions { shell } = command {
+        print_completions(shell);
+        return Ok(exit::OK);
+    }
+    let ctx = Context::new(cli.global)?;
+    let _log_guard = logging::init(&ctx.state_dir().join("logs"), "info");
+    tracing::info!(repo = %ctx.repo_root.display(), "whilly {}", env!("CARGO_PKG_VERSION"));
+    match command {
+        Command::Plan(cmd) => plan_cmd::run(&ctx, cmd).await,
+        Command::Events(args) => events_cmd::run(&ctx, args).await,
+        Command::Db(cmd) => db_cmd::run(&ctx, cmd).await,
+        Command::Config(cmd) => config_cmd::run(&cmd, &ctx.config_load_options()),
+        Command::Bench(_) => anyhow::bail!("bench is not wired yet"),
+        Command::Completions { .. } => Ok(exit::OK),
+    }
+}
+
+fn print_completions(shell: args::Shell) {
+    let mut cmd = Cli::command();
+    let shell = match shell {
+        args::Shell::Bash => clap_complete::Shell::Bash,
+        args::Shell::Zsh => clap_complete::Shell::Zsh,
+        args::Shell::Fish => clap_complete::Shell::Fish,
+    };
+    clap_complete::generate(shell, &mut cmd, "whilly", &mut std::io::stdout());
 }

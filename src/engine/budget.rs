@@ -18,7 +18,9 @@ pub fn budget_state(limit: Option<Usd>, spent: Usd) -> BudgetState {
     match limit {
         None => BudgetState::Ok,
         Some(limit) if spent >= limit => BudgetState::Exhausted,
-        Some(limit) if spent.0.saturating_mul(5) >= limit.0.saturating_mul(4) => BudgetState::Warning,
+        Some(limit) if spent.0.saturating_mul(5) >= limit.0.saturating_mul(4) => {
+            BudgetState::Warning
+        }
         Some(_) => BudgetState::Ok,
     }
 }
@@ -39,7 +41,10 @@ mod tests {
         assert_eq!(budget_state(l, Usd::from_f64(7.99)), BudgetState::Ok);
         assert_eq!(budget_state(l, Usd::from_f64(8.0)), BudgetState::Warning);
         assert_eq!(budget_state(l, Usd::from_f64(10.0)), BudgetState::Exhausted);
-        assert_eq!(budget_state(Some(Usd::ZERO), Usd::ZERO), BudgetState::Exhausted);
+        assert_eq!(
+            budget_state(Some(Usd::ZERO), Usd::ZERO),
+            BudgetState::Exhausted
+        );
         assert!(task_over_budget(Some(Usd(5)), Usd(5)));
         assert!(!task_over_budget(None, Usd(5)));
     }

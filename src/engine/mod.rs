@@ -1,5 +1,17 @@
 //! The engine: claim → worktree → agent in a PTY → verify → repair → deliver → complete.
+//!
+//! `worker` is the loop (claims, leases, reaper, budget, shutdown, settlement) and knows nothing
+//! of agents; an [`executor::Executor`] does one attempt's work.
 
 pub mod budget;
+pub mod control;
+pub mod executor;
 pub mod outcome;
+pub mod progress;
 pub mod verify;
+pub mod worker;
+
+pub use control::{StopLevel, StopReason};
+pub use executor::{AttemptOutcome, Executor};
+pub use outcome::RunEnd;
+pub use worker::{Engine, EngineConfig, RunSummary};

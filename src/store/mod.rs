@@ -7,6 +7,7 @@
 pub mod error;
 pub mod event_types;
 pub mod mirror;
+pub mod open;
 pub mod postgres;
 pub mod sql_common;
 pub mod sqlite;

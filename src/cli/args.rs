@@ -1,0 +1,227 @@
+//! The command line: every subcommand and flag, with examples in `--help`.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "whilly",
+    version,
+    about = "A terminal-first control plane for AI coding agents",
+    long_about = "Whilly validates a plan, queues its tasks with their dependencies, priorities and \
+budget, and runs each task with an AI coding agent in its own pseudo-terminal and git worktree. \
+The queue is embedded (SQLite under .whilly/) unless WHILLY_DATABASE_URL points at Postgres.",
+    after_help = "Examples:\n  whilly plan check tasks.json\n  whilly plan import tasks.json --budget 20\n  \
+whilly plan show my-plan\n  whilly events --plan my-plan --follow\n\n\
+Exit codes: 0 ok, 1 invalid input or failed work, 2 environment error, 130 interrupted."
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct GlobalArgs {
+    /// Repository to work on (default: the git repository containing the current directory).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub repo: Option<PathBuf>,
+    /// Queue database URL (`sqlite:PATH` or `postgres://…`); overrides config and WHILLY_DATABASE_URL.
+    #[arg(long, global = true, value_name = "URL")]
+    pub database_url: Option<String>,
+    /// Override a config value for this run, e.g. `-c queue.lease_secs=60` (repeatable).
+    #[arg(short = 'c', long = "set", global = true, value_name = "KEY=VALUE")]
+    pub overrides: Vec<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Check, analyse, import and manage plans.
+    #[command(subcommand)]
+    Plan(PlanCommand),
+    /// Print the audit trail.
+    #[command(
+        after_help = "Examples:\n  whilly events\n  whilly events --plan demo --follow\n  whilly events --task TASK-001 --json"
+    )]
+    Events(EventsArgs),
+    /// Database maintenance.
+    #[command(subcommand)]
+    Db(DbCommand),
+    /// Show and change configuration.
+    #[command(subcommand)]
+    Config(crate::cli::config_cmd::ConfigCommand),
+    /// Print shell completions.
+    #[command(
+        after_help = "Examples:\n  whilly completions bash > ~/.local/share/bash-completion/completions/whilly\n  \
+whilly completions zsh > ~/.zfunc/_whilly\n  whilly completions fish > ~/.config/fish/completions/whilly.fish"
+    )]
+    Completions {
+        #[arg(value_enum)]
+        shell: Shell,
+    },
+    /// Measure Whilly against raw baselines measured in the same run.
+    #[command(subcommand)]
+    Bench(BenchCommand),
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum Shell {
+    Bash,
+    Zsh,
+    Fish,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PlanCommand {
+    /// Validate a plan file and report every problem at once.
+    #[command(
+        after_help = "Examples:\n  whilly plan check tasks.json\n  whilly plan check tasks.json --strict --json\n\n\
+Exit status 1 when there are errors (with --strict, decision-gate warnings are errors)."
+    )]
+    Check {
+        file: PathBuf,
+        /// Treat decision-gate warnings as errors.
+        #[arg(long)]
+        strict: bool,
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The deterministic TRIZ report of a plan (a file, or an imported plan's id).
+    #[command(
+        after_help = "Examples:\n  whilly plan triz tasks.json\n  whilly plan triz my-plan --json\n  whilly plan triz tasks.json --strict   # exit 1 on revise/reject"
+    )]
+    Triz {
+        /// A plan file, or the id of an imported plan.
+        target: String,
+        #[arg(long)]
+        json: bool,
+        /// Exit 1 when the verdict is revise or reject.
+        #[arg(long)]
+        strict: bool,
+    },
+    /// Validate a plan file and write it to the queue in one transaction.
+    #[command(
+        after_help = "Examples:\n  whilly plan import tasks.json\n  whilly plan import tasks.json --budget 25 --id sprint-12\n  \
+whilly plan import tasks.json --strict   # gate failures become SKIPPED (decision_gate_failed)\n\n\
+Re-importing an unchanged plan changes nothing; a changed plan updates only tasks that have not started."
+    )]
+    Import {
+        file: PathBuf,
+        /// Tasks failing the decision gate are imported as SKIPPED.
+        #[arg(long)]
+        strict: bool,
+        /// The plan's budget in USD (overrides the file).
+        #[arg(long, value_name = "USD")]
+        budget: Option<f64>,
+        /// The plan id (overrides the file's plan_id / project).
+        #[arg(long = "id", value_name = "PLAN_ID")]
+        plan_id: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// List imported plans with their progress and budget.
+    #[command(after_help = "Examples:\n  whilly plan list\n  whilly plan list --json")]
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// A plan's tasks, dependency tree and budget.
+    #[command(after_help = "Examples:\n  whilly plan show demo\n  whilly plan show demo --json")]
+    Show {
+        plan_id: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a plan as canonical JSON (export → import → export is byte-identical).
+    #[command(
+        after_help = "Examples:\n  whilly plan export demo > demo.json\n  whilly plan export demo -o demo.json"
+    )]
+    Export {
+        plan_id: String,
+        /// Write to this file (atomically) instead of stdout.
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
+    /// Put every task back to PENDING (--keep-tasks) or delete the plan's tasks (--hard).
+    #[command(
+        after_help = "Examples:\n  whilly plan reset demo --keep-tasks\n  whilly plan reset demo --hard"
+    )]
+    Reset {
+        plan_id: String,
+        #[arg(long, conflicts_with = "hard", required_unless_present = "hard")]
+        keep_tasks: bool,
+        #[arg(long)]
+        hard: bool,
+    },
+    /// Stop handing out this plan's tasks (running ones finish).
+    #[command(after_help = "Example:\n  whilly plan pause demo")]
+    Pause { plan_id: String },
+    /// Hand out this plan's tasks again.
+    #[command(after_help = "Example:\n  whilly plan resume demo")]
+    Resume { plan_id: String },
+}
+
+#[derive(Debug, Args)]
+pub struct EventsArgs {
+    #[arg(long, value_name = "PLAN_ID")]
+    pub plan: Option<String>,
+    #[arg(long, value_name = "TASK_ID")]
+    pub task: Option<String>,
+    /// Keep printing new events as they are written (Ctrl-C to stop).
+    #[arg(short, long)]
+    pub follow: bool,
+    /// One JSON object per line.
+    #[arg(long)]
+    pub json: bool,
+    /// Only the last N events (before following).
+    #[arg(short = 'n', long, value_name = "N")]
+    pub last: Option<i64>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DbCommand {
+    /// Apply pending migrations (they are also applied automatically on first use).
+    #[command(
+        after_help = "Examples:\n  whilly db migrate\n  WHILLY_DATABASE_URL=postgres://localhost/whilly whilly db migrate"
+    )]
+    Migrate,
+    /// Which database, where, and which migrations are applied.
+    #[command(after_help = "Example:\n  whilly db status")]
+    Status {
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BenchCommand {
+    /// Queue throughput (claim → complete) and wake latency against the raw-SQL ceiling.
+    #[command(
+        after_help = "Examples:\n  whilly bench queue\n  whilly bench queue --tasks 20000 --workers 4 --backend postgres\n\n\
+Postgres comes from --database-url / WHILLY_DATABASE_URL, default postgres://postgres@127.0.0.1:5432/postgres \
+(a scratch database is created and dropped)."
+    )]
+    Queue(BenchQueueArgs),
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct BenchQueueArgs {
+    #[arg(long, default_value_t = 5000)]
+    pub tasks: usize,
+    #[arg(long, default_value_t = 4)]
+    pub workers: usize,
+    #[arg(long, value_enum, default_value_t = BenchBackend::Both)]
+    pub backend: BenchBackend,
+    /// Wake-latency samples.
+    #[arg(long, default_value_t = 200)]
+    pub wake_samples: usize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BenchBackend {
+    Sqlite,
+    Postgres,
+    Both,
+}

@@ -1,0 +1,90 @@
+//! What every command needs: the repository it works on, the effective config, the store.
+
+use super::args::GlobalArgs;
+use super::exit::EnvironmentError;
+use crate::config::{self, Config, LoadOptions};
+use crate::store::Store;
+use crate::store::open::{self, DatabaseTarget};
+use anyhow::Context as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+pub struct Context {
+    pub repo_root: PathBuf,
+    pub global: GlobalArgs,
+    /// How the config was (or will be) loaded; `config` commands load it themselves.
+    pub load_options: LoadOptions,
+}
+
+impl Context {
+    pub fn new(global: GlobalArgs) -> anyhow::Result<Context> {
+        let start = match &global.repo {
+            Some(dir) => dir.clone(),
+            None => std::env::current_dir().context("cannot read the current directory")?,
+        };
+        if !start.is_dir() {
+            return Err(
+                EnvironmentError(format!("--repo {}: not a directory", start.display())).into(),
+            );
+        }
+        let repo_root = find_repo_root(&start);
+        let mut load_options = LoadOptions::from_process_env(&repo_root);
+        for flag in &global.overrides {
+            load_options.overrides.push(config::parse_override(flag)?);
+        }
+        Ok(Context {
+            repo_root,
+            global,
+            load_options,
+        })
+    }
+
+    pub fn config_load_options(&self) -> LoadOptions {
+        self.load_options.clone()
+    }
+
+    /// The effective configuration; an invalid file is an error naming the file, key and line.
+    pub fn config(&self) -> anyhow::Result<Config> {
+        let loaded = config::load(&self.load_options)?;
+        for w in &loaded.warnings {
+            eprintln!("warning: {w}");
+        }
+        Ok(loaded.config)
+    }
+
+    /// The database URL: the flag, else the config (whose env layer holds `WHILLY_DATABASE_URL`).
+    pub fn database_url(&self) -> anyhow::Result<Option<String>> {
+        if let Some(url) = &self.global.database_url {
+            return Ok(Some(url.clone()));
+        }
+        match self.config()?.database.url {
+            Some(secret) => Ok(Some(secret.resolve()?.expose().to_string())),
+            None => Ok(None),
+        }
+    }
+
+    pub fn database_target(&self) -> anyhow::Result<DatabaseTarget> {
+        let url = self.database_url()?;
+        Ok(open::target_from(url.as_deref(), &self.repo_root)?)
+    }
+
+    pub async fn store(&self) -> anyhow::Result<Arc<dyn Store>> {
+        let target = self.database_target()?;
+        Ok(open::open(&target, &self.repo_root).await?)
+    }
+
+    pub fn state_dir(&self) -> PathBuf {
+        open::state_dir(&self.repo_root)
+    }
+}
+
+/// The top of the git repository containing `start` (through worktrees too), else `start`.
+pub fn find_repo_root(start: &Path) -> PathBuf {
+    match git2::Repository::discover(start) {
+        Ok(repo) => match repo.workdir() {
+            Some(dir) => dir.to_path_buf(),
+            None => start.to_path_buf(),
+        },
+        Err(_) => start.to_path_buf(),
+    }
+}

@@ -1,0 +1,81 @@
+//! `whilly events`: print the audit trail, optionally following it.
+
+use super::args::EventsArgs;
+use super::context::Context;
+use super::exit::{self, Interrupted};
+use crate::store::{Event, EventFilter};
+use std::io::Write;
+use std::time::Duration;
+
+pub async fn run(ctx: &Context, args: EventsArgs) -> anyhow::Result<i32> {
+    let store = ctx.store().await?;
+    let mut filter = EventFilter {
+        plan_id: args.plan.clone(),
+        task_id: args.task.clone(),
+        after_id: None,
+        limit: None,
+    };
+    let mut events = store.events(&filter).await?;
+    if let Some(n) = args.last {
+        let n = n.max(0) as usize;
+        if events.len() > n {
+            events.drain(..events.len() - n);
+        }
+    }
+    let mut out = std::io::stdout().lock();
+    for e in &events {
+        writeln!(out, "{}", format_event(e, args.json))?;
+    }
+    out.flush()?;
+    drop(out);
+    if !args.follow {
+        return Ok(exit::OK);
+    }
+    filter.after_id = events.last().map(|e| e.id).or(Some(0));
+    loop {
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => return Err(Interrupted.into()),
+            _ = store.wait_for_work(Duration::from_millis(250)) => {}
+        }
+        let new = store.events(&filter).await?;
+        if let Some(last) = new.last() {
+            filter.after_id = Some(last.id);
+        }
+        let mut out = std::io::stdout().lock();
+        for e in &new {
+            writeln!(out, "{}", format_event(e, args.json))?;
+        }
+        out.flush()?;
+    }
+}
+
+/// One event per line: JSON, or a readable line.
+pub fn format_event(e: &Event, json: bool) -> String {
+    if json {
+        return serde_json::to_string(e).unwrap_or_default();
+    }
+    let mut line = format!(
+        "{}  {:<20}",
+        e.ts.format("%Y-%m-%d %H:%M:%S%.3f"),
+        e.event_type
+    );
+    match (&e.plan_id, &e.task_id) {
+        (Some(p), Some(t)) => line.push_str(&format!("  {p}/{t}")),
+        (Some(p), None) => line.push_str(&format!("  {p}")),
+        (None, Some(t)) => line.push_str(&format!("  {t}")),
+        (None, None) => {}
+    }
+    if let (Some(from), Some(to)) = (e.from_status, e.to_status) {
+        line.push_str(&format!("  {from}→{to}"));
+    }
+    if let Some(w) = &e.worker_id {
+        line.push_str(&format!("  worker={w}"));
+    }
+    if let Some(ep) = e.epoch {
+        line.push_str(&format!("  epoch={ep}"));
+    }
+    if !e.payload.is_null() && e.payload != serde_json::json!({}) {
+        line.push_str(&format!("  {}", e.payload));
+    }
+    line
+}

@@ -1,0 +1,272 @@
+//! `whilly plan …`: check, triz, import, list, show, export, reset, pause, resume.
+
+use super::args::PlanCommand;
+use super::context::Context;
+use super::exit;
+use super::plan_view;
+use crate::domain::{PlanSpec, Usd, validate_id};
+use crate::plan;
+use crate::store::{ImportOptions, ImportReport, ResetMode, Store};
+use anyhow::{Context as _, bail};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+pub async fn run(ctx: &Context, cmd: PlanCommand) -> anyhow::Result<i32> {
+    match cmd {
+        PlanCommand::Check { file, strict, json } => check(&file, strict, json),
+        PlanCommand::Triz {
+            target,
+            json,
+            strict,
+        } => triz(ctx, &target, json, strict).await,
+        PlanCommand::Import {
+            file,
+            strict,
+            budget,
+            plan_id,
+            json,
+        } => import(ctx, &file, strict, budget, plan_id, json).await,
+        PlanCommand::List { json } => {
+            let store = ctx.store().await?;
+            let plans = store.list_plans().await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&plans)?);
+            } else {
+                print!("{}", plan_view::render_plan_list(&plans));
+            }
+            Ok(exit::OK)
+        }
+        PlanCommand::Show { plan_id, json } => show(ctx, &plan_id, json).await,
+        PlanCommand::Export { plan_id, output } => {
+            let store = ctx.store().await?;
+            let spec = store.export_plan(&plan_id).await?;
+            let text = plan::canonical_json(&spec);
+            match output {
+                Some(path) => {
+                    crate::fsutil::atomic_write(&path, text.as_bytes())
+                        .with_context(|| format!("cannot write {}", path.display()))?;
+                    eprintln!(
+                        "exported plan {plan_id} ({} tasks) to {}",
+                        spec.tasks.len(),
+                        path.display()
+                    );
+                }
+                None => print!("{text}"),
+            }
+            Ok(exit::OK)
+        }
+        PlanCommand::Reset { plan_id, hard, .. } => {
+            let store = ctx.store().await?;
+            let mode = if hard {
+                ResetMode::Hard
+            } else {
+                ResetMode::KeepTasks
+            };
+            store.reset_plan(&plan_id, mode).await?;
+            println!(
+                "plan {plan_id}: {}",
+                if hard {
+                    "tasks deleted (events kept)"
+                } else {
+                    "every task back to PENDING"
+                }
+            );
+            Ok(exit::OK)
+        }
+        PlanCommand::Pause { plan_id } => {
+            let store = ctx.store().await?;
+            store.set_plan_paused(&plan_id, true).await?;
+            println!("plan {plan_id} paused: no new tasks will be claimed (running ones finish)");
+            Ok(exit::OK)
+        }
+        PlanCommand::Resume { plan_id } => {
+            let store = ctx.store().await?;
+            store.set_plan_paused(&plan_id, false).await?;
+            println!("plan {plan_id} resumed");
+            Ok(exit::OK)
+        }
+    }
+}
+
+fn check(file: &Path, strict: bool, json: bool) -> anyhow::Result<i32> {
+    let report = plan::load_plan_file(file, strict)?;
+    print!("{}", plan::render_check(&report, json));
+    Ok(if report.has_errors() {
+        exit::FAILED
+    } else {
+        exit::OK
+    })
+}
+
+async fn triz(ctx: &Context, target: &str, json: bool, strict: bool) -> anyhow::Result<i32> {
+    let path = Path::new(target);
+    let spec: PlanSpec = if path.is_file() {
+        let report = plan::load_plan_file(path, false)?;
+        match report.plan {
+            Some(p) => p,
+            None => {
+                eprint!("{}", plan::render_check(&report, false));
+                bail!("{target}: the plan could not be read; fix the errors above");
+            }
+        }
+    } else {
+        let store = ctx.store().await?;
+        store.export_plan(target).await.with_context(|| {
+            format!(
+                "{target:?} is neither a plan file nor an imported plan id (see `whilly plan list`)"
+            )
+        })?
+    };
+    let report = plan::triz_report(&spec);
+    print!("{}", plan::render_triz(&report, json));
+    Ok(if strict && !report.approved() {
+        exit::FAILED
+    } else {
+        exit::OK
+    })
+}
+
+async fn import(
+    ctx: &Context,
+    file: &Path,
+    strict: bool,
+    budget: Option<f64>,
+    plan_id: Option<String>,
+    json: bool,
+) -> anyhow::Result<i32> {
+    // The gate never refuses an import: without --strict it warns, with --strict the failing
+    // tasks are imported as SKIPPED. Structural errors refuse it before anything is written.
+    let report = plan::load_plan_file(file, false)?;
+    if report.has_errors() || report.plan.is_none() {
+        eprint!("{}", plan::render_check(&report, false));
+        eprintln!("nothing was imported");
+        return Ok(exit::FAILED);
+    }
+    let Some(spec) = report.plan.clone() else {
+        return Ok(exit::FAILED);
+    };
+    if let Some(id) = &plan_id {
+        validate_id(id).map_err(|e| anyhow::anyhow!("--id: {e}"))?;
+    }
+    if let Some(b) = budget
+        && (!b.is_finite() || b < 0.0)
+    {
+        bail!("--budget {b}: expected a non-negative number of US dollars");
+    }
+    let mut skip = BTreeMap::new();
+    for task in &spec.tasks {
+        let failures = plan::gate_failures(task);
+        if failures.is_empty() {
+            continue;
+        }
+        if strict {
+            skip.insert(task.id.clone(), "decision_gate_failed".to_string());
+        } else if !json {
+            let why: Vec<String> = failures.iter().map(|f| f.to_string()).collect();
+            eprintln!("warning: {}: decision gate: {}", task.id, why.join("; "));
+        }
+    }
+    let store = ctx.store().await?;
+    // A budget set earlier with --budget is not in the file; re-importing the file without
+    // --budget must keep it rather than silently lifting the limit.
+    let target_id = plan_id.clone().unwrap_or_else(|| spec.id.clone());
+    let budget = match (budget, spec.budget_usd) {
+        (Some(b), _) => Some(Usd::from_f64(b)),
+        (None, Some(_)) => None,
+        (None, None) => match store.get_plan(&target_id).await {
+            Ok(existing) => existing.budget,
+            Err(_) => None,
+        },
+    };
+    let opts = ImportOptions {
+        budget,
+        plan_id,
+        skip,
+        default_max_attempts: 3,
+    };
+    let result = store.import_plan(&spec, &opts).await?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&result)?);
+    } else {
+        print!("{}", describe_import(&result, store.as_ref()));
+    }
+    Ok(exit::OK)
+}
+
+fn describe_import(r: &ImportReport, store: &dyn Store) -> String {
+    let mut out = String::new();
+    let backend = store.info();
+    if r.created_plan {
+        out.push_str(&format!(
+            "imported plan {} with {} tasks into {} ({})\n",
+            r.plan_id,
+            r.created.len(),
+            backend.backend,
+            backend.location
+        ));
+    } else if !r.changed_anything() {
+        out.push_str(&format!(
+            "plan {} is already imported and unchanged; nothing to do\n",
+            r.plan_id
+        ));
+    } else {
+        out.push_str(&format!("updated plan {}\n", r.plan_id));
+        if r.plan_changed {
+            out.push_str("  plan settings changed\n");
+        }
+    }
+    let list = |label: &str, ids: &[String], out: &mut String| {
+        let already_said = label == "created" && r.created_plan;
+        if !ids.is_empty() && !already_said {
+            out.push_str(&format!("  {label} ({}): {}\n", ids.len(), abbreviate(ids)));
+        }
+    };
+    list("created", &r.created, &mut out);
+    list("updated", &r.updated, &mut out);
+    list(
+        "kept (already started, not changed)",
+        &r.kept_started,
+        &mut out,
+    );
+    list(
+        "in the store but not in the file (left as they are)",
+        &r.missing_from_file,
+        &mut out,
+    );
+    list("skipped by the decision gate", &r.skipped, &mut out);
+    out
+}
+
+fn abbreviate(ids: &[String]) -> String {
+    if ids.len() <= 8 {
+        ids.join(", ")
+    } else {
+        format!("{}, … and {} more", ids[..6].join(", "), ids.len() - 6)
+    }
+}
+
+async fn show(ctx: &Context, plan_id: &str, json: bool) -> anyhow::Result<i32> {
+    let store = ctx.store().await?;
+    let plan = store.get_plan(plan_id).await?;
+    let tasks = store.list_tasks(plan_id).await?;
+    if json {
+        let v = serde_json::json!({ "plan": plan, "tasks": tasks });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(exit::OK);
+    }
+    let counts = store.counts(plan_id).await?;
+    println!("plan {}  ({})", plan.id, plan.project);
+    println!(
+        "state: {}   tasks: {} done / {} total   budget: {}",
+        if plan.paused { "paused" } else { "active" },
+        counts.get(crate::domain::Status::Done),
+        counts.total,
+        plan_view::budget_text(&plan)
+    );
+    println!();
+    print!("{}", plan_view::render_task_table(&tasks));
+    println!();
+    println!("dependencies:");
+    print!("{}", plan_view::render_dep_tree(&tasks));
+    Ok(exit::OK)
+}

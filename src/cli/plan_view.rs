@@ -1,0 +1,305 @@
+//! Plain-text views of a plan for the terminal: the task table and the dependency tree.
+//! Pure functions over records, tested directly.
+
+use crate::domain::{Status, Usd};
+use crate::store::{PlanRecord, PlanSummary, TaskRecord};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fmt::Write as _;
+
+/// One line per plan: id, progress, budget.
+pub fn render_plan_list(plans: &[PlanSummary]) -> String {
+    if plans.is_empty() {
+        return "No plans yet. Import one with `whilly plan import FILE`.\n".to_string();
+    }
+    let mut rows = vec![vec![
+        "PLAN".to_string(),
+        "STATE".into(),
+        "DONE".into(),
+        "RUN".into(),
+        "PEND".into(),
+        "FAIL".into(),
+        "SKIP".into(),
+        "BUDGET".into(),
+    ]];
+    for p in plans {
+        let c = &p.counts;
+        rows.push(vec![
+            p.plan.id.clone(),
+            if p.plan.paused {
+                "paused".into()
+            } else {
+                "active".into()
+            },
+            format!("{}/{}", c.get(Status::Done), c.total),
+            (c.get(Status::Claimed) + c.get(Status::InProgress)).to_string(),
+            c.get(Status::Pending).to_string(),
+            c.get(Status::Failed).to_string(),
+            c.get(Status::Skipped).to_string(),
+            budget_text(&p.plan),
+        ]);
+    }
+    table(&rows)
+}
+
+/// `spent (+reserved) / limit`.
+pub fn budget_text(plan: &PlanRecord) -> String {
+    let reserved = if plan.reserved > Usd::ZERO {
+        format!(" (+{} reserved)", plan.reserved)
+    } else {
+        String::new()
+    };
+    match plan.budget {
+        Some(limit) => {
+            let pct = if limit.0 > 0 {
+                plan.spent.0 as f64 * 100.0 / limit.0 as f64
+            } else {
+                100.0
+            };
+            format!("{}{} / {} ({pct:.0}%)", plan.spent, reserved, limit)
+        }
+        None => format!("{}{} / no limit", plan.spent, reserved),
+    }
+}
+
+/// How a task's readiness reads in a table.
+pub fn task_state_text(t: &TaskRecord) -> String {
+    match t.status {
+        Status::Pending if t.pending_deps > 0 => format!("PENDING (waits on {})", t.pending_deps),
+        Status::Pending => "PENDING (ready)".to_string(),
+        other => match &t.reason {
+            Some(r)
+                if other.is_terminal() || matches!(other, Status::Blocked | Status::HumanLoop) =>
+            {
+                format!("{other} ({r})")
+            }
+            _ => other.to_string(),
+        },
+    }
+}
+
+pub fn render_task_table(tasks: &[TaskRecord]) -> String {
+    let mut rows = vec![vec![
+        "TASK".to_string(),
+        "STATUS".into(),
+        "PRIO".into(),
+        "TRY".into(),
+        "COST".into(),
+        "DEPENDS ON".into(),
+    ]];
+    for t in tasks {
+        rows.push(vec![
+            t.id.clone(),
+            task_state_text(t),
+            t.priority.to_string(),
+            format!("{}/{}", t.attempts, t.max_attempts),
+            t.cost.to_string(),
+            if t.spec.dependencies.is_empty() {
+                "-".into()
+            } else {
+                t.spec.dependencies.join(", ")
+            },
+        ]);
+    }
+    table(&rows)
+}
+
+/// The dependency graph drawn as a tree from the roots (tasks with no dependencies). A task with
+/// several parents is drawn in full under the first and referenced as `(↑ shown above)` after.
+pub fn render_dep_tree(tasks: &[TaskRecord]) -> String {
+    let ids: HashSet<&str> = tasks.iter().map(|t| t.id.as_str()).collect();
+    let status: HashMap<&str, Status> = tasks.iter().map(|t| (t.id.as_str(), t.status)).collect();
+    let mut children: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    let mut roots = Vec::new();
+    for t in tasks {
+        let known: Vec<&str> = t
+            .spec
+            .dependencies
+            .iter()
+            .map(String::as_str)
+            .filter(|d| ids.contains(d))
+            .collect();
+        if known.is_empty() {
+            roots.push(t.id.as_str());
+        }
+        for d in known {
+            children.entry(d).or_default().push(t.id.as_str());
+        }
+    }
+    let mut out = String::new();
+    let mut shown = HashSet::new();
+    let n = roots.len();
+    for (i, root) in roots.into_iter().enumerate() {
+        draw(
+            root,
+            "",
+            i + 1 == n,
+            true,
+            &children,
+            &status,
+            &mut shown,
+            &mut out,
+        );
+    }
+    // Tasks only reachable through a cycle have no root; list them so nothing is hidden.
+    for t in tasks {
+        if !shown.contains(t.id.as_str()) {
+            let _ = writeln!(out, "{} {} (in a dependency cycle)", mark(t.status), t.id);
+        }
+    }
+    out
+}
+
+#[allow(clippy::too_many_arguments)]
+fn draw<'a>(
+    id: &'a str,
+    prefix: &str,
+    last: bool,
+    top: bool,
+    children: &BTreeMap<&'a str, Vec<&'a str>>,
+    status: &HashMap<&'a str, Status>,
+    shown: &mut HashSet<&'a str>,
+    out: &mut String,
+) {
+    let branch = if top {
+        ""
+    } else if last {
+        "└── "
+    } else {
+        "├── "
+    };
+    let st = status.get(id).copied().unwrap_or(Status::Pending);
+    if !shown.insert(id) {
+        let _ = writeln!(out, "{prefix}{branch}{} {id} (↑ shown above)", mark(st));
+        return;
+    }
+    let _ = writeln!(out, "{prefix}{branch}{} {id}", mark(st));
+    let next_prefix = if top {
+        prefix.to_string()
+    } else if last {
+        format!("{prefix}    ")
+    } else {
+        format!("{prefix}│   ")
+    };
+    if let Some(kids) = children.get(id) {
+        let n = kids.len();
+        for (i, kid) in kids.iter().enumerate() {
+            draw(
+                kid,
+                &next_prefix,
+                i + 1 == n,
+                false,
+                children,
+                status,
+                shown,
+                out,
+            );
+        }
+    }
+}
+
+/// A one-character status mark that reads without colour.
+pub fn mark(s: Status) -> &'static str {
+    match s {
+        Status::Done => "✔",
+        Status::Failed => "✘",
+        Status::Skipped => "⊘",
+        Status::Claimed | Status::InProgress => "▶",
+        Status::Blocked | Status::HumanLoop => "✋",
+        Status::Pending => "·",
+    }
+}
+
+/// Left-aligned columns separated by two spaces.
+pub fn table(rows: &[Vec<String>]) -> String {
+    let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let mut widths = vec![0usize; cols];
+    for row in rows {
+        for (i, cell) in row.iter().enumerate() {
+            widths[i] = widths[i].max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for row in rows {
+        let mut line = String::new();
+        for (i, cell) in row.iter().enumerate() {
+            if i + 1 == row.len() {
+                line.push_str(cell);
+            } else {
+                let pad = widths[i] - cell.chars().count();
+                line.push_str(cell);
+                line.push_str(&" ".repeat(pad + 2));
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{Priority, TaskSpec};
+    use chrono::Utc;
+
+    fn task(id: &str, deps: &[&str], status: Status) -> TaskRecord {
+        TaskRecord {
+            pk: 0,
+            plan_id: "p".into(),
+            id: id.into(),
+            status,
+            priority: Priority::Medium,
+            pending_deps: 0,
+            epoch: 0,
+            attempts: 0,
+            max_attempts: 3,
+            worker_id: None,
+            lease_expires_at: None,
+            deadline_at: None,
+            cost: Usd::ZERO,
+            reserved: Usd::ZERO,
+            reason: None,
+            spec: TaskSpec {
+                id: id.into(),
+                dependencies: deps.iter().map(|d| d.to_string()).collect(),
+                ..Default::default()
+            },
+            updated_at: Utc::now(),
+        }
+    }
+
+    #[test]
+    fn tree_draws_diamond_once_and_references_it() {
+        let tasks = vec![
+            task("A", &[], Status::Done),
+            task("B", &["A"], Status::Pending),
+            task("C", &["A"], Status::InProgress),
+            task("D", &["B", "C"], Status::Pending),
+        ];
+        let tree = render_dep_tree(&tasks);
+        assert_eq!(
+            tree,
+            "✔ A\n├── · B\n│   └── · D\n└── ▶ C\n    └── · D (↑ shown above)\n"
+        );
+    }
+
+    #[test]
+    fn cycle_members_are_still_listed() {
+        let tasks = vec![
+            task("A", &["B"], Status::Pending),
+            task("B", &["A"], Status::Pending),
+        ];
+        let tree = render_dep_tree(&tasks);
+        assert!(tree.contains("A (in a dependency cycle)"));
+        assert!(tree.contains("B (in a dependency cycle)"));
+    }
+
+    #[test]
+    fn table_aligns_columns() {
+        let t = table(&[
+            vec!["a".into(), "bb".into()],
+            vec!["ccc".into(), "d".into()],
+        ]);
+        assert_eq!(t, "a    bb\nccc  d\n");
+    }
+}

@@ -1,0 +1,150 @@
+//! Headless progress: JSON lines on stdout, read from the same audit trail everyone else reads.
+//!
+//! One line per task transition, a `progress` line at most every few seconds, and a final
+//! `complete` line with the exit code.
+
+use super::worker::RunSummary;
+use crate::store::{Event, EventFilter, Store, StoreResult};
+use serde_json::{Value, json};
+use std::io::Write;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The JSON line for one event, or `None` for events that are not task transitions.
+pub fn transition_line(e: &Event) -> Option<Value> {
+    let to = e.to_status?;
+    let mut line = json!({
+        "event": "task",
+        "type": e.event_type,
+        "plan_id": e.plan_id,
+        "task_id": e.task_id,
+        "to": to.as_str(),
+        "ts": e.ts.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+    });
+    if let Some(from) = e.from_status {
+        line["from"] = json!(from.as_str());
+    }
+    if let Some(reason) = e.payload.get("reason").filter(|r| !r.is_null()) {
+        line["reason"] = reason.clone();
+    }
+    if let Some(cost) = e.payload.get("cost_usd").filter(|c| !c.is_null()) {
+        line["cost_usd"] = cost.clone();
+    }
+    if let Some(w) = &e.worker_id {
+        line["worker"] = json!(w);
+    }
+    Some(line)
+}
+
+pub fn complete_line(s: &RunSummary) -> Value {
+    json!({
+        "event": "complete",
+        "end": s.end,
+        "exit_code": s.exit_code,
+        "done": s.done,
+        "failed": s.failed,
+        "skipped": s.skipped,
+        "total": s.total,
+        "attempts": s.attempts,
+        "cost_usd": s.cost_usd,
+        "elapsed_sec": (s.elapsed_sec * 10.0).round() / 10.0,
+        "stuck": s.stuck,
+    })
+}
+
+/// Follows the plan's events until `stop` resolves, printing JSON lines to `out`.
+pub struct HeadlessPrinter {
+    store: Arc<dyn Store>,
+    plan_id: String,
+    after_id: i64,
+    started: Instant,
+    last_progress: Option<Instant>,
+    every: Duration,
+}
+
+impl HeadlessPrinter {
+    /// Starts after the events that already exist, so a resumed run prints only what it does.
+    pub async fn new(store: Arc<dyn Store>, plan_id: String, every: Duration) -> StoreResult<Self> {
+        let existing = store
+            .events(&EventFilter {
+                plan_id: Some(plan_id.clone()),
+                ..Default::default()
+            })
+            .await?;
+        let after_id = existing.last().map(|e| e.id).unwrap_or(0);
+        Ok(HeadlessPrinter {
+            store,
+            plan_id,
+            after_id,
+            started: Instant::now(),
+            last_progress: None,
+            every,
+        })
+    }
+
+    /// Prints what happened since the last call; a progress line when it is due (or `force`).
+    pub async fn pump(&mut self, out: &mut impl Write, force: bool) -> StoreResult<()> {
+        let events = self
+            .store
+            .events(&EventFilter {
+                plan_id: Some(self.plan_id.clone()),
+                after_id: Some(self.after_id),
+                ..Default::default()
+            })
+            .await?;
+        for e in &events {
+            self.after_id = e.id;
+            if let Some(line) = transition_line(e) {
+                let _ = writeln!(out, "{line}");
+            }
+        }
+        let due = self.last_progress.is_none_or(|t| t.elapsed() >= self.every);
+        if force || due {
+            self.last_progress = Some(Instant::now());
+            let counts = self.store.counts(&self.plan_id).await?;
+            let plan = self.store.get_plan(&self.plan_id).await?;
+            use crate::domain::Status;
+            let line = json!({
+                "event": "progress",
+                "done": counts.get(Status::Done),
+                "total": counts.total,
+                "failed": counts.get(Status::Failed),
+                "skipped": counts.get(Status::Skipped),
+                "running": counts.get(Status::Claimed) + counts.get(Status::InProgress),
+                "cost_usd": plan.spent.as_f64(),
+                "elapsed_sec": (self.started.elapsed().as_secs_f64() * 10.0).round() / 10.0,
+            });
+            let _ = writeln!(out, "{line}");
+        }
+        let _ = out.flush();
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::Status;
+
+    #[test]
+    fn transitions_become_lines_and_other_events_do_not() {
+        let mut e = Event {
+            id: 1,
+            ts: chrono::Utc::now(),
+            event_type: "task.failed".into(),
+            plan_id: Some("p".into()),
+            task_id: Some("T-1".into()),
+            worker_id: Some("w".into()),
+            epoch: Some(1),
+            from_status: Some(Status::InProgress),
+            to_status: Some(Status::Failed),
+            payload: json!({"reason": "verification_failed", "cost_usd": 0.5}),
+        };
+        let line = transition_line(&e).unwrap();
+        assert_eq!(line["to"], "FAILED");
+        assert_eq!(line["from"], "IN_PROGRESS");
+        assert_eq!(line["reason"], "verification_failed");
+        e.to_status = None;
+        assert!(transition_line(&e).is_none());
+    }
+}
