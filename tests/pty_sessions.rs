@@ -59,6 +59,12 @@ async fn until(deadline: Duration, mut cond: impl FnMut() -> bool) -> bool {
     cond()
 }
 
+#[test]
+fn sessions_can_be_shared_across_tasks() {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<PtySession>();
+}
+
 #[tokio::test]
 async fn typed_input_is_echoed_on_the_screen() {
     let s = spawn(&[&agent("echo_loop.sh")]);
