@@ -353,6 +353,7 @@ async fn import_writes_rows_edges_and_events(c: &Ctx) {
         ]
     );
     assert_eq!(evs[1].to_status, Some(Status::Pending));
+    assert_eq!(evs[1].payload["priority"], "medium");
     assert_eq!(evs[1].task_id.as_deref(), Some("A"));
     let counts = s.counts("p1").await.expect("counts");
     assert_eq!(counts.total, 3);
@@ -455,6 +456,35 @@ async fn import_maps_file_statuses_and_gate_skips(c: &Ctx) {
     let pr = s.get_plan("override").await.expect("plan");
     assert_eq!(pr.budget, Some(Usd::from_f64(7.0)));
     assert!(pr.spec.tasks.is_empty());
+    // Re-import: the gate's verdict alone changes nothing; a changed, unstarted gated task is
+    // rewritten and leaves SKIPPED when the gate no longer skips it.
+    let before = last_id(s).await;
+    let mut again = opts.clone();
+    again.skip.insert("a".into(), "gate".into());
+    assert!(
+        !s.import_plan(&p, &again)
+            .await
+            .expect("reimport")
+            .changed_anything()
+    );
+    assert_eq!(last_id(s).await, before);
+    let mut p2 = p.clone();
+    if let Some(t) = p2.tasks.iter_mut().find(|t| t.id == "gated") {
+        t.description = "fixed".into();
+    }
+    let mut no_gate = opts.clone();
+    no_gate.skip.clear();
+    let r = s.import_plan(&p2, &no_gate).await.expect("reimport");
+    assert_eq!(r.updated, vec!["gated"]);
+    let evs = events_after(s, before).await;
+    assert_eq!(evs.len(), 1);
+    assert_eq!(evs[0].event_type, et::TASK_UPDATED);
+    assert_eq!(
+        (evs[0].from_status, evs[0].to_status),
+        (Some(Skipped), Some(Pending))
+    );
+    let gated = s.get_task("override", "gated").await.expect("gated");
+    assert_eq!((gated.status, gated.reason), (Pending, None));
 }
 
 async fn every_leased_transition_writes_exactly_its_event(c: &Ctx) {
@@ -1302,7 +1332,7 @@ async fn reimport_updates_unstarted_and_keeps_started(c: &Ctx) {
             (et::TASK_CREATED, Some("new"))
         ]
     );
-    let changed = evs[1].payload["changed"]
+    let changed = evs[1].payload["fields"]
         .as_array()
         .expect("changed list")
         .clone();
@@ -1397,37 +1427,40 @@ async fn plan_reset_keep_and_hard(c: &Ctx) {
         budget: Some(Usd::from_f64(5.0)),
         ..Default::default()
     };
-    s.import_plan(&plan("p", vec![task("a", &[]), task("b", &["a"])]), &opts)
-        .await
-        .expect("import");
+    let p = plan("p", vec![task("a", &[]), task("b", &["a"]), task("c", &[])]);
+    s.import_plan(&p, &opts).await.expect("import");
     let cl = claim(s, &req("w")).await;
     let b = last_id(s).await;
-    assert!(matches!(
-        s.reset_plan("p", ResetMode::KeepTasks).await,
-        Err(StoreError::Refused { .. })
-    ));
-    assert!(matches!(
-        s.reset_plan("p", ResetMode::Hard).await,
-        Err(StoreError::Refused { .. })
-    ));
-    assert_eq!(last_id(s).await, b);
-    s.complete(
-        cl.lease,
-        &Outcome {
-            cost: Usd::from_f64(1.0),
-            ..Default::default()
-        },
-    )
-    .await
-    .expect("done");
+    let refused = s.reset_plan("p", ResetMode::KeepTasks).await;
+    assert!(
+        matches!(&refused, Err(StoreError::Refused { task_id, .. }) if task_id == "a"),
+        "{refused:?}"
+    );
+    assert_eq!(last_id(s).await, b, "a refused reset writes nothing");
+    let o = Outcome {
+        cost: Usd::from_f64(1.0),
+        ..Default::default()
+    };
+    s.complete(cl.lease, &o).await.expect("done");
     let b = last_id(s).await;
     s.reset_plan("p", ResetMode::KeepTasks)
         .await
         .expect("reset keep");
     let evs = events_after(s, b).await;
-    assert_eq!(evs.len(), 1);
-    assert_eq!(evs[0].event_type, et::PLAN_RESET);
-    assert_eq!(evs[0].payload["hard"], false);
+    let kinds: Vec<_> = evs
+        .iter()
+        .map(|e| (e.event_type.as_str(), e.task_id.as_deref()))
+        .collect();
+    assert_eq!(
+        kinds,
+        [(et::TASK_RESET, Some("a")), (et::PLAN_RESET, None)],
+        "only moved tasks get task.reset"
+    );
+    assert_eq!(
+        (evs[0].from_status, evs[0].to_status),
+        (Some(Status::Done), Some(Status::Pending))
+    );
+    assert_eq!(evs[1].payload["hard"], false);
     let tasks = s.list_tasks("p").await.expect("list");
     assert!(
         tasks
@@ -1437,18 +1470,30 @@ async fn plan_reset_keep_and_hard(c: &Ctx) {
     assert_eq!(tasks[1].pending_deps, 1, "b waits for a again");
     let pr = s.get_plan("p").await.expect("plan");
     assert_eq!((pr.spent, pr.reserved), (Usd::ZERO, Usd::ZERO));
+    // A hard reset deletes tasks even under a lease; the old holder is then stale.
+    let mut r = req("w");
+    r.default_estimate = Usd::from_f64(1.0);
+    let held = claim(s, &r).await;
     let b = last_id(s).await;
     s.reset_plan("p", ResetMode::Hard)
         .await
         .expect("reset hard");
     assert!(s.list_tasks("p").await.expect("list").is_empty());
-    assert!(s.get_plan("p").await.is_ok(), "the plan row stays");
+    let pr = s.get_plan("p").await.expect("the plan row stays");
+    assert_eq!((pr.spent, pr.reserved), (Usd::ZERO, Usd::ZERO));
     let evs = events_after(s, b).await;
+    assert_eq!(evs.len(), 1);
     assert_eq!(
-        (evs.len(), evs[0].payload["hard"].clone()),
-        (1, json!(true))
+        (evs[0].event_type.as_str(), evs[0].payload["hard"].clone()),
+        (et::PLAN_RESET, json!(true))
     );
-    assert!(all_events(s).await.len() > 4, "history stays");
+    assert!(matches!(
+        s.complete(held.lease, &Outcome::default()).await,
+        Err(StoreError::Stale { .. })
+    ));
+    assert!(all_events(s).await.len() > 6, "history stays");
+    // The plan can be filled again from its file.
+    assert_eq!(import(s, &p).await.created.len(), 3);
 }
 
 async fn events_are_append_only(c: &Ctx) {

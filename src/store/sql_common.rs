@@ -254,6 +254,94 @@ pub fn outcome_payload(o: &Outcome, extra: &[(&str, Value)]) -> Value {
     Value::Object(m)
 }
 
+/// Event payloads, built in one place so both stores write the same shapes. Readers (TUI,
+/// headless printer, web) may rely on the keys documented here.
+pub mod payload {
+    use super::usd_json;
+    use crate::domain::{TaskSpec, Usd};
+    use crate::store::types::TaskRecord;
+    use serde_json::{Value, json};
+
+    /// `plan.created`: `{project, tasks, budget_usd}`.
+    pub fn plan_created(project: &str, tasks: usize, budget: Option<Usd>) -> Value {
+        json!({ "project": project, "tasks": tasks, "budget_usd": budget.map(usd_json) })
+    }
+
+    /// `plan.updated` / `task.updated`: `{fields: [names of the changed spec fields]}`.
+    pub fn fields_changed(fields: &[String]) -> Value {
+        json!({ "fields": fields })
+    }
+
+    /// `task.created`: `{priority, dependencies, max_attempts}`.
+    pub fn task_created(t: &TaskSpec, max_attempts: i64) -> Value {
+        json!({ "priority": t.priority, "dependencies": t.dependencies, "max_attempts": max_attempts })
+    }
+
+    /// `task.skipped` written by an import for the decision gate: `{reason, gate: true}`.
+    pub fn gate_skip(reason: Option<&str>) -> Value {
+        json!({ "reason": reason, "gate": true })
+    }
+
+    /// `task.claimed`: `{attempt, reserved_usd, lease_ms}`.
+    pub fn claimed(attempt: i64, reserved: Usd, lease_ms: i64) -> Value {
+        json!({ "attempt": attempt, "reserved_usd": usd_json(reserved), "lease_ms": lease_ms })
+    }
+
+    /// `task.started`: `{deadline_ms}` (null without a deadline).
+    pub fn started(deadline_ms: Option<i64>) -> Value {
+        json!({ "deadline_ms": deadline_ms })
+    }
+
+    /// Extra keys of `task.retry` / `task.failed` from `fail`: the attempt that failed.
+    pub fn attempt_extra(t: &TaskRecord) -> [(&'static str, Value); 2] {
+        [
+            ("attempt", json!(t.attempts)),
+            ("max_attempts", json!(t.max_attempts)),
+        ]
+    }
+
+    /// `task.cost`: `{cost_usd, task_cost_usd, plan_spent_usd}`.
+    pub fn cost(cost: Usd, task_cost: Usd, plan_spent: Usd) -> Value {
+        json!({
+            "cost_usd": usd_json(cost),
+            "task_cost_usd": usd_json(task_cost),
+            "plan_spent_usd": usd_json(plan_spent),
+        })
+    }
+
+    /// `task.lease_expired` / `task.deadline_passed`: `{reason, attempt, max_attempts,
+    /// lease_expires_at, deadline_at}` of the row as the reaper found it.
+    pub fn reaped(reason: &str, t: &TaskRecord) -> Value {
+        json!({
+            "reason": reason,
+            "attempt": t.attempts,
+            "max_attempts": t.max_attempts,
+            "lease_expires_at": t.lease_expires_at,
+            "deadline_at": t.deadline_at,
+        })
+    }
+
+    /// `task.skipped` / `task.reset` by an operator: `{reason}`.
+    pub fn operator(reason: &str) -> Value {
+        json!({ "reason": reason })
+    }
+
+    /// `task.reset` written for each task a plan reset moves: `{reason: "plan reset"}`.
+    pub fn plan_reset_task() -> Value {
+        json!({ "reason": "plan reset" })
+    }
+
+    /// `plan.reset`: `{hard, tasks}` (tasks reset or deleted).
+    pub fn plan_reset(hard: bool, tasks: usize) -> Value {
+        json!({ "hard": hard, "tasks": tasks })
+    }
+
+    /// `plan.paused` / `plan.resumed`: `{}`.
+    pub fn empty() -> Value {
+        json!({})
+    }
+}
+
 /// A status column's text.
 pub fn parse_status(s: &str) -> StoreResult<Status> {
     s.parse()

@@ -7,10 +7,9 @@ use crate::store::error::StoreResult;
 use crate::store::event_types as et;
 use crate::store::sql_common::{
     ExistingTask, TaskPlan, decode_json, effective_budget, effective_plan_id, encode_json,
-    max_attempts_for, parse_status, plan_changes, plan_import, plan_row_spec, usd_json,
+    max_attempts_for, parse_status, payload, plan_changes, plan_import, plan_row_spec,
 };
 use crate::store::types::{ImportOptions, ImportReport};
-use serde_json::json;
 use sqlx::sqlite::Sqlite;
 use sqlx::{QueryBuilder, Row};
 use std::collections::HashMap;
@@ -88,11 +87,7 @@ pub async fn import_plan(
             evs.push(Ev::plan(
                 et::PLAN_CREATED,
                 &plan_id,
-                json!({
-                    "project": plan.project,
-                    "budget_usd": row_spec.budget_usd.map(usd_json),
-                    "tasks": plan.tasks.len(),
-                }),
+                payload::plan_created(&plan.project, plan.tasks.len(), row_spec.budget_usd),
             ));
         }
         Some(old) => {
@@ -113,16 +108,17 @@ pub async fn import_plan(
                 evs.push(Ev::plan(
                     et::PLAN_UPDATED,
                     &plan_id,
-                    json!({ "changed": changed }),
+                    payload::fields_changed(&changed),
                 ));
             }
         }
     }
 
-    // Rows first (creates in bulk, updates one by one), then edges and readiness, then events in
-    // file order.
+    // Rows first (creates in bulk, updates one by one), then edges and readiness, then events:
+    // the plan's, the updates', then the creations' (each group in file order).
     let mut creates = Vec::new();
-    let mut task_evs: Vec<Ev> = Vec::new();
+    let mut update_evs: Vec<Ev> = Vec::new();
+    let mut create_evs: Vec<Ev> = Vec::new();
     let mut rewire = Vec::new();
     for (ord, (t, d)) in plan.tasks.iter().zip(&decisions).enumerate() {
         let base = |event_type: &str, from: Option<Status>, to: Status, payload| Ev {
@@ -149,24 +145,19 @@ pub async fn import_plan(
                     spec: encode_json(t, "task spec")?,
                 });
                 rewire.push(t);
-                task_evs.push(base(
+                create_evs.push(base(
                     et::TASK_CREATED,
                     None,
                     *created_as,
-                    json!({
-                        "priority": t.priority,
-                        "dependencies": t.dependencies,
-                        "max_attempts": max_attempts_for(t, opts.default_max_attempts),
-                    }),
+                    payload::task_created(t, max_attempts_for(t, opts.default_max_attempts)),
                 ));
                 if status != created_as {
-                    task_evs.push(base(
+                    create_evs.push(base(
                         et::TASK_SKIPPED,
                         Some(*created_as),
                         *status,
-                        json!({ "reason": reason, "gate": true }),
+                        payload::gate_skip(reason.as_deref()),
                     ));
-                    report.skipped.push(t.id.clone());
                 }
                 report.created.push(t.id.clone());
             }
@@ -201,27 +192,20 @@ pub async fn import_plan(
                         .await?;
                     rewire.push(t);
                 }
-                let gate_skip = *status == Status::Skipped && old.status != Status::Skipped;
-                let shown_to = if gate_skip { old.status } else { *status };
-                task_evs.push(base(
+                // One event carries both the rewrite and any gate move (PENDING ↔ SKIPPED).
+                update_evs.push(base(
                     et::TASK_UPDATED,
                     Some(old.status),
-                    shown_to,
-                    json!({ "changed": changed }),
+                    *status,
+                    payload::fields_changed(changed),
                 ));
-                if gate_skip {
-                    task_evs.push(base(
-                        et::TASK_SKIPPED,
-                        Some(old.status),
-                        *status,
-                        json!({ "reason": reason, "gate": true }),
-                    ));
-                    report.skipped.push(t.id.clone());
-                }
                 report.updated.push(t.id.clone());
             }
             TaskPlan::KeepStarted { .. } => report.kept_started.push(t.id.clone()),
             TaskPlan::Unchanged => report.unchanged.push(t.id.clone()),
+        }
+        if d.gate_skipped() {
+            report.skipped.push(t.id.clone());
         }
     }
     insert_tasks(&mut tx, &plan_id, plan, &creates).await?;
@@ -263,7 +247,8 @@ pub async fn import_plan(
         .into_iter()
         .filter(|id| !in_file.contains(id.as_str()))
         .collect();
-    evs.extend(task_evs);
+    evs.extend(update_evs);
+    evs.extend(create_evs);
     tx.events_bulk(evs).await?;
     tx.commit().await?;
     Ok(report)

@@ -7,9 +7,9 @@ use super::tx::{Ev, Move, WriteTx};
 use crate::domain::{Action, Status, Usd, budget_allows, transition};
 use crate::store::error::{StoreError, StoreResult};
 use crate::store::event_types as et;
-use crate::store::sql_common::{encode_json, millis, outcome_payload, usd_json};
+use crate::store::sql_common::{encode_json, millis, outcome_payload, payload};
 use crate::store::types::*;
-use serde_json::json;
+use serde_json::Value;
 use sqlx::{AssertSqlSafe, Row};
 use std::time::Duration;
 
@@ -100,12 +100,7 @@ pub async fn claim(s: &Shared, req: &ClaimRequest) -> StoreResult<Option<Claimed
         et::TASK_CLAIMED,
         &before,
         Status::Claimed,
-        json!({
-            "attempt": task.attempts,
-            "max_attempts": task.max_attempts,
-            "lease_ms": millis(req.lease),
-            "reserved_usd": usd_json(estimate),
-        }),
+        payload::claimed(task.attempts, estimate, millis(req.lease)),
     );
     ev.worker_id = Some(req.worker_id.clone());
     ev.epoch = Some(task.epoch);
@@ -159,7 +154,7 @@ pub async fn start(s: &Shared, lease: Lease, deadline: Option<Duration>) -> Stor
     .bind(t.epoch)
     .execute(tx.conn())
     .await?;
-    let payload = json!({ "deadline_ms": deadline.map(millis) });
+    let payload = payload::started(deadline.map(millis));
     tx.event(Ev::task(et::TASK_STARTED, &t, to, payload))
         .await?;
     tx.commit().await?;
@@ -174,8 +169,9 @@ async fn settle(
     event_type: &str,
     o: &Outcome,
     attempts_delta: i64,
+    extra: &[(&str, Value)],
 ) -> StoreResult<TaskRecord> {
-    let mut m = Move::new(to, event_type, outcome_payload(o, &[]));
+    let mut m = Move::new(to, event_type, outcome_payload(o, extra));
     m.cost = o.cost;
     m.reason = o.reason.clone();
     m.attempts_delta = attempts_delta;
@@ -189,7 +185,7 @@ pub async fn complete(s: &Shared, lease: Lease, o: &Outcome) -> StoreResult<Task
     let mut tx = WriteTx::begin(s).await?;
     let t = tx.leased(lease).await?;
     let to = check(&t, Action::Complete)?;
-    let after = settle(&mut tx, &t, to, et::TASK_DONE, o, 0).await?;
+    let after = settle(&mut tx, &t, to, et::TASK_DONE, o, 0, &[]).await?;
     tx.commit().await?;
     Ok(after)
 }
@@ -209,7 +205,16 @@ pub async fn fail(
         (Action::Fail, et::TASK_FAILED)
     };
     let to = check(&t, action)?;
-    let after = settle(&mut tx, &t, to, event_type, o, 0).await?;
+    let after = settle(
+        &mut tx,
+        &t,
+        to,
+        event_type,
+        o,
+        0,
+        &payload::attempt_extra(&t),
+    )
+    .await?;
     tx.commit().await?;
     Ok(after)
 }
@@ -219,7 +224,7 @@ pub async fn release(s: &Shared, lease: Lease, o: &Outcome) -> StoreResult<TaskR
     let t = tx.leased(lease).await?;
     let to = check(&t, Action::Release)?;
     // Shutdown and operator pauses are not the task's fault: the attempt is given back.
-    let after = settle(&mut tx, &t, to, et::TASK_RELEASED, o, -1).await?;
+    let after = settle(&mut tx, &t, to, et::TASK_RELEASED, o, -1, &[]).await?;
     tx.commit().await?;
     Ok(after)
 }
@@ -232,7 +237,7 @@ pub async fn park(s: &Shared, lease: Lease, park: Park, o: &Outcome) -> StoreRes
         Park::Blocked => (Action::Block, et::TASK_BLOCKED),
     };
     let to = check(&t, action)?;
-    let after = settle(&mut tx, &t, to, event_type, o, 0).await?;
+    let after = settle(&mut tx, &t, to, event_type, o, 0, &[]).await?;
     tx.commit().await?;
     Ok(after)
 }
@@ -262,11 +267,7 @@ pub async fn add_cost(s: &Shared, lease: Lease, cost: Usd) -> StoreResult<PlanRe
         et::TASK_COST,
         &t,
         t.status,
-        json!({
-            "cost_usd": usd_json(cost),
-            "task_cost_usd": usd_json(t.cost + cost),
-            "plan_spent_usd": usd_json(plan.spent),
-        }),
+        payload::cost(cost, t.cost + cost, plan.spent),
     );
     // Not a transition: the status columns stay empty.
     ev.from = None;
@@ -320,12 +321,7 @@ pub async fn reap(s: &Shared) -> StoreResult<ReapReport> {
                 Action::Release
             },
         )?;
-        let payload = json!({
-            "reason": reason,
-            "attempts": t.attempts,
-            "max_attempts": t.max_attempts,
-        });
-        let mut m = Move::new(to, event_type, payload);
+        let mut m = Move::new(to, event_type, payload::reaped(reason, &t));
         m.reason = Some(reason.to_string());
         // The row is re-checked by (pk, epoch, status) in the UPDATE: changed meanwhile → left.
         if tx.apply_move(&t, m).await?.is_none() {

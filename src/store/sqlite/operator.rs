@@ -1,14 +1,16 @@
 //! Operator actions (no lease), plan pause/reset, free-form events and worker registrations.
 
 use super::Shared;
+use super::rows::{self, TASK_COLS};
 use super::tx::{Ev, Move, WriteTx};
 use crate::domain::{Action, Status, transition};
 use crate::store::NewEvent;
 use crate::store::error::{StoreError, StoreResult};
 use crate::store::event_types as et;
-use crate::store::sql_common::encode_json;
+use crate::store::sql_common::{encode_json, payload};
 use crate::store::types::*;
 use serde_json::{Value, json};
+use sqlx::AssertSqlSafe;
 
 fn check(t: &TaskRecord, action: Action) -> StoreResult<Status> {
     transition(t.status, action).map_err(|source| StoreError::Illegal {
@@ -50,7 +52,7 @@ pub async fn set_plan_paused(s: &Shared, plan_id: &str, paused: bool) -> StoreRe
     } else {
         et::PLAN_RESUMED
     };
-    tx.event(Ev::plan(ev, plan_id, Value::Null)).await?;
+    tx.event(Ev::plan(ev, plan_id, payload::empty())).await?;
     if !paused {
         tx.wake();
     }
@@ -61,27 +63,31 @@ pub async fn set_plan_paused(s: &Shared, plan_id: &str, paused: bool) -> StoreRe
 pub async fn reset_plan(s: &Shared, plan_id: &str, mode: ResetMode) -> StoreResult<()> {
     let mut tx = WriteTx::begin(s).await?;
     plan_paused(&mut tx, plan_id).await?;
-    let leased: Option<(String, String)> = sqlx::query_as(
-        "SELECT task_id, status FROM tasks WHERE plan_id = ? \
-         AND status IN ('CLAIMED', 'IN_PROGRESS') ORDER BY ord, pk LIMIT 1",
-    )
-    .bind(plan_id)
-    .fetch_optional(tx.conn())
-    .await?;
-    if let Some((task_id, status)) = leased {
-        return Err(StoreError::Refused {
-            task_id,
-            status: crate::store::sql_common::parse_status(&status)?,
-            message: "a worker holds it; release it (or stop the run) before resetting the plan"
-                .to_string(),
-        });
-    }
-    let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM tasks WHERE plan_id = ?")
+    let sql = format!("SELECT {TASK_COLS} FROM tasks WHERE plan_id = ? ORDER BY pk");
+    let tasks = sqlx::query(AssertSqlSafe(sql))
         .bind(plan_id)
-        .fetch_one(tx.conn())
-        .await?;
+        .fetch_all(tx.conn())
+        .await?
+        .iter()
+        .map(rows::task)
+        .collect::<StoreResult<Vec<_>>>()?;
+    let mut evs = Vec::new();
     match mode {
         ResetMode::KeepTasks => {
+            // Leased work is refused rather than yanked from a worker mid-attempt.
+            if let Some(t) = tasks
+                .iter()
+                .find(|t| transition(t.status, Action::Reset).is_err())
+            {
+                return Err(StoreError::Refused {
+                    task_id: t.id.clone(),
+                    status: t.status,
+                    message: format!(
+                        "plan {plan_id} still has work under a lease; stop its workers (or wait \
+                         for the reaper) and reset again"
+                    ),
+                });
+            }
             sqlx::query(
                 "UPDATE tasks SET status = 'PENDING', attempts = 0, cost_micros = 0, \
                    reserved_micros = 0, reason = NULL, worker_id = NULL, lease_expires_at = NULL, \
@@ -94,6 +100,18 @@ pub async fn reset_plan(s: &Shared, plan_id: &str, mode: ResetMode) -> StoreResu
             .bind(plan_id)
             .execute(tx.conn())
             .await?;
+            // One task.reset per task that moved, so replaying events reproduces the states.
+            for t in tasks
+                .iter()
+                .filter(|t| t.status != Status::Pending || t.attempts != 0)
+            {
+                evs.push(Ev::task(
+                    et::TASK_RESET,
+                    t,
+                    Status::Pending,
+                    payload::plan_reset_task(),
+                ));
+            }
         }
         ResetMode::Hard => {
             sqlx::query("DELETE FROM tasks WHERE plan_id = ?")
@@ -110,12 +128,12 @@ pub async fn reset_plan(s: &Shared, plan_id: &str, mode: ResetMode) -> StoreResu
     .execute(tx.conn())
     .await?;
     let hard = mode == ResetMode::Hard;
-    tx.event(Ev::plan(
+    evs.push(Ev::plan(
         et::PLAN_RESET,
         plan_id,
-        json!({ "hard": hard, "tasks": n }),
-    ))
-    .await?;
+        payload::plan_reset(hard, tasks.len()),
+    ));
+    tx.events_bulk(evs).await?;
     tx.wake();
     tx.commit().await?;
     Ok(())
@@ -147,11 +165,7 @@ pub async fn skip_task(
     reason: &str,
 ) -> StoreResult<TaskRecord> {
     operator_move(s, plan_id, task_id, Action::Skip, |t, to| {
-        let mut m = Move::new(
-            to,
-            et::TASK_SKIPPED,
-            json!({ "reason": reason, "operator": true }),
-        );
+        let mut m = Move::new(to, et::TASK_SKIPPED, payload::operator(reason));
         m.reason = Some(reason.to_string());
         // A worker still holding the task is fenced out: its next write is stale.
         m.bump_epoch = t.status.is_leased();
@@ -167,7 +181,7 @@ pub async fn reset_task(
     reason: &str,
 ) -> StoreResult<TaskRecord> {
     operator_move(s, plan_id, task_id, Action::Reset, |_, to| {
-        let mut m = Move::new(to, et::TASK_RESET, json!({ "reason": reason }));
+        let mut m = Move::new(to, et::TASK_RESET, payload::operator(reason));
         m.reset_attempts = true;
         m
     })
@@ -181,9 +195,7 @@ pub async fn approve_task(
     payload: Value,
 ) -> StoreResult<TaskRecord> {
     operator_move(s, plan_id, task_id, Action::Approve, |_, to| {
-        let mut m = Move::new(to, et::TASK_APPROVED, payload);
-        m.reason = Some("approved".to_string());
-        m
+        Move::new(to, et::TASK_APPROVED, payload)
     })
     .await
 }
@@ -195,9 +207,7 @@ pub async fn reject_task(
     payload: Value,
 ) -> StoreResult<TaskRecord> {
     operator_move(s, plan_id, task_id, Action::Reject, |_, to| {
-        let mut m = Move::new(to, et::TASK_REJECTED, payload);
-        m.reason = Some("rejected".to_string());
-        m
+        Move::new(to, et::TASK_REJECTED, payload)
     })
     .await
 }
