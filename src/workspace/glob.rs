@@ -121,6 +121,7 @@ fn match_seg(pat: &str, s: &str) -> bool {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -177,6 +177,7 @@ fn symlink(_link: &Path, target: &Path) -> Result<(), WorkspaceError> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

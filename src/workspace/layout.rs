@@ -78,6 +78,7 @@ pub fn is_within(path: &Path, dir: &Path) -> bool {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

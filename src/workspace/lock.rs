@@ -81,6 +81,7 @@ fn try_flock(_file: &File) -> std::io::Result<bool> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -130,6 +130,7 @@ fn kill_group(pid: u32) {
 fn kill_group(_pid: u32) {}
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
