@@ -147,6 +147,11 @@ pub async fn drain_through_tmux(file: &Path) -> Result<Duration, String> {
         .stderr(std::process::Stdio::null())
         .status()
         .await;
+    // kill-server leaves the socket file behind.
+    let tmpdir = std::env::var_os("TMUX_TMPDIR").unwrap_or_else(|| "/tmp".into());
+    // SAFETY: getuid cannot fail.
+    let uid = unsafe { libc::getuid() };
+    let _ = std::fs::remove_file(Path::new(&tmpdir).join(format!("tmux-{uid}")).join(&socket));
     result
 }
 
