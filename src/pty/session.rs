@@ -401,7 +401,13 @@ impl PtySession {
         self.shared.lock_emulator().alternate_screen()
     }
 
-    /// Inside a synchronized-output block (mode 2026): hold repaints, with a timeout.
+    /// True while the child is inside a synchronized-output block (mode 2026).
+    pub fn sync_output_active(&self) -> bool {
+        self.shared.lock_emulator().sync_output_active()
+    }
+
+    /// Since when the child has been inside a synchronized-output block: a renderer holds the
+    /// pane's repaint meanwhile, but not longer than its own timeout.
     pub fn sync_output_since(&self) -> Option<Instant> {
         self.shared.lock_emulator().sync_output_since()
     }
