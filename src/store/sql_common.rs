@@ -80,6 +80,12 @@ pub fn changed_fields<T: Serialize>(old: &T, new: &T, ignore: &[&str]) -> Vec<St
 /// Fields of a task spec that changed. The declared `status` is not compared: it only seeds a
 /// new row, after which the queue's live status rules (export writes live statuses back).
 pub fn task_changes(old: &TaskSpec, new: &TaskSpec) -> Vec<String> {
+    // The common case (nothing changed) without serialising both sides.
+    let mut same = old.clone();
+    same.status = new.status;
+    if same == *new {
+        return Vec::new();
+    }
     changed_fields(old, new, &["status"])
 }
 

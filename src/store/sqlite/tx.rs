@@ -120,10 +120,12 @@ impl<'s> WriteTx<'s> {
     pub async fn events_bulk(&mut self, evs: Vec<Ev>) -> StoreResult<()> {
         // 9 values per row: well under SQLite's 32,766 bound parameters.
         const CHUNK: usize = 2_000;
-        let mut written = Vec::with_capacity(evs.len());
-        for chunk in evs.chunks(CHUNK) {
+        let ts = rows::time(self.now)?;
+        let mut evs = evs.into_iter().peekable();
+        while evs.peek().is_some() {
+            let chunk: Vec<Ev> = evs.by_ref().take(CHUNK).collect();
             let mut payloads = Vec::with_capacity(chunk.len());
-            for ev in chunk {
+            for ev in &chunk {
                 payloads.push(encode_json(&ev.payload, "event payload")?);
             }
             let mut qb = QueryBuilder::<Sqlite>::new(
@@ -141,14 +143,33 @@ impl<'s> WriteTx<'s> {
                     .push_bind(ev.to.map(Status::as_str))
                     .push_bind(payload);
             });
-            qb.push(format!(" RETURNING {EVENT_COLS}"));
-            for row in qb.build().fetch_all(&mut *self.tx).await? {
-                written.push(rows::event(&row)?);
+            qb.push(" RETURNING id");
+            let mut ids: Vec<i64> = qb.build_query_scalar().fetch_all(&mut *self.tx).await?;
+            if ids.len() != chunk.len() {
+                return Err(StoreError::Corrupt(format!(
+                    "inserted {} events but got {} ids back",
+                    chunk.len(),
+                    ids.len()
+                )));
+            }
+            // The rows of one INSERT take consecutive ids in VALUES order under the write lock;
+            // RETURNING's row order is not promised, the ids are.
+            ids.sort_unstable();
+            for (id, ev) in ids.into_iter().zip(chunk) {
+                self.events.push(Event {
+                    id,
+                    ts,
+                    event_type: ev.event_type,
+                    plan_id: ev.plan_id,
+                    task_id: ev.task_id,
+                    worker_id: ev.worker_id,
+                    epoch: ev.epoch,
+                    from_status: ev.from,
+                    to_status: ev.to,
+                    payload: ev.payload,
+                });
             }
         }
-        // RETURNING order is not promised; ids are.
-        written.sort_by_key(|e| e.id);
-        self.events.extend(written);
         Ok(())
     }
 
