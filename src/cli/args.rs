@@ -60,9 +60,62 @@ whilly completions zsh > ~/.zfunc/_whilly\n  whilly completions fish > ~/.config
         #[arg(value_enum)]
         shell: Shell,
     },
+    /// Run a plan to the end with agents in PTYs and worktrees (headless: JSON lines on stdout).
+    #[command(
+        after_help = "Examples:\n  whilly run tasks.json --budget 10\n  whilly run --plan demo --parallel 4 --agent claude\n  \
+whilly run tasks.json --timeout 2h --headless\n  whilly run --plan demo --resume      # after a crash\n\n\
+Exit codes: 0 all DONE (SKIPPED allowed), 1 some FAILED, 2 budget exhausted (or environment error), 3 timeout, 130 interrupted."
+    )]
+    Run(RunArgs),
+    /// A long-lived worker on a shared (Postgres) queue: claims ready tasks of any plan, or one.
+    #[command(
+        after_help = "Examples:\n  WHILLY_DATABASE_URL=postgres://queue-host/whilly whilly worker --slots 4\n  whilly worker --plan demo --tags gpu,linux"
+    )]
+    Worker(WorkerArgs),
     /// Measure Whilly against raw baselines measured in the same run.
     #[command(subcommand)]
     Bench(BenchCommand),
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct RunArgs {
+    /// A plan file to import (or re-import) before running.
+    pub plan_file: Option<PathBuf>,
+    /// An imported plan's id (with a file: the id to import it as).
+    #[arg(long, value_name = "ID")]
+    pub plan: Option<String>,
+    /// JSON lines on stdout instead of the console (the console is not built yet: always headless).
+    #[arg(long)]
+    pub headless: bool,
+    /// Agents running at once (default: run.parallel, 3).
+    #[arg(long, short = 'j', value_name = "N")]
+    pub parallel: Option<usize>,
+    /// The agent for tasks that name none (default: run.agent, claude).
+    #[arg(long, value_name = "NAME")]
+    pub agent: Option<String>,
+    /// The plan's budget in USD.
+    #[arg(long, value_name = "USD")]
+    pub budget: Option<f64>,
+    /// Wall-clock limit for the whole run, e.g. 90m (exit 3 when reached).
+    #[arg(long, value_name = "DURATION")]
+    pub timeout: Option<String>,
+    /// After a crash: tasks held by dead processes of this host go back to PENDING at once.
+    #[arg(long)]
+    pub resume: bool,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct WorkerArgs {
+    /// Only this plan's tasks.
+    #[arg(long, value_name = "ID")]
+    pub plan: Option<String>,
+    #[arg(long, value_name = "N")]
+    pub slots: Option<usize>,
+    /// This worker's tags; tasks that require tags go only to workers having all of them.
+    #[arg(long, value_delimiter = ',', value_name = "TAG,…")]
+    pub tags: Vec<String>,
+    #[arg(long, value_name = "NAME")]
+    pub agent: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]

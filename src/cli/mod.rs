@@ -1,5 +1,6 @@
 //! The command line: parse, set up logging, dispatch, map errors to exit codes.
 
+pub mod agents_setup;
 pub mod args;
 pub mod config_cmd;
 pub mod context;
@@ -9,6 +10,7 @@ pub mod exit;
 pub mod logging;
 pub mod plan_cmd;
 pub mod plan_view;
+pub mod run_cmd;
 pub mod signals;
 
 use args::{Cli, Command};
@@ -71,6 +73,8 @@ async fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Events(args) => events_cmd::run(&ctx, args).await,
         Command::Db(cmd) => db_cmd::run(&ctx, cmd).await,
         Command::Config(cmd) => config_cmd::run(&cmd, &ctx.config_load_options()),
+        Command::Run(args) => run_cmd::run(&ctx, args).await,
+        Command::Worker(args) => run_cmd::worker(&ctx, args).await,
         Command::Bench(_) => anyhow::bail!("bench is not wired yet"),
         Command::Completions { .. } => Ok(exit::OK),
     }

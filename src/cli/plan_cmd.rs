@@ -10,6 +10,7 @@ use crate::store::{ImportOptions, ImportReport, ResetMode, Store};
 use anyhow::{Context as _, bail};
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Arc;
 
 pub async fn run(ctx: &Context, cmd: PlanCommand) -> anyhow::Result<i32> {
     match cmd {
@@ -134,16 +135,58 @@ async fn import(
     plan_id: Option<String>,
     json: bool,
 ) -> anyhow::Result<i32> {
+    let store = ctx.store().await?;
+    match import_file(&store, file, strict, budget, plan_id, json).await? {
+        Ok(result) => {
+            if json {
+                println!("{}", serde_json::to_string_pretty(&result)?);
+            } else {
+                print!("{}", describe_import(&result, store.as_ref()));
+            }
+            Ok(exit::OK)
+        }
+        Err(code) => Ok(code),
+    }
+}
+
+/// `whilly run FILE`: import (or re-import) the file, report on stderr, return the plan id.
+pub async fn import_for_run(
+    _ctx: &Context,
+    store: &Arc<dyn Store>,
+    file: &Path,
+    budget: Option<f64>,
+    plan_id: Option<String>,
+) -> anyhow::Result<Result<String, i32>> {
+    Ok(
+        match import_file(store, file, false, budget, plan_id, false).await? {
+            Ok(result) => {
+                eprint!("{}", describe_import(&result, store.as_ref()));
+                Ok(result.plan_id)
+            }
+            Err(code) => Err(code),
+        },
+    )
+}
+
+/// Validates and imports `file`; `Err(exit code)` when the file is refused (nothing written).
+async fn import_file(
+    store: &Arc<dyn Store>,
+    file: &Path,
+    strict: bool,
+    budget: Option<f64>,
+    plan_id: Option<String>,
+    quiet_warnings: bool,
+) -> anyhow::Result<Result<ImportReport, i32>> {
     // The gate never refuses an import: without --strict it warns, with --strict the failing
     // tasks are imported as SKIPPED. Structural errors refuse it before anything is written.
     let report = plan::load_plan_file(file, false)?;
-    if report.has_errors() || report.plan.is_none() {
-        eprint!("{}", plan::render_check(&report, false));
-        eprintln!("nothing was imported");
-        return Ok(exit::FAILED);
-    }
-    let Some(spec) = report.plan.clone() else {
-        return Ok(exit::FAILED);
+    let spec = match (&report.plan, report.has_errors()) {
+        (Some(spec), false) => spec.clone(),
+        _ => {
+            eprint!("{}", plan::render_check(&report, false));
+            eprintln!("nothing was imported");
+            return Ok(Err(exit::FAILED));
+        }
     };
     if let Some(id) = &plan_id {
         validate_id(id).map_err(|e| anyhow::anyhow!("--id: {e}"))?;
@@ -160,13 +203,12 @@ async fn import(
             continue;
         }
         if strict {
-            skip.insert(task.id.clone(), "decision_gate_failed".to_string());
-        } else if !json {
+            skip.insert(task.id.clone(), plan::GATE_SKIP_REASON.to_string());
+        } else if !quiet_warnings {
             let why: Vec<String> = failures.iter().map(|f| f.to_string()).collect();
             eprintln!("warning: {}: decision gate: {}", task.id, why.join("; "));
         }
     }
-    let store = ctx.store().await?;
     // A budget set earlier with --budget is not in the file; re-importing the file without
     // --budget must keep it rather than silently lifting the limit.
     let target_id = plan_id.clone().unwrap_or_else(|| spec.id.clone());
@@ -184,13 +226,7 @@ async fn import(
         skip,
         default_max_attempts: 3,
     };
-    let result = store.import_plan(&spec, &opts).await?;
-    if json {
-        println!("{}", serde_json::to_string_pretty(&result)?);
-    } else {
-        print!("{}", describe_import(&result, store.as_ref()));
-    }
-    Ok(exit::OK)
+    Ok(Ok(store.import_plan(&spec, &opts).await?))
 }
 
 fn describe_import(r: &ImportReport, store: &dyn Store) -> String {

@@ -3,11 +3,13 @@
 //! `worker` is the loop (claims, leases, reaper, budget, shutdown, settlement) and knows nothing
 //! of agents; an [`executor::Executor`] does one attempt's work.
 
+pub mod attempt;
 pub mod budget;
 pub mod control;
 pub mod executor;
 pub mod outcome;
 pub mod progress;
+pub mod sessions;
 pub mod verify;
 pub mod worker;
 

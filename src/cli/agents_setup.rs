@@ -1,0 +1,108 @@
+//! Turning configuration into what the engine runs with: agent backends, prices, worktree settings.
+
+use super::exit::EnvironmentError;
+use crate::agent::{self, AgentSettings, Backend, BackendKind, ModelPrice, PriceTable};
+use crate::config::{self, Config};
+use crate::workspace::{MergeMode, WorkspaceConfig};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The settings of agent `name` from `[agents.<name>]` (`handoff` is built in: a human).
+pub fn agent_settings(cfg: &Config, name: &str) -> anyhow::Result<AgentSettings> {
+    if name == "handoff" {
+        return Ok(AgentSettings::new(BackendKind::Handoff));
+    }
+    let Some(a) = cfg.agents.get(name) else {
+        anyhow::bail!(
+            "agent {name:?} is not configured: add an [agents.{name}] table to whilly.toml (known: {}, handoff)",
+            cfg.agents.keys().cloned().collect::<Vec<_>>().join(", ")
+        );
+    };
+    let kind = match a.backend(name) {
+        Some(config::Backend::Claude) => BackendKind::Claude,
+        Some(config::Backend::Opencode) => BackendKind::OpenCode,
+        Some(config::Backend::Codex) => BackendKind::Codex,
+        Some(config::Backend::Gemini) => BackendKind::Gemini,
+        Some(config::Backend::Command) => BackendKind::Command,
+        None => anyhow::bail!("[agents.{name}] needs `backend = \"command\"` and a `template`"),
+    };
+    Ok(AgentSettings {
+        name: name.to_string(),
+        kind,
+        bin: a.bin.clone().unwrap_or_default(),
+        model: a.model.clone(),
+        permission: match a.permission_mode {
+            config::PermissionMode::Full => agent::PermissionMode::Full,
+            config::PermissionMode::AcceptEdits => agent::PermissionMode::AcceptEdits,
+            config::PermissionMode::ReadOnly => agent::PermissionMode::ReadOnly,
+        },
+        output: agent::OutputMode::Stream,
+        extra_args: a.extra_args.clone(),
+        env: Vec::new(),
+        command: a.template.clone(),
+    })
+}
+
+/// Builds every named agent now, so a missing binary stops the run before any claim (exit 2).
+pub fn build_agents(
+    cfg: &Config,
+    names: &BTreeSet<String>,
+) -> anyhow::Result<BTreeMap<String, Arc<dyn Backend>>> {
+    let mut out: BTreeMap<String, Arc<dyn Backend>> = BTreeMap::new();
+    for name in names {
+        let settings = agent_settings(cfg, name)?;
+        let backend = agent::build_backend(&settings).map_err(|e| match e {
+            agent::AgentError::BinaryNotFound { .. } => {
+                anyhow::Error::new(EnvironmentError(e.to_string()))
+            }
+            other => anyhow::Error::new(other),
+        })?;
+        out.insert(name.clone(), Arc::from(backend));
+    }
+    Ok(out)
+}
+
+pub fn price_table(cfg: &Config) -> PriceTable {
+    let mut t = PriceTable::new();
+    for (model, p) in &cfg.prices {
+        t.insert(
+            model.clone(),
+            ModelPrice {
+                input_per_mtok: p.input_per_mtok,
+                output_per_mtok: p.output_per_mtok,
+                cache_read_per_mtok: None,
+                cache_write_per_mtok: None,
+            },
+        );
+    }
+    t
+}
+
+pub fn workspace_config(cfg: &Config) -> WorkspaceConfig {
+    WorkspaceConfig {
+        base_dir: Some(cfg.worktrees.dir.clone()),
+        include: cfg.worktrees.include.clone(),
+        setup_command: cfg.worktrees.setup_command.clone(),
+        setup_timeout: Duration::from_secs(600),
+        merge: merge_mode(cfg),
+        merge_lock_timeout: Duration::from_secs(120),
+    }
+}
+
+pub fn merge_mode(cfg: &Config) -> MergeMode {
+    match cfg.worktrees.merge {
+        config::MergeMode::Ff => MergeMode::Ff,
+        config::MergeMode::CherryPick => MergeMode::CherryPick,
+        config::MergeMode::NoMerge => MergeMode::None,
+    }
+}
+
+/// The variables verification commands see: the allow-list, taken from this environment.
+pub fn verification_env(cfg: &Config) -> Vec<(String, String)> {
+    cfg.verification
+        .env_allowlist
+        .iter()
+        .filter_map(|k| std::env::var(k).ok().map(|v| (k.clone(), v)))
+        .collect()
+}

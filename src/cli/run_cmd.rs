@@ -1,0 +1,294 @@
+//! `whilly run` and `whilly worker`: the engine, headless.
+
+use super::agents_setup::{
+    build_agents, merge_mode, price_table, verification_env, workspace_config,
+};
+use super::args::{RunArgs, WorkerArgs};
+use super::context::Context;
+use super::exit::{self, EnvironmentError};
+use super::plan_cmd;
+use super::signals;
+use crate::agent::{Guards, HandoffDir};
+use crate::config::Config;
+use crate::domain::Usd;
+use crate::engine::attempt::{AgentExecutor, ExecutorConfig, agent_name_for};
+use crate::engine::progress::{HeadlessPrinter, complete_line};
+use crate::engine::sessions::SessionRegistry;
+use crate::engine::{Engine, EngineConfig};
+use crate::pty::TermSize;
+use crate::store::{ImportOptions, Lease, Outcome, Store, WorkerRecord};
+use crate::workspace::Workspaces;
+use anyhow::Context as _;
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub async fn run(ctx: &Context, args: RunArgs) -> anyhow::Result<i32> {
+    let cfg = ctx.config()?;
+    let store = ctx.store().await?;
+    let plan_id = match (&args.plan_file, &args.plan) {
+        (Some(file), _) => {
+            match plan_cmd::import_for_run(ctx, &store, file, args.budget, args.plan.clone())
+                .await?
+            {
+                Ok(id) => id,
+                Err(code) => return Ok(code),
+            }
+        }
+        (None, Some(id)) => {
+            store.get_plan(id).await?;
+            if let Some(b) = args.budget {
+                set_budget(&store, id, b).await?;
+            }
+            id.clone()
+        }
+        (None, None) => {
+            let plans = store.list_plans().await?;
+            match plans.as_slice() {
+                [only] => only.plan.id.clone(),
+                [] => anyhow::bail!(
+                    "nothing to run: give a plan file (`whilly run tasks.json`) or import one first"
+                ),
+                _ => anyhow::bail!(
+                    "several plans are imported ({}); say which with --plan ID",
+                    plans
+                        .iter()
+                        .map(|p| p.plan.id.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            }
+        }
+    };
+    let worker_id = worker_id();
+    if args.resume {
+        resume(&store, &plan_id).await?;
+    }
+    let plan = store.get_plan(&plan_id).await?;
+    let tasks = store.list_tasks(&plan_id).await?;
+    let default_agent = args.agent.clone().unwrap_or_else(|| cfg.run.agent.clone());
+    let names: BTreeSet<String> = tasks
+        .iter()
+        .filter(|t| !t.status.is_terminal())
+        .map(|t| agent_name_for(&t.spec, &plan.spec, &default_agent))
+        .chain(std::iter::once(default_agent.clone()))
+        .collect();
+    let executor = build_executor(ctx, &cfg, store.clone(), &default_agent, &names)?;
+
+    let mut engine_cfg = engine_config(&cfg, worker_id.clone());
+    engine_cfg.plan_id = Some(plan_id.clone());
+    engine_cfg.slots = args.parallel.unwrap_or(cfg.run.parallel as usize).max(1);
+    engine_cfg.run_timeout = match &args.timeout {
+        Some(t) => Some(
+            humantime::parse_duration(t)
+                .map_err(|e| anyhow::anyhow!("--timeout {t:?}: {e} (write e.g. 90s, 30m, 2h)"))?,
+        ),
+        None => cfg.run.timeout,
+    };
+    let shutdown = signals::shutdown_channel();
+    let engine = Engine::new(store.clone(), Arc::new(executor), engine_cfg, shutdown);
+
+    let mut printer =
+        HeadlessPrinter::new(store.clone(), plan_id.clone(), Duration::from_secs(3)).await?;
+    let mut handle = tokio::spawn(engine.run());
+    let summary = loop {
+        tokio::select! {
+            joined = &mut handle => break joined.context("the engine stopped unexpectedly")??,
+            _ = tokio::time::sleep(Duration::from_millis(500)) => {
+                printer.pump(&mut std::io::stdout().lock(), false).await?;
+            }
+        }
+    };
+    let mut out = std::io::stdout().lock();
+    printer.pump(&mut out, true).await?;
+    writeln!(out, "{}", complete_line(&summary))?;
+    out.flush()?;
+    Ok(summary.exit_code)
+}
+
+pub async fn worker(ctx: &Context, args: WorkerArgs) -> anyhow::Result<i32> {
+    let cfg = ctx.config()?;
+    let store = ctx.store().await?;
+    let worker_id = worker_id();
+    let default_agent = args.agent.clone().unwrap_or_else(|| cfg.run.agent.clone());
+    let mut names: BTreeSet<String> = cfg.agents.keys().cloned().collect();
+    names.insert("handoff".into());
+    // A worker serves any plan: only the agents whose binaries exist here are offered.
+    names.retain(|n| {
+        n == &default_agent
+            || super::agents_setup::agent_settings(&cfg, n)
+                .is_ok_and(|s| crate::agent::build_backend(&s).is_ok())
+    });
+    let executor = build_executor(ctx, &cfg, store.clone(), &default_agent, &names)?;
+    let mut engine_cfg = engine_config(&cfg, worker_id.clone());
+    engine_cfg.plan_id = args.plan.clone();
+    engine_cfg.slots = args.slots.unwrap_or(cfg.run.parallel as usize).max(1);
+    engine_cfg.tags = args.tags.clone();
+    engine_cfg.exit_when_idle = false;
+    let record = WorkerRecord {
+        id: worker_id.clone(),
+        host: hostname::get()
+            .map(|h| h.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        slots: engine_cfg.slots as i64,
+        tags: engine_cfg.tags.clone(),
+        started_at: chrono::Utc::now(),
+        heartbeat_at: chrono::Utc::now(),
+    };
+    store.register_worker(&record).await?;
+    eprintln!(
+        "whilly worker {worker_id}: {} slots on the {} queue at {}{}",
+        engine_cfg.slots,
+        store.info().backend,
+        store.info().location,
+        args.plan
+            .as_deref()
+            .map(|p| format!(", plan {p}"))
+            .unwrap_or_default()
+    );
+    let beat_store = store.clone();
+    let beat_id = worker_id.clone();
+    let beat_every = engine_cfg.heartbeat;
+    let beat = tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(beat_every).await;
+            if let Err(e) = beat_store.worker_heartbeat(&beat_id).await {
+                tracing::warn!("worker heartbeat: {e}");
+            }
+        }
+    });
+    let shutdown = signals::shutdown_channel();
+    let summary = Engine::new(store.clone(), Arc::new(executor), engine_cfg, shutdown)
+        .run()
+        .await;
+    beat.abort();
+    let _ = store.remove_worker(&worker_id).await;
+    let summary = summary?;
+    eprintln!(
+        "whilly worker {worker_id}: stopped after {} attempts",
+        summary.attempts
+    );
+    Ok(exit::INTERRUPTED)
+}
+
+fn build_executor(
+    ctx: &Context,
+    cfg: &Config,
+    store: Arc<dyn Store>,
+    default_agent: &str,
+    names: &BTreeSet<String>,
+) -> anyhow::Result<AgentExecutor> {
+    let agents = build_agents(cfg, names)?;
+    let workspaces = Workspaces::new(&ctx.repo_root, workspace_config(cfg))
+        .map_err(|e| EnvironmentError(format!("{}: {e}", ctx.repo_root.display())))?;
+    let base_commit = workspaces
+        .base_commit()
+        .map_err(|e| EnvironmentError(e.to_string()))?;
+    let guards = Guards::new(&cfg.guards.injection_patterns)
+        .map_err(|e| anyhow::anyhow!("[guards] injection_patterns: {e}"))?;
+    let run_id = chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ").to_string();
+    let exec_cfg = ExecutorConfig {
+        repo_root: ctx.repo_root.clone(),
+        run_dir: ctx.state_dir().join("runs").join(run_id),
+        default_agent: default_agent.to_string(),
+        agents,
+        prices: price_table(cfg),
+        guards,
+        verification_timeout: Duration::from_secs(cfg.verification.timeout_secs),
+        verification_env: verification_env(cfg),
+        pty_size: TermSize::new(40, 160),
+        scrollback: cfg.tui.scrollback_lines as usize,
+        grace: Duration::from_secs(cfg.run.grace_period_secs),
+        handoff: HandoffDir::in_project(&ctx.repo_root),
+        handoff_timeout: Duration::from_secs(cfg.handoff.timeout_secs),
+        handoff_poll: Duration::from_millis(500),
+        merge: merge_mode(cfg),
+        base_commit,
+        default_task_timeout: None,
+    };
+    Ok(AgentExecutor::new(
+        exec_cfg,
+        store,
+        Arc::new(workspaces),
+        SessionRegistry::new(),
+    ))
+}
+
+fn engine_config(cfg: &Config, worker_id: String) -> EngineConfig {
+    let mut e = EngineConfig::new(worker_id);
+    e.lease = Duration::from_secs(cfg.queue.lease_secs.max(1));
+    e.heartbeat = Duration::from_secs(cfg.queue.heartbeat_secs.max(1));
+    e.reaper_interval = Duration::from_secs(cfg.queue.reaper_interval_secs.max(1));
+    e.poll = Duration::from_millis(cfg.queue.poll_interval_ms.max(10));
+    e.grace = Duration::from_secs(cfg.run.grace_period_secs);
+    e.default_estimate = Usd::from_f64(cfg.queue.default_task_estimate_usd);
+    e.retry_backoff = cfg.retry.backoff_secs.clone();
+    e
+}
+
+/// `host/pid/random`: unique per process, and tells `--resume` which dead process held a task.
+pub fn worker_id() -> String {
+    let host = hostname::get()
+        .map(|h| h.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| "host".into());
+    let nonce: u32 = rand::random();
+    format!("{host}/{}/{:06x}", std::process::id(), nonce & 0xff_ffff)
+}
+
+/// After a crash: tasks still leased by a dead process on this host go back to PENDING now,
+/// instead of waiting for their leases to expire.
+async fn resume(store: &Arc<dyn Store>, plan_id: &str) -> anyhow::Result<()> {
+    let host = hostname::get()
+        .map(|h| h.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    for t in store.list_tasks(plan_id).await? {
+        if !t.status.is_leased() {
+            continue;
+        }
+        let Some(owner) = &t.worker_id else { continue };
+        let mut parts = owner.split('/');
+        let (Some(h), Some(pid)) = (
+            parts.next(),
+            parts.next().and_then(|p| p.parse::<i32>().ok()),
+        ) else {
+            continue;
+        };
+        if h != host || process_alive(pid) {
+            continue;
+        }
+        let lease = Lease {
+            task_pk: t.pk,
+            epoch: t.epoch,
+        };
+        match store.release(lease, &Outcome::reason("worker_dead")).await {
+            Ok(_) => eprintln!(
+                "resume: {} was held by dead process {pid}; back to PENDING",
+                t.id
+            ),
+            Err(e) => tracing::warn!("resume: {}: {e}", t.id),
+        }
+    }
+    Ok(())
+}
+
+fn process_alive(pid: i32) -> bool {
+    // SAFETY: signal 0 only checks for existence and permission.
+    let r = unsafe { libc::kill(pid, 0) };
+    r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+async fn set_budget(store: &Arc<dyn Store>, plan_id: &str, budget: f64) -> anyhow::Result<()> {
+    if !budget.is_finite() || budget < 0.0 {
+        anyhow::bail!("--budget {budget}: expected a non-negative number of US dollars");
+    }
+    let spec = store.export_plan(plan_id).await?;
+    let opts = ImportOptions {
+        budget: Some(Usd::from_f64(budget)),
+        plan_id: Some(plan_id.to_string()),
+        default_max_attempts: 3,
+        ..Default::default()
+    };
+    store.import_plan(&spec, &opts).await?;
+    Ok(())
+}

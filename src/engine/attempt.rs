@@ -1,0 +1,741 @@
+//! The real executor: one attempt of one task, from guards to delivery.
+//!
+//! guards → start (deadline) → worktree → agent in a PTY (or a human handoff) → result and cost
+//! → verification → repair rounds → commit → merge back → outcome. The loop in `worker` settles
+//! the outcome in the store; this file never writes task state itself.
+
+use super::control::{AttemptControl, StopLevel, StopReason};
+use super::executor::{AttemptOutcome, Executor};
+use super::sessions::{SessionInfo, SessionRegistry, SessionState};
+use super::verify::{Verification, run_checks};
+use crate::agent::{
+    self, Backend, BackendKind, ErrorClass, Guards, HandoffDir, HandoffPoll, HandoffStatus,
+    Invocation, PriceTable, PromptInput, Repair, build_prompt,
+};
+use crate::domain::{PlanSpec, TaskSpec, Usd, VerificationCommand, safe_id};
+use crate::pty::{PtySession, SpawnSpec, TermSize};
+use crate::store::{Claimed, Park, PlanRecord, Store, StoreError};
+use crate::workspace::{Delivery, MergeMode, Workspaces, Worktree, commit_message};
+use async_trait::async_trait;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The agent's final result is at the end of its output; only this much of the log is read back.
+const RESULT_TAIL_BYTES: u64 = 4 * 1024 * 1024;
+
+pub struct ExecutorConfig {
+    pub repo_root: PathBuf,
+    /// `.whilly/runs/<run id>`: logs and prompts of this run's attempts.
+    pub run_dir: PathBuf,
+    /// The agent for tasks and plans that name none.
+    pub default_agent: String,
+    /// Every agent tasks may name, built (binaries resolved) before the run starts.
+    pub agents: BTreeMap<String, Arc<dyn Backend>>,
+    pub prices: PriceTable,
+    pub guards: Guards,
+    pub verification_timeout: Duration,
+    /// Variables the verification commands see (from this process's environment).
+    pub verification_env: Vec<(String, String)>,
+    pub pty_size: TermSize,
+    pub scrollback: usize,
+    /// How long an agent may take to finish up after a graceful stop.
+    pub grace: Duration,
+    pub handoff: HandoffDir,
+    pub handoff_timeout: Duration,
+    pub handoff_poll: Duration,
+    pub merge: MergeMode,
+    /// The commit every task's worktree starts from.
+    pub base_commit: String,
+    pub default_task_timeout: Option<Duration>,
+}
+
+pub struct AgentExecutor {
+    cfg: ExecutorConfig,
+    store: Arc<dyn Store>,
+    workspaces: Arc<Workspaces>,
+    sessions: SessionRegistry,
+}
+
+impl AgentExecutor {
+    pub fn new(
+        cfg: ExecutorConfig,
+        store: Arc<dyn Store>,
+        workspaces: Arc<Workspaces>,
+        sessions: SessionRegistry,
+    ) -> Self {
+        AgentExecutor {
+            cfg,
+            store,
+            workspaces,
+            sessions,
+        }
+    }
+}
+
+/// The name of the agent a task runs with: the task's, else the plan's, else the default.
+pub fn agent_name_for(task: &TaskSpec, plan: &PlanSpec, default: &str) -> String {
+    task.agent
+        .clone()
+        .or_else(|| plan.agent.clone())
+        .unwrap_or_else(|| default.to_string())
+}
+
+/// Plan-level verification commands plus the task's own (`verification_commands` in the task).
+pub fn checks_for(task: &TaskSpec, plan: &PlanSpec) -> Vec<VerificationCommand> {
+    let mut out = plan.verification_commands.clone();
+    if let Some(v) = task.extra.get("verification_commands")
+        && let Ok(extra) = serde_json::from_value::<Vec<VerificationCommand>>(v.clone())
+    {
+        out.extend(extra);
+    }
+    out
+}
+
+/// The plan's `agent_instructions` (v3: lists under any key), flattened.
+pub fn plan_instructions(plan: &PlanSpec) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(Value::Object(groups)) = plan.extra.get("agent_instructions") {
+        for (_, v) in groups {
+            if let Value::Array(items) = v {
+                out.extend(items.iter().filter_map(|i| i.as_str().map(str::to_string)));
+            }
+        }
+    }
+    out
+}
+
+struct Ctx<'a> {
+    claimed: &'a Claimed,
+    plan: &'a PlanRecord,
+    task: &'a TaskSpec,
+    agent_name: String,
+    attempt_dir: PathBuf,
+    spent: Usd,
+    evidence: serde_json::Map<String, Value>,
+}
+
+impl Ctx<'_> {
+    fn evidence(&self) -> Value {
+        Value::Object(self.evidence.clone())
+    }
+}
+
+#[async_trait]
+impl Executor for AgentExecutor {
+    async fn execute(
+        &self,
+        claimed: Claimed,
+        plan: PlanRecord,
+        ctl: AttemptControl,
+    ) -> AttemptOutcome {
+        let task = claimed.task.spec.clone();
+        let agent_name = agent_name_for(&task, &plan.spec, &self.cfg.default_agent);
+        let attempt_dir = self
+            .cfg
+            .run_dir
+            .join(safe_id(&claimed.task.plan_id))
+            .join(safe_id(&task.id));
+        let mut cx = Ctx {
+            claimed: &claimed,
+            plan: &plan,
+            task: &task,
+            agent_name: agent_name.clone(),
+            attempt_dir,
+            spent: Usd::ZERO,
+            evidence: serde_json::Map::new(),
+        };
+        cx.evidence.insert("agent".into(), json!(agent_name));
+        cx.evidence
+            .insert("attempt".into(), json!(claimed.task.attempts));
+        self.sessions.upsert(SessionInfo {
+            task_pk: claimed.lease.task_pk,
+            plan_id: claimed.task.plan_id.clone(),
+            task_id: task.id.clone(),
+            agent: agent_name.clone(),
+            attempt: claimed.task.attempts,
+            started: Instant::now(),
+            state: SessionState::Preparing,
+            pty: None,
+            log_path: None,
+        });
+        let outcome = self.run(&mut cx, ctl).await;
+        let final_state = match &outcome {
+            AttemptOutcome::Done { .. } => SessionState::Done,
+            _ => SessionState::Failed,
+        };
+        self.sessions
+            .update(claimed.lease.task_pk, |s| s.state = final_state);
+        self.sessions.remove(claimed.lease.task_pk);
+        outcome
+    }
+}
+
+impl AgentExecutor {
+    async fn run(&self, cx: &mut Ctx<'_>, mut ctl: AttemptControl) -> AttemptOutcome {
+        let Some(backend) = self.cfg.agents.get(&cx.agent_name).cloned() else {
+            return fail(
+                cx,
+                "unknown_agent",
+                false,
+                format!(
+                    "task names agent {:?}, which is not configured; add [agents.{}] to whilly.toml or use one of: {}",
+                    cx.agent_name,
+                    cx.agent_name,
+                    self.cfg
+                        .agents
+                        .keys()
+                        .cloned()
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            );
+        };
+
+        // Guards before anything is spent: the prompt and every command we would run.
+        let instructions = plan_instructions(&cx.plan.spec);
+        let checks = checks_for(cx.task, &cx.plan.spec);
+        let base_prompt = {
+            let mut input = PromptInput::new(&cx.claimed.task.plan_id, cx.task);
+            input.plan_instructions = &instructions;
+            build_prompt(&input)
+        };
+        if let Err(reason) = self.cfg.guards.check_before_run(cx.task, &base_prompt) {
+            return fail(cx, reason.code(), false, reason.to_string());
+        }
+        for c in &checks {
+            if let Err(reason) = agent::guards::check_command(&c.command) {
+                return fail(cx, reason.code(), false, reason.to_string());
+            }
+        }
+
+        let deadline = cx
+            .task
+            .timeout_secs
+            .map(Duration::from_secs)
+            .or(self.cfg.default_task_timeout);
+        match self.store.start(cx.claimed.lease, deadline).await {
+            Ok(()) => {}
+            Err(StoreError::Stale { .. }) => return AttemptOutcome::Abandoned,
+            Err(e) => return fail(cx, "store_error", true, e.to_string()),
+        }
+        let deadline_at = deadline.map(|d| Instant::now() + d);
+
+        // The worktree.
+        let wt = {
+            let ws = self.workspaces.clone();
+            let (plan_id, task_id, base) = (
+                cx.claimed.task.plan_id.clone(),
+                cx.task.id.clone(),
+                self.cfg.base_commit.clone(),
+            );
+            match tokio::task::spawn_blocking(move || ws.prepare(&plan_id, &task_id, &base)).await {
+                Ok(Ok(wt)) => wt,
+                Ok(Err(e)) => return fail(cx, "workspace_error", false, e.to_string()),
+                Err(e) => return fail(cx, "workspace_error", true, e.to_string()),
+            }
+        };
+        cx.evidence.insert("worktree".into(), json!(wt.path));
+        cx.evidence.insert("branch".into(), json!(wt.branch));
+
+        let repair_max = checks
+            .iter()
+            .filter(|c| c.required)
+            .map(|c| c.repair_max_attempts)
+            .max()
+            .unwrap_or(0);
+        let mut repair: Option<Repair> = None;
+        let mut round = 0u32;
+        loop {
+            let prompt = if let Some(r) = &repair {
+                let mut input = PromptInput::new(&cx.claimed.task.plan_id, cx.task);
+                input.plan_instructions = &instructions;
+                input.repair = Some(r);
+                build_prompt(&input)
+            } else {
+                base_prompt.clone()
+            };
+            let step = if backend.kind() == BackendKind::Handoff {
+                self.handoff(cx, &wt, &prompt, &mut ctl, deadline_at).await
+            } else {
+                self.agent_round(
+                    cx,
+                    backend.as_ref(),
+                    &wt,
+                    &prompt,
+                    round,
+                    &mut ctl,
+                    deadline_at,
+                )
+                .await
+            };
+            match step {
+                Step::Outcome(o) => return o,
+                Step::Finished => {}
+            }
+
+            // Evidence: the checks, in the worktree.
+            self.sessions.update(cx.claimed.lease.task_pk, |s| {
+                s.state = SessionState::Verifying
+            });
+            let verification = run_checks(
+                &checks,
+                &wt.path,
+                &self.cfg.verification_env,
+                self.cfg.verification_timeout,
+            )
+            .await;
+            record_verification(cx, round, &verification);
+            if verification.passed() {
+                break;
+            }
+            if round >= repair_max {
+                return fail(
+                    cx,
+                    "verification_failed",
+                    false,
+                    verification.failure_report(),
+                );
+            }
+            round += 1;
+            let first = verification.failures().first().map(|c| (*c).clone());
+            repair = first.map(|c| Repair {
+                attempt: round + 1,
+                command_name: c.name,
+                command: c.command,
+                exit_code: c.exit_code,
+                output: c.output,
+            });
+        }
+
+        self.sessions.update(cx.claimed.lease.task_pk, |s| {
+            s.state = SessionState::Delivering
+        });
+        self.deliver(cx, wt).await
+    }
+
+    /// One run of the agent process; `Finished` means it exited 0 with the marker.
+    #[allow(clippy::too_many_arguments)]
+    async fn agent_round(
+        &self,
+        cx: &mut Ctx<'_>,
+        backend: &dyn Backend,
+        wt: &Worktree,
+        prompt: &str,
+        round: u32,
+        ctl: &mut AttemptControl,
+        deadline_at: Option<Instant>,
+    ) -> Step {
+        let stem = if round == 0 {
+            format!("{}", cx.claimed.task.attempts)
+        } else {
+            format!("{}.repair{round}", cx.claimed.task.attempts)
+        };
+        let prompt_file = cx.attempt_dir.join(format!("{stem}.prompt.md"));
+        let log_path = cx.attempt_dir.join(format!("{stem}.log"));
+        if let Err(e) = crate::fsutil::atomic_write(&prompt_file, prompt.as_bytes()) {
+            return Step::Outcome(fail(
+                cx,
+                "io_error",
+                true,
+                format!("cannot write {}: {e}", prompt_file.display()),
+            ));
+        }
+        let inv = Invocation {
+            prompt,
+            prompt_file: &prompt_file,
+            workdir: &wt.path,
+            task_id: &cx.task.id,
+        };
+        let command = match backend.command(&inv) {
+            Ok(Some(c)) => c,
+            Ok(None) => {
+                return Step::Outcome(fail(
+                    cx,
+                    "agent_error",
+                    false,
+                    "backend has no command".into(),
+                ));
+            }
+            Err(e) => return Step::Outcome(fail(cx, "agent_error", false, e.to_string())),
+        };
+        let mut spec = SpawnSpec::new(command.argv())
+            .cwd(&command.cwd)
+            .size(self.cfg.pty_size.rows, self.cfg.pty_size.cols);
+        spec = spec.log_path(&log_path).scrollback(self.cfg.scrollback);
+        for (k, v) in &command.env {
+            spec = spec.env(k, v);
+        }
+        spec = spec
+            .env("WHILLY_TASK_ID", &cx.task.id)
+            .env("WHILLY_PLAN_ID", &cx.claimed.task.plan_id);
+        let session = match PtySession::spawn(spec) {
+            Ok(s) => Arc::new(s),
+            Err(e) => {
+                let retry = matches!(&e, crate::pty::PtyError::Spawn { .. });
+                return Step::Outcome(fail(cx, "spawn_failed", retry, e.to_string()));
+            }
+        };
+        cx.evidence.insert("log".into(), json!(log_path));
+        self.sessions.update(cx.claimed.lease.task_pk, |s| {
+            s.state = SessionState::Running;
+            s.pty = Some(session.clone());
+            s.log_path = Some(log_path.clone());
+        });
+
+        // Wait for the agent, the task's deadline, or a stop.
+        let timeout = async {
+            match deadline_at {
+                Some(t) => tokio::time::sleep_until(t.into()).await,
+                None => std::future::pending().await,
+            }
+        };
+        let mut stop_ctl = ctl.clone();
+        let ended = tokio::select! {
+            exit = session.wait() => Ended::Exited(exit),
+            _ = timeout => Ended::TimedOut,
+            reason = stop_ctl.reached(StopLevel::Graceful) => Ended::Stopped(reason),
+        };
+        let exit = match ended {
+            Ended::Exited(exit) => exit,
+            Ended::TimedOut => {
+                let _ = session.terminate(Duration::from_secs(5)).await;
+                self.account(cx, backend, &log_path, ctl);
+                return Step::Outcome(fail(
+                    cx,
+                    "task_timeout",
+                    true,
+                    "the task ran past its timeout; the agent was stopped".into(),
+                ));
+            }
+            Ended::Stopped(reason) => {
+                // Graceful: the agent may finish within the grace period; otherwise it is stopped.
+                let finished = if ctl.level() < StopLevel::Now && reason == StopReason::Shutdown {
+                    let mut now_ctl = ctl.clone();
+                    tokio::select! {
+                        exit = session.wait() => Some(exit),
+                        _ = tokio::time::sleep(self.cfg.grace) => None,
+                        _ = now_ctl.reached(StopLevel::Now) => None,
+                    }
+                } else {
+                    None
+                };
+                match finished {
+                    Some(exit) => exit,
+                    None => {
+                        let _ = session.terminate(Duration::from_secs(3)).await;
+                        self.account(cx, backend, &log_path, ctl);
+                        let reason = ctl.reason().unwrap_or(reason);
+                        return Step::Outcome(match reason {
+                            StopReason::LeaseLost => AttemptOutcome::Abandoned,
+                            StopReason::TaskBudget => fail(
+                                cx,
+                                "task_budget_exceeded",
+                                false,
+                                "the task's budget_usd is spent".into(),
+                            ),
+                            other => AttemptOutcome::Released {
+                                cost: cx.spent,
+                                reason: other.as_str().to_string(),
+                            },
+                        });
+                    }
+                }
+            }
+        };
+        cx.evidence.insert("exit".into(), json!(exit.to_string()));
+        let (result, raw) = self.account(cx, backend, &log_path, ctl);
+        cx.evidence
+            .insert("num_turns".into(), json!(result.num_turns));
+        cx.evidence.insert("usage".into(), json!(result.usage));
+        cx.evidence
+            .insert("marker_found".into(), json!(result.marker_found));
+        cx.evidence.insert(
+            "result".into(),
+            json!(agent::redact_secrets(&tail_chars(&result.text, 2000))),
+        );
+        if let Some(class) = backend.classify(exit.code, &result, &raw) {
+            let retry = class.is_retryable();
+            let detail = format!(
+                "{} ({}): {}",
+                class.as_str(),
+                exit,
+                tail_chars(&agent::redact_secrets(&result.text), 500)
+            );
+            let reason = if class == ErrorClass::Auth {
+                "auth_error".to_string()
+            } else {
+                class.as_str().to_string()
+            };
+            return Step::Outcome(fail_owned(cx, reason, retry, detail));
+        }
+        if !exit.success() {
+            return Step::Outcome(fail(
+                cx,
+                "agent_failed",
+                true,
+                format!("the agent ended with {exit}"),
+            ));
+        }
+        if !result.marker_found {
+            return Step::Outcome(fail(
+                cx,
+                "marker_missing",
+                true,
+                "the agent finished without printing <promise>COMPLETE</promise> in its final answer".into(),
+            ));
+        }
+        Step::Finished
+    }
+
+    /// Reads the attempt's result from its log and adds its cost to the attempt's spend.
+    fn account(
+        &self,
+        cx: &mut Ctx<'_>,
+        backend: &dyn Backend,
+        log: &Path,
+        ctl: &AttemptControl,
+    ) -> (agent::AgentResult, Vec<u8>) {
+        let raw = read_tail(log, RESULT_TAIL_BYTES).unwrap_or_default();
+        let result = backend.parse_result(&raw, &self.cfg.prices);
+        cx.spent += result.cost;
+        ctl.set_spent(cx.spent);
+        cx.evidence
+            .insert("cost_usd".into(), json!(cx.spent.as_f64()));
+        (result, raw)
+    }
+
+    /// A human does the task: files in `.whilly/handoff/<safe-id>/`, wait for `result.json`.
+    async fn handoff(
+        &self,
+        cx: &mut Ctx<'_>,
+        wt: &Worktree,
+        prompt: &str,
+        ctl: &mut AttemptControl,
+        deadline_at: Option<Instant>,
+    ) -> Step {
+        let meta = agent::handoff::HandoffMeta {
+            task_id: cx.task.id.clone(),
+            plan_id: cx.claimed.task.plan_id.clone(),
+            cwd: wt.path.clone(),
+            started_at: chrono::Utc::now(),
+            timeout_s: Some(self.cfg.handoff_timeout.as_secs()),
+            attempt: cx.claimed.task.attempts.max(1) as u32,
+        };
+        // A result left from an earlier attempt must not answer this one.
+        let _ = self.cfg.handoff.remove(&cx.task.id);
+        let dir = match self.cfg.handoff.start(&meta, prompt) {
+            Ok(d) => d,
+            Err(e) => return Step::Outcome(fail(cx, "handoff_error", false, e.to_string())),
+        };
+        cx.evidence.insert("handoff_dir".into(), json!(dir));
+        self.sessions.update(cx.claimed.lease.task_pk, |s| {
+            s.state = SessionState::WaitingForHuman
+        });
+        let give_up = Instant::now() + self.cfg.handoff_timeout;
+        let give_up = deadline_at.map_or(give_up, |d| d.min(give_up));
+        let mut last_malformed: Option<String> = None;
+        loop {
+            match self.cfg.handoff.poll(&cx.task.id) {
+                HandoffPoll::Result(r) => {
+                    cx.spent += r.cost;
+                    ctl.set_spent(cx.spent);
+                    cx.evidence
+                        .insert("handoff_status".into(), json!(r.status.as_str()));
+                    cx.evidence.insert("message".into(), json!(r.message));
+                    cx.evidence
+                        .insert("cost_usd".into(), json!(cx.spent.as_f64()));
+                    let _ = self.cfg.handoff.remove(&cx.task.id);
+                    return match r.status {
+                        HandoffStatus::Complete => Step::Finished,
+                        HandoffStatus::Failed => {
+                            Step::Outcome(fail_owned(cx, "handoff_failed".into(), false, r.message))
+                        }
+                        HandoffStatus::Partial => {
+                            Step::Outcome(fail_owned(cx, "handoff_partial".into(), true, r.message))
+                        }
+                        HandoffStatus::Blocked => Step::Outcome(AttemptOutcome::Parked {
+                            cost: cx.spent,
+                            park: Park::Blocked,
+                            reason: "handoff_blocked".into(),
+                            evidence: cx.evidence(),
+                        }),
+                        HandoffStatus::HumanLoop => Step::Outcome(AttemptOutcome::Parked {
+                            cost: cx.spent,
+                            park: Park::HumanLoop,
+                            reason: "human_loop".into(),
+                            evidence: cx.evidence(),
+                        }),
+                    };
+                }
+                HandoffPoll::Malformed(why) => {
+                    // Reported once per distinct problem; the task keeps waiting for a fixed file.
+                    if last_malformed.as_deref() != Some(why.as_str()) {
+                        tracing::warn!(task = %cx.task.id, "malformed handoff result: {why}");
+                        let _ = self
+                            .store
+                            .append_event(crate::store::NewEvent {
+                                event_type: "handoff.malformed".into(),
+                                plan_id: Some(cx.claimed.task.plan_id.clone()),
+                                task_id: Some(cx.task.id.clone()),
+                                epoch: Some(cx.claimed.lease.epoch),
+                                payload: json!({ "problem": why }),
+                                ..Default::default()
+                            })
+                            .await;
+                        last_malformed = Some(why);
+                    }
+                }
+                HandoffPoll::Waiting => {}
+            }
+            if Instant::now() >= give_up {
+                return Step::Outcome(fail(
+                    cx,
+                    "handoff_timeout",
+                    false,
+                    "nobody answered the handoff in time".into(),
+                ));
+            }
+            let mut stop_ctl = ctl.clone();
+            tokio::select! {
+                _ = tokio::time::sleep(self.cfg.handoff_poll) => {}
+                reason = stop_ctl.reached(StopLevel::Graceful) => {
+                    return Step::Outcome(match reason {
+                        StopReason::LeaseLost => AttemptOutcome::Abandoned,
+                        other => AttemptOutcome::Released { cost: cx.spent, reason: other.as_str().into() },
+                    });
+                }
+            }
+        }
+    }
+
+    /// Commit on the task branch, merge back per config, clean the worktree.
+    async fn deliver(&self, cx: &mut Ctx<'_>, wt: Worktree) -> AttemptOutcome {
+        let ws = self.workspaces.clone();
+        let message = commit_message(
+            &cx.task.id,
+            &cx.task.description,
+            &cx.claimed.task.plan_id,
+            cx.claimed.task.attempts.max(1) as u32,
+        );
+        let mode = self.cfg.merge;
+        let joined = tokio::task::spawn_blocking(move || {
+            let commit = ws.commit(&wt, &message)?;
+            let delivery = ws.deliver(&wt, mode)?;
+            let keep_branch = !matches!(
+                delivery,
+                Delivery::FastForwarded { .. } | Delivery::Merged { .. } | Delivery::NothingToDo
+            );
+            ws.remove(&wt, !keep_branch)?;
+            Ok::<_, crate::workspace::WorkspaceError>((commit, delivery))
+        })
+        .await;
+        match joined {
+            Ok(Ok((commit, delivery))) => {
+                cx.evidence.insert("commit".into(), json!(commit));
+                cx.evidence
+                    .insert("delivery".into(), delivery_json(&delivery));
+                AttemptOutcome::Done {
+                    cost: cx.spent,
+                    evidence: cx.evidence(),
+                }
+            }
+            Ok(Err(e)) => fail(cx, "delivery_failed", false, e.to_string()),
+            Err(e) => fail(cx, "delivery_failed", true, e.to_string()),
+        }
+    }
+}
+
+enum Step {
+    /// The work is finished and may be verified.
+    Finished,
+    Outcome(AttemptOutcome),
+}
+
+enum Ended {
+    Exited(crate::pty::ExitInfo),
+    TimedOut,
+    Stopped(StopReason),
+}
+
+fn fail(cx: &mut Ctx<'_>, reason: &str, retry: bool, detail: String) -> AttemptOutcome {
+    fail_owned(cx, reason.to_string(), retry, detail)
+}
+
+fn fail_owned(cx: &mut Ctx<'_>, reason: String, retry: bool, detail: String) -> AttemptOutcome {
+    cx.evidence
+        .insert("detail".into(), json!(agent::redact_secrets(&detail)));
+    AttemptOutcome::Failed {
+        cost: cx.spent,
+        reason,
+        retry,
+        evidence: cx.evidence(),
+    }
+}
+
+fn record_verification(cx: &mut Ctx<'_>, round: u32, v: &Verification) {
+    let entry = json!({ "round": round, "passed": v.passed(), "checks": v.checks.iter().map(|c| json!({
+        "name": c.name, "command": c.command, "required": c.required, "passed": c.passed,
+        "exit_code": c.exit_code, "timed_out": c.timed_out, "duration_ms": c.duration_ms,
+        "output": agent::redact_secrets(&tail_chars(&c.output, 2000)),
+    })).collect::<Vec<_>>() });
+    match cx.evidence.get_mut("verification") {
+        Some(Value::Array(rounds)) => rounds.push(entry),
+        _ => {
+            cx.evidence.insert("verification".into(), json!([entry]));
+        }
+    }
+}
+
+fn delivery_json(d: &Delivery) -> Value {
+    match d {
+        Delivery::FastForwarded {
+            base_branch,
+            commit,
+        } => json!({"kind": "fast_forwarded", "base_branch": base_branch, "commit": commit}),
+        Delivery::Merged {
+            base_branch,
+            commit,
+            commits,
+        } => {
+            json!({"kind": "merged", "base_branch": base_branch, "commit": commit, "commits": commits})
+        }
+        Delivery::LeftForReview { branch } => json!({"kind": "left_for_review", "branch": branch}),
+        Delivery::Conflict { branch, files } => {
+            json!({"kind": "conflict", "branch": branch, "files": files, "note": "the branch is left for review"})
+        }
+        Delivery::BaseDirty {
+            branch,
+            base_branch,
+            worktree,
+            files,
+        } => {
+            json!({"kind": "base_dirty", "branch": branch, "base_branch": base_branch, "worktree": worktree, "files": files})
+        }
+        Delivery::NothingToDo => json!({"kind": "nothing_to_do"}),
+    }
+}
+
+fn tail_chars(s: &str, max: usize) -> String {
+    let n = s.chars().count();
+    if n <= max {
+        s.to_string()
+    } else {
+        s.chars().skip(n - max).collect()
+    }
+}
+
+/// The last `max` bytes of a file (the whole file when smaller).
+fn read_tail(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
+    let mut f = std::fs::File::open(path)?;
+    let len = f.metadata()?.len();
+    if len > max {
+        f.seek(SeekFrom::Start(len - max))?;
+    }
+    let mut buf = Vec::with_capacity(len.min(max) as usize);
+    f.read_to_end(&mut buf)?;
+    Ok(buf)
+}

@@ -1,0 +1,81 @@
+//! The live agent sessions of this process, for whoever watches them (the console's panes,
+//! headless evidence). The engine writes; readers only look.
+
+use crate::pty::PtySession;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+/// What an attempt is doing, as the engine knows it (never guessed from the screen).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SessionState {
+    Preparing,
+    Running,
+    WaitingForHuman,
+    Verifying,
+    Delivering,
+    Done,
+    Failed,
+}
+
+#[derive(Clone)]
+pub struct SessionInfo {
+    pub task_pk: i64,
+    pub plan_id: String,
+    pub task_id: String,
+    pub agent: String,
+    pub attempt: i64,
+    pub started: Instant,
+    pub state: SessionState,
+    /// The agent's terminal, while a process runs (none for a human handoff).
+    pub pty: Option<Arc<PtySession>>,
+    pub log_path: Option<std::path::PathBuf>,
+}
+
+/// Shared map of task pk → session.
+#[derive(Clone, Default)]
+pub struct SessionRegistry {
+    inner: Arc<Mutex<BTreeMap<i64, SessionInfo>>>,
+}
+
+impl SessionRegistry {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn upsert(&self, info: SessionInfo) {
+        if let Ok(mut m) = self.inner.lock() {
+            m.insert(info.task_pk, info);
+        }
+    }
+
+    pub fn update(&self, task_pk: i64, f: impl FnOnce(&mut SessionInfo)) {
+        if let Ok(mut m) = self.inner.lock()
+            && let Some(s) = m.get_mut(&task_pk)
+        {
+            f(s);
+        }
+    }
+
+    pub fn remove(&self, task_pk: i64) -> Option<SessionInfo> {
+        self.inner.lock().ok().and_then(|mut m| m.remove(&task_pk))
+    }
+
+    pub fn snapshot(&self) -> Vec<SessionInfo> {
+        self.inner
+            .lock()
+            .map(|m| m.values().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Kills every agent still running (quit, panic): agents are never orphaned.
+    pub fn kill_all(&self) {
+        for s in self.snapshot() {
+            if let Some(pty) = s.pty {
+                let _ = pty.kill();
+            }
+        }
+    }
+}
