@@ -727,3 +727,66 @@ fn ws_is_clean(fx: &Fixture) -> bool {
         .count()
         == 1
 }
+
+#[test]
+fn find_returns_the_recorded_worktree_and_locked_ones_survive_prune() {
+    let fx = Fixture::new();
+    let ws = fx.ws();
+    let base = ws.base_commit().unwrap();
+    assert_eq!(ws.find("p", "A").unwrap(), None);
+    let wt = ws.prepare("p", "A", &base).unwrap();
+    let found = ws.find("p", "A").unwrap().unwrap();
+    assert_eq!(
+        (found.path, found.branch, found.base_commit),
+        (wt.path.clone(), wt.branch.clone(), base)
+    );
+    let wt_path = wt.path.to_string_lossy().to_string();
+    git(&fx.root(), &["worktree", "lock", &wt_path]);
+    let report = ws.prune(PruneSelection::All, true).unwrap();
+    assert!(
+        report.removed.is_empty() && report.kept.len() == 1,
+        "{report:#?}"
+    );
+    assert!(wt.path.is_dir());
+    git(&fx.root(), &["worktree", "unlock", &wt_path]);
+    assert_eq!(
+        ws.prune(PruneSelection::All, true).unwrap().removed.len(),
+        1
+    );
+}
+
+#[test]
+fn started_from_a_linked_worktree_delivers_into_its_branch() {
+    let fx = Fixture::new();
+    let root = fx.root();
+    let side = tempfile::tempdir().unwrap();
+    let side_path = side.path().join("feature");
+    git(
+        &root,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "-b",
+            "feature",
+            &side_path.to_string_lossy(),
+        ],
+    );
+    let ws = Workspaces::new(&side_path, fx.cfg()).unwrap();
+    assert_eq!(ws.repo_root(), root.as_path());
+    assert_eq!(ws.current_branch().unwrap().as_deref(), Some("feature"));
+    let wt = ws.prepare("p", "A", &ws.base_commit().unwrap()).unwrap();
+    assert_eq!(wt.base_branch.as_deref(), Some("feature"));
+    fs::write(wt.path.join("feat.txt"), "f\n").unwrap();
+    ws.commit(&wt, "feat").unwrap().unwrap();
+    assert!(matches!(
+        ws.deliver(&wt, MergeMode::Ff).unwrap(),
+        Delivery::FastForwarded { .. }
+    ));
+    assert!(
+        side_path.join("feat.txt").is_file(),
+        "the linked worktree holding the branch is updated"
+    );
+    assert_eq!(git(&side_path, &["status", "--porcelain"]), "");
+    assert!(!root.join("feat.txt").exists(), "main is untouched");
+}

@@ -266,15 +266,17 @@ pub(super) fn prune(
     {
         let _guard = lock::admin();
         for info in infos {
-            let selected = !info.registered
-                || info.prunable
-                || match &which {
-                    PruneSelection::All => true,
-                    PruneSelection::Finished(done) => done(&info),
-                    PruneSelection::KeepTasks(keep) => {
-                        !info.task_id.as_ref().is_some_and(|t| keep.contains(t))
-                    }
-                };
+            // A worktree locked with `git worktree lock` is kept whatever the selection.
+            let selected = !info.locked
+                && (!info.registered
+                    || info.prunable
+                    || match &which {
+                        PruneSelection::All => true,
+                        PruneSelection::Finished(done) => done(&info),
+                        PruneSelection::KeepTasks(keep) => {
+                            !info.task_id.as_ref().is_some_and(|t| keep.contains(t))
+                        }
+                    });
             if !selected {
                 report.kept.push(info);
                 continue;

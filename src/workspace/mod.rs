@@ -105,6 +105,9 @@ pub enum Delivery {
 pub struct Workspaces {
     /// Working directory of the main repository (canonical).
     root: PathBuf,
+    /// The working tree whilly was pointed at (the main one, or a linked worktree of the
+    /// user's): its HEAD is the base commit and its branch the base branch.
+    head_root: PathBuf,
     /// The shared `.git` directory (canonical).
     common_dir: PathBuf,
     /// `<base dir>/<repo key>`: this repository's worktrees.
@@ -127,6 +130,12 @@ impl Workspaces {
                 path: given.to_path_buf(),
             });
         }
+        let head_root = match repo.workdir() {
+            Some(w) => w
+                .canonicalize()
+                .map_err(WorkspaceError::io("could not resolve", w))?,
+            None => given.to_path_buf(),
+        };
         if repo.is_worktree() {
             let common = repo.commondir().to_path_buf();
             repo = Repository::open(&common).map_err(WorkspaceError::git(format!(
@@ -161,6 +170,7 @@ impl Workspaces {
         let patterns = include::parse_patterns(&cfg.include)?;
         Ok(Workspaces {
             root,
+            head_root,
             common_dir,
             repo_dir,
             base_dir,
@@ -188,16 +198,44 @@ impl Workspaces {
         })
     }
 
+    fn open_head_root(&self) -> Result<Repository, WorkspaceError> {
+        Repository::open(&self.head_root).map_err(|_| WorkspaceError::NotARepository {
+            path: self.head_root.clone(),
+        })
+    }
+
     /// The commit HEAD points at (the tip of the current branch), as hex.
     pub fn base_commit(&self) -> Result<String, WorkspaceError> {
-        let repo = self.open()?;
-        head_commit(&repo, &self.root).map(|oid| oid.to_string())
+        let repo = self.open_head_root()?;
+        head_commit(&repo, &self.head_root).map(|oid| oid.to_string())
     }
 
     /// The current branch's short name; `None` when HEAD is detached.
     pub fn current_branch(&self) -> Result<Option<String>, WorkspaceError> {
-        let repo = self.open()?;
+        let repo = self.open_head_root()?;
         Ok(current_branch(&repo))
+    }
+
+    /// The existing worktree of a task, as recorded when it was prepared (for `--resume`, the
+    /// TUI, or removing it later); `None` when there is none.
+    pub fn find(&self, plan_id: &str, task_id: &str) -> Result<Option<Worktree>, WorkspaceError> {
+        let name = layout::admin_name(plan_id, task_id);
+        let admin = meta::admin_dir(&self.common_dir, &name);
+        let Some(m) = meta::read(&admin) else {
+            return Ok(None);
+        };
+        Ok(Some(Worktree {
+            included: meta::read_included(&admin),
+            path: m.path,
+            branch: m.branch,
+            base_commit: m.base_commit,
+            base_branch: m.base_branch,
+            plan_id: m.plan_id,
+            task_id: m.task_id,
+            name,
+            reused: true,
+            setup_output: None,
+        }))
     }
 
     /// Creates (or reuses, see the module docs) the worktree of `task_id`, copies the include

@@ -23,7 +23,7 @@ pub(super) fn prepare(
     let branch = layout::branch_name(plan_id, task_id);
     let path = layout::worktree_path(&ws.base_dir, &ws.repo_dir_key(), plan_id, task_id);
     let admin = meta::admin_dir(&ws.common_dir, &name);
-    let base_branch = current_branch(&repo);
+    let base_branch = current_branch(&ws.open_head_root()?);
 
     let reused = {
         let _guard = lock::admin();
