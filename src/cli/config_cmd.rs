@@ -242,10 +242,10 @@ documented in whilly.example.toml;\n# `whilly config show` prints the effective 
 
 fn edit_file(opts: &LoadOptions, user: bool, io: &mut Io<'_>) -> anyhow::Result<i32> {
     let file = target_file(opts, user);
-    if !file.exists() {
-        if let Err(e) = edit::write_atomic(&file, NEW_FILE_HEADER, |_| Ok(())) {
-            return report(e, io);
-        }
+    if !file.exists()
+        && let Err(e) = edit::write_atomic(&file, NEW_FILE_HEADER, |_| Ok(()))
+    {
+        return report(e, io);
     }
     let editor = ["VISUAL", "EDITOR"]
         .iter()
@@ -331,10 +331,15 @@ fn set(
             )?;
             return Ok(INVALID);
         }
-        if let Err(e) = keyring_set(KEYRING_SERVICE, &key, &raw) {
+        // WHILLY_KEYRING_SERVICE keeps separate profiles (and tests) apart from the real entries.
+        let service = opts
+            .env
+            .get("WHILLY_KEYRING_SERVICE")
+            .map_or(KEYRING_SERVICE, String::as_str);
+        if let Err(e) = keyring_set(service, &key, &raw) {
             return report(e, io);
         }
-        raw = format!("keyring:{KEYRING_SERVICE}/{key}");
+        raw = format!("keyring:{service}/{key}");
     } else if kind == Kind::Secret
         && crate::config::Secret::parse(&raw).is_ok_and(|s| s.is_literal())
     {

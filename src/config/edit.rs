@@ -15,7 +15,7 @@ pub fn set_value(text: &str, path: &[String], value: &toml::Value) -> Result<Str
             e.message().lines().next().unwrap_or("")
         )
     })?;
-    let mut new: toml_edit::Value = value
+    let new: toml_edit::Value = value
         .to_string()
         .parse()
         .map_err(|e: toml_edit::TomlError| format!("cannot write value: {e}"))?;
@@ -127,6 +127,7 @@ fn default_permissions() -> Option<std::fs::Permissions> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -121,6 +121,7 @@ pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -315,7 +315,8 @@ pub fn load_files(opts: &LoadOptions, files: ConfigFiles) -> Result<Loaded, Conf
     };
     layers.merge(&tree, &|_| Source::Default);
 
-    let file_layers: [(&Path, fn(FilePos) -> Source); 2] = [
+    type MakeSource = fn(FilePos) -> Source;
+    let file_layers: [(&Path, MakeSource); 2] = [
         (&files.user, Source::UserFile),
         (&files.repo, Source::RepoFile),
     ];

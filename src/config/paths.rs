@@ -72,6 +72,7 @@ impl ConfigFiles {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

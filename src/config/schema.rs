@@ -279,6 +279,7 @@ pub fn join_key(path: &[String]) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -188,32 +188,79 @@ impl<'de> Deserialize<'de> for Secret {
     }
 }
 
-fn keyring_entry(service: &str, user: &str) -> Result<keyring::Entry, ConfigError> {
-    keyring::Entry::new(service, user).map_err(|e| keyring_error(e, service, user))
+/// Runs `op` on the keyring entry for `service`/`user`.
+#[cfg(target_os = "linux")]
+fn with_entry<T>(
+    service: &str,
+    user: &str,
+    op: impl Fn(&keyring::Entry) -> keyring::Result<T>,
+) -> Result<T, ConfigError> {
+    use keyring::keyutils::KeyutilsCredential;
+    ensure_session_keyring();
+    let cred = KeyutilsCredential::new_with_target(None, service, user)
+        .map_err(|e| keyring_error(e, service, user))?;
+    let with_persistent = cred.persistent.is_some();
+    match op(&keyring::Entry::new_with_credential(Box::new(cred.clone()))) {
+        // keyutils reports "access denied" as NoEntry. Some hosts and containers have a persistent
+        // keyring this user may not link into, which fails every call although the session keyring
+        // works; fall back to the session keyring alone there.
+        Err(keyring::Error::NoEntry) if with_persistent => {
+            let session_only = KeyutilsCredential {
+                persistent: None,
+                ..cred
+            };
+            op(&keyring::Entry::new_with_credential(Box::new(session_only)))
+                .map_err(|e| keyring_error(e, service, user))
+        }
+        other => other.map_err(|e| keyring_error(e, service, user)),
+    }
+}
+
+/// keyring-rs stores into the session keyring without creating one. A process started without a
+/// session keyring (a service, a container, some SSH setups) then falls back to the user-session
+/// keyring, where keys can be added but not read back ("access denied", reported as NoEntry).
+/// Asking for the session keyring with create=1 gives this thread one; it is linked to the
+/// persistent keyring by keyring-rs, which is what later processes read through.
+#[cfg(target_os = "linux")]
+fn ensure_session_keyring() {
+    const KEYCTL_GET_KEYRING_ID: libc::c_long = 0;
+    const KEY_SPEC_SESSION_KEYRING: libc::c_long = -3;
+    // SAFETY: keyctl(GET_KEYRING_ID, id, create) takes integers only and touches no memory of ours.
+    // Failure is fine: the keyring calls that follow report it.
+    unsafe {
+        libc::syscall(
+            libc::SYS_keyctl,
+            KEYCTL_GET_KEYRING_ID,
+            KEY_SPEC_SESSION_KEYRING,
+            1 as libc::c_long,
+        );
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn with_entry<T>(
+    service: &str,
+    user: &str,
+    op: impl Fn(&keyring::Entry) -> keyring::Result<T>,
+) -> Result<T, ConfigError> {
+    let entry = keyring::Entry::new(service, user).map_err(|e| keyring_error(e, service, user))?;
+    op(&entry).map_err(|e| keyring_error(e, service, user))
 }
 
 fn keyring_get(service: &str, user: &str) -> Result<SecretString, ConfigError> {
-    let entry = keyring_entry(service, user)?;
-    entry
-        .get_password()
-        .map(SecretString::new)
-        .map_err(|e| keyring_error(e, service, user))
+    with_entry(service, user, |e| e.get_password()).map(SecretString::new)
 }
 
 /// Stores `value` in the OS keyring (kernel keyutils on Linux).
 pub fn keyring_set(service: &str, user: &str, value: &str) -> Result<(), ConfigError> {
-    let entry = keyring_entry(service, user)?;
-    entry
-        .set_password(value)
-        .map_err(|e| keyring_error(e, service, user))
+    with_entry(service, user, |e| e.set_password(value))
 }
 
 /// Removes an entry; a missing entry is not an error.
 pub fn keyring_delete(service: &str, user: &str) -> Result<(), ConfigError> {
-    let entry = keyring_entry(service, user)?;
-    match entry.delete_credential() {
-        Ok(()) | Err(keyring::Error::NoEntry) => Ok(()),
-        Err(e) => Err(keyring_error(e, service, user)),
+    match with_entry(service, user, |e| e.delete_credential()) {
+        Err(ConfigError::Secret(msg)) if msg.starts_with("no keyring entry") => Ok(()),
+        other => other,
     }
 }
 
@@ -234,6 +281,7 @@ pub fn keyring_error(err: keyring::Error, service: &str, user: &str) -> ConfigEr
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -205,6 +205,7 @@ fn check_template(template: &str) -> Result<(), String> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::config::model::AgentConfig;
