@@ -45,6 +45,9 @@ fn claude_bin() -> Option<PathBuf> {
     }
 }
 
+/// Generous for a shared debug-build machine; a healthy run takes a few seconds.
+const RUN_TIMEOUT: Duration = Duration::from_secs(120);
+
 struct Run {
     raw: Vec<u8>,
     exit: Option<i32>,
@@ -112,16 +115,22 @@ fn run_claude(
         let _ = stderr.read_to_end(&mut b);
         b
     });
-    let deadline = started + Duration::from_secs(180);
+    let deadline = started + RUN_TIMEOUT;
     let status = loop {
         if let Some(s) = child.try_wait().expect("wait") {
             break s;
         }
         if Instant::now() > deadline {
             let _ = child.kill();
+            let _ = child.wait();
+            let out = out_thread.join().unwrap_or_default();
+            let err = err_thread.join().unwrap_or_default();
             panic!(
-                "claude did not finish within 180 s; server log:\n{}",
-                server.log()
+                "claude did not finish within {} s; server log:\n{}\nstdout:\n{}\nstderr:\n{}",
+                RUN_TIMEOUT.as_secs(),
+                server.log(),
+                String::from_utf8_lossy(&out),
+                String::from_utf8_lossy(&err)
             );
         }
         std::thread::sleep(Duration::from_millis(50));
@@ -305,6 +314,17 @@ fn overloaded_once_then_success() {
     // The CLI retries a 529 by itself: two main requests, one success.
     assert_eq!(server.main_request_count(), 2, "{ctx}");
     assert!(run.result.marker_found && !run.result.is_error, "{ctx}");
+    let rendered: Vec<String> = run
+        .output()
+        .lines()
+        .filter_map(whilly::agent::render_stream_line)
+        .collect();
+    assert!(
+        rendered
+            .iter()
+            .any(|l| l.starts_with("● API retry 1/") && l.contains("529")),
+        "{rendered:#?}"
+    );
     assert_eq!(run.class, None);
 }
 
@@ -336,5 +356,36 @@ fn authentication_error_is_classified_auth() {
         run.result
     );
     assert_eq!(run.class, Some(ErrorClass::Auth), "{:?}\n{ctx}", run.result);
+    // The real API marks a 401 `x-should-retry: false`, and the CLI then gives up at once.
+    // (Without that header it retries a 401 ten times with backoff, for minutes.)
+    assert_eq!(server.main_request_count(), 1, "{ctx}");
     assert!(!ErrorClass::Auth.is_retryable());
+}
+
+#[test]
+fn long_streamed_answer_arrives_whole() {
+    let Some(bin) = claude_bin() else { return };
+    let (repo, home) = workspace();
+    let server = ModelServer::start(Scenario::LongStream { chunks: 400 });
+    let run = run_claude(
+        &bin,
+        &server,
+        repo.path(),
+        home.path(),
+        "Explain at length.",
+        PermissionMode::AcceptEdits,
+    );
+    let ctx = format!("exit {:?}\nserver:\n{}", run.exit, server.log());
+    assert_eq!(run.exit, Some(0), "{ctx}");
+    let text = &run.result.text;
+    assert!(
+        text.contains("chunk 0 of") && text.contains("chunk 399 of"),
+        "{ctx}\n{text}"
+    );
+    assert_eq!(
+        text.matches("of a long streamed answer").count(),
+        400,
+        "{ctx}"
+    );
+    assert!(run.result.marker_found, "{ctx}");
 }

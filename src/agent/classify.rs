@@ -107,28 +107,28 @@ static SERVER: LazyLock<Regex> = LazyLock::new(|| {
     )
 });
 
+/// The class of an HTTP status from a provider API, or `None` for codes that say nothing
+/// about retrying (2xx, 404, …).
+pub fn class_for_status(code: u16) -> Option<ErrorClass> {
+    match code {
+        401 | 402 => Some(ErrorClass::Auth),
+        529 => Some(ErrorClass::Overloaded),
+        429 => Some(ErrorClass::RateLimited),
+        // The original retried 403 too; a real permission problem says permission_error, which
+        // the text patterns classify as Auth first.
+        403 | 408 | 500..=528 | 530..=599 => Some(ErrorClass::ServerError),
+        _ => None,
+    }
+}
+
 /// The class of an error message, or `None` when it names no known failure.
 pub fn classify_text(text: &str) -> Option<ErrorClass> {
     if AUTH.is_match(text) {
         return Some(ErrorClass::Auth);
     }
-    let mut from_status = None;
-    for cap in STATUS.captures_iter(text) {
-        let code: u16 = cap[1].parse().unwrap_or(0);
-        let class = match code {
-            401 | 402 => Some(ErrorClass::Auth),
-            529 => Some(ErrorClass::Overloaded),
-            429 => Some(ErrorClass::RateLimited),
-            // The original retried 403 too; a real permission problem says permission_error,
-            // caught above as Auth.
-            403 | 408 | 500..=528 | 530..=599 => Some(ErrorClass::ServerError),
-            _ => None,
-        };
-        if class.is_some() {
-            from_status = class;
-            break;
-        }
-    }
+    let from_status = STATUS
+        .captures_iter(text)
+        .find_map(|cap| cap[1].parse().ok().and_then(class_for_status));
     if from_status == Some(ErrorClass::Auth) {
         return from_status;
     }
@@ -208,6 +208,7 @@ mod tests {
                 ErrorClass::Auth,
             ),
             ("Invalid API key · Please run /login", ErrorClass::Auth),
+            ("Invalid API key · Fix external API key", ErrorClass::Auth),
             (
                 "OAuth token has expired. Please obtain a new token or refresh your existing token.",
                 ErrorClass::Auth,

@@ -8,6 +8,7 @@ use super::backend::{
     AgentCommand, AgentSettings, Backend, BackendKind, Invocation, OutputMode, PermissionMode,
     base_env, is_root, prompt_arg,
 };
+use super::classify::{ErrorClass, class_for_status, classify_outcome};
 use super::error::AgentError;
 use super::jsonscan::json_objects;
 use super::result::{
@@ -96,6 +97,29 @@ impl Backend for ClaudeBackend {
 
     fn parse_result(&self, raw: &[u8], prices: &PriceTable) -> AgentResult {
         parse_claude_output(&clean_output(raw), self.settings.model.as_deref(), prices)
+    }
+
+    /// Claude's result names the HTTP status of a failed API call (`api_error_status`), which
+    /// is more reliable than its wording ("Invalid API key · Fix external API key").
+    fn classify(
+        &self,
+        exit_code: Option<i32>,
+        result: &AgentResult,
+        raw: &[u8],
+    ) -> Option<ErrorClass> {
+        if result.is_error {
+            let status = result
+                .raw_json
+                .as_ref()
+                .and_then(|j| j["api_error_status"].as_u64());
+            if let Some(class) = status
+                .and_then(|s| u16::try_from(s).ok())
+                .and_then(class_for_status)
+            {
+                return Some(class);
+            }
+        }
+        classify_outcome(exit_code, result, &clean_output(raw))
     }
 }
 
@@ -280,6 +304,20 @@ mod tests {
         let b = backend(PermissionMode::Full, OutputMode::Stream);
         assert_eq!(
             b.classify(Some(1), &r, line.as_bytes()),
+            Some(crate::agent::ErrorClass::Overloaded)
+        );
+        let auth = r#"{"type":"result","subtype":"success","is_error":true,"api_error_status":401,"result":"Invalid API key · Fix external API key","total_cost_usd":0}"#;
+        let r = parse_claude_output(auth, None, &PriceTable::new());
+        assert_eq!(
+            b.classify(Some(1), &r, auth.as_bytes()),
+            Some(crate::agent::ErrorClass::Auth)
+        );
+        let odd = auth
+            .replace("Invalid API key · Fix external API key", "something new")
+            .replace("401", "529");
+        let r = parse_claude_output(&odd, None, &PriceTable::new());
+        assert_eq!(
+            b.classify(Some(1), &r, odd.as_bytes()),
             Some(crate::agent::ErrorClass::Overloaded)
         );
         let r = parse_claude_output("Segmentation fault\n", None, &PriceTable::new());

@@ -40,16 +40,22 @@ fn render_system(v: &Value) -> Option<String> {
             v["model"].as_str().unwrap_or("?"),
             v["cwd"].as_str().unwrap_or("?")
         )),
-        Some("api_retry") | Some("retry") => Some(format!(
-            "● API retry {} ({})",
-            v["attempt"]
+        Some("api_retry") => {
+            let attempt = v["attempt"].as_u64().unwrap_or(0);
+            let max = v["max_retries"]
                 .as_u64()
-                .map_or(String::new(), |a| format!("#{a}")),
-            v["error"]
-                .as_str()
-                .or_else(|| v["message"].as_str())
-                .unwrap_or("transient error")
-        )),
+                .map_or(String::new(), |m| format!("/{m}"));
+            let delay = v["retry_delay_ms"]
+                .as_f64()
+                .map_or(String::new(), |ms| format!(" in {:.1} s", ms / 1000.0));
+            let status = v["error_status"]
+                .as_u64()
+                .map_or(String::new(), |s| format!("{s} "));
+            let error = v["error"].as_str().unwrap_or("error");
+            Some(format!(
+                "● API retry {attempt}{max}{delay} ({status}{error})"
+            ))
+        }
         Some("compact_boundary") => Some("● conversation compacted".to_string()),
         _ => None,
     }
@@ -225,6 +231,11 @@ mod tests {
         assert!(
             r.starts_with("✘ failed (success)") && r.contains("API Error: 401"),
             "{r}"
+        );
+        let retry = r#"{"type":"system","subtype":"api_retry","attempt":1,"max_retries":10,"retry_delay_ms":588.98,"error_status":529,"error":"overloaded"}"#;
+        assert_eq!(
+            render_stream_line(retry).unwrap(),
+            "● API retry 1/10 in 0.6 s (529 overloaded)"
         );
         assert_eq!(render_stream_line("   "), None);
         assert_eq!(

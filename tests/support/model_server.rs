@@ -414,9 +414,15 @@ fn respond_json(stream: &mut TcpStream, status: u16, body: &Value) -> std::io::R
         529 => "Overloaded",
         _ => "Error",
     };
+    // The real API tells clients whether an error is worth retrying; 401 is not.
+    let retry = match status {
+        401 | 400 => "x-should-retry: false\r\n",
+        529 => "x-should-retry: true\r\n",
+        _ => "",
+    };
     write!(
         stream,
-        "HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nrequest-id: req_test\r\nconnection: close\r\n\r\n{text}",
+        "HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nrequest-id: req_test\r\n{retry}connection: close\r\n\r\n{text}",
         text.len()
     )?;
     stream.flush()
