@@ -72,6 +72,12 @@ Exit codes: 0 all DONE (SKIPPED allowed), 1 some FAILED, 2 budget exhausted (or 
         after_help = "Examples:\n  WHILLY_DATABASE_URL=postgres://queue-host/whilly whilly worker --slots 4\n  whilly worker --plan demo --tags gpu,linux"
     )]
     Worker(WorkerArgs),
+    /// Tasks waiting for a human: list them, read their prompt, answer them.
+    #[command(subcommand)]
+    Handoff(HandoffCommand),
+    /// The task worktrees of this repository: list them with their disk usage, prune them.
+    #[command(subcommand)]
+    Worktrees(WorktreesCommand),
     /// Measure Whilly against raw baselines measured in the same run.
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -116,6 +122,52 @@ pub struct WorkerArgs {
     pub tags: Vec<String>,
     #[arg(long, value_name = "NAME")]
     pub agent: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum HandoffCommand {
+    /// Every task waiting for a human.
+    #[command(after_help = "Example:\n  whilly handoff list")]
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// A waiting task's prompt and where to answer.
+    #[command(after_help = "Example:\n  whilly handoff show TASK-007")]
+    Show { task_id: String },
+    /// Answer a waiting task (writes its result.json atomically).
+    #[command(after_help = "Examples:\n  whilly handoff complete TASK-007 --status complete --message \"done, see commit\"\n  \
+whilly handoff complete TASK-007 --status blocked --message \"needs prod credentials\"\n  \
+whilly handoff complete TASK-007 --status failed --cost-usd 0.40")]
+    Complete {
+        task_id: String,
+        /// complete, failed, blocked, human_loop or partial.
+        #[arg(long)]
+        status: String,
+        #[arg(long)]
+        message: Option<String>,
+        #[arg(long, value_name = "USD")]
+        cost_usd: Option<f64>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum WorktreesCommand {
+    /// Every whilly worktree of this repository, with its size on disk.
+    #[command(after_help = "Example:\n  whilly worktrees list")]
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove worktrees whose task is finished (or all of them with --all).
+    #[command(after_help = "Examples:\n  whilly worktrees prune\n  whilly worktrees prune --all --delete-branches")]
+    Prune {
+        #[arg(long)]
+        all: bool,
+        /// Also delete the task branches of removed worktrees.
+        #[arg(long)]
+        delete_branches: bool,
+    },
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -257,6 +309,27 @@ Postgres comes from --database-url / WHILLY_DATABASE_URL, default postgres://pos
 (a scratch database is created and dropped)."
     )]
     Queue(BenchQueueArgs),
+    /// Per-task engine overhead with an instant agent, against `git worktree add` + a spawn by hand.
+    #[command(after_help = "Examples:\n  whilly bench engine\n  whilly bench engine --tasks 200 --slots 4")]
+    Engine(BenchEngineArgs),
+    /// Draining a coloured stream through a PTY and the emulator, against tmux.
+    #[command(after_help = "Examples:\n  whilly bench pty\n  whilly bench pty --mb 30")]
+    Pty(BenchPtyArgs),
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct BenchEngineArgs {
+    #[arg(long, default_value_t = 100)]
+    pub tasks: usize,
+    #[arg(long, default_value_t = 3)]
+    pub slots: usize,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct BenchPtyArgs {
+    /// Megabytes of coloured output to drain.
+    #[arg(long, default_value_t = 30)]
+    pub mb: usize,
 }
 
 #[derive(Debug, Args, Clone)]

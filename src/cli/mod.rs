@@ -2,16 +2,19 @@
 
 pub mod agents_setup;
 pub mod args;
+pub mod bench_cmd;
 pub mod config_cmd;
 pub mod context;
 pub mod db_cmd;
 pub mod events_cmd;
 pub mod exit;
+pub mod handoff_cmd;
 pub mod logging;
 pub mod plan_cmd;
 pub mod plan_view;
 pub mod run_cmd;
 pub mod signals;
+pub mod worktrees_cmd;
 
 use args::{Cli, Command};
 use clap::{CommandFactory, Parser};
@@ -75,7 +78,9 @@ async fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Config(cmd) => config_cmd::run(&cmd, &ctx.config_load_options()),
         Command::Run(args) => run_cmd::run(&ctx, args).await,
         Command::Worker(args) => run_cmd::worker(&ctx, args).await,
-        Command::Bench(_) => anyhow::bail!("bench is not wired yet"),
+        Command::Handoff(cmd) => handoff_cmd::run(&ctx, cmd).await,
+        Command::Worktrees(cmd) => worktrees_cmd::run(&ctx, cmd).await,
+        Command::Bench(cmd) => bench_cmd::run(&ctx, cmd).await,
         Command::Completions { .. } => Ok(exit::OK),
     }
 }
