@@ -790,3 +790,13 @@ fn started_from_a_linked_worktree_delivers_into_its_branch() {
     assert_eq!(git(&side_path, &["status", "--porcelain"]), "");
     assert!(!root.join("feat.txt").exists(), "main is untouched");
 }
+
+#[test]
+fn the_api_can_be_shared_across_threads() {
+    fn assert_send_sync<T: Send + Sync + Clone>() {}
+    assert_send_sync::<Workspaces>();
+    assert_send_sync::<whilly::workspace::Worktree>();
+    assert_send_sync::<Delivery>();
+    fn assert_error<T: std::error::Error + Send + Sync + 'static>() {}
+    assert_error::<WorkspaceError>();
+}
