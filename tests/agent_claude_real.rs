@@ -389,3 +389,91 @@ fn long_streamed_answer_arrives_whole() {
     );
     assert!(run.result.marker_found, "{ctx}");
 }
+
+/// The engine reads the agent from a PTY: `\r\n` line endings, a narrow terminal that wraps long
+/// lines on screen, maybe escape sequences. The raw byte stream must still parse.
+#[test]
+fn parses_the_raw_pty_stream_of_a_narrow_terminal() {
+    use portable_pty::{CommandBuilder, PtySize, native_pty_system};
+    let Some(bin) = claude_bin() else { return };
+    let (repo, home) = workspace();
+    let repo_path = repo.path().canonicalize().expect("canonical repo");
+    let target = repo_path.join("hello.txt");
+    let server = ModelServer::start(Scenario::WriteFile {
+        path: Some(target.clone()),
+        content: "from a pty\n".into(),
+    });
+    let mut settings = AgentSettings::new(BackendKind::Claude);
+    settings.bin = bin.to_string_lossy().into_owned();
+    settings.model = Some("claude-sonnet-4-5".into());
+    let backend = build_backend(&settings).expect("backend");
+    let prompt_file = repo_path.join(".whilly-prompt.md");
+    std::fs::write(&prompt_file, "Create hello.txt").expect("prompt file");
+    let inv = Invocation {
+        prompt: "Create hello.txt",
+        prompt_file: &prompt_file,
+        workdir: &repo_path,
+        task_id: "TASK-1",
+    };
+    let cmd = backend.command(&inv).expect("command").expect("a process");
+
+    let pair = native_pty_system()
+        .openpty(PtySize {
+            rows: 24,
+            cols: 40,
+            pixel_width: 0,
+            pixel_height: 0,
+        })
+        .expect("openpty");
+    let mut builder = CommandBuilder::new(&cmd.program);
+    builder.args(&cmd.args);
+    builder.cwd(&cmd.cwd);
+    for (k, v) in &cmd.env {
+        builder.env(k, v);
+    }
+    builder.env("ANTHROPIC_BASE_URL", server.base_url());
+    builder.env("ANTHROPIC_API_KEY", "test-key");
+    builder.env_remove("ANTHROPIC_AUTH_TOKEN");
+    builder.env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1");
+    builder.env("CLAUDE_CONFIG_DIR", home.path().join(".claude"));
+    builder.env("HOME", home.path());
+    let mut child = pair.slave.spawn_command(builder).expect("spawn in pty");
+    drop(pair.slave);
+    let mut reader = pair.master.try_clone_reader().expect("pty reader");
+    let reader_thread = std::thread::spawn(move || {
+        let mut raw = Vec::new();
+        let mut buf = [0u8; 8192];
+        // EIO once the child side is closed ends the stream.
+        while let Ok(n) = reader.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            raw.extend_from_slice(&buf[..n]);
+        }
+        raw
+    });
+    let started = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        assert!(
+            started.elapsed() < RUN_TIMEOUT,
+            "claude in a pty did not finish; server:\n{}",
+            server.log()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    drop(pair.master);
+    let raw = reader_thread.join().expect("reader thread");
+    let text = String::from_utf8_lossy(&raw);
+    assert!(status.success(), "exit {status:?}\n{text}");
+    assert!(text.contains("\r\n"), "a pty turns \\n into \\r\\n");
+    let r = backend.parse_result(&raw, &PriceTable::new());
+    assert!(r.marker_found && !r.is_error, "{r:?}\n{text}");
+    assert_eq!(r.usage.input_tokens, 2 * INPUT_TOKENS, "{r:?}");
+    assert_eq!(
+        std::fs::read_to_string(&target).ok().as_deref(),
+        Some("from a pty\n")
+    );
+}
