@@ -5,6 +5,7 @@
 #![deny(clippy::unwrap_used)]
 
 pub mod agent;
+pub mod bench;
 pub mod cli;
 pub mod config;
 pub mod domain;

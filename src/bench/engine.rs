@@ -1,0 +1,1 @@
+//! `whilly bench engine` (being written).

@@ -1,0 +1,1 @@
+//! `whilly bench queue` (being written).
