@@ -6,7 +6,7 @@ mod support;
 
 use serde_json::json;
 use std::collections::{BTreeMap, HashSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use whilly::domain::{PlanSpec, Priority, Status, TaskSpec, Usd};
@@ -319,6 +319,8 @@ contract!(
     workers_register_heartbeat_and_leave,
     append_event_and_filters,
     ten_thousand_task_import_is_fast,
+    claims_are_exclusive_across_handles,
+    wait_for_work_sees_other_handles,
 );
 
 async fn import_writes_rows_edges_and_events(c: &Ctx) {
@@ -1700,4 +1702,169 @@ async fn ten_thousand_task_import_is_fast(c: &Ctx) {
         .filter(|t| t.pending_deps == 0)
         .count();
     assert_eq!(ready, 1_000);
+}
+
+async fn claims_are_exclusive_across_handles(c: &Ctx) {
+    let n = 120;
+    let tasks: Vec<_> = (0..n).map(|i| task(&format!("t{i:03}"), &[])).collect();
+    import(&*c.store, &plan("p", tasks)).await;
+    let other = c.second_store().await;
+    let mut handles = Vec::new();
+    for (i, st) in [c.store.clone(), other.clone()]
+        .into_iter()
+        .cycle()
+        .take(6)
+        .enumerate()
+    {
+        handles.push(tokio::spawn(async move {
+            let r = req(&format!("w{i}"));
+            let mut done = 0;
+            while let Some(cl) = st.claim(&r).await.expect("claim") {
+                st.complete(cl.lease, &Outcome::default())
+                    .await
+                    .expect("complete");
+                done += 1;
+            }
+            done
+        }));
+    }
+    let mut total = 0;
+    for h in handles {
+        total += h.await.expect("join");
+    }
+    assert_eq!(total, n);
+    // Replay the log: every task claimed once at epoch 1 and DONE once.
+    let evs = all_events(&*c.store).await;
+    let mut claims = HashSet::new();
+    let mut done = HashSet::new();
+    for e in &evs {
+        let key = (e.task_id.clone().unwrap_or_default(), e.epoch.unwrap_or(-1));
+        if e.event_type == et::TASK_CLAIMED {
+            assert!(claims.insert(key), "claimed twice: {e:?}");
+        } else if e.event_type == et::TASK_DONE {
+            assert!(done.insert(key.0), "done twice: {e:?}");
+        }
+    }
+    assert_eq!((claims.len(), done.len()), (n, n));
+    assert!(claims.iter().all(|(_, epoch)| *epoch == 1));
+    assert_eq!(
+        c.store.counts("p").await.expect("counts").get(Status::Done),
+        n as u64
+    );
+    // Both handles appended to the same mirror: whole lines only, one per event.
+    let text = std::fs::read_to_string(&c.mirror).expect("mirror");
+    let ids: Vec<i64> = text
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).expect("a whole JSON line")["id"]
+                .as_i64()
+                .expect("id")
+        })
+        .collect();
+    assert_eq!(ids.len(), evs.len());
+    let distinct: HashSet<_> = ids.iter().collect();
+    assert_eq!(distinct.len(), evs.len());
+    other.close().await;
+}
+
+async fn wait_for_work_sees_other_handles(c: &Ctx) {
+    let other = c.second_store().await;
+    let waiter = {
+        let other = other.clone();
+        tokio::spawn(async move {
+            let t0 = Instant::now();
+            other.wait_for_work(Duration::from_secs(30)).await;
+            t0.elapsed()
+        })
+    };
+    // Give the waiter a moment to start listening; a wakeup before that would also be fine.
+    tokio::task::yield_now().await;
+    import(&*c.store, &plan("p", vec![task("a", &[])])).await;
+    let waited = tokio::time::timeout(Duration::from_secs(15), waiter)
+        .await
+        .expect("another handle's commit wakes the waiter well before max_wait")
+        .expect("join");
+    assert!(waited < Duration::from_secs(15), "{waited:?}");
+    assert_eq!(claim(&*other, &req("w")).await.task.id, "a");
+    other.close().await;
+}
+
+// ---- SQLite only --------------------------------------------------------------------------
+
+mod sqlite_only {
+    use super::*;
+
+    fn commit_empty(repo: &git2::Repository) {
+        let sig = git2::Signature::now("t", "t@example.com").expect("sig");
+        let tree_id = repo.index().expect("index").write_tree().expect("tree");
+        let tree = repo.find_tree(tree_id).expect("find tree");
+        repo.commit(Some("HEAD"), &sig, &sig, "init", &tree, &[])
+            .expect("commit");
+    }
+
+    fn exclude_lines(repo: &Path) -> Vec<String> {
+        std::fs::read_to_string(repo.join(".git/info/exclude"))
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.trim_end_matches('/').trim_start_matches('/') == ".whilly")
+            .map(str::to_string)
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn open_in_repo_keeps_state_out_of_git_once() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().join("repo");
+        let repo = git2::Repository::init(&root).expect("init");
+        commit_empty(&repo);
+        let s = SqliteStore::open_in_repo(&root).await.expect("open");
+        assert!(root.join(".whilly/whilly.db").is_file());
+        let info = s.info();
+        assert_eq!(info.backend, "sqlite");
+        assert!(info.location.ends_with("whilly.db"), "{}", info.location);
+        import(&s, &plan("p", vec![task("a", &[])])).await;
+        assert!(
+            root.join(".whilly/events.jsonl").is_file(),
+            "mirror next to the db"
+        );
+        s.close().await;
+        let s = SqliteStore::open_in_repo(&root).await.expect("reopen");
+        assert_eq!(s.list_tasks("p").await.expect("kept").len(), 1);
+        s.close().await;
+        assert_eq!(exclude_lines(&root), vec![".whilly/"]);
+        // A linked worktree (.git is a file): the exclude goes to the common dir, once.
+        let wt_path = dir.path().join("wt");
+        repo.worktree("wt", &wt_path, None).expect("worktree");
+        assert!(wt_path.join(".git").is_file());
+        let s = SqliteStore::open_in_repo(&wt_path)
+            .await
+            .expect("open in worktree");
+        s.close().await;
+        assert_eq!(exclude_lines(&root), vec![".whilly/"]);
+        // Not a repository: works, quietly.
+        let plain = dir.path().join("plain");
+        let s = SqliteStore::open_in_repo(&plain)
+            .await
+            .expect("open outside git");
+        s.close().await;
+        assert!(plain.join(".whilly/whilly.db").is_file());
+    }
+
+    #[tokio::test]
+    async fn unusable_location_is_an_environment_error() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join("not-a-dir");
+        std::fs::write(&file, "x").expect("write");
+        let err = match SqliteStore::open(&file.join("whilly.db"), None).await {
+            Err(e) => e,
+            Ok(_) => panic!("a db under a regular file cannot open"),
+        };
+        assert!(err.is_environment(), "{err}");
+        let garbage = dir.path().join("garbage.db");
+        std::fs::write(&garbage, vec![7u8; 4096]).expect("write");
+        assert!(
+            SqliteStore::open(&garbage, None).await.is_err(),
+            "not a SQLite file"
+        );
+    }
 }

@@ -10,6 +10,7 @@ use crate::store::event_types as et;
 use crate::store::sql_common::{encode_json, millis, outcome_payload, payload};
 use crate::store::types::*;
 use serde_json::Value;
+use sqlx::sqlite::{Sqlite, SqliteRow};
 use sqlx::{AssertSqlSafe, Row};
 use std::time::Duration;
 
@@ -23,35 +24,25 @@ fn check(t: &TaskRecord, action: Action) -> StoreResult<Status> {
     })
 }
 
-pub async fn claim(s: &Shared, req: &ClaimRequest) -> StoreResult<Option<Claimed>> {
-    let exclude = encode_json(&req.exclude, "claim exclude list")?;
-    let tags = encode_json(&req.tags, "claim tags")?;
-    let mut tx = WriteTx::begin(s).await?;
-    // The budget rule is applied in SQL to skip what cannot fit, and again below with the one
-    // shared rule (`budget_allows`) before anything is written.
-    let candidates = sqlx::query(
-        "SELECT t.pk, t.estimate_micros, p.budget_micros, p.spent_micros, p.reserved_micros \
-         FROM tasks t JOIN plans p ON p.id = t.plan_id \
-         WHERE t.status = 'PENDING' AND t.pending_deps = 0 AND p.paused = 0 \
-           AND (?1 IS NULL OR t.plan_id = ?1) \
-           AND t.pk NOT IN (SELECT value FROM json_each(?2)) \
-           AND NOT EXISTS (SELECT 1 FROM json_each(t.required_tags) r \
-                           WHERE r.value NOT IN (SELECT value FROM json_each(?3))) \
-           AND (p.budget_micros IS NULL OR CASE WHEN COALESCE(t.estimate_micros, ?4) = 0 \
-                THEN p.spent_micros + p.reserved_micros < p.budget_micros \
-                ELSE p.spent_micros + p.reserved_micros + COALESCE(t.estimate_micros, ?4) \
-                     <= p.budget_micros END) \
-         ORDER BY t.priority_rank, t.task_id, t.plan_id LIMIT ?5",
-    )
-    .bind(&req.plan_id)
-    .bind(exclude)
-    .bind(tags)
-    .bind(req.default_estimate.micros())
-    .bind(CLAIM_WINDOW)
-    .fetch_all(tx.conn())
-    .await?;
-    let mut chosen = None;
-    for c in &candidates {
+/// Ready tasks that fit the request, best first. The budget rule is applied in SQL to skip what
+/// cannot fit; the caller applies it again with the one shared rule (`budget_allows`).
+const CANDIDATES: &str = "SELECT t.pk, t.estimate_micros, p.budget_micros, p.spent_micros, \
+       p.reserved_micros \
+     FROM tasks t JOIN plans p ON p.id = t.plan_id \
+     WHERE t.status = 'PENDING' AND t.pending_deps = 0 AND p.paused = 0 \
+       AND (?1 IS NULL OR t.plan_id = ?1) \
+       AND t.pk NOT IN (SELECT value FROM json_each(?2)) \
+       AND NOT EXISTS (SELECT 1 FROM json_each(t.required_tags) r \
+                       WHERE r.value NOT IN (SELECT value FROM json_each(?3))) \
+       AND (p.budget_micros IS NULL OR CASE WHEN COALESCE(t.estimate_micros, ?4) = 0 \
+            THEN p.spent_micros + p.reserved_micros < p.budget_micros \
+            ELSE p.spent_micros + p.reserved_micros + COALESCE(t.estimate_micros, ?4) \
+                 <= p.budget_micros END) \
+     ORDER BY t.priority_rank, t.task_id, t.plan_id LIMIT ?5";
+
+/// The first candidate the budget allows: its pk and the estimate to reserve.
+fn pick(candidates: &[SqliteRow], req: &ClaimRequest) -> StoreResult<Option<(i64, Usd)>> {
+    for c in candidates {
         let estimate = Usd(c
             .try_get::<Option<i64>, _>("estimate_micros")?
             .unwrap_or(req.default_estimate.micros()));
@@ -59,11 +50,36 @@ pub async fn claim(s: &Shared, req: &ClaimRequest) -> StoreResult<Option<Claimed
         let spent = Usd(c.try_get("spent_micros")?);
         let reserved = Usd(c.try_get("reserved_micros")?);
         if budget_allows(budget, spent, reserved, estimate) {
-            chosen = Some((c.try_get::<i64, _>("pk")?, estimate));
-            break;
+            return Ok(Some((c.try_get::<i64, _>("pk")?, estimate)));
         }
     }
-    let Some((pk, estimate)) = chosen else {
+    Ok(None)
+}
+
+async fn candidates<'e, E>(e: E, req: &ClaimRequest, window: i64) -> StoreResult<Vec<SqliteRow>>
+where
+    E: sqlx::Executor<'e, Database = Sqlite>,
+{
+    let exclude = encode_json(&req.exclude, "claim exclude list")?;
+    let tags = encode_json(&req.tags, "claim tags")?;
+    Ok(sqlx::query(CANDIDATES)
+        .bind(&req.plan_id)
+        .bind(exclude)
+        .bind(tags)
+        .bind(req.default_estimate.micros())
+        .bind(window)
+        .fetch_all(e)
+        .await?)
+}
+
+pub async fn claim(s: &Shared, req: &ClaimRequest) -> StoreResult<Option<Claimed>> {
+    // Idle workers poll: look without the write lock first, so they do not queue up behind (and
+    // in front of) the writers doing real work.
+    if pick(&candidates(&s.reader, req, CLAIM_WINDOW).await?, req)?.is_none() {
+        return Ok(None);
+    }
+    let mut tx = WriteTx::begin(s).await?;
+    let Some((pk, estimate)) = pick(&candidates(tx.conn(), req, CLAIM_WINDOW).await?, req)? else {
         return Ok(None);
     };
     let Some(before) = tx.task_by_pk(pk).await? else {
