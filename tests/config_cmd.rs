@@ -1,16 +1,8 @@
 //! `whilly config show|path|edit|set` end to end, against temp dirs (never the real ~/.config).
 
-// Until src/cli/mod.rs mounts `config_cmd`, compile it here against the library's config module.
-mod config {
-    pub use whilly::config::*;
-}
-#[path = "../src/cli/config_cmd.rs"]
-#[allow(dead_code)]
-mod config_cmd;
-
-use config_cmd::{ConfigCommand, Io, run_with};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use whilly::cli::config_cmd::{ConfigCommand, Io, run_with};
 use whilly::config::LoadOptions;
 
 struct Env {
