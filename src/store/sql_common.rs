@@ -91,7 +91,7 @@ pub fn task_changes(old: &TaskSpec, new: &TaskSpec) -> Vec<String> {
 
 /// Fields of the stored plan spec that changed (both already in `plan_row_spec` form).
 pub fn plan_changes(old: &PlanSpec, new: &PlanSpec) -> Vec<String> {
-    changed_fields(old, new, &["tasks"])
+    changed_fields(old, new, &["tasks", "format"])
 }
 
 /// A task that has not started may be rewritten by a re-import: PENDING or SKIPPED and never
