@@ -2,6 +2,7 @@
 
 use super::diagnostic::{Diagnostic, Location, Severity, pointer_join};
 use super::gate::{GateResult, gate_failures};
+use super::locate::locate_pointers;
 use super::parse::{SourceMap, parse_plan};
 use super::validate::validate_plan;
 use crate::domain::PlanSpec;
@@ -122,6 +123,7 @@ pub fn check_plan(bytes: &[u8], file: &str, strict: bool) -> CheckReport {
                     message: format!("task \"{}\": decision gate: {f}", task.id),
                     location: Location::Pointer(pointer_join(&ptr, f.field())),
                     hint: Some(f.hint().to_string()),
+                    line_col: None,
                 });
             }
             report.gate.push(GateResult {
@@ -131,7 +133,27 @@ pub fn check_plan(bytes: &[u8], file: &str, strict: bool) -> CheckReport {
         }
     }
     report.plan = parsed.plan;
+    resolve_positions(bytes, &mut report.diagnostics);
     report
+}
+
+/// Gives pointer diagnostics a line and column, when the text is JSON (it is whenever pointer
+/// diagnostics exist: they come from walking the parsed document).
+fn resolve_positions(bytes: &[u8], diagnostics: &mut [Diagnostic]) {
+    let pointers: Vec<&str> = diagnostics.iter().filter_map(Diagnostic::pointer).collect();
+    if pointers.is_empty() {
+        return;
+    }
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return;
+    };
+    let found = locate_pointers(text, &pointers);
+    for d in diagnostics.iter_mut() {
+        if let Location::Pointer(p) = &d.location {
+            d.line_col = found.get(p).copied();
+        }
+    }
 }
 
 /// Reads and checks a plan file. The size is checked from the metadata before reading, and the

@@ -42,6 +42,9 @@ pub struct Diagnostic {
     pub message: String,
     pub location: Location,
     pub hint: Option<String>,
+    /// For pointer locations: the line and column the pointer resolves to in the file, when the
+    /// check had the file's text (filled in by `check_plan`).
+    pub line_col: Option<(usize, usize)>,
 }
 
 impl Diagnostic {
@@ -52,6 +55,7 @@ impl Diagnostic {
             message: message.into(),
             location,
             hint: None,
+            line_col: None,
         }
     }
 
@@ -66,6 +70,7 @@ impl Diagnostic {
             message: message.into(),
             location,
             hint: None,
+            line_col: None,
         }
     }
 
@@ -104,7 +109,13 @@ impl Serialize for Diagnostic {
                 s.serialize_field("line", line)?;
                 s.serialize_field("column", col)?;
             }
-            Location::Pointer(p) => s.serialize_field("pointer", p)?,
+            Location::Pointer(p) => {
+                s.serialize_field("pointer", p)?;
+                if let Some((line, col)) = self.line_col {
+                    s.serialize_field("line", &line)?;
+                    s.serialize_field("column", &col)?;
+                }
+            }
         }
         if let Some(h) = &self.hint {
             s.serialize_field("hint", h)?;

@@ -9,6 +9,7 @@ pub mod check;
 pub mod diagnostic;
 pub mod export;
 pub mod gate;
+pub mod locate;
 pub mod parse;
 pub mod render;
 pub mod triz;

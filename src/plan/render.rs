@@ -9,15 +9,28 @@ fn plural(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
-/// `file:line:col: error[code]: message`, or `file#/tasks/3/id: …` for pointer locations.
+/// `file:line:col: error[code]: message`; for problems found in the parsed document
+/// `file:line:col: error[code]: /tasks/3/id: message`, or `file#/tasks/3/id: …` when the pointer
+/// has no position (a missing member).
 pub fn render_diagnostic(file: &str, d: &Diagnostic) -> String {
-    let place = match &d.location {
-        Location::File => file.to_string(),
-        Location::LineCol { line, col } => format!("{file}:{line}:{col}"),
-        Location::Pointer(p) if p.is_empty() => file.to_string(),
-        Location::Pointer(p) => format!("{file}#{p}"),
+    let place = match (&d.location, d.line_col) {
+        (Location::File, _) => file.to_string(),
+        (Location::LineCol { line, col }, _) => format!("{file}:{line}:{col}"),
+        (Location::Pointer(_), Some((line, col))) => format!("{file}:{line}:{col}"),
+        (Location::Pointer(p), None) if p.is_empty() => file.to_string(),
+        (Location::Pointer(p), None) => format!("{file}#{p}"),
     };
-    let mut line = format!("{place}: {d}");
+    let mut line = match (&d.location, d.line_col) {
+        (Location::Pointer(p), Some(_)) if !p.is_empty() => {
+            format!(
+                "{place}: {}[{}]: {p}: {}",
+                d.severity.as_str(),
+                d.code,
+                d.message
+            )
+        }
+        _ => format!("{place}: {d}"),
+    };
     if let Some(h) = &d.hint {
         line.push_str(" (hint: ");
         line.push_str(h);
@@ -116,8 +129,15 @@ mod tests {
         let lines: Vec<&str> = s.lines().collect();
         assert_eq!(lines.len(), 2, "{s}");
         assert!(
-            lines[0].starts_with("plan.json#/tasks/0/id: error[bad_id]: bad task id:"),
+            lines[0].starts_with("plan.json:1:29: error[bad_id]: /tasks/0/id: bad task id:"),
             "{s}"
+        );
+        // Without a position (a missing member's parent is still located; a bare pointer
+        // diagnostic built in code is not) the pointer is the place.
+        let d = Diagnostic::at("x", "/tasks/9", "m");
+        assert_eq!(
+            render_diagnostic("f.json", &d),
+            "f.json#/tasks/9: error[x]: m"
         );
         assert_eq!(lines[1], "plan.json: plan p (1 task), 1 error, 0 warnings");
     }
