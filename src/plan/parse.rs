@@ -234,6 +234,43 @@ fn utf8_errors(bytes: &[u8]) -> Vec<Diagnostic> {
     out
 }
 
+/// Whether `key` is a misspelling of `known`: different, not much shorter or longer, and at most
+/// two edits away once case and `-`/`_` are ignored (one edit for short keys).
+fn is_typo_of(key: &str, known: &str) -> bool {
+    let norm = |s: &str| -> Vec<char> {
+        s.chars()
+            .map(|c| {
+                if c == '-' {
+                    '_'
+                } else {
+                    c.to_ascii_lowercase()
+                }
+            })
+            .collect()
+    };
+    let (a, b) = (norm(key), norm(known));
+    if key == known || a.len().abs_diff(b.len()) > 2 || b.len() < 4 {
+        return false;
+    }
+    let limit = if b.len() <= 5 { 1 } else { 2 };
+    edit_distance(&a, &b) <= limit
+}
+
+/// Levenshtein distance; keys are short, so the plain two-row version is enough.
+fn edit_distance(a: &[char], b: &[char]) -> usize {
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    let mut cur = vec![0; b.len() + 1];
+    for (i, ca) in a.iter().enumerate() {
+        cur[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != cb);
+            cur[j + 1] = sub.min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        std::mem::swap(&mut prev, &mut cur);
+    }
+    prev[b.len()]
+}
+
 /// "a string", "a number (5)", …: what a value is, for "expected X, got Y" messages.
 pub(crate) fn describe(v: &Value) -> String {
     match v {
@@ -286,6 +323,24 @@ impl Walker {
             ptr,
             format!("expected {expected}, got {}", describe(got)),
         ));
+    }
+
+    /// Unknown keys are kept silently, as the original ignored them, except those one or two
+    /// typos away from a key we read: `dependancies` silently dropping every dependency is worse
+    /// than a warning.
+    fn near_misses(&mut self, extra: &Map<String, Value>, known: &[&str], base: &str) {
+        for key in extra.keys() {
+            if let Some(near) = known.iter().find(|k| is_typo_of(key, k)) {
+                self.diags.push(
+                    Diagnostic::warning(
+                        "unknown_field",
+                        Location::Pointer(pointer_join(base, key)),
+                        format!("unknown key \"{key}\" is kept but not used"),
+                    )
+                    .with_hint(format!("did you mean \"{near}\"?")),
+                );
+            }
+        }
     }
 
     fn missing(&mut self, parent: &str, key: &str, what: &str) {
@@ -372,6 +427,7 @@ impl Walker {
             }
             Some(other) => self.wrong_type("/tasks", "an array of tasks", &other),
         }
+        self.near_misses(&map, PLAN_KEYS, "");
         plan.extra = map;
         Some((plan, source))
     }
@@ -494,6 +550,7 @@ impl Walker {
         if let Some(v) = f.max_attempts {
             task.max_attempts = self.max_attempts(&v, &at("max_attempts"));
         }
+        self.near_misses(&extra, TASK_KEYS, &ptr);
         task.extra = extra;
         usable.then_some(task)
     }
@@ -983,6 +1040,46 @@ mod tests {
             let p = parse_plan(text.as_bytes(), "t.json");
             assert!(!p.diagnostics.is_empty(), "{text:?}");
         }
+    }
+
+    #[test]
+    fn near_miss_keys_warn_but_others_are_silent() {
+        let p = parse(
+            json!({"project": "p", "taks": [], "tasks": [{"id": "A", "description": "d",
+            "dependancies": ["B"], "Key-Files": [], "github_issue": 3, "version": 2, "jira_key": "K",
+            "tag": ["x"], "idx": 1}]}),
+        );
+        let got: Vec<(String, String)> = p
+            .diagnostics
+            .iter()
+            .map(|d| {
+                (
+                    d.pointer().unwrap_or("").to_string(),
+                    d.hint.clone().unwrap_or_default(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (
+                    "/tasks/0/dependancies".to_string(),
+                    "did you mean \"dependencies\"?".to_string()
+                ),
+                (
+                    "/tasks/0/Key-Files".to_string(),
+                    "did you mean \"key_files\"?".to_string()
+                ),
+                (
+                    "/tasks/0/tag".to_string(),
+                    "did you mean \"tags\"?".to_string()
+                ),
+                ("/taks".to_string(), "did you mean \"tasks\"?".to_string()),
+            ]
+        );
+        assert!(p.diagnostics.iter().all(|d| !d.is_error()));
+        let t = &p.plan.expect("plan").tasks[0];
+        assert!(t.extra.contains_key("dependancies") && t.extra.contains_key("idx"));
     }
 
     #[test]
