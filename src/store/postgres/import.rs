@@ -9,11 +9,10 @@ use super::tx::{Ev, Tx};
 use crate::domain::{PlanSpec, Status, TaskSpec};
 use crate::store::event_types as et;
 use crate::store::sql_common::{
-    ExistingTask, TaskPlan, effective_budget, effective_plan_id, max_attempts_for, plan_changes,
-    plan_import, plan_row_spec, usd_json,
+    ExistingTask, TaskPlan, effective_budget, effective_plan_id, max_attempts_for, payload,
+    plan_changes, plan_import, plan_row_spec,
 };
 use crate::store::{ImportOptions, ImportReport, StoreError, StoreResult};
-use serde_json::json;
 use std::collections::HashMap;
 
 fn to_json<T: serde::Serialize>(v: &T, what: &str) -> StoreResult<serde_json::Value> {
@@ -126,11 +125,7 @@ async fn import_once(
             events.push(Ev::plan(
                 et::PLAN_CREATED,
                 &plan_id,
-                json!({
-                    "project": row_spec.project,
-                    "tasks": plan.tasks.len(),
-                    "budget_usd": budget.map(usd_json),
-                }),
+                payload::plan_created(&row_spec.project, plan.tasks.len(), budget),
             ));
         } else {
             // Another importer created it a moment ago: treat it as an existing plan.
@@ -154,7 +149,7 @@ async fn import_once(
             events.push(Ev::plan(
                 et::PLAN_UPDATED,
                 &plan_id,
-                json!({ "fields": fields }),
+                payload::fields_changed(&fields),
             ));
         }
     }
@@ -189,7 +184,8 @@ async fn import_once(
     let mut creates = TaskColumns::default();
     let mut updates = TaskColumns::default();
     // Events for created tasks wait for their rows (the gate's skip follows the creation).
-    let mut created_events: Vec<(String, Status, Status, Option<String>)> = Vec::new();
+    let mut created_events: Vec<(String, Status, Status, Option<String>, serde_json::Value)> =
+        Vec::new();
     for (ord, (t, d)) in plan.tasks.iter().zip(&decisions).enumerate() {
         match d {
             TaskPlan::Create {
@@ -198,7 +194,8 @@ async fn import_once(
                 reason,
             } => {
                 creates.push(0, ord, t, *status, reason.clone(), opts)?;
-                created_events.push((t.id.clone(), *created_as, *status, reason.clone()));
+                let p = payload::task_created(t, max_attempts_for(t, opts.default_max_attempts));
+                created_events.push((t.id.clone(), *created_as, *status, reason.clone(), p));
                 report.created.push(t.id.clone());
             }
             TaskPlan::Update {
@@ -211,7 +208,7 @@ async fn import_once(
                 };
                 updates.push(old.pk, ord, t, *status, reason.clone(), opts)?;
                 report.updated.push(t.id.clone());
-                let mut ev = Ev::plan(et::TASK_UPDATED, &plan_id, json!({ "fields": changed }));
+                let mut ev = Ev::plan(et::TASK_UPDATED, &plan_id, payload::fields_changed(changed));
                 ev.task_id = Some(t.id.clone());
                 ev.from = Some(old.status);
                 ev.to = Some(*status);
@@ -330,13 +327,17 @@ async fn import_once(
         tx.wake(&plan_id);
     }
 
-    for (task_id, created_as, status, reason) in created_events {
-        let mut ev = Ev::plan(et::TASK_CREATED, &plan_id, json!({}));
+    for (task_id, created_as, status, reason, created_payload) in created_events {
+        let mut ev = Ev::plan(et::TASK_CREATED, &plan_id, created_payload);
         ev.task_id = Some(task_id.clone());
         ev.to = Some(created_as);
         events.push(ev);
         if status != created_as {
-            let mut ev = Ev::plan(et::TASK_SKIPPED, &plan_id, json!({ "reason": reason }));
+            let mut ev = Ev::plan(
+                et::TASK_SKIPPED,
+                &plan_id,
+                payload::gate_skip(reason.as_deref()),
+            );
             ev.task_id = Some(task_id);
             ev.from = Some(created_as);
             ev.to = Some(status);

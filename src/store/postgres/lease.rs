@@ -8,12 +8,11 @@ use super::rows::{PlanRow, TaskRow, plan_cols, task_cols};
 use super::tx::{Ev, Move, Tx};
 use crate::domain::{Action, Status, Usd, budget_allows, transition};
 use crate::store::event_types as et;
-use crate::store::sql_common::{millis, outcome_payload, usd_json};
+use crate::store::sql_common::{millis, outcome_payload, payload};
 use crate::store::{
     ClaimRequest, Claimed, FailMode, Lease, Outcome, Park, PlanRecord, ReapReport, StoreError,
     StoreResult, TaskRecord,
 };
-use serde_json::json;
 use std::future::Future;
 use std::time::Duration;
 
@@ -138,11 +137,7 @@ async fn claim_once(inner: &Inner, req: &ClaimRequest) -> StoreResult<Option<Cla
             epoch: Some(task.epoch),
             from: Some(Status::Pending),
             to: Some(to),
-            payload: json!({
-                "attempt": task.attempts,
-                "reserved_usd": usd_json(estimate),
-                "lease_ms": millis(req.lease),
-            }),
+            payload: payload::claimed(task.attempts, estimate, millis(req.lease)),
         };
         tx.event(ev).await?;
         tx.commit(inner).await?;
@@ -197,8 +192,7 @@ pub async fn start(inner: &Inner, lease: Lease, deadline: Option<Duration>) -> S
         .bind(deadline.map(micros))
         .execute(&mut *tx.tx)
         .await?;
-        let payload = json!({ "deadline_ms": deadline.map(millis) });
-        tx.event(Ev::task(et::TASK_STARTED, &t, to, payload)).await?;
+        tx.event(Ev::task(et::TASK_STARTED, &t, to, payload::started(deadline.map(millis)))).await?;
         tx.commit(inner).await?;
         Ok(())
     })
@@ -253,10 +247,7 @@ pub async fn fail(
             (action, et::TASK_FAILED)
         };
         let to = transition(t.status, action).map_err(illegal(&t))?;
-        let extra = [
-            ("attempt", json!(t.attempts)),
-            ("max_attempts", json!(t.max_attempts)),
-        ];
+        let extra = payload::attempt_extra(&t);
         let m = Move {
             cost: o.cost,
             reason: o.reason.clone(),
@@ -315,11 +306,7 @@ pub async fn add_cost(inner: &Inner, lease: Lease, cost: Usd) -> StoreResult<Pla
             task_id: Some(t.id.clone()),
             worker_id: t.worker_id.clone(),
             epoch: Some(t.epoch),
-            payload: json!({
-                "cost_usd": usd_json(cost),
-                "task_cost_usd": usd_json(t.cost + cost),
-                "plan_spent_usd": usd_json(Usd(plan.spent_micros)),
-            }),
+            payload: payload::cost(cost, t.cost + cost, Usd(plan.spent_micros)),
             ..Ev::default()
         };
         tx.event(ev).await?;
@@ -389,16 +376,9 @@ async fn reap_once(inner: &Inner) -> StoreResult<ReapReport> {
         let t = row.into_record()?;
         let d = reap_decision(past_deadline, t.attempts, t.max_attempts);
         let to = transition(t.status, d.action).map_err(illegal(&t))?;
-        let payload = json!({
-            "reason": d.reason,
-            "attempt": t.attempts,
-            "max_attempts": t.max_attempts,
-            "lease_expires_at": t.lease_expires_at,
-            "deadline_at": t.deadline_at,
-        });
         let m = Move {
             reason: Some(d.reason.to_string()),
-            ..Move::new(to, d.event_type, payload)
+            ..Move::new(to, d.event_type, payload::reaped(d.reason, &t))
         };
         tx.apply_move(&t, m).await?;
         match (to, past_deadline) {

@@ -7,6 +7,7 @@ use super::rows::{PlanRow, TaskRow, plan_cols, task_cols};
 use super::tx::{Ev, Move, Tx};
 use crate::domain::{Action, Status, transition};
 use crate::store::event_types as et;
+use crate::store::sql_common::payload;
 use crate::store::{Event, NewEvent, ResetMode, StoreError, StoreResult, TaskRecord, WorkerRecord};
 use serde_json::json;
 
@@ -55,7 +56,7 @@ pub async fn skip_task(
 ) -> StoreResult<TaskRecord> {
     operate(inner, plan_id, task_id, Action::Skip, |_, to| Move {
         reason: Some(reason.to_string()),
-        ..Move::new(to, et::TASK_SKIPPED, json!({ "reason": reason }))
+        ..Move::new(to, et::TASK_SKIPPED, payload::operator(reason))
     })
     .await
 }
@@ -67,9 +68,10 @@ pub async fn reset_task(
     reason: &str,
 ) -> StoreResult<TaskRecord> {
     operate(inner, plan_id, task_id, Action::Reset, |_, to| Move {
-        reason: Some(reason.to_string()),
+        // A fresh start: the why of the reset lives in the event, not on the row.
+        reason: None,
         reset_attempts: true,
-        ..Move::new(to, et::TASK_RESET, json!({ "reason": reason }))
+        ..Move::new(to, et::TASK_RESET, payload::operator(reason))
     })
     .await
 }
@@ -115,7 +117,8 @@ pub async fn set_plan_paused(inner: &Inner, plan_id: &str, paused: bool) -> Stor
         } else {
             et::PLAN_RESUMED
         };
-        tx.event(Ev::plan(event_type, plan_id, json!({}))).await?;
+        tx.event(Ev::plan(event_type, plan_id, payload::empty()))
+            .await?;
         if !paused {
             tx.wake(plan_id);
         }
@@ -141,7 +144,7 @@ pub async fn reset_plan(inner: &Inner, plan_id: &str, mode: ResetMode) -> StoreR
                     .bind(plan_id)
                     .execute(&mut *tx.tx)
                     .await?;
-                tx.event(Ev::plan(et::PLAN_RESET, plan_id, json!({ "mode": "hard", "deleted_tasks": n }))).await?;
+                tx.event(Ev::plan(et::PLAN_RESET, plan_id, payload::plan_reset(true, usize::try_from(n).unwrap_or(usize::MAX)))).await?;
             }
         }
         tx.commit(inner).await?;
@@ -198,14 +201,14 @@ async fn reset_keep_tasks(tx: &mut Tx, plan_id: &str) -> StoreResult<()> {
                 et::TASK_RESET,
                 t,
                 Status::Pending,
-                json!({ "reason": "plan reset" }),
+                payload::plan_reset_task(),
             )
         })
         .collect();
     events.push(Ev::plan(
         et::PLAN_RESET,
         plan_id,
-        json!({ "mode": "keep_tasks", "tasks": tasks.len() }),
+        payload::plan_reset(false, tasks.len()),
     ));
     tx.events_batch(events).await?;
     tx.wake(plan_id);
