@@ -1,0 +1,410 @@
+//! The engine on its edges, through the real binary: real git repositories, real PTYs, fake
+//! agents that hang, flood, query the terminal, ignore SIGTERM, fail, never finish, cost money,
+//! or wait for a human. Each test has its own repository, worktree dir and HOME.
+
+#[path = "support/engine.rs"]
+mod engine;
+
+use engine::{Repo, agent, count_by_task, plan, rss_kib, task, wait_for};
+use serde_json::Value;
+use std::time::{Duration, Instant};
+
+fn sh(script: &str, args: &str) -> String {
+    format!("bash {} {args}", agent(script).display())
+}
+
+fn statuses(repo: &Repo, plan_id: &str) -> Vec<(String, String)> {
+    repo.tasks(plan_id)
+        .into_iter()
+        .map(|t| {
+            (
+                t["id"].as_str().unwrap_or_default().to_string(),
+                t["status"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect()
+}
+
+fn assert_no_agents_left(repo: &Repo) {
+    // The group is killed before the attempt settles, but give the kernel a moment to reap.
+    let left = wait_for(Duration::from_secs(3), "agent processes to disappear", || {
+        let pids = repo.marked_pids(&[]);
+        pids.is_empty().then_some(pids)
+    });
+    assert!(left.is_empty(), "agent processes left: {left:?}");
+}
+
+fn events_of(repo: &Repo, task_id: &str, kind: &str) -> Vec<Value> {
+    repo.events(Some(task_id))
+        .into_iter()
+        .filter(|e| e["event_type"] == kind)
+        .collect()
+}
+
+// 1. An agent that hangs is killed at the task's timeout, retried, then failed.
+#[test]
+fn hanging_agent_is_killed_at_the_timeout_retried_then_failed() {
+    let mut t = task("T-1");
+    t["timeout"] = 2.into();
+    t["max_attempts"] = 2.into();
+    let repo = Repo::new(&plan("p", vec![t]), &sh("hang.sh", ""));
+    let started = Instant::now();
+    let out = repo.run_plan(&[], &[]).wait(Duration::from_secs(40));
+    let elapsed = started.elapsed();
+    assert_eq!(out.code, Some(1), "{out}");
+    let rec = repo.task("p", "T-1");
+    assert_eq!(rec["status"], "FAILED", "{rec}");
+    assert_eq!(rec["reason"], "task_timeout", "{rec}");
+    assert_eq!(rec["attempts"], 2, "{rec}");
+    assert_eq!(events_of(&repo, "T-1", "task.started").len(), 2);
+    // Two attempts of ~2 s each: the timeout, not the 1000 s sleep, ended them.
+    assert!(
+        elapsed >= Duration::from_secs(4) && elapsed < Duration::from_secs(25),
+        "{elapsed:?}"
+    );
+    assert_no_agents_left(&repo);
+}
+
+// 5. An agent that exits non-zero is retried, then failed with agent_failed.
+#[test]
+fn failing_agent_is_retried_then_failed() {
+    let mut t = task("T-1");
+    t["max_attempts"] = 2.into();
+    let repo = Repo::new(&plan("p", vec![t]), &sh("exit_code.sh", "3"));
+    let out = repo.run_plan(&[], &[]).wait(Duration::from_secs(30));
+    assert_eq!(out.code, Some(1), "{out}");
+    let rec = repo.task("p", "T-1");
+    assert_eq!(rec["status"], "FAILED", "{rec}");
+    assert_eq!(rec["reason"], "agent_failed", "{rec}");
+    assert_eq!(rec["attempts"], 2, "{rec}");
+    assert_eq!(out.complete()["failed"], 1);
+    assert_no_agents_left(&repo);
+}
+
+// 6. An agent that never prints the marker fails after max_attempts (no endless retries).
+#[test]
+fn agent_without_marker_fails_after_max_attempts() {
+    let mut t = task("T-1");
+    t["max_attempts"] = 3.into();
+    let repo = Repo::new(&plan("p", vec![t]), &sh("engine/no_marker.sh", ""));
+    let out = repo.run_plan(&[], &[]).wait(Duration::from_secs(30));
+    assert_eq!(out.code, Some(1), "{out}");
+    let rec = repo.task("p", "T-1");
+    assert_eq!(rec["status"], "FAILED", "{rec}");
+    assert_eq!(rec["reason"], "marker_missing", "{rec}");
+    assert_eq!(rec["attempts"], 3, "{rec}");
+    assert_eq!(events_of(&repo, "T-1", "task.started").len(), 3);
+    assert_eq!(out.complete()["attempts"], 3);
+}
+
+// 2. 100 MB of coloured output: all of it in the attempt log, whilly's memory stays bounded.
+#[test]
+fn flood_of_output_is_logged_whole_with_bounded_memory() {
+    let mb: u64 = std::env::var("WHILLY_FLOOD_MB")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100);
+    let repo = Repo::new(
+        &plan("p", vec![task("T-1")]),
+        &sh("engine/flood.sh", &mb.to_string()),
+    );
+    let mut run = repo.run_plan(&[], &[]);
+    let pid = run.pid();
+    let mut peak_kib = 0u64;
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while !run.exited() {
+        assert!(Instant::now() < deadline, "flood run did not finish in time");
+        if let Some(k) = rss_kib(pid) {
+            peak_kib = peak_kib.max(k);
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    let out = run.wait(Duration::from_secs(5));
+    assert_eq!(out.code, Some(0), "{out}");
+    assert_eq!(repo.task("p", "T-1")["status"], "DONE");
+    let log = repo
+        .attempt_files("p", "T-1")
+        .into_iter()
+        .find(|p| p.file_name().is_some_and(|n| n == "1.log"))
+        .expect("attempt log 1.log");
+    let size = std::fs::metadata(&log).unwrap().len();
+    println!(
+        "flood: {mb} MiB through the PTY; log {size} bytes; whilly peak RSS {} MiB",
+        peak_kib / 1024
+    );
+    assert!(size >= mb * 1024 * 1024, "log holds {size} bytes");
+    assert!(
+        peak_kib < 200 * 1024,
+        "whilly peak RSS {peak_kib} KiB is not bounded"
+    );
+}
+
+// 3. An agent that asks the terminal where the cursor is gets an answer.
+#[test]
+fn cursor_position_query_is_answered() {
+    let mut t = task("T-1");
+    t["max_attempts"] = 1.into();
+    let repo = Repo::new(&plan("p", vec![t]), &sh("engine/cursor.sh", ""));
+    let out = repo.run_plan(&[], &[]).wait(Duration::from_secs(30));
+    assert_eq!(out.code, Some(0), "{out}");
+    assert_eq!(repo.task("p", "T-1")["status"], "DONE");
+    let log = repo
+        .attempt_files("p", "T-1")
+        .into_iter()
+        .find(|p| p.file_name().is_some_and(|n| n == "1.log"))
+        .expect("attempt log");
+    let text = String::from_utf8_lossy(&std::fs::read(log).unwrap()).into_owned();
+    assert!(text.contains("cursor reply row="), "{text}");
+}
+
+/// Starts a run whose agent ignores SIGTERM and waits until the agent is running.
+fn start_stubborn_run() -> (Repo, engine::Running) {
+    let repo = Repo::new(&plan("p", vec![task("T-1")]), &sh("ignore_term.sh", ""));
+    let run = repo.run_plan(&[], &[]);
+    let whilly = run.pid();
+    wait_for(Duration::from_secs(20), "the agent to start", || {
+        let started = repo
+            .events(Some("T-1"))
+            .iter()
+            .any(|e| e["event_type"] == "task.started");
+        // bash and its sleep: the agent has set its trap once its child exists.
+        (started && repo.marked_pids(&[whilly]).len() >= 2).then_some(())
+    });
+    (repo, run)
+}
+
+fn assert_released_for_shutdown(repo: &Repo, out: &engine::Output) {
+    assert_eq!(out.code, Some(130), "{out}");
+    let rec = repo.task("p", "T-1");
+    assert_eq!(rec["status"], "PENDING", "{rec}");
+    assert_eq!(rec["reason"], "shutdown", "{rec}");
+    let released = repo
+        .events(Some("T-1"))
+        .into_iter()
+        .any(|e| e["to_status"] == "PENDING" && e["payload"]["reason"] == "shutdown");
+    assert!(released, "no release event with reason shutdown");
+    assert_no_agents_left(repo);
+}
+
+// 4a. One SIGINT: no new claims; after the grace period the stubborn agent is killed.
+#[test]
+fn sigint_stops_after_grace_and_kills_a_stubborn_agent() {
+    let (repo, run) = start_stubborn_run();
+    let whilly = run.pid();
+    let sent = Instant::now();
+    run.signal(libc::SIGINT);
+    let out = run.wait(Duration::from_secs(20));
+    let took = sent.elapsed();
+    println!("one SIGINT, grace 1 s: whilly exited after {took:?}");
+    assert_released_for_shutdown(&repo, &out);
+    assert!(repo.marked_pids(&[whilly]).is_empty());
+    // Grace is 1 s: the agent is killed then, not after a further SIGTERM wait.
+    assert!(
+        took < Duration::from_millis(2500),
+        "grace 1 s, but whilly took {took:?} to stop a SIGTERM-ignoring agent"
+    );
+    assert!(took >= Duration::from_millis(900), "grace not honoured: {took:?}");
+}
+
+// 4b. Two SIGINTs: the agent is killed at once.
+#[test]
+fn second_sigint_kills_at_once() {
+    let (repo, run) = start_stubborn_run();
+    run.signal(libc::SIGINT);
+    // The second Ctrl-C comes while the first one's grace period is running.
+    wait_for(Duration::from_secs(5), "the first SIGINT to be noticed", || {
+        std::fs::read_dir(repo.home.join("outputs"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.path().extension().is_some_and(|x| x == "err"))
+            .any(|e| {
+                std::fs::read_to_string(e.path())
+                    .unwrap_or_default()
+                    .contains("stopping")
+            })
+            .then_some(())
+    });
+    let sent = Instant::now();
+    run.signal(libc::SIGINT);
+    let out = run.wait(Duration::from_secs(20));
+    let took = sent.elapsed();
+    println!("second SIGINT: whilly exited after {took:?}");
+    assert_released_for_shutdown(&repo, &out);
+    assert!(
+        took < Duration::from_millis(1500),
+        "the second SIGINT should kill at once, took {took:?}"
+    );
+}
+
+// 7a. A failing verification gets one repair round, which passes.
+#[test]
+fn verification_fails_then_repair_round_passes() {
+    let repo = Repo::new(
+        &verified_plan(),
+        &sh("engine/repair.sh", "{prompt_file}"),
+    );
+    let out = repo.run_plan(&[], &[]).wait(Duration::from_secs(40));
+    assert_eq!(out.code, Some(0), "{out}");
+    let done = events_of(&repo, "T-1", "task.done");
+    assert_eq!(done.len(), 1);
+    let rounds = done[0]["payload"]["verification"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(rounds.len(), 2, "{}", done[0]);
+    assert_eq!(rounds[0]["passed"], false);
+    assert_eq!(rounds[1]["passed"], true);
+    // The repaired work reached the base branch.
+    assert_eq!(repo.git(&["show", "HEAD:result.txt"]).trim(), "good");
+}
+
+// 7b. A verification that never passes fails the task with verification_failed.
+#[test]
+fn verification_that_never_passes_fails_the_task() {
+    let repo = Repo::new(
+        &verified_plan(),
+        &sh("engine/repair.sh", "{prompt_file} never"),
+    );
+    let out = repo.run_plan(&[], &[]).wait(Duration::from_secs(40));
+    assert_eq!(out.code, Some(1), "{out}");
+    let rec = repo.task("p", "T-1");
+    assert_eq!(rec["status"], "FAILED", "{rec}");
+    assert_eq!(rec["reason"], "verification_failed", "{rec}");
+    let failed = events_of(&repo, "T-1", "task.failed");
+    let rounds = failed
+        .last()
+        .and_then(|e| e["payload"]["verification"].as_array().cloned())
+        .unwrap_or_default();
+    assert_eq!(rounds.len(), 2, "{failed:?}");
+    assert!(rounds.iter().all(|r| r["passed"] == false));
+}
+
+fn verified_plan() -> Value {
+    let mut p = plan("p", vec![task("T-1")]);
+    p["verification_commands"] = serde_json::json!([{
+        "name": "result is good",
+        "command": "grep -qx good result.txt",
+        "required": true,
+        "repair_max_attempts": 1
+    }]);
+    p
+}
+
+/// (task, start ns, end ns) from the stamp agent's shared log.
+fn intervals(log: &std::path::Path) -> Vec<(String, u128, u128)> {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let mut starts = std::collections::HashMap::new();
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let parts: Vec<&str> = line.split_whitespace().collect();
+        let [kind, id, ns] = parts[..] else { continue };
+        let ns: u128 = ns.parse().unwrap();
+        match kind {
+            "start" => {
+                starts.insert(id.to_string(), ns);
+            }
+            "end" => out.push((id.to_string(), starts[id], ns)),
+            _ => {}
+        }
+    }
+    out.sort_by_key(|(_, s, _)| *s);
+    out
+}
+
+fn overlaps(v: &[(String, u128, u128)]) -> usize {
+    let mut n = 0;
+    for (i, a) in v.iter().enumerate() {
+        for b in &v[i + 1..] {
+            if a.1 < b.2 && b.1 < a.2 {
+                n += 1;
+            }
+        }
+    }
+    n
+}
+
+fn stamp_run(key_files: [&[&str]; 3]) -> Vec<(String, u128, u128)> {
+    let tasks = ["A", "B", "C"]
+        .iter()
+        .zip(key_files)
+        .map(|(id, files)| {
+            let mut t = task(id);
+            t["key_files"] = serde_json::json!(files);
+            t
+        })
+        .collect();
+    let probe = tempfile::tempdir().unwrap();
+    let log = probe.path().join("stamps.log");
+    let repo = Repo::new(
+        &plan("p", tasks),
+        &sh("engine/stamp.sh", &format!("{} 1 {{task_id}}", log.display())),
+    );
+    let out = repo
+        .run_plan(&["run.parallel=3"], &[])
+        .wait(Duration::from_secs(40));
+    assert_eq!(out.code, Some(0), "{out}");
+    let v = intervals(&log);
+    assert_eq!(v.len(), 3, "{v:?}");
+    v
+}
+
+// 8. Tasks sharing a key file never run at the same time; independent ones do.
+#[test]
+fn tasks_with_overlapping_key_files_never_overlap() {
+    let shared = stamp_run([
+        &["src/shared.rs", "src/a.rs"],
+        &["./src/shared.rs", "src/b.rs"],
+        &["src/shared.rs"],
+    ]);
+    assert_eq!(overlaps(&shared), 0, "overlapping key_files ran together: {shared:?}");
+    let apart = stamp_run([&["src/a.rs"], &["src/b.rs"], &["src/c.rs"]]);
+    assert!(overlaps(&apart) >= 1, "independent tasks did not overlap: {apart:?}");
+}
+
+// 9. The plan budget stops the run: exit 2, what is left stays PENDING.
+#[test]
+fn plan_budget_stops_the_run() {
+    let tasks = (1..=5).map(|i| task(&format!("T-{i}"))).collect();
+    let mut p = plan("p", tasks);
+    p["budget_usd"] = 1.0.into();
+    let repo = Repo::new(&p, &sh("engine/cost.sh", "0.40 {task_id}"));
+    let out = repo.run_plan(&["run.parallel=1"], &[]).wait(Duration::from_secs(40));
+    assert_eq!(out.code, Some(2), "{out}");
+    let spent = repo.plan_record("p")["spent"].as_f64().unwrap() / 1e6;
+    println!("budget $1.00, $0.40 per task: spent ${spent:.2}");
+    assert!(spent >= 0.99 && spent <= 1.0 + 0.40 + 1e-9, "spent {spent}");
+    let st = statuses(&repo, "p");
+    let done = st.iter().filter(|(_, s)| s == "DONE").count();
+    let pending = st.iter().filter(|(_, s)| s == "PENDING").count();
+    assert_eq!(done + pending, 5, "{st:?}");
+    assert!(pending >= 2, "{st:?}");
+    assert!(
+        !repo.events_of_type("budget.exhausted").is_empty(),
+        "no budget.exhausted event"
+    );
+}
+
+// 10. The run's own timeout: exit 3, running tasks go back to the queue.
+#[test]
+fn run_timeout_releases_tasks() {
+    let tasks = vec![task("T-1"), task("T-2")];
+    let probe = tempfile::tempdir().unwrap();
+    let log = probe.path().join("stamps.log");
+    let repo = Repo::new(
+        &plan("p", tasks),
+        &sh("engine/stamp.sh", &format!("{} 30 {{task_id}}", log.display())),
+    );
+    let started = Instant::now();
+    let out = repo
+        .run_plan(&["run.parallel=2"], &["--timeout", "2s"])
+        .wait(Duration::from_secs(30));
+    let took = started.elapsed();
+    assert_eq!(out.code, Some(3), "{out}");
+    assert!(took < Duration::from_secs(15), "{took:?}");
+    for (id, status) in statuses(&repo, "p") {
+        assert_eq!(status, "PENDING", "{id}");
+    }
+    assert_eq!(repo.task("p", "T-1")["reason"], "run_timeout");
+    assert_no_agents_left(&repo);
+}
