@@ -148,7 +148,31 @@ fn resolve_positions(bytes: &[u8], diagnostics: &mut [Diagnostic]) {
     let Ok(text) = std::str::from_utf8(bytes) else {
         return;
     };
-    let found = locate_pointers(text, &pointers);
+    let mut found = locate_pointers(text, &pointers);
+    // A pointer to a member that is not there (an empty list left out, a missing key) is shown
+    // at the closest enclosing value that is, usually the task object.
+    let missing: Vec<&str> = pointers
+        .iter()
+        .copied()
+        .filter(|p| !found.contains_key(*p))
+        .collect();
+    if !missing.is_empty() {
+        let parents: Vec<&str> = missing
+            .iter()
+            .flat_map(|p| p.match_indices('/').map(|(i, _)| &p[..i]))
+            .collect();
+        let parent_at = locate_pointers(text, &parents);
+        for p in missing {
+            let nearest = p
+                .match_indices('/')
+                .map(|(i, _)| &p[..i])
+                .rev()
+                .find_map(|parent| parent_at.get(parent).copied());
+            if let Some(at) = nearest {
+                found.insert(p.to_string(), at);
+            }
+        }
+    }
     for d in diagnostics.iter_mut() {
         if let Location::Pointer(p) = &d.location {
             d.line_col = found.get(p).copied();
@@ -217,6 +241,23 @@ mod tests {
             ]
         );
         assert_eq!(r.diagnostics[0].pointer(), Some("/tasks/0/description"));
+    }
+
+    #[test]
+    fn absent_members_are_placed_at_their_object() {
+        let text =
+            "{\"project\": \"p\",\n \"tasks\": [\n  {\"id\": \"A\", \"description\": \"x\"}]}";
+        let r = check_plan(text.as_bytes(), "t.json", false);
+        let at: Vec<(&str, Option<(usize, usize)>)> =
+            r.diagnostics.iter().map(|d| (d.code, d.line_col)).collect();
+        assert_eq!(
+            at,
+            [
+                ("gate_short_description", Some((3, 15))),
+                ("gate_no_acceptance_criteria", Some((3, 3))),
+                ("gate_no_test_steps", Some((3, 3))),
+            ]
+        );
     }
 
     #[test]
