@@ -24,7 +24,18 @@ use std::io::Write;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub async fn run(ctx: &Context, args: RunArgs) -> anyhow::Result<i32> {
+/// Everything a run needs, ready to start: the console embeds the same engine.
+pub struct RunSetup {
+    pub store: Arc<dyn Store>,
+    pub plan_id: String,
+    pub engine_cfg: EngineConfig,
+    pub executor: AgentExecutor,
+    pub sessions: SessionRegistry,
+}
+
+/// Imports the plan file if given, resumes if asked, builds agents and the executor.
+/// `Err(code)` when the plan file was refused (the problems are already printed).
+pub async fn prepare_run(ctx: &Context, args: &RunArgs) -> anyhow::Result<Result<RunSetup, i32>> {
     let cfg = ctx.config()?;
     let store = ctx.store().await?;
     let plan_id = match (&args.plan_file, &args.plan) {
@@ -33,7 +44,7 @@ pub async fn run(ctx: &Context, args: RunArgs) -> anyhow::Result<i32> {
                 .await?
             {
                 Ok(id) => id,
-                Err(code) => return Ok(code),
+                Err(code) => return Ok(Err(code)),
             }
         }
         (None, Some(id)) => {
@@ -74,7 +85,15 @@ pub async fn run(ctx: &Context, args: RunArgs) -> anyhow::Result<i32> {
         .map(|t| agent_name_for(&t.spec, &plan.spec, &default_agent))
         .chain(std::iter::once(default_agent.clone()))
         .collect();
-    let executor = build_executor(ctx, &cfg, store.clone(), &default_agent, &names)?;
+    let sessions = SessionRegistry::new();
+    let executor = build_executor(
+        ctx,
+        &cfg,
+        store.clone(),
+        &default_agent,
+        &names,
+        sessions.clone(),
+    )?;
 
     let mut engine_cfg = engine_config(&cfg, worker_id.clone());
     engine_cfg.plan_id = Some(plan_id.clone());
@@ -85,6 +104,26 @@ pub async fn run(ctx: &Context, args: RunArgs) -> anyhow::Result<i32> {
                 .map_err(|e| anyhow::anyhow!("--timeout {t:?}: {e} (write e.g. 90s, 30m, 2h)"))?,
         ),
         None => cfg.run.timeout,
+    };
+    Ok(Ok(RunSetup {
+        store,
+        plan_id,
+        engine_cfg,
+        executor,
+        sessions,
+    }))
+}
+
+pub async fn run(ctx: &Context, args: RunArgs) -> anyhow::Result<i32> {
+    let RunSetup {
+        store,
+        plan_id,
+        engine_cfg,
+        executor,
+        ..
+    } = match prepare_run(ctx, &args).await? {
+        Ok(setup) => setup,
+        Err(code) => return Ok(code),
     };
     let shutdown = signals::shutdown_channel();
     let engine = Engine::new(store.clone(), Arc::new(executor), engine_cfg, shutdown);
@@ -120,7 +159,14 @@ pub async fn worker(ctx: &Context, args: WorkerArgs) -> anyhow::Result<i32> {
             || super::agents_setup::agent_settings(&cfg, n)
                 .is_ok_and(|s| crate::agent::build_backend(&s).is_ok())
     });
-    let executor = build_executor(ctx, &cfg, store.clone(), &default_agent, &names)?;
+    let executor = build_executor(
+        ctx,
+        &cfg,
+        store.clone(),
+        &default_agent,
+        &names,
+        SessionRegistry::new(),
+    )?;
     let mut engine_cfg = engine_config(&cfg, worker_id.clone());
     engine_cfg.plan_id = args.plan.clone();
     engine_cfg.slots = args.slots.unwrap_or(cfg.run.parallel as usize).max(1);
@@ -178,6 +224,7 @@ fn build_executor(
     store: Arc<dyn Store>,
     default_agent: &str,
     names: &BTreeSet<String>,
+    sessions: SessionRegistry,
 ) -> anyhow::Result<AgentExecutor> {
     let agents = build_agents(cfg, names)?;
     let workspaces = Workspaces::new(&ctx.repo_root, workspace_config(cfg))
@@ -211,7 +258,7 @@ fn build_executor(
         exec_cfg,
         store,
         Arc::new(workspaces),
-        SessionRegistry::new(),
+        sessions,
     ))
 }
 
