@@ -280,6 +280,7 @@ pub(crate) mod test_support {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

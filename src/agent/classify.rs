@@ -183,6 +183,7 @@ pub fn classify_spawn_error(err: &std::io::Error) -> ErrorClass {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

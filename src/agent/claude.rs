@@ -173,6 +173,7 @@ pub fn claude_result_from_json(v: &Value) -> AgentResult {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::agent::backend::test_support::inv;

@@ -177,6 +177,7 @@ fn codex_usage(u: &Value) -> Usage {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::agent::backend::test_support::inv;

@@ -185,6 +185,7 @@ pub fn parse_command_output(clean: &str, model: Option<&str>, prices: &PriceTabl
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::agent::backend::test_support::inv;

@@ -210,6 +210,7 @@ fn stats_usage(stats: &Value) -> (Usage, Option<String>) {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::agent::backend::test_support::inv;

@@ -435,7 +435,7 @@ fn is_fork_bomb(squeezed: &str) -> bool {
 /// tracked, which can only make the check stricter).
 fn segments(command: &str) -> Vec<String> {
     command
-        .split(|c| matches!(c, ';' | '&' | '|' | '\n' | '`' | '(' | ')'))
+        .split([';', '&', '|', '\n', '`', '(', ')'])
         .map(str::to_string)
         .filter(|s| !s.trim().is_empty())
         .collect()
@@ -484,6 +484,7 @@ fn is_force_push(args: &[&str]) -> bool {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

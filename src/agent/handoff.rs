@@ -75,6 +75,8 @@ fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> HandoffError + '_ {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HandoffMeta {
     pub task_id: String,
+    /// `plan` in the original's files.
+    #[serde(alias = "plan")]
     pub plan_id: String,
     pub cwd: PathBuf,
     pub started_at: DateTime<Utc>,
@@ -243,6 +245,21 @@ impl HandoffDir {
 
     pub fn read_meta(&self, task_id: &str) -> Result<HandoffMeta, HandoffError> {
         read_meta_file(&self.task_dir(task_id).join(META_FILE))
+    }
+
+    /// The prompt handed over for `task_id` (for `whilly handoff show`).
+    pub fn prompt(&self, task_id: &str) -> Result<String, HandoffError> {
+        let path = self.task_dir(task_id).join(PROMPT_FILE);
+        std::fs::read_to_string(&path).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => HandoffError::NotWaiting {
+                task_id: task_id.to_string(),
+                path: path.clone(),
+            },
+            _ => HandoffError::Io {
+                path: path.clone(),
+                source: e,
+            },
+        })
     }
 
     /// Whether `task_id` has an answer yet.
@@ -451,6 +468,7 @@ fn kind(v: &Value) -> &'static str {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -480,6 +498,11 @@ mod tests {
             meta("TASK-1", 1).clone_with_time(h.read_meta("TASK-1").unwrap().started_at)
         );
         assert_eq!(h.poll("TASK-1"), HandoffPoll::Waiting);
+        assert_eq!(h.prompt("TASK-1").unwrap(), "# do it");
+        assert!(matches!(
+            h.prompt("OTHER"),
+            Err(HandoffError::NotWaiting { .. })
+        ));
         h.complete(
             "TASK-1",
             HandoffStatus::Blocked,
@@ -585,6 +608,27 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn reads_the_original_meta_shape() {
+        let tmp = tempfile::tempdir().unwrap();
+        let h = HandoffDir::new(tmp.path());
+        std::fs::create_dir_all(h.task_dir("T-1")).unwrap();
+        let meta = r#"{"task_id":"T-1","plan":"p","cwd":"/x","started_at":"2026-01-01T00:00:00Z","timeout_s":10}"#;
+        std::fs::write(h.task_dir("T-1").join(META_FILE), meta).unwrap();
+        let m = h.read_meta("T-1").unwrap();
+        assert_eq!(
+            (m.plan_id.as_str(), m.attempt, m.timeout_s),
+            ("p", 1, Some(10))
+        );
+        std::fs::write(h.task_dir("T-1").join(META_FILE), "{\"task_id\": 1}").unwrap();
+        let err = h.read_meta("T-1").unwrap_err().to_string();
+        assert!(
+            err.contains("meta.json") && err.contains("line 1 column"),
+            "{err}"
+        );
+        assert!(h.list().unwrap()[0].meta.is_err());
     }
 
     #[test]

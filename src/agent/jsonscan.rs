@@ -33,6 +33,7 @@ pub fn json_objects(text: &str) -> Vec<Value> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -165,6 +165,7 @@ pub fn parse_opencode_output(clean: &str, model: Option<&str>, prices: &PriceTab
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::agent::backend::test_support::inv;

@@ -255,6 +255,7 @@ fn repair_section(p: &mut String, r: &Repair) {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::domain::Priority;

@@ -262,6 +262,7 @@ pub(crate) fn u64_at(v: &Value, key: &str) -> u64 {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -75,6 +75,7 @@ pub fn split(line: &str) -> Result<Vec<String>, SplitError> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -119,10 +119,7 @@ fn render_tool_use(name: &Value, input: &Value) -> String {
         "TodoWrite" => format!("({} items)", input["todos"].as_array().map_or(0, Vec::len)),
         _ => truncate(&input.to_string(), MAX_LINE - name.len()),
     };
-    truncate(
-        &format!("▶ {name} {detail}").trim_end().to_string(),
-        MAX_LINE,
-    )
+    truncate(format!("▶ {name} {detail}").trim_end(), MAX_LINE)
 }
 
 fn render_tool_result(b: &Value) -> String {
@@ -197,6 +194,7 @@ fn limit_lines(s: &str, max: usize) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -274,15 +274,16 @@ fn handle(mut stream: TcpStream, state: &State) -> std::io::Result<()> {
             &api_error("authentication_error", "invalid x-api-key"),
         );
     }
-    if let Scenario::Overloaded { failures } = scenario {
-        if main && state.overload_failures.fetch_add(1, Ordering::SeqCst) < failures {
-            record(main, 529);
-            return respond_json(
-                &mut stream,
-                529,
-                &api_error("overloaded_error", "Overloaded"),
-            );
-        }
+    if let Scenario::Overloaded { failures } = scenario
+        && main
+        && state.overload_failures.fetch_add(1, Ordering::SeqCst) < failures
+    {
+        record(main, 529);
+        return respond_json(
+            &mut stream,
+            529,
+            &api_error("overloaded_error", "Overloaded"),
+        );
     }
     record(main, 200);
 
