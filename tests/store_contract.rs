@@ -1769,6 +1769,9 @@ async fn claims_are_exclusive_across_handles(c: &Ctx) {
 
 async fn wait_for_work_sees_other_handles(c: &Ctx) {
     let other = c.second_store().await;
+    // The worker's loop: a fruitless claim, then a wait. Work committed elsewhere after the
+    // claim must end the wait, whether it lands before or after the waiter starts listening.
+    assert!(other.claim(&req("w")).await.expect("claim").is_none());
     let waiter = {
         let other = other.clone();
         tokio::spawn(async move {
@@ -1848,6 +1851,23 @@ mod sqlite_only {
             .expect("open outside git");
         s.close().await;
         assert!(plain.join(".whilly/whilly.db").is_file());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn concurrent_first_opens_both_succeed() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("fresh.db");
+        let opens: Vec<_> = (0..3)
+            .map(|_| {
+                let path = path.clone();
+                tokio::spawn(async move { SqliteStore::open(&path, None).await })
+            })
+            .collect();
+        for o in opens {
+            let s = o.await.expect("join").expect("open");
+            assert!(s.info().pending_migrations.is_empty());
+            s.close().await;
+        }
     }
 
     #[tokio::test]

@@ -75,7 +75,12 @@ where
 pub async fn claim(s: &Shared, req: &ClaimRequest) -> StoreResult<Option<Claimed>> {
     // Idle workers poll: look without the write lock first, so they do not queue up behind (and
     // in front of) the writers doing real work.
+    let seen = super::read::last_event_id(s).await;
     if pick(&candidates(&s.reader, req, CLAIM_WINDOW).await?, req)?.is_none() {
+        if let Some(id) = seen {
+            s.seen_event_id
+                .store(id, std::sync::atomic::Ordering::SeqCst);
+        }
         return Ok(None);
     }
     let mut tx = WriteTx::begin(s).await?;

@@ -19,6 +19,7 @@ use sqlx::sqlite::{
 };
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::AtomicI64;
 use std::time::Duration;
 use tokio::sync::Notify;
 
@@ -35,6 +36,10 @@ pub(crate) struct Shared {
     reader: SqlitePool,
     mirror: Option<JsonlMirror>,
     notify: Notify,
+    /// The newest event id seen when a claim last found nothing: `wait_for_work` returns as soon
+    /// as anything newer exists, so a commit by another process between that claim and the wait
+    /// is not missed.
+    seen_event_id: AtomicI64,
 }
 
 impl Shared {
@@ -83,7 +88,13 @@ impl SqliteStore {
             .connect_with(opts.clone())
             .await
             .map_err(|e| unreachable(e.to_string()))?;
-        MIGRATOR.run(&writer).await?;
+        if let Err(first) = MIGRATOR.run(&writer).await {
+            // Two processes opening a brand-new file race to create the schema; the loser sees
+            // it applied on a second look.
+            tracing::debug!(error = %first, "migrating the SQLite queue failed once; retrying");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            MIGRATOR.run(&writer).await?;
+        }
         let reader = SqlitePoolOptions::new()
             .max_connections(4)
             .acquire_timeout(Duration::from_secs(60))
@@ -106,6 +117,7 @@ impl SqliteStore {
                 reader,
                 mirror: mirror.map(JsonlMirror::new),
                 notify: Notify::new(),
+                seen_event_id: AtomicI64::new(0),
             }),
             path: path.to_path_buf(),
             applied,

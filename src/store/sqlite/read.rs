@@ -154,36 +154,33 @@ pub async fn list_workers(s: &Shared) -> StoreResult<Vec<WorkerRecord>> {
     all.iter().map(rows::worker).collect()
 }
 
-async fn last_event_id(s: &Shared) -> Option<i64> {
+pub async fn last_event_id(s: &Shared) -> Option<i64> {
     sqlx::query_scalar::<_, i64>("SELECT COALESCE(MAX(id), 0) FROM events")
         .fetch_one(&s.reader)
         .await
         .ok()
 }
 
-/// Returns on an in-process wakeup, when another process commits an event (seen by polling), or
-/// after `max_wait`.
+/// Returns on an in-process wakeup, as soon as an event newer than the last fruitless claim's
+/// exists (another process committed; checked by polling), or after `max_wait`.
 pub async fn wait_for_work(s: &Shared, max_wait: Duration, poll: Duration) {
     let deadline = tokio::time::Instant::now() + max_wait;
     let notified = s.notify.notified();
     tokio::pin!(notified);
     // Registered before looking at the database, so a commit in between is not missed.
     notified.as_mut().enable();
-    let start = last_event_id(s).await;
+    let seen = s.seen_event_id.load(std::sync::atomic::Ordering::SeqCst);
     loop {
+        if last_event_id(s).await.is_some_and(|latest| latest > seen) {
+            return;
+        }
         let now = tokio::time::Instant::now();
         if now >= deadline {
             return;
         }
-        let tick = (deadline - now).min(poll);
         tokio::select! {
             _ = &mut notified => return,
-            _ = tokio::time::sleep(tick) => {
-                let latest = last_event_id(s).await;
-                if latest.is_some() && latest != start {
-                    return;
-                }
-            }
+            _ = tokio::time::sleep((deadline - now).min(poll)) => {}
         }
     }
 }
