@@ -86,6 +86,9 @@ pub fn write_atomic(
     contents: &str,
     check: impl FnOnce(&Path) -> Result<(), ConfigError>,
 ) -> Result<(), ConfigError> {
+    // A symlinked config (dotfile managers do this) is replaced at its target, so the link survives.
+    let resolved = std::fs::canonicalize(path).ok();
+    let path = resolved.as_deref().unwrap_or(path);
     let io = |source| ConfigError::Io {
         path: path.to_path_buf(),
         source,
@@ -169,6 +172,41 @@ mod tests {
         assert!(
             out.contains("[prices.\"gpt-4.1\"]\ninput_per_mtok = 2.0"),
             "{out}"
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn atomic_write_keeps_symlinks_and_permissions_and_honours_the_check() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("dotfiles/config.toml");
+        std::fs::create_dir_all(real.parent().unwrap()).unwrap();
+        std::fs::write(&real, "a = 1\n").unwrap();
+        std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let link = dir.path().join("config.toml");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+
+        write_atomic(&link, "a = 2\n", |_| Ok(())).unwrap();
+        assert!(
+            std::fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        assert_eq!(std::fs::read_to_string(&real).unwrap(), "a = 2\n");
+        assert_eq!(
+            std::fs::metadata(&real).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+
+        let refused = write_atomic(&link, "a = 3\n", |_| Err(ConfigError::Usage("no".into())));
+        assert!(refused.is_err());
+        assert_eq!(std::fs::read_to_string(&real).unwrap(), "a = 2\n");
+        assert_eq!(
+            std::fs::read_dir(real.parent().unwrap()).unwrap().count(),
+            1,
+            "temp file cleaned up"
         );
     }
 
