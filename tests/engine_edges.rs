@@ -408,3 +408,152 @@ fn run_timeout_releases_tasks() {
     assert_eq!(repo.task("p", "T-1")["reason"], "run_timeout");
     assert_no_agents_left(&repo);
 }
+
+// 11. whilly is SIGKILLed mid-run; `--resume` finishes the plan without doing a task twice and
+// without leaving worktrees behind.
+#[test]
+fn crash_mid_run_then_resume_completes_the_plan() {
+    let tasks = (1..=4).map(|i| task(&format!("T-{i}"))).collect();
+    let probe = tempfile::tempdir().unwrap();
+    let log = probe.path().join("stamps.log");
+    let repo = Repo::new(
+        &plan("p", tasks),
+        &sh("engine/stamp.sh", &format!("{} 3 {{task_id}}", log.display())),
+    );
+    let run = repo.run_plan(&["run.parallel=2"], &[]);
+    let whilly = run.pid();
+    // Mid-run: some task is done and others are running.
+    wait_for(Duration::from_secs(30), "one task done and two running", || {
+        let ev = repo.events(None);
+        let done = ev.iter().filter(|e| e["event_type"] == "task.done").count();
+        let started = ev.iter().filter(|e| e["event_type"] == "task.started").count();
+        (done >= 1 && started >= done + 2).then_some(())
+    });
+    run.signal(libc::SIGKILL);
+    let out = run.wait(Duration::from_secs(10));
+    assert_eq!(out.code, None, "killed by a signal: {out}");
+    // A SIGKILLed whilly cannot stop its agents; whatever survived is killed here, as an
+    // operator (or the machine's reboot) would.
+    let orphans = repo.kill_marked(&[whilly]);
+    println!("orphaned agent processes after kill -9: {orphans}");
+    wait_for(Duration::from_secs(5), "orphans to die", || {
+        repo.marked_pids(&[]).is_empty().then_some(())
+    });
+    let before = statuses(&repo, "p");
+    assert!(
+        before.iter().any(|(_, s)| s == "CLAIMED" || s == "IN_PROGRESS"),
+        "the crash left no task leased: {before:?}"
+    );
+
+    let out = repo
+        .run_plan(&["run.parallel=2"], &["--plan", "p", "--resume"])
+        .wait(Duration::from_secs(60));
+    // `run plan.json --plan p --resume` re-imports the unchanged file: a no-op.
+    assert_eq!(out.code, Some(0), "{out}");
+    for (id, status) in statuses(&repo, "p") {
+        assert_eq!(status, "DONE", "{id}");
+    }
+    let done = count_by_task(&repo.events(None), "task.done");
+    assert_eq!(done.len(), 4, "{done:?}");
+    assert!(done.values().all(|n| *n == 1), "a task was done twice: {done:?}");
+    let wts = repo.whilly(&["worktrees", "list", "--json"]).output().unwrap();
+    let wts: Value = serde_json::from_slice(&wts.stdout).unwrap();
+    assert_eq!(wts, serde_json::json!([]), "worktrees left behind");
+    let git_wts = repo.git(&["worktree", "list"]);
+    assert_eq!(git_wts.lines().count(), 1, "{git_wts}");
+    for i in 1..=4 {
+        let f = repo.git(&["show", &format!("HEAD:files/T-{i}.txt")]);
+        assert_eq!(f.trim(), format!("done by T-{i}"));
+    }
+    assert_no_agents_left(&repo);
+}
+
+fn handoff_repo() -> Repo {
+    let mut t = task("T-1");
+    t["agent"] = "handoff".into();
+    let mut p = plan("p", vec![t]);
+    p["verification_commands"] = serde_json::json!([{
+        "name": "plan is there",
+        "command": "test -f plan.json",
+        "required": true
+    }]);
+    Repo::new(&p, &sh("engine/no_marker.sh", ""))
+}
+
+/// Waits until `whilly handoff list --json` shows T-1; returns its handoff directory.
+fn await_handoff(repo: &Repo) -> std::path::PathBuf {
+    wait_for(Duration::from_secs(20), "the handoff to be listed", || {
+        let out = repo.whilly(&["handoff", "list", "--json"]).output().ok()?;
+        let v: Value = serde_json::from_slice(&out.stdout).ok()?;
+        let entry = v
+            .as_array()?
+            .iter()
+            .find(|e| e["meta"]["task_id"] == "T-1")?
+            .clone();
+        assert_eq!(entry["state"], "waiting for result.json", "{entry}");
+        entry["dir"].as_str().map(std::path::PathBuf::from)
+    })
+}
+
+fn handoff_complete(repo: &Repo, status: &str) {
+    let out = repo
+        .whilly(&["handoff", "complete", "T-1", "--status", status, "--message", "ok"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "handoff complete: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+// 12a. A human completes a handed-off task; it is verified and done.
+#[test]
+fn handoff_complete_finishes_the_task() {
+    let repo = handoff_repo();
+    let run = repo.run_plan(&[], &[]);
+    await_handoff(&repo);
+    let human = repo.whilly(&["handoff", "list"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&human.stdout).contains("T-1"));
+    handoff_complete(&repo, "complete");
+    let out = run.wait(Duration::from_secs(20));
+    assert_eq!(out.code, Some(0), "{out}");
+    let done = events_of(&repo, "T-1", "task.done");
+    assert_eq!(done.len(), 1);
+    let p = &done[0]["payload"];
+    assert_eq!(p["handoff_status"], "complete", "{p}");
+    assert_eq!(p["verification"][0]["passed"], true, "{p}");
+}
+
+// 12b. A human answers "blocked": the task is parked, the run ends stuck (exit 1).
+#[test]
+fn handoff_blocked_parks_the_task() {
+    let repo = handoff_repo();
+    let run = repo.run_plan(&[], &[]);
+    await_handoff(&repo);
+    handoff_complete(&repo, "blocked");
+    let out = run.wait(Duration::from_secs(20));
+    assert_eq!(out.code, Some(1), "{out}");
+    assert_eq!(repo.task("p", "T-1")["status"], "BLOCKED");
+    assert_eq!(out.complete()["stuck"], serde_json::json!(["T-1"]));
+}
+
+// 12c. A malformed result.json is reported and the task keeps waiting for a valid one.
+#[test]
+fn malformed_handoff_result_is_reported_and_waited_out() {
+    let repo = handoff_repo();
+    let mut run = repo.run_plan(&[], &[]);
+    let dir = await_handoff(&repo);
+    std::fs::write(dir.join("result.json"), "{ this is not json").unwrap();
+    let malformed = wait_for(Duration::from_secs(10), "a handoff.malformed event", || {
+        let ev = events_of(&repo, "T-1", "handoff.malformed");
+        (!ev.is_empty()).then_some(ev)
+    });
+    assert!(malformed[0]["payload"]["problem"].is_string());
+    assert!(!run.exited(), "the run gave up on a malformed answer");
+    assert_eq!(repo.task("p", "T-1")["status"], "IN_PROGRESS");
+    handoff_complete(&repo, "complete");
+    let out = run.wait(Duration::from_secs(20));
+    assert_eq!(out.code, Some(0), "{out}");
+    assert_eq!(repo.task("p", "T-1")["status"], "DONE");
+}
