@@ -4,14 +4,41 @@ use super::args::BenchCommand;
 use super::context::Context;
 use super::exit;
 
-pub async fn run(_ctx: &Context, cmd: BenchCommand) -> anyhow::Result<i32> {
+pub async fn run(ctx: &Context, cmd: BenchCommand) -> anyhow::Result<i32> {
     match cmd {
         BenchCommand::Pty(args) => {
             let report = crate::pty::bench::bench_drain(args.mb as u64).await?;
             println!("{report}");
             Ok(exit::OK)
         }
-        BenchCommand::Queue(_) | BenchCommand::Engine(_) => {
+        BenchCommand::Queue(args) => {
+            use super::args::BenchBackend;
+            let pg = match args.backend {
+                BenchBackend::Sqlite => None,
+                _ => Some(
+                    ctx.global
+                        .database_url
+                        .clone()
+                        .or_else(|| std::env::var("WHILLY_DATABASE_URL").ok())
+                        .filter(|u| u.starts_with("postgres"))
+                        .unwrap_or_else(|| {
+                            "postgres://postgres@127.0.0.1:5432/postgres".to_string()
+                        }),
+                ),
+            };
+            let opts = crate::bench::queue::QueueBenchOptions {
+                tasks: args.tasks,
+                workers: args.workers,
+                wake_samples: args.wake_samples,
+                sqlite: args.backend != BenchBackend::Postgres,
+                postgres: pg,
+            };
+            for figures in crate::bench::queue::run(&opts).await? {
+                println!("{figures}\n");
+            }
+            Ok(exit::OK)
+        }
+        BenchCommand::Engine(_) => {
             anyhow::bail!("this benchmark is being written; see docs/benchmarks.md")
         }
     }

@@ -48,7 +48,7 @@ pub struct ExecutorConfig {
     pub handoff_timeout: Duration,
     pub handoff_poll: Duration,
     pub merge: MergeMode,
-    /// The commit every task's worktree starts from.
+    /// The commit tasks start from when the base branch's head cannot be read.
     pub base_commit: String,
     pub default_task_timeout: Option<Duration>,
 }
@@ -232,7 +232,14 @@ impl AgentExecutor {
                 cx.task.id.clone(),
                 self.cfg.base_commit.clone(),
             );
-            match tokio::task::spawn_blocking(move || ws.prepare(&plan_id, &task_id, &base)).await {
+            // Each task starts from the base branch as it is now, so a dependent task sees the
+            // merged work of the tasks it depends on; the run's starting commit is the fallback
+            // (e.g. a detached HEAD).
+            let prepare = move || {
+                let base = ws.base_commit().unwrap_or(base);
+                ws.prepare(&plan_id, &task_id, &base)
+            };
+            match tokio::task::spawn_blocking(prepare).await {
                 Ok(Ok(wt)) => wt,
                 Ok(Err(e)) => return fail(cx, "workspace_error", false, e.to_string()),
                 Err(e) => return fail(cx, "workspace_error", true, e.to_string()),
