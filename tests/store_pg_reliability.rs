@@ -23,14 +23,21 @@ use whilly::store::{
 
 const WORKER_ENV: &str = "WHILLY_PG_RELIABILITY_WORKER_URL";
 
+/// The fresh database's URL with commits that skip the WAL flush: these tests check locking,
+/// fencing and recovery from lost connections, not durability across a server crash, and a
+/// flush per commit on a slow disk would make the file take minutes.
+fn fast_url(db: &FreshDb) -> String {
+    format!("{}?options[synchronous_commit]=off", db.url())
+}
+
 async fn store(db: &FreshDb) -> PgStore {
-    PgStore::connect(&db.url(), None)
+    PgStore::connect(&fast_url(db), None)
         .await
         .expect("connect to the fresh database")
 }
 
 async fn store_with(db: &FreshDb, opts: PgOptions) -> PgStore {
-    PgStore::connect_with(&db.url(), None, opts)
+    PgStore::connect_with(&fast_url(db), None, opts)
         .await
         .expect("connect to the fresh database")
 }
@@ -719,6 +726,39 @@ async fn unreachable_server_fails_fast_with_a_hint() {
         "{msg}"
     );
     assert!(err.is_environment());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_first_connects_migrate_once() {
+    let db = fresh_database().await;
+    let url = db.url();
+    let connects: Vec<_> = (0..4)
+        .map(|_| {
+            let url = url.clone();
+            tokio::spawn(async move { PgStore::connect(&url, None).await })
+        })
+        .collect();
+    let mut stores = Vec::new();
+    for c in connects {
+        stores.push(
+            c.await
+                .unwrap()
+                .expect("every concurrent connect migrates or sees it done"),
+        );
+    }
+    for s in &stores {
+        s.migration_status().await.unwrap();
+        let info = s.info();
+        assert!(info.pending_migrations.is_empty(), "{info:?}");
+    }
+    let applied: i64 = sqlx::query_scalar("SELECT count(*) FROM _sqlx_migrations")
+        .fetch_one(stores[0].pool())
+        .await
+        .unwrap();
+    assert_eq!(applied as usize, stores[0].info().applied_migrations.len());
+    for s in stores {
+        s.close().await;
+    }
 }
 
 #[tokio::test]
