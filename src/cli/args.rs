@@ -67,6 +67,11 @@ whilly run tasks.json --timeout 2h --headless\n  whilly run --plan demo --resume
 Exit codes: 0 all DONE (SKIPPED allowed), 1 some FAILED, 2 budget exhausted (or environment error), 3 timeout, 130 interrupted."
     )]
     Run(RunArgs),
+    /// A throwaway repository with a small plan and a demo agent, run at once: Whilly in a minute.
+    #[command(
+        after_help = "Examples:\n  whilly demo\n  whilly demo --headless\n  whilly demo --agent claude   # the real Claude Code CLI"
+    )]
+    Demo(DemoArgs),
     /// A long-lived worker on a shared (Postgres) queue: claims ready tasks of any plan, or one.
     #[command(
         after_help = "Examples:\n  WHILLY_DATABASE_URL=postgres://queue-host/whilly whilly worker --slots 4\n  whilly worker --plan demo --tags gpu,linux"
@@ -111,6 +116,19 @@ pub struct RunArgs {
 }
 
 #[derive(Debug, Args, Clone)]
+pub struct DemoArgs {
+    /// Where to create the demo repository (default: a new directory under the temp dir).
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Run the demo with this agent instead of the bundled demo agent (e.g. claude).
+    #[arg(long, value_name = "NAME")]
+    pub agent: Option<String>,
+    /// JSON lines instead of the console.
+    #[arg(long)]
+    pub headless: bool,
+}
+
+#[derive(Debug, Args, Clone)]
 pub struct WorkerArgs {
     /// Only this plan's tasks.
     #[arg(long, value_name = "ID")]
@@ -136,9 +154,11 @@ pub enum HandoffCommand {
     #[command(after_help = "Example:\n  whilly handoff show TASK-007")]
     Show { task_id: String },
     /// Answer a waiting task (writes its result.json atomically).
-    #[command(after_help = "Examples:\n  whilly handoff complete TASK-007 --status complete --message \"done, see commit\"\n  \
+    #[command(
+        after_help = "Examples:\n  whilly handoff complete TASK-007 --status complete --message \"done, see commit\"\n  \
 whilly handoff complete TASK-007 --status blocked --message \"needs prod credentials\"\n  \
-whilly handoff complete TASK-007 --status failed --cost-usd 0.40")]
+whilly handoff complete TASK-007 --status failed --cost-usd 0.40"
+    )]
     Complete {
         task_id: String,
         /// complete, failed, blocked, human_loop or partial.
@@ -160,7 +180,9 @@ pub enum WorktreesCommand {
         json: bool,
     },
     /// Remove worktrees whose task is finished (or all of them with --all).
-    #[command(after_help = "Examples:\n  whilly worktrees prune\n  whilly worktrees prune --all --delete-branches")]
+    #[command(
+        after_help = "Examples:\n  whilly worktrees prune\n  whilly worktrees prune --all --delete-branches"
+    )]
     Prune {
         #[arg(long)]
         all: bool,
@@ -310,7 +332,9 @@ Postgres comes from --database-url / WHILLY_DATABASE_URL, default postgres://pos
     )]
     Queue(BenchQueueArgs),
     /// Per-task engine overhead with an instant agent, against `git worktree add` + a spawn by hand.
-    #[command(after_help = "Examples:\n  whilly bench engine\n  whilly bench engine --tasks 200 --slots 4")]
+    #[command(
+        after_help = "Examples:\n  whilly bench engine\n  whilly bench engine --tasks 200 --slots 4"
+    )]
     Engine(BenchEngineArgs),
     /// Draining a coloured stream through a PTY and the emulator, against tmux.
     #[command(after_help = "Examples:\n  whilly bench pty\n  whilly bench pty --mb 30")]

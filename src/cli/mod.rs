@@ -6,6 +6,7 @@ pub mod bench_cmd;
 pub mod config_cmd;
 pub mod context;
 pub mod db_cmd;
+pub mod demo_cmd;
 pub mod events_cmd;
 pub mod exit;
 pub mod handoff_cmd;
@@ -68,6 +69,9 @@ async fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         print_completions(shell);
         return Ok(exit::OK);
     }
+    if let Command::Demo(args) = command {
+        return demo_cmd::run(cli.global, args).await;
+    }
     let ctx = Context::new(cli.global)?;
     let _log_guard = logging::init(&ctx.state_dir().join("logs"), "info");
     tracing::info!(repo = %ctx.repo_root.display(), "whilly {}", env!("CARGO_PKG_VERSION"));
@@ -81,7 +85,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Handoff(cmd) => handoff_cmd::run(&ctx, cmd).await,
         Command::Worktrees(cmd) => worktrees_cmd::run(&ctx, cmd).await,
         Command::Bench(cmd) => bench_cmd::run(&ctx, cmd).await,
-        Command::Completions { .. } => Ok(exit::OK),
+        Command::Completions { .. } | Command::Demo(_) => Ok(exit::OK),
     }
 }
 

