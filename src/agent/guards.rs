@@ -135,7 +135,7 @@ static SECRETS: LazyLock<Vec<(SecretKind, Regex)>> = LazyLock::new(|| {
         ),
         (
             SecretKind::GithubToken,
-            re(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})"),
+            re(r"(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})"),
         ),
         (
             SecretKind::AnthropicKey,
