@@ -14,4 +14,5 @@ pub mod fsutil;
 pub mod plan;
 pub mod pty;
 pub mod store;
+pub mod tui;
 pub mod workspace;

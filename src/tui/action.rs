@@ -1,0 +1,212 @@
+//! What the operator can ask the console to do. Bindable actions deserialise from the `[keys]`
+//! config table by their snake_case names (`"q" = "quit"`); a few carry data (typed filter text,
+//! popup answers) and are produced by the input layer only, never by the keymap.
+
+use serde::Deserialize;
+use std::fmt;
+use std::str::FromStr;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Action {
+    Quit,
+    Help,
+    /// Task detail of the selected task (`d`).
+    TaskDetail,
+    /// The plan's events, following new ones (`l`).
+    Events,
+    /// All tasks, full screen (`t`).
+    Tasks,
+    Stats,
+    Budget,
+    NewPrd,
+    ResetTask,
+    Triz,
+    Challenge,
+    TogglePause,
+    MoveUp,
+    MoveDown,
+    First,
+    Last,
+    FocusNext,
+    FocusPrev,
+    Zoom,
+    /// Typing goes to the focused agent until `release`.
+    Takeover,
+    Release,
+    Filter,
+    /// Close the view or popup, clear the filter, unzoom.
+    Back,
+    ScrollUp,
+    ScrollDown,
+    /// Removes a default binding (`"z" = "none"`).
+    None,
+    // Produced by the input layer (text entry, popup answers); not bindable.
+    #[serde(skip)]
+    FilterChar(char),
+    #[serde(skip)]
+    FilterBackspace,
+    #[serde(skip)]
+    FilterDone,
+    #[serde(skip)]
+    Answer(char),
+    /// The terminal was resized (cols, rows).
+    #[serde(skip)]
+    Resize(u16, u16),
+}
+
+/// Every bindable action, in help order.
+pub const BINDABLE: &[Action] = &[
+    Action::Quit,
+    Action::Help,
+    Action::TaskDetail,
+    Action::Events,
+    Action::Tasks,
+    Action::Stats,
+    Action::Budget,
+    Action::NewPrd,
+    Action::ResetTask,
+    Action::Triz,
+    Action::Challenge,
+    Action::TogglePause,
+    Action::MoveUp,
+    Action::MoveDown,
+    Action::First,
+    Action::Last,
+    Action::FocusNext,
+    Action::FocusPrev,
+    Action::Zoom,
+    Action::Takeover,
+    Action::Release,
+    Action::Filter,
+    Action::Back,
+    Action::ScrollUp,
+    Action::ScrollDown,
+    Action::None,
+];
+
+impl Action {
+    /// The config name (`task_detail`), for help and error messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Action::Quit => "quit",
+            Action::Help => "help",
+            Action::TaskDetail => "task_detail",
+            Action::Events => "events",
+            Action::Tasks => "tasks",
+            Action::Stats => "stats",
+            Action::Budget => "budget",
+            Action::NewPrd => "new_prd",
+            Action::ResetTask => "reset_task",
+            Action::Triz => "triz",
+            Action::Challenge => "challenge",
+            Action::TogglePause => "toggle_pause",
+            Action::MoveUp => "move_up",
+            Action::MoveDown => "move_down",
+            Action::First => "first",
+            Action::Last => "last",
+            Action::FocusNext => "focus_next",
+            Action::FocusPrev => "focus_prev",
+            Action::Zoom => "zoom",
+            Action::Takeover => "takeover",
+            Action::Release => "release",
+            Action::Filter => "filter",
+            Action::Back => "back",
+            Action::ScrollUp => "scroll_up",
+            Action::ScrollDown => "scroll_down",
+            Action::None => "none",
+            Action::FilterChar(_)
+            | Action::FilterBackspace
+            | Action::FilterDone
+            | Action::Answer(_)
+            | Action::Resize(..) => "",
+        }
+    }
+
+    /// One line for the help popup.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Action::Quit => "quit (asks before stopping running agents)",
+            Action::Help => "this help",
+            Action::TaskDetail => "detail of the selected task",
+            Action::Events => "event log (follows)",
+            Action::Tasks => "all tasks",
+            Action::Stats => "statistics",
+            Action::Budget => "budget: cost per task, burn rate",
+            Action::NewPrd => "new PRD wizard (not yet)",
+            Action::ResetTask => "reset the selected task to PENDING",
+            Action::Triz => "TRIZ analysis of the plan",
+            Action::Challenge => "challenge the plan (not yet)",
+            Action::TogglePause => "pause / resume the plan",
+            Action::MoveUp => "select previous",
+            Action::MoveDown => "select next",
+            Action::First => "select first",
+            Action::Last => "select last",
+            Action::FocusNext => "focus next pane",
+            Action::FocusPrev => "focus previous pane",
+            Action::Zoom => "zoom the focused pane / back",
+            Action::Takeover => "type into the focused agent",
+            Action::Release => "give control back to the console",
+            Action::Filter => "filter tasks",
+            Action::Back => "close / unzoom / clear filter",
+            Action::ScrollUp => "scroll the focused pane back",
+            Action::ScrollDown => "scroll the focused pane forward",
+            Action::None | Action::FilterChar(_) | Action::FilterBackspace => "",
+            Action::FilterDone | Action::Answer(_) | Action::Resize(..) => "",
+        }
+    }
+}
+
+impl fmt::Display for Action {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown action {0:?}; known actions: {known}", known = known_names())]
+pub struct UnknownAction(pub String);
+
+fn known_names() -> String {
+    BINDABLE
+        .iter()
+        .map(|a| a.name())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl FromStr for Action {
+    type Err = UnknownAction;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let name = s.trim();
+        BINDABLE
+            .iter()
+            .copied()
+            .find(|a| a.name() == name)
+            .ok_or_else(|| UnknownAction(name.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_match_serde() {
+        for a in BINDABLE {
+            assert_eq!(a.name().parse::<Action>(), Ok(*a));
+            let via_serde: Action =
+                serde_json::from_value(serde_json::json!(a.name())).expect("serde name");
+            assert_eq!(via_serde, *a);
+            assert!(!a.name().is_empty());
+        }
+    }
+
+    #[test]
+    fn unknown_names_are_refused_with_the_list() {
+        let err = "quitt".parse::<Action>().unwrap_err();
+        assert!(err.to_string().contains("quitt"));
+        assert!(err.to_string().contains("task_detail"));
+        assert!("filter_char".parse::<Action>().is_err());
+    }
+}

@@ -1,0 +1,703 @@
+//! The console's event loop: the engine in a tokio task, keyboard/mouse input on its own thread,
+//! store polling on its own task, pane output waking the loop through each PTY's generation
+//! counter. It renders only when something changed, at most `fps` times a second, and runs the
+//! state machine's effects.
+
+use super::action::Action;
+use super::keymap::{Key, KeyChord, Keymap, KeymapError};
+use super::resize::ResizeCoalescer;
+use super::state::{AppState, Effect, Focus, Level, PaneMeta};
+use super::terminal::{ConsoleTerminal, TerminalGuard, draw_synchronized};
+use super::theme::Theme;
+use super::ui::{self, FrameInfo, UiContext};
+use crate::cli::run_cmd::RunSetup;
+use crate::config::Config;
+use crate::engine::sessions::SessionRegistry;
+use crate::engine::{Engine, RunSummary, StopLevel};
+use crate::pty::{MouseMode, PtySession};
+use crate::store::{Event as StoreEvent, EventFilter, PlanRecord, Store, StoreResult, TaskRecord};
+use crossterm::event::{Event, KeyEvent, MouseButton, MouseEvent, MouseEventKind};
+use ratatui::layout::{Position, Rect};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+use tokio::sync::{Notify, mpsc, watch};
+use tokio::task::JoinHandle;
+
+/// How often the store is asked for new events (a full reload follows any).
+const STORE_POLL: Duration = Duration::from_millis(250);
+/// A full reload at least this often, for spend written without an event.
+const FULL_RELOAD: Duration = Duration::from_secs(2);
+/// How often the session registry is looked at.
+const SESSION_POLL: Duration = Duration::from_millis(100);
+/// A pane's PTY is resized once its size has been stable this long.
+const RESIZE_DEBOUNCE: Duration = Duration::from_millis(80);
+/// Lines a mouse wheel step scrolls a pane.
+const WHEEL_LINES: i32 = 3;
+
+/// How the console looks and feels, from the config.
+#[derive(Debug, Clone)]
+pub struct ConsoleOptions {
+    pub keymap: Keymap,
+    pub theme: Theme,
+    pub fps: u32,
+}
+
+impl ConsoleOptions {
+    /// `[keys]`, `[tui] fps` (or `ssh_fps` over SSH) and `[tui] theme` (mono under `NO_COLOR`).
+    pub fn from_config(
+        cfg: &Config,
+        over_ssh: bool,
+        no_color: Option<&str>,
+    ) -> Result<ConsoleOptions, KeymapError> {
+        Ok(ConsoleOptions {
+            keymap: Keymap::with_overrides(&cfg.keys)?,
+            theme: Theme::resolve(&cfg.tui.theme, no_color),
+            fps: if over_ssh {
+                cfg.tui.ssh_fps
+            } else {
+                cfg.tui.fps
+            }
+            .clamp(1, 240),
+        })
+    }
+
+    /// From the process environment (`SSH_CONNECTION`, `NO_COLOR`).
+    pub fn from_env(cfg: &Config) -> Result<ConsoleOptions, KeymapError> {
+        let ssh = std::env::var_os("SSH_CONNECTION").is_some();
+        let no_color = std::env::var("NO_COLOR").ok();
+        ConsoleOptions::from_config(cfg, ssh, no_color.as_deref())
+    }
+}
+
+/// How the console ended.
+#[derive(Debug, Clone)]
+pub struct ConsoleOutcome {
+    /// The engine's summary (None if it failed or was not awaited).
+    pub summary: Option<RunSummary>,
+    pub engine_error: Option<String>,
+}
+
+struct DataMsg {
+    plan: PlanRecord,
+    tasks: Vec<TaskRecord>,
+    events: Vec<StoreEvent>,
+}
+
+/// Runs the plan with the console on the terminal until the operator quits. The terminal is
+/// restored and every agent stopped before this returns, whatever happens.
+pub async fn run(setup: RunSetup, opts: ConsoleOptions) -> anyhow::Result<ConsoleOutcome> {
+    let RunSetup {
+        store,
+        plan_id,
+        engine_cfg,
+        executor,
+        sessions,
+    } = setup;
+    let (shutdown_tx, shutdown_rx) = watch::channel(StopLevel::Run);
+    let engine = Engine::new(store.clone(), Arc::new(executor), engine_cfg, shutdown_rx);
+    let engine = tokio::spawn(engine.run());
+
+    let (guard, terminal) = match TerminalGuard::enter(sessions.clone()) {
+        Ok(t) => t,
+        Err(e) => {
+            stop_engine(&shutdown_tx, engine).await;
+            return Err(anyhow::anyhow!("cannot take over the terminal: {e}"));
+        }
+    };
+    let backend = store.info().backend.to_string();
+    let mut console = Console::new(store, plan_id, sessions, opts, backend, shutdown_tx);
+    let result = console.run(terminal, engine).await;
+    // Restore the terminal, then kill whatever agent is left (nothing, normally).
+    drop(guard);
+    console.stop_input();
+    result
+}
+
+async fn stop_engine(
+    shutdown: &watch::Sender<StopLevel>,
+    engine: JoinHandle<StoreResult<RunSummary>>,
+) -> Option<RunSummary> {
+    let _ = shutdown.send(StopLevel::Now);
+    engine.await.ok().and_then(Result::ok)
+}
+
+struct Console {
+    store: Arc<dyn Store>,
+    plan_id: String,
+    sessions: SessionRegistry,
+    opts: ConsoleOptions,
+    shutdown: watch::Sender<StopLevel>,
+    state: AppState,
+    ptys: BTreeMap<i64, Arc<PtySession>>,
+    wake: Arc<Notify>,
+    resizes: ResizeCoalescer,
+    frame: FrameInfo,
+    dirty: bool,
+    last_draw: Option<Instant>,
+    quit: bool,
+    quit_after_engine: bool,
+    engine_done: bool,
+    frozen_now: Option<Instant>,
+    notes_tx: mpsc::UnboundedSender<(String, Level)>,
+    notes_rx: mpsc::UnboundedReceiver<(String, Level)>,
+    input_stop: Arc<AtomicBool>,
+}
+
+impl Console {
+    fn new(
+        store: Arc<dyn Store>,
+        plan_id: String,
+        sessions: SessionRegistry,
+        opts: ConsoleOptions,
+        backend: String,
+        shutdown: watch::Sender<StopLevel>,
+    ) -> Console {
+        let (notes_tx, notes_rx) = mpsc::unbounded_channel();
+        Console {
+            store,
+            plan_id,
+            sessions,
+            opts,
+            shutdown,
+            state: AppState::new(backend, Instant::now()),
+            ptys: BTreeMap::new(),
+            wake: Arc::new(Notify::new()),
+            resizes: ResizeCoalescer::new(RESIZE_DEBOUNCE),
+            frame: FrameInfo::default(),
+            dirty: true,
+            last_draw: None,
+            quit: false,
+            quit_after_engine: false,
+            engine_done: false,
+            frozen_now: None,
+            notes_tx,
+            notes_rx,
+            input_stop: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    fn stop_input(&self) {
+        self.input_stop.store(true, Ordering::SeqCst);
+    }
+
+    async fn run(
+        &mut self,
+        mut terminal: ConsoleTerminal,
+        mut engine: JoinHandle<StoreResult<RunSummary>>,
+    ) -> anyhow::Result<ConsoleOutcome> {
+        let (input_tx, mut input_rx) = mpsc::unbounded_channel();
+        spawn_input_thread(input_tx, self.input_stop.clone());
+        let (data_tx, mut data_rx) = mpsc::channel(4);
+        let loader = tokio::spawn(load_loop(self.store.clone(), self.plan_id.clone(), data_tx));
+        let mut signals = Signals::new();
+
+        let frame_every = Duration::from_secs_f64(1.0 / f64::from(self.opts.fps.max(1)));
+        let mut session_tick = tokio::time::interval(SESSION_POLL);
+        session_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut clock_tick = tokio::time::interval(Duration::from_secs(1));
+        clock_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut input_open = true;
+        let mut outcome = ConsoleOutcome {
+            summary: None,
+            engine_error: None,
+        };
+
+        let result: anyhow::Result<()> = loop {
+            let deadline = self.next_deadline(frame_every);
+            tokio::select! {
+                biased;
+                ev = input_rx.recv(), if input_open => match ev {
+                    Some(ev) => self.on_input(ev),
+                    None => input_open = false,
+                },
+                joined = &mut engine, if !self.engine_done => {
+                    self.engine_done = true;
+                    self.frozen_now = Some(Instant::now());
+                    match joined {
+                        Ok(Ok(summary)) => {
+                            outcome.summary = Some(summary.clone());
+                            self.state.set_finished(summary);
+                        }
+                        Ok(Err(e)) => {
+                            outcome.engine_error = Some(e.to_string());
+                            self.state.set_engine_error(e.to_string());
+                        }
+                        Err(e) => {
+                            outcome.engine_error = Some(format!("the engine task failed: {e}"));
+                            self.state.set_engine_error(format!("the engine task failed: {e}"));
+                        }
+                    }
+                    self.sync_sessions();
+                    self.dirty = true;
+                    if self.quit_after_engine {
+                        self.quit = true;
+                    }
+                }
+                _ = signals.recv() => {
+                    // SIGTERM / SIGHUP / SIGINT: nobody may be watching; stop cleanly and leave.
+                    self.stop_agents();
+                    self.quit_after_engine = true;
+                    if self.engine_done {
+                        self.quit = true;
+                    }
+                }
+                Some(msg) = data_rx.recv() => {
+                    match msg {
+                        Ok(d) => self.state.set_data(d.plan, d.tasks, d.events),
+                        Err(e) => self.state.set_status(format!("queue: {e}"), Level::Warn),
+                    }
+                    self.dirty = true;
+                }
+                Some((text, level)) = self.notes_rx.recv() => {
+                    self.state.set_status(text, level);
+                    self.dirty = true;
+                }
+                _ = self.wake.notified() => self.dirty = true,
+                _ = session_tick.tick() => self.sync_sessions(),
+                _ = clock_tick.tick(), if !self.state.finished() => self.dirty = true,
+                _ = sleep_until(deadline), if deadline.is_some() => {}
+            }
+            if self.quit {
+                break Ok(());
+            }
+            let now = Instant::now();
+            for (pk, (rows, cols)) in self.resizes.due(now) {
+                if let Some(pty) = self.ptys.get(&pk)
+                    && let Err(e) = pty.resize(rows, cols)
+                {
+                    tracing::warn!(task_pk = pk, "pane resize: {e}");
+                }
+            }
+            let frame_due = self.last_draw.is_none_or(|t| now >= t + frame_every);
+            if self.dirty && frame_due {
+                if let Err(e) = self.draw(&mut terminal) {
+                    break Err(anyhow::anyhow!("drawing the console failed: {e}"));
+                }
+            }
+        };
+        loader.abort();
+        if !self.engine_done {
+            // Leaving before the engine ended (forced quit, draw error): no agent may survive.
+            outcome.summary = stop_engine(&self.shutdown, engine).await;
+        }
+        result.map(|()| outcome)
+    }
+
+    fn next_deadline(&self, frame_every: Duration) -> Option<Instant> {
+        let draw = if self.dirty {
+            Some(
+                self.last_draw
+                    .map_or_else(Instant::now, |t| t + frame_every),
+            )
+        } else {
+            None
+        };
+        match (draw, self.resizes.next_due()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    fn draw(&mut self, terminal: &mut ConsoleTerminal) -> std::io::Result<()> {
+        self.state.now = self.frozen_now.unwrap_or_else(Instant::now);
+        let ctx = UiContext {
+            keymap: &self.opts.keymap,
+            theme: &self.opts.theme,
+            screens: &self.ptys,
+        };
+        let mut info = FrameInfo::default();
+        let state = &self.state;
+        draw_synchronized(terminal, |f| info = ui::draw(f, state, &ctx))?;
+        let now = Instant::now();
+        for (pk, inner) in &info.panes {
+            if self.ptys.contains_key(pk) && inner.width > 0 && inner.height > 0 {
+                self.resizes.want(*pk, (inner.height, inner.width), now);
+            }
+        }
+        self.frame = info;
+        self.dirty = false;
+        self.last_draw = Some(now);
+        Ok(())
+    }
+
+    /// Mirrors the session registry into the state and watches new terminals for output.
+    fn sync_sessions(&mut self) {
+        let snapshot = self.sessions.snapshot();
+        let panes: Vec<PaneMeta> = snapshot
+            .iter()
+            .map(|s| PaneMeta {
+                task_pk: s.task_pk,
+                task_id: s.task_id.clone(),
+                agent: s.agent.clone(),
+                attempt: s.attempt,
+                started: s.started,
+                state: s.state,
+                has_screen: s.pty.is_some(),
+            })
+            .collect();
+        let mut ptys = BTreeMap::new();
+        for s in &snapshot {
+            let Some(pty) = &s.pty else { continue };
+            let known = self
+                .ptys
+                .get(&s.task_pk)
+                .is_some_and(|p| Arc::ptr_eq(p, pty));
+            if !known {
+                let size = pty.size();
+                self.resizes.note_applied(s.task_pk, (size.rows, size.cols));
+                let mut rx = pty.subscribe();
+                let wake = self.wake.clone();
+                tokio::spawn(async move {
+                    while rx.changed().await.is_ok() {
+                        wake.notify_one();
+                    }
+                });
+                self.dirty = true;
+            }
+            ptys.insert(s.task_pk, pty.clone());
+        }
+        if ptys.len() != self.ptys.len() {
+            self.dirty = true;
+        }
+        self.resizes.retain(|pk| ptys.contains_key(&pk));
+        self.ptys = ptys;
+        let mut sorted = panes;
+        sorted.sort_by_key(|p| p.task_pk);
+        if sorted != self.state.panes {
+            self.state.set_panes(sorted);
+            self.dirty = true;
+        }
+    }
+
+    // ---- input -------------------------------------------------------------------------------
+
+    fn on_input(&mut self, ev: Event) {
+        self.dirty = true;
+        match ev {
+            Event::Key(key) => self.on_key(key),
+            Event::Paste(text) => self.on_paste(&text),
+            Event::Mouse(m) => self.on_mouse(m),
+            Event::Resize(w, h) => self.act(Action::Resize(w, h)),
+            Event::FocusGained | Event::FocusLost => {}
+        }
+    }
+
+    fn on_key(&mut self, key: KeyEvent) {
+        let Some(chord) = KeyChord::from_event(&key) else {
+            return;
+        };
+        if let Some(pk) = self.state.takeover
+            && self.state.popups.is_empty()
+        {
+            if self.opts.keymap.is_release(&chord) {
+                self.act(Action::Release);
+            } else if let Some(pty) = self.ptys.get(&pk)
+                && let Err(e) = pty.send_key(key)
+            {
+                self.state.set_status(format!("typing: {e}"), Level::Warn);
+            }
+            return;
+        }
+        if self.state.wants_answer() {
+            let action = match chord.key {
+                Key::Char(c) if !chord.ctrl && !chord.alt => Some(Action::Answer(c)),
+                Key::Enter => Some(Action::Answer('y')),
+                Key::Esc => Some(Action::Back),
+                _ => self
+                    .opts
+                    .keymap
+                    .action(&chord)
+                    .filter(|a| *a == Action::Quit),
+            };
+            if let Some(a) = action {
+                self.act(a);
+            }
+            return;
+        }
+        if self.state.filter_editing && self.state.popups.is_empty() {
+            let action = match chord.key {
+                Key::Char(c) if !chord.ctrl && !chord.alt => Some(Action::FilterChar(c)),
+                Key::Backspace => Some(Action::FilterBackspace),
+                Key::Enter => Some(Action::FilterDone),
+                Key::Esc => Some(Action::Back),
+                _ => self.opts.keymap.action(&chord),
+            };
+            if let Some(a) = action {
+                self.act(a);
+            }
+            return;
+        }
+        match self.opts.keymap.action(&chord) {
+            Some(a) => self.act(a),
+            // Any key closes the help popup.
+            None if !self.state.popups.is_empty() => self.act(Action::Back),
+            None => {}
+        }
+    }
+
+    fn on_paste(&mut self, text: &str) {
+        if let Some(pk) = self.state.takeover
+            && let Some(pty) = self.ptys.get(&pk)
+        {
+            if let Err(e) = pty.paste(text) {
+                self.state.set_status(format!("paste: {e}"), Level::Warn);
+            }
+        } else if self.state.filter_editing {
+            for c in text.chars().filter(|c| !c.is_control()) {
+                self.act(Action::FilterChar(c));
+            }
+        }
+    }
+
+    fn on_mouse(&mut self, m: MouseEvent) {
+        let at = Position::new(m.column, m.row);
+        let pane = self
+            .frame
+            .panes
+            .iter()
+            .find(|(_, r)| r.contains(at))
+            .map(|(pk, r)| (*pk, *r));
+        if let Some((pk, rect)) = pane {
+            let engaged = self.state.takeover == Some(pk) || self.state.focus == Focus::Pane(pk);
+            if engaged
+                && let Some(pty) = self.ptys.get(&pk)
+                && pty.input_modes().mouse_mode != MouseMode::None
+            {
+                let local = MouseEvent {
+                    column: m.column - rect.x,
+                    row: m.row - rect.y,
+                    ..m
+                };
+                let _ = pty.send_mouse(local);
+                return;
+            }
+            match m.kind {
+                MouseEventKind::Down(MouseButton::Left) => {
+                    if self.state.takeover.is_some_and(|t| t != pk) {
+                        self.state.takeover = None;
+                    }
+                    self.state.focus = Focus::Pane(pk);
+                }
+                MouseEventKind::ScrollUp => self.scroll_pane(pk, WHEEL_LINES),
+                MouseEventKind::ScrollDown => self.scroll_pane(pk, -WHEEL_LINES),
+                _ => {}
+            }
+            return;
+        }
+        if let Some((rect, offset)) = self.frame.task_list
+            && rect.contains(at)
+        {
+            match m.kind {
+                MouseEventKind::Down(MouseButton::Left) if m.row > rect.y => {
+                    let row = usize::from(m.row - rect.y - 1) + offset;
+                    if row < self.state.visible_tasks().len() {
+                        self.state.selected = row;
+                        self.state.focus = Focus::TaskList;
+                    }
+                }
+                MouseEventKind::ScrollUp => self.act(Action::MoveUp),
+                MouseEventKind::ScrollDown => self.act(Action::MoveDown),
+                _ => {}
+            }
+        }
+    }
+
+    fn scroll_pane(&mut self, pk: i64, delta: i32) {
+        if let Some(pty) = self.ptys.get(&pk) {
+            let cur = pty.scrollback_offset() as i64;
+            let next = (cur + i64::from(delta)).max(0) as usize;
+            pty.set_scrollback_offset(next);
+        }
+    }
+
+    // ---- actions and effects ---------------------------------------------------------------
+
+    fn act(&mut self, action: Action) {
+        for effect in self.state.handle(action) {
+            self.run_effect(effect);
+        }
+    }
+
+    fn stop_agents(&mut self) {
+        self.state.stopping = true;
+        self.state.takeover = None;
+        let _ = self.shutdown.send(StopLevel::Now);
+    }
+
+    fn run_effect(&mut self, effect: Effect) {
+        match effect {
+            Effect::Quit => {
+                if self.engine_done || self.state.stopping {
+                    self.quit = true;
+                } else {
+                    // Nothing is running, but the engine still holds the queue: stop it first.
+                    self.stop_agents();
+                    self.quit_after_engine = true;
+                }
+            }
+            Effect::StopAgentsAndQuit => {
+                self.stop_agents();
+                self.quit_after_engine = true;
+                if self.engine_done {
+                    self.quit = true;
+                }
+            }
+            Effect::ResetTask(id) => {
+                let store = self.store.clone();
+                let plan = self.plan_id.clone();
+                let notes = self.notes_tx.clone();
+                tokio::spawn(async move {
+                    let note = match store
+                        .reset_task(&plan, &id, "operator reset (console)")
+                        .await
+                    {
+                        Ok(t) => (format!("{} is {} again", t.id, t.status), Level::Info),
+                        Err(e) => (format!("reset {id}: {e}"), Level::Warn),
+                    };
+                    let _ = notes.send(note);
+                });
+            }
+            Effect::SetPaused(paused) => {
+                let store = self.store.clone();
+                let plan = self.plan_id.clone();
+                let notes = self.notes_tx.clone();
+                tokio::spawn(async move {
+                    let note = match store.set_plan_paused(&plan, paused).await {
+                        Ok(()) if paused => ("plan paused".to_string(), Level::Info),
+                        Ok(()) => ("plan resumed".to_string(), Level::Info),
+                        Err(e) => (format!("pause: {e}"), Level::Warn),
+                    };
+                    let _ = notes.send(note);
+                });
+            }
+            Effect::ScrollPane { task_pk, delta } => self.scroll_pane(task_pk, delta),
+        }
+    }
+}
+
+async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(t) => tokio::time::sleep_until(tokio::time::Instant::from_std(t)).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Reads terminal input on a plain thread so heavy pane output never delays a key press.
+fn spawn_input_thread(tx: mpsc::UnboundedSender<Event>, stop: Arc<AtomicBool>) {
+    let spawned = std::thread::Builder::new()
+        .name("whilly-tui-input".into())
+        .spawn(move || {
+            while !stop.load(Ordering::SeqCst) {
+                match crossterm::event::poll(Duration::from_millis(50)) {
+                    Ok(true) => match crossterm::event::read() {
+                        Ok(ev) => {
+                            if tx.send(ev).is_err() {
+                                return;
+                            }
+                        }
+                        Err(e) => {
+                            tracing::warn!("terminal input: {e}");
+                            return;
+                        }
+                    },
+                    Ok(false) => {}
+                    Err(e) => {
+                        tracing::warn!("terminal input: {e}");
+                        return;
+                    }
+                }
+            }
+        });
+    if let Err(e) = spawned {
+        tracing::error!("cannot start the input thread: {e}");
+    }
+}
+
+/// Follows the store: new events every [`STORE_POLL`], the plan and its tasks reloaded when
+/// anything happened (or every [`FULL_RELOAD`]).
+async fn load_loop(
+    store: Arc<dyn Store>,
+    plan_id: String,
+    tx: mpsc::Sender<Result<DataMsg, String>>,
+) {
+    let mut after = 0i64;
+    let mut last_full: Option<Instant> = None;
+    loop {
+        let filter = EventFilter {
+            plan_id: Some(plan_id.clone()),
+            after_id: Some(after),
+            ..Default::default()
+        };
+        let msg = async {
+            let events = store.events(&filter).await?;
+            let due = last_full.is_none_or(|t| t.elapsed() >= FULL_RELOAD);
+            if events.is_empty() && !due {
+                return Ok(None);
+            }
+            let plan = store.get_plan(&plan_id).await?;
+            let tasks = store.list_tasks(&plan_id).await?;
+            Ok::<_, crate::store::StoreError>(Some(DataMsg {
+                plan,
+                tasks,
+                events,
+            }))
+        }
+        .await;
+        let send = match msg {
+            Ok(Some(d)) => {
+                last_full = Some(Instant::now());
+                if let Some(e) = d.events.last() {
+                    after = e.id;
+                }
+                Some(Ok(d))
+            }
+            Ok(None) => None,
+            Err(e) => Some(Err(e.to_string())),
+        };
+        if let Some(m) = send
+            && tx.send(m).await.is_err()
+        {
+            return;
+        }
+        tokio::time::sleep(STORE_POLL).await;
+    }
+}
+
+/// SIGTERM, SIGHUP (the terminal went away) and SIGINT (from `kill`, as raw mode turns Ctrl-C
+/// into a key).
+struct Signals {
+    streams: Vec<tokio::signal::unix::Signal>,
+}
+
+impl Signals {
+    fn new() -> Signals {
+        use tokio::signal::unix::{SignalKind, signal};
+        let streams = [
+            SignalKind::terminate(),
+            SignalKind::hangup(),
+            SignalKind::interrupt(),
+        ]
+        .into_iter()
+        .filter_map(|k| signal(k).ok())
+        .collect();
+        Signals { streams }
+    }
+
+    async fn recv(&mut self) {
+        if self.streams.is_empty() {
+            return std::future::pending().await;
+        }
+        let futs = self.streams.iter_mut().map(|s| Box::pin(s.recv()));
+        let _ = futures::future::select_all(futs).await;
+    }
+}
+
+/// Exposed for tests: the pane rectangles a frame produced, by task pk.
+pub fn pane_rect(info: &FrameInfo, task_pk: i64) -> Option<Rect> {
+    info.panes
+        .iter()
+        .find(|(pk, _)| *pk == task_pk)
+        .map(|(_, r)| *r)
+}

@@ -1,0 +1,53 @@
+//! `whilly tui [same args as run]` (mounted by `cli::tui_cmd`): the plan run with the operator
+//! console on the terminal.
+//! Without a terminal (piped, CI) it falls back to the headless run.
+
+use super::app::{self, ConsoleOptions};
+use crate::cli::args::RunArgs;
+use crate::cli::context::Context;
+use crate::cli::run_cmd;
+use crate::engine::RunSummary;
+use std::io::{IsTerminal, Write};
+
+pub async fn run(ctx: &Context, args: RunArgs) -> anyhow::Result<i32> {
+    if args.headless || !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        return run_cmd::run(ctx, args).await;
+    }
+    let cfg = ctx.config()?;
+    // Bad `[keys]` are refused before anything is imported or started.
+    let opts = ConsoleOptions::from_env(&cfg)?;
+    let setup = match run_cmd::prepare_run(ctx, &args).await? {
+        Ok(setup) => setup,
+        Err(code) => return Ok(code),
+    };
+    let plan_id = setup.plan_id.clone();
+    let outcome = app::run(setup, opts).await?;
+    let mut out = std::io::stdout().lock();
+    match (&outcome.summary, &outcome.engine_error) {
+        (Some(s), _) => {
+            writeln!(out, "{}", summary_line(&plan_id, s))?;
+            out.flush()?;
+            Ok(s.exit_code)
+        }
+        (None, Some(e)) => Err(anyhow::anyhow!("the engine stopped: {e}")),
+        (None, None) => Err(anyhow::anyhow!(
+            "the engine did not report how the run ended"
+        )),
+    }
+}
+
+/// One human line: how the run ended, task counts, cost, time, exit code.
+pub fn summary_line(plan_id: &str, s: &RunSummary) -> String {
+    let end = serde_json::to_value(s.end)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_else(|| format!("{:?}", s.end));
+    let mut line = format!(
+        "whilly: plan {plan_id}: {end} · {} done, {} failed, {} skipped of {} · {} attempts · ${:.2} · {:.1}s (exit {})",
+        s.done, s.failed, s.skipped, s.total, s.attempts, s.cost_usd, s.elapsed_sec, s.exit_code
+    );
+    if !s.stuck.is_empty() {
+        line.push_str(&format!(" · stuck: {}", s.stuck.join(", ")));
+    }
+    line
+}

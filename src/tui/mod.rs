@@ -1,0 +1,18 @@
+//! The operator console: a full-screen view of a running plan with its agents' terminals live.
+//!
+//! Layers, so most of it is tested without a terminal: [`state`] (pure state machine over
+//! [`action::Action`]s), [`keymap`] (chords → actions), [`ui`] (rendering the state with
+//! ratatui), [`app`] (the event loop that runs effects, the engine and the input thread) and
+//! [`terminal`] (raw mode, alternate screen, restore on every exit path).
+
+pub mod action;
+pub mod app;
+pub mod command;
+pub mod grid;
+pub mod keymap;
+pub mod resize;
+pub mod screens;
+pub mod state;
+pub mod terminal;
+pub mod theme;
+pub mod ui;

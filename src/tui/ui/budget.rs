@@ -1,0 +1,90 @@
+//! The budget panel: plan spent against its limit, burn rate per hour, projected time to
+//! exhaustion, the 80 % warning, and cost per task.
+
+use super::fmt::{money, rough};
+use crate::engine::budget::BudgetState;
+use crate::tui::state::AppState;
+use crate::tui::theme::Theme;
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Cell, Gauge, Paragraph, Row, Table, TableState};
+
+pub fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme) {
+    let b = state.budget();
+    let [summary, gauge, table] = Layout::vertical([
+        Constraint::Length(5),
+        Constraint::Length(1),
+        Constraint::Min(1),
+    ])
+    .areas(area);
+    let limit = b.limit.map(money).unwrap_or_else(|| "no limit".into());
+    let state_text = match b.state {
+        BudgetState::Ok => Span::styled("ok", theme.ok()),
+        BudgetState::Warning => Span::styled("WARNING: over 80 % spent", theme.warn()),
+        BudgetState::Exhausted => Span::styled("EXHAUSTED: agents stopped", theme.error()),
+    };
+    let reserved = state.plan.as_ref().map(|p| p.reserved).unwrap_or_default();
+    let lines = vec![
+        Line::from(vec![
+            Span::raw(format!("spent {} of {} · ", money(b.spent), limit)),
+            state_text,
+        ]),
+        Line::raw(format!("reserved by running claims {}", money(reserved))),
+        Line::raw(format!("burn rate ${:.2}/h", b.burn_per_hour)),
+        Line::raw(match (b.limit, b.to_exhaustion) {
+            (None, _) => "no limit: never exhausted".to_string(),
+            (Some(_), Some(d)) => format!("at this rate the budget lasts ~{}", rough(d)),
+            (Some(_), None) => "nothing spent yet".to_string(),
+        }),
+    ];
+    let block = Block::default()
+        .borders(Borders::TOP)
+        .border_style(theme.dim())
+        .title(Span::styled(" Budget ($ back) ", theme.title()));
+    frame.render_widget(Paragraph::new(lines).block(block), summary);
+    if let Some(ratio) = b.ratio {
+        frame.render_widget(
+            Gauge::default()
+                .ratio(ratio.clamp(0.0, 1.0))
+                .label(format!("{:.0}%", (ratio * 100.0).min(999.0)))
+                .gauge_style(theme.gauge(b.state)),
+            gauge,
+        );
+    }
+    let visible = state.visible_tasks();
+    let rows: Vec<Row> = visible
+        .iter()
+        .map(|t| {
+            Row::new(vec![
+                Cell::from(t.id.clone()),
+                Cell::from(Span::styled(t.status.as_str(), theme.status(t.status))),
+                Cell::from(format!("{}/{}", t.attempts, t.max_attempts)),
+                Cell::from(money(t.cost)),
+                Cell::from(money(t.reserved)),
+                Cell::from(t.spec.budget_usd.map(money).unwrap_or_else(|| "-".into())),
+            ])
+        })
+        .collect();
+    let mut ts =
+        TableState::default().with_selected((!visible.is_empty()).then_some(state.selected));
+    let t = Table::new(
+        rows,
+        [
+            Constraint::Fill(1),
+            Constraint::Length(11),
+            Constraint::Length(5),
+            Constraint::Length(9),
+            Constraint::Length(9),
+            Constraint::Length(9),
+        ],
+    )
+    .header(Row::new(["Task", "Status", "Try", "Cost", "Reserved", "Budget"]).style(theme.dim()))
+    .row_highlight_style(theme.selected())
+    .block(
+        Block::default()
+            .borders(Borders::TOP)
+            .border_style(theme.dim()),
+    );
+    frame.render_stateful_widget(t, table, &mut ts);
+}

@@ -1,0 +1,91 @@
+//! Task detail: description, acceptance criteria, test steps, key files, dependencies,
+//! status and reason, attempts and cost, and the task's latest events.
+
+use super::fmt::money;
+use super::tasks::deps_text;
+use crate::tui::state::AppState;
+use crate::tui::theme::Theme;
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
+
+/// How many of the task's events the detail shows.
+const LAST_EVENTS: usize = 12;
+
+pub fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme) {
+    let Some(t) = state.selected_task() else {
+        frame.render_widget(
+            Paragraph::new("no task selected").block(Block::default().borders(Borders::ALL)),
+            area,
+        );
+        return;
+    };
+    let head = |s: &str| Line::styled(s.to_string(), theme.title());
+    let mut lines = vec![
+        Line::from(vec![
+            Span::styled(format!("{}  ", t.id), theme.title()),
+            Span::styled(t.status.as_str(), theme.status(t.status)),
+            Span::raw(format!("  priority {}", t.priority)),
+        ]),
+        Line::raw(format!(
+            "attempts {}/{} · cost {} · deps {}",
+            t.attempts,
+            t.max_attempts,
+            money(t.cost),
+            deps_text(t)
+        )),
+    ];
+    if let Some(reason) = &t.reason {
+        lines.push(Line::styled(format!("reason: {reason}"), theme.warn()));
+    }
+    if let Some(p) = state.pane(t.pk) {
+        lines.push(Line::raw(format!(
+            "agent {} · attempt #{} · {:?}",
+            p.agent, p.attempt, p.state
+        )));
+    }
+    lines.push(Line::raw(""));
+    lines.push(head("Description"));
+    for l in t.spec.description.lines() {
+        lines.push(Line::raw(format!("  {l}")));
+    }
+    let list = |lines: &mut Vec<Line>, title: &str, items: &[String]| {
+        if items.is_empty() {
+            return;
+        }
+        lines.push(Line::raw(""));
+        lines.push(head(title));
+        for i in items {
+            lines.push(Line::raw(format!("  • {i}")));
+        }
+    };
+    list(
+        &mut lines,
+        "Acceptance criteria",
+        &t.spec.acceptance_criteria,
+    );
+    list(&mut lines, "Test steps", &t.spec.test_steps);
+    list(&mut lines, "Key files", &t.spec.key_files);
+    list(&mut lines, "Dependencies", &t.spec.dependencies);
+    let events = state.task_events(&t.id);
+    if !events.is_empty() {
+        lines.push(Line::raw(""));
+        lines.push(head("Last events"));
+        let skip = events.len().saturating_sub(LAST_EVENTS);
+        for e in &events[skip..] {
+            lines.push(super::events::event_line(e, theme, false));
+        }
+    }
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(theme.dim())
+        .title(Span::styled(" Task detail (esc back) ", theme.title()));
+    frame.render_widget(
+        Paragraph::new(lines)
+            .wrap(Wrap { trim: false })
+            .scroll((state.detail_scroll, 0))
+            .block(block),
+        area,
+    );
+}

@@ -1,0 +1,108 @@
+//! Rendering: a pure function of the state (plus the panes' screens) into a ratatui frame.
+//! Returns where each pane's terminal landed, so the loop can size PTYs and route mouse events.
+
+mod budget;
+mod detail;
+mod events;
+mod fmt;
+mod header;
+mod panes;
+mod popups;
+mod stats;
+mod tasks;
+
+pub use fmt::{clock, money};
+
+use super::keymap::Keymap;
+use super::screens::PaneScreens;
+use super::state::{AppState, View};
+use super::theme::Theme;
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::Line;
+use ratatui::widgets::Paragraph;
+
+/// Below this the console shows only a one-line note instead of its layout.
+const MIN_WIDTH: u16 = 20;
+const MIN_HEIGHT: u16 = 5;
+
+pub struct UiContext<'a> {
+    pub keymap: &'a Keymap,
+    pub theme: &'a Theme,
+    pub screens: &'a dyn PaneScreens,
+}
+
+/// Where things were drawn in the last frame.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FrameInfo {
+    /// Task pk → the inner rectangle of its pane (the terminal cells).
+    pub panes: Vec<(i64, Rect)>,
+    /// The task list's inner rectangle and the index of its first visible row.
+    pub task_list: Option<(Rect, usize)>,
+}
+
+pub fn draw(frame: &mut Frame, state: &AppState, ui: &UiContext) -> FrameInfo {
+    let area = frame.area();
+    let mut info = FrameInfo::default();
+    if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
+        let note = Paragraph::new(Line::styled(
+            "whilly: enlarge the terminal",
+            ui.theme.warn(),
+        ));
+        frame.render_widget(note, area);
+        return info;
+    }
+    let [head, body, foot] = Layout::vertical([
+        Constraint::Length(2),
+        Constraint::Min(1),
+        Constraint::Length(1),
+    ])
+    .areas(area);
+    header::render(frame, head, state, ui.theme);
+    match state.view {
+        View::Main => main_view(frame, body, state, ui, &mut info),
+        View::Tasks => {
+            info.task_list = tasks::render(frame, body, state, ui.theme, true);
+        }
+        View::TaskDetail => detail::render(frame, body, state, ui.theme),
+        View::Events => events::render(frame, body, state, ui.theme),
+        View::Budget => budget::render(frame, body, state, ui.theme),
+        View::Stats => stats::render(frame, body, state, ui.theme),
+        View::Triz => stats::render_triz(frame, body, state, ui.theme),
+    }
+    header::footer(frame, foot, state, ui);
+    popups::render(frame, area, state, ui);
+    info
+}
+
+fn main_view(
+    frame: &mut Frame,
+    body: Rect,
+    state: &AppState,
+    ui: &UiContext,
+    info: &mut FrameInfo,
+) {
+    if let Some(pk) = state.zoom
+        && let Some(pane) = state.pane(pk)
+    {
+        info.panes = panes::render(frame, body, state, std::slice::from_ref(pane), ui);
+        return;
+    }
+    let (list, right) = if body.width >= 120 {
+        let w = (body.width * 2 / 5).min(64);
+        let [l, r] = Layout::horizontal([Constraint::Length(w), Constraint::Min(1)]).areas(body);
+        (l, r)
+    } else if body.width >= 60 {
+        let [l, r] = Layout::horizontal([Constraint::Length(30), Constraint::Min(1)]).areas(body);
+        (l, r)
+    } else {
+        let [l, r] = Layout::vertical([Constraint::Percentage(35), Constraint::Min(1)]).areas(body);
+        (l, r)
+    };
+    info.task_list = tasks::render(frame, list, state, ui.theme, false);
+    if state.panes.is_empty() {
+        panes::render_empty(frame, right, state, ui.theme);
+    } else {
+        info.panes = panes::render(frame, right, state, &state.panes, ui);
+    }
+}

@@ -1,0 +1,175 @@
+//! Agent panes: each session's emulated screen drawn live with tui-term, titled
+//! `task · agent · attempt · elapsed · $cost · [state]` (the state is the engine's, not guessed).
+
+use super::UiContext;
+use super::fmt::{clock, money};
+use crate::engine::sessions::SessionState;
+use crate::tui::grid::{MAX_PANES, pane_rects};
+use crate::tui::state::{AppState, Focus, PaneMeta};
+use crate::tui::theme::{Theme, badge_text};
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::Modifier;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, BorderType, Borders, Paragraph, Wrap};
+use tui_term::widget::{Cursor, PseudoTerminal};
+
+pub fn title<'a>(state: &AppState, p: &PaneMeta, theme: &Theme, takeover: bool) -> Line<'a> {
+    let cost = state
+        .tasks
+        .iter()
+        .find(|t| t.pk == p.task_pk)
+        .map(|t| t.cost)
+        .unwrap_or_default();
+    let elapsed = state.now.saturating_duration_since(p.started);
+    let mut spans = Vec::new();
+    if takeover {
+        spans.push(Span::styled(
+            " TAKEOVER ",
+            theme.warn().add_modifier(Modifier::REVERSED),
+        ));
+    }
+    spans.push(Span::styled(
+        format!(" {} ", p.task_id),
+        theme.text().add_modifier(Modifier::BOLD),
+    ));
+    spans.push(Span::styled(
+        format!(
+            "· {} · #{} · {} · {} ",
+            p.agent,
+            p.attempt,
+            clock(elapsed),
+            money(cost)
+        ),
+        theme.dim(),
+    ));
+    spans.push(Span::styled(
+        format!("[{}]", badge_text(p.state)),
+        theme.badge(p.state),
+    ));
+    spans.push(Span::raw(" "));
+    Line::from(spans)
+}
+
+/// Draws `panes` in a grid over `area`; returns each pane's inner (terminal) rectangle.
+pub fn render(
+    frame: &mut Frame,
+    area: Rect,
+    state: &AppState,
+    panes: &[PaneMeta],
+    ui: &UiContext,
+) -> Vec<(i64, Rect)> {
+    let theme = ui.theme;
+    let rects = pane_rects(area, panes.len());
+    let hidden = panes.len().saturating_sub(MAX_PANES);
+    let mut out = Vec::with_capacity(rects.len());
+    for (i, (p, rect)) in panes.iter().zip(rects).enumerate() {
+        let focused = state.focus == Focus::Pane(p.task_pk);
+        let takeover = state.takeover == Some(p.task_pk);
+        let mut block = Block::default()
+            .borders(Borders::ALL)
+            .border_type(if takeover {
+                BorderType::Double
+            } else {
+                BorderType::Plain
+            })
+            .border_style(theme.border(focused, takeover))
+            .title(title(state, p, theme, takeover));
+        if hidden > 0 && i + 1 == MAX_PANES {
+            block = block.title_bottom(Line::styled(
+                format!(" +{hidden} more (Tab) "),
+                theme.warn(),
+            ));
+        }
+        let inner = block.inner(rect);
+        out.push((p.task_pk, inner));
+        let mut drawn = false;
+        if p.has_screen {
+            drawn = ui.screens.with_screen(p.task_pk, &mut |screen| {
+                // The agent's cursor only matters while someone types into it.
+                let term = PseudoTerminal::new(screen)
+                    .block(block.clone())
+                    .cursor(Cursor::default().visibility(takeover));
+                frame.render_widget(term, rect);
+            });
+        }
+        if !drawn {
+            let note = match p.state {
+                SessionState::Preparing => "preparing the worktree…",
+                SessionState::WaitingForHuman => {
+                    "waiting for a human: answer with `whilly handoff`"
+                }
+                SessionState::Verifying => "running verification checks…",
+                SessionState::Delivering => "delivering the work…",
+                SessionState::Running => "starting…",
+                SessionState::Done => "done",
+                SessionState::Failed => "failed",
+            };
+            frame.render_widget(
+                Paragraph::new(Line::styled(note, theme.dim()))
+                    .wrap(Wrap { trim: true })
+                    .block(block),
+                rect,
+            );
+        }
+    }
+    out
+}
+
+pub fn render_empty(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme) {
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(theme.dim())
+        .title(Span::styled(" Agents ", theme.title()));
+    let mut lines = Vec::new();
+    if let Some(s) = &state.summary {
+        lines.push(Line::styled(
+            format!("Run finished: {:?} (exit {})", s.end, s.exit_code),
+            if s.exit_code == 0 {
+                theme.ok()
+            } else {
+                theme.error()
+            },
+        ));
+        lines.push(Line::raw(format!(
+            "{} done · {} failed · {} skipped of {} · {} attempts",
+            s.done, s.failed, s.skipped, s.total, s.attempts
+        )));
+        lines.push(Line::raw(format!(
+            "cost ${:.2} · {:.1}s",
+            s.cost_usd, s.elapsed_sec
+        )));
+        if !s.stuck.is_empty() {
+            lines.push(Line::styled(
+                format!("stuck: {}", s.stuck.join(", ")),
+                theme.warn(),
+            ));
+        }
+        lines.push(Line::raw(""));
+        lines.push(Line::styled("press q to quit", theme.key()));
+    } else if let Some(e) = &state.engine_error {
+        lines.push(Line::styled(
+            "The engine stopped with an error:",
+            theme.error(),
+        ));
+        lines.push(Line::raw(e.clone()));
+        lines.push(Line::styled("press q to quit", theme.key()));
+    } else if state.stopping {
+        lines.push(Line::styled("stopping…", theme.warn()));
+    } else if state.plan.as_ref().is_some_and(|p| p.paused) {
+        lines.push(Line::styled(
+            "The plan is paused: no new agents start (p resumes).",
+            theme.warn(),
+        ));
+    } else {
+        lines.push(Line::styled("No agent running yet.", theme.dim()));
+        lines.push(Line::styled(
+            "Waiting for ready tasks (dependencies, budget, free slots)…",
+            theme.dim(),
+        ));
+    }
+    frame.render_widget(
+        Paragraph::new(lines).wrap(Wrap { trim: true }).block(block),
+        area,
+    );
+}

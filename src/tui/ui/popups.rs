@@ -1,0 +1,110 @@
+//! Popups over any view: help (every key of the current view, from the keymap) and
+//! confirmations (reset a task; quit while agents run).
+
+use super::UiContext;
+use crate::tui::action::Action;
+use crate::tui::state::{AppState, Confirm, Popup};
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Cell, Clear, Paragraph, Row, Table, Wrap};
+
+pub fn render(frame: &mut Frame, area: Rect, state: &AppState, ui: &UiContext) {
+    for popup in &state.popups {
+        match popup {
+            Popup::Help => help(frame, area, state, ui),
+            Popup::Confirm(c) => confirm(frame, area, c, ui),
+        }
+    }
+}
+
+/// A rectangle of at most `w`×`h` centred in `area`.
+fn centred(area: Rect, w: u16, h: u16) -> Rect {
+    let w = w.min(area.width);
+    let h = h.min(area.height);
+    Rect::new(
+        area.x + (area.width - w) / 2,
+        area.y + (area.height - h) / 2,
+        w,
+        h,
+    )
+}
+
+fn help(frame: &mut Frame, area: Rect, state: &AppState, ui: &UiContext) {
+    let theme = ui.theme;
+    let mut rows = Vec::new();
+    for a in state.view.actions() {
+        let keys = ui.keymap.keys_for(*a);
+        if keys.is_empty() {
+            continue;
+        }
+        rows.push(Row::new(vec![
+            Cell::from(Span::styled(keys.join(" "), theme.key())),
+            Cell::from(a.describe()),
+        ]));
+    }
+    let release = ui.keymap.keys_for(Action::Release).join(" ");
+    let h = (rows.len() as u16).saturating_add(4);
+    let rect = centred(area, 64, h);
+    frame.render_widget(Clear, rect);
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(theme.title())
+        .title(Span::styled(
+            format!(" Help: {} view (any key closes) ", state.view.title()),
+            theme.title(),
+        ))
+        .title_bottom(Line::styled(
+            format!(" takeover: every key goes to the agent; {release} returns "),
+            theme.dim(),
+        ));
+    let table = Table::new(rows, [Constraint::Length(18), Constraint::Fill(1)])
+        .block(block)
+        .column_spacing(1);
+    frame.render_widget(table, rect);
+}
+
+fn confirm(frame: &mut Frame, area: Rect, c: &Confirm, ui: &UiContext) {
+    let theme = ui.theme;
+    let (title, lines) = match c {
+        Confirm::ResetTask(id) => (
+            " Reset task ",
+            vec![
+                Line::raw(format!("Reset {id} to PENDING? Its attempts start over.")),
+                Line::raw(""),
+                Line::from(vec![
+                    Span::styled("y", theme.key()),
+                    Span::raw(" reset   "),
+                    Span::styled("n", theme.key()),
+                    Span::raw("/esc cancel"),
+                ]),
+            ],
+        ),
+        Confirm::Quit { running } => (
+            " Quit ",
+            vec![
+                Line::raw(format!(
+                    "{running} agent(s) still running. Quitting stops them and their tasks go back to PENDING."
+                )),
+                Line::raw(""),
+                Line::from(vec![
+                    Span::styled("s", theme.key()),
+                    Span::raw(" stop agents and quit   "),
+                    Span::styled("w", theme.key()),
+                    Span::raw("/esc keep waiting"),
+                ]),
+            ],
+        ),
+    };
+    let rect = centred(area, 60, 7);
+    frame.render_widget(Clear, rect);
+    frame.render_widget(
+        Paragraph::new(lines).wrap(Wrap { trim: true }).block(
+            Block::default()
+                .borders(Borders::ALL)
+                .border_style(theme.warn())
+                .title(Span::styled(title, theme.warn())),
+        ),
+        rect,
+    );
+}

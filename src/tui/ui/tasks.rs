@@ -1,0 +1,144 @@
+//! The task list: status, priority, dependencies ready/blocked, agent, attempts, cost.
+
+use super::fmt::money;
+use crate::domain::Status;
+use crate::store::TaskRecord;
+use crate::tui::state::{AppState, Focus};
+use crate::tui::theme::Theme;
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Cell, Row, Table, TableState};
+
+pub fn status_short(s: Status) -> &'static str {
+    match s {
+        Status::Pending => "PEND",
+        Status::Claimed => "CLMD",
+        Status::InProgress => "RUN",
+        Status::Blocked => "BLKD",
+        Status::HumanLoop => "HUMN",
+        Status::Done => "DONE",
+        Status::Failed => "FAIL",
+        Status::Skipped => "SKIP",
+    }
+}
+
+pub fn deps_text(t: &TaskRecord) -> String {
+    if t.spec.dependencies.is_empty() {
+        "-".into()
+    } else if t.pending_deps > 0 {
+        format!("wait {}", t.pending_deps)
+    } else {
+        "ok".into()
+    }
+}
+
+fn agent_of<'a>(state: &'a AppState, t: &'a TaskRecord) -> &'a str {
+    state
+        .pane(t.pk)
+        .map(|p| p.agent.as_str())
+        .or(t.spec.agent.as_deref())
+        .unwrap_or("-")
+}
+
+/// Draws the list; returns its inner area and the first visible row's index.
+pub fn render(
+    frame: &mut Frame,
+    area: Rect,
+    state: &AppState,
+    theme: &Theme,
+    full: bool,
+) -> Option<(Rect, usize)> {
+    let visible = state.visible_tasks();
+    let focused = state.focus == Focus::TaskList;
+    let mut title = vec![Span::styled(" Tasks ", theme.title())];
+    title.push(Span::styled(
+        format!("{}/{} ", visible.len(), state.tasks.len()),
+        theme.dim(),
+    ));
+    if !state.filter.is_empty() {
+        title.push(Span::styled(format!("/{} ", state.filter), theme.warn()));
+    }
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(theme.border(focused, false))
+        .title(Line::from(title));
+    let inner = block.inner(area);
+    let header_cells = if full {
+        vec![
+            "St",
+            "ID",
+            "Pri",
+            "Deps",
+            "Agent",
+            "Try",
+            "Cost",
+            "Description",
+        ]
+    } else {
+        vec!["St", "ID", "P", "Deps", "Agent", "Try", "Cost"]
+    };
+    let header = Row::new(header_cells).style(theme.dim());
+    let rows: Vec<Row> = visible
+        .iter()
+        .map(|t| {
+            let pri = if full {
+                t.priority.as_str().to_string()
+            } else {
+                t.priority.as_str()[..1].to_ascii_uppercase()
+            };
+            let deps_style = if t.pending_deps > 0 {
+                theme.warn()
+            } else {
+                theme.text()
+            };
+            let mut cells = vec![
+                Cell::from(Span::styled(status_short(t.status), theme.status(t.status))),
+                Cell::from(t.id.clone()),
+                Cell::from(pri),
+                Cell::from(Span::styled(deps_text(t), deps_style)),
+                Cell::from(agent_of(state, t).to_string()),
+                Cell::from(format!("{}/{}", t.attempts, t.max_attempts)),
+                Cell::from(money(t.cost)),
+            ];
+            if full {
+                cells.push(Cell::from(t.spec.description.clone()));
+            }
+            Row::new(cells)
+        })
+        .collect();
+    let widths: Vec<Constraint> = if full {
+        vec![
+            Constraint::Length(4),
+            Constraint::Min(8),
+            Constraint::Length(8),
+            Constraint::Length(6),
+            Constraint::Length(8),
+            Constraint::Length(4),
+            Constraint::Length(7),
+            Constraint::Fill(3),
+        ]
+    } else {
+        vec![
+            Constraint::Length(4),
+            Constraint::Fill(1),
+            Constraint::Length(1),
+            Constraint::Length(6),
+            Constraint::Length(7),
+            Constraint::Length(3),
+            Constraint::Length(6),
+        ]
+    };
+    let body_rows = usize::from(inner.height.saturating_sub(1)).max(1);
+    let offset = (state.selected + 1).saturating_sub(body_rows);
+    let mut ts = TableState::default()
+        .with_offset(offset)
+        .with_selected((!visible.is_empty()).then_some(state.selected));
+    let table = Table::new(rows, widths)
+        .header(header)
+        .block(block)
+        .column_spacing(1)
+        .row_highlight_style(theme.selected());
+    frame.render_stateful_widget(table, area, &mut ts);
+    Some((inner, ts.offset()))
+}
