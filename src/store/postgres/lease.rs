@@ -67,9 +67,102 @@ const SELECT_CANDIDATES: &str = "WITH cand AS MATERIALIZED ( \
        FOR UPDATE OF t SKIP LOCKED) \
      SELECT pk, plan_id, estimate_micros, has_budget FROM cand ORDER BY priority_rank, task_id";
 
+/// The common claim as ONE statement (one round trip, one implicit transaction): lock the best
+/// ready task, and when its plan has no budget to check, claim it, reserve and write the event
+/// right there. Lock order is the same as everywhere: task, then plan.
+const FAST_CLAIM: &str = concat!(
+    "WITH cand AS MATERIALIZED ( \
+       SELECT t.pk, p.budget_micros IS NULL AS free \
+       FROM tasks t JOIN plans p ON p.id = t.plan_id \
+       WHERE t.status = 'PENDING' AND t.pending_deps = 0 AND NOT p.paused \
+         AND ($1::text IS NULL OR t.plan_id = $1) \
+         AND t.pk <> ALL($2::bigint[]) \
+         AND t.required_tags <@ $3::text[] \
+         AND (p.budget_micros IS NULL OR p.spent_micros + p.reserved_micros < p.budget_micros) \
+       ORDER BY t.priority_rank, t.task_id \
+       LIMIT 1 \
+       FOR UPDATE OF t SKIP LOCKED), \
+     upd AS ( \
+       UPDATE tasks t SET status = $4, epoch = t.epoch + 1, attempts = t.attempts + 1, worker_id = $5, \
+         lease_expires_at = now() + $6 * interval '1 microsecond', deadline_at = NULL, \
+         reserved_micros = COALESCE(t.estimate_micros, $7), reason = NULL, updated_at = now() \
+       FROM cand WHERE t.pk = cand.pk AND cand.free \
+       RETURNING t.*), \
+     pl AS ( \
+       UPDATE plans p SET reserved_micros = p.reserved_micros + upd.reserved_micros \
+       FROM upd WHERE p.id = upd.plan_id AND upd.reserved_micros <> 0 RETURNING p.id), \
+     ev AS ( \
+       INSERT INTO events (event_type, plan_id, task_id, worker_id, epoch, from_status, to_status, payload) \
+       SELECT $8, upd.plan_id, upd.task_id, $5, upd.epoch, 'PENDING', $4, \
+         jsonb_build_object('attempt', upd.attempts, \
+           'reserved_usd', round(upd.reserved_micros::numeric / 1000000, 6), 'lease_ms', $9::bigint) \
+       FROM upd RETURNING id, ts, payload) \
+     SELECT cand.free, ev.id AS event_id, ev.ts AS event_ts, ev.payload AS event_payload, ",
+    "upd.pk, upd.plan_id, upd.task_id, upd.status, upd.priority_rank, upd.pending_deps, upd.epoch, \
+     upd.attempts, upd.max_attempts, upd.worker_id, upd.lease_expires_at, upd.deadline_at, \
+     upd.cost_micros, upd.reserved_micros, upd.reason, upd.spec, upd.updated_at \
+     FROM cand LEFT JOIN upd ON true LEFT JOIN ev ON true"
+);
+
 pub async fn claim(inner: &Inner, req: &ClaimRequest) -> StoreResult<Option<Claimed>> {
     inner.hub.note_claim_start();
-    retrying(|| claim_once(inner, req)).await
+    match retrying(|| fast_claim(inner, req)).await? {
+        FastClaim::Claimed(c) => Ok(Some(*c)),
+        FastClaim::Nothing => Ok(None),
+        FastClaim::NeedsBudget => retrying(|| claim_once(inner, req)).await,
+    }
+}
+
+enum FastClaim {
+    Claimed(Box<Claimed>),
+    Nothing,
+    /// The best ready task is in a plan with a budget: the full transaction decides.
+    NeedsBudget,
+}
+
+async fn fast_claim(inner: &Inner, req: &ClaimRequest) -> StoreResult<FastClaim> {
+    use sqlx::{FromRow, Row};
+    let to = transition(Status::Pending, Action::Claim).map_err(|source| StoreError::Illegal {
+        task_id: String::new(),
+        source,
+    })?;
+    let row = sqlx::query(FAST_CLAIM)
+        .bind(&req.plan_id)
+        .bind(&req.exclude)
+        .bind(&req.tags)
+        .bind(to.as_str())
+        .bind(&req.worker_id)
+        .bind(micros(req.lease))
+        .bind(req.default_estimate.micros())
+        .bind(et::TASK_CLAIMED)
+        .bind(millis(req.lease))
+        .fetch_optional(&inner.pool)
+        .await?;
+    let Some(row) = row else {
+        return Ok(FastClaim::Nothing);
+    };
+    if !row.try_get::<bool, _>("free")? {
+        return Ok(FastClaim::NeedsBudget);
+    }
+    let task = TaskRow::from_row(&row)?.into_record()?;
+    let event = crate::store::Event {
+        id: row.try_get("event_id")?,
+        ts: row.try_get("event_ts")?,
+        event_type: et::TASK_CLAIMED.to_string(),
+        plan_id: Some(task.plan_id.clone()),
+        task_id: Some(task.id.clone()),
+        worker_id: Some(req.worker_id.clone()),
+        epoch: Some(task.epoch),
+        from_status: Some(Status::Pending),
+        to_status: Some(to),
+        payload: row.try_get("event_payload")?,
+    };
+    inner.mirror(std::slice::from_ref(&event));
+    let lease = Lease {
+        task_pk: task.pk,
+        epoch: task.epoch,
+    };
+    Ok(FastClaim::Claimed(Box::new(Claimed { lease, task })))
 }
 
 async fn claim_once(inner: &Inner, req: &ClaimRequest) -> StoreResult<Option<Claimed>> {
