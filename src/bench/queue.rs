@@ -114,8 +114,10 @@ async fn sqlite_pool(url: &str) -> anyhow::Result<sqlx::SqlitePool> {
         .journal_mode(SqliteJournalMode::Wal)
         .synchronous(SqliteSynchronous::Normal)
         .busy_timeout(Duration::from_secs(10));
+    // One connection: SQLite has one writer; competing writers would measure busy-timeout
+    // sleeps, not the statements (the store also writes through one connection).
     Ok(SqlitePoolOptions::new()
-        .max_connections(4)
+        .max_connections(1)
         .connect_with(opts)
         .await?)
 }

@@ -31,7 +31,12 @@ pub async fn run(ctx: &Context, cmd: HandoffCommand) -> anyhow::Result<i32> {
                 println!("No task is waiting for a human.");
                 return Ok(exit::OK);
             }
-            let mut rows = vec![vec!["TASK".to_string(), "PLAN".into(), "WAITING SINCE".into(), "STATE".into()]];
+            let mut rows = vec![vec![
+                "TASK".to_string(),
+                "PLAN".into(),
+                "WAITING SINCE".into(),
+                "STATE".into(),
+            ]];
             for e in &entries {
                 match &e.meta {
                     Ok(m) => rows.push(vec![
@@ -40,33 +45,58 @@ pub async fn run(ctx: &Context, cmd: HandoffCommand) -> anyhow::Result<i32> {
                         m.started_at.format("%Y-%m-%d %H:%M").to_string(),
                         state_text(&e.state),
                     ]),
-                    Err(err) => rows.push(vec![e.dir.display().to_string(), "?".into(), "?".into(), err.clone()]),
+                    Err(err) => rows.push(vec![
+                        e.dir.display().to_string(),
+                        "?".into(),
+                        "?".into(),
+                        err.clone(),
+                    ]),
                 }
             }
             print!("{}", table(&rows));
-            println!("\nAnswer one with: whilly handoff complete TASK_ID --status complete|failed|blocked|human_loop|partial [--message …]");
+            println!(
+                "\nAnswer one with: whilly handoff complete TASK_ID --status complete|failed|blocked|human_loop|partial [--message …]"
+            );
             Ok(exit::OK)
         }
         HandoffCommand::Show { task_id } => {
             let meta = dir.read_meta(&task_id)?;
             let task_dir = dir.task_dir(&task_id);
             let prompt = std::fs::read_to_string(task_dir.join("prompt.md")).unwrap_or_default();
-            println!("task {}  plan {}  since {}", meta.task_id, meta.plan_id, meta.started_at);
+            println!(
+                "task {}  plan {}  since {}",
+                meta.task_id, meta.plan_id, meta.started_at
+            );
             println!("work in: {}", meta.cwd.display());
             println!("answer:  {}", task_dir.join("result.json").display());
             println!("state:   {}\n", state_text(&dir.poll(&task_id)));
             print!("{prompt}");
             Ok(exit::OK)
         }
-        HandoffCommand::Complete { task_id, status, message, cost_usd } => {
-            let status: HandoffStatus = status.parse().map_err(|e: String| anyhow::anyhow!("--status: {e}"))?;
+        HandoffCommand::Complete {
+            task_id,
+            status,
+            message,
+            cost_usd,
+        } => {
+            let status: HandoffStatus = status
+                .parse()
+                .map_err(|e: String| anyhow::anyhow!("--status: {e}"))?;
             if let Some(c) = cost_usd
                 && (!c.is_finite() || c < 0.0)
             {
                 anyhow::bail!("--cost-usd {c}: expected a non-negative number of US dollars");
             }
-            let path = dir.complete(&task_id, status, message.as_deref().unwrap_or(""), cost_usd.map(Usd::from_f64))?;
-            println!("wrote {}; the waiting worker applies it within a second", path.display());
+            let path = dir.complete(
+                &task_id,
+                status,
+                message.as_deref().unwrap_or(""),
+                cost_usd.map(Usd::from_f64),
+            )?;
+            println!(
+                "wrote {}; the waiting worker applies it within a second",
+                path.display()
+            );
             Ok(exit::OK)
         }
     }

@@ -5,12 +5,13 @@ use super::args::WorktreesCommand;
 use super::context::Context;
 use super::exit::{self, EnvironmentError};
 use super::plan_view::table;
-use crate::workspace::{PruneSelection, WorktreeInfo, Workspaces};
+use crate::workspace::{PruneSelection, Workspaces, WorktreeInfo};
 use std::collections::HashSet;
 
 pub async fn run(ctx: &Context, cmd: WorktreesCommand) -> anyhow::Result<i32> {
     let cfg = ctx.config()?;
-    let ws = Workspaces::new(&ctx.repo_root, workspace_config(&cfg)).map_err(|e| EnvironmentError(e.to_string()))?;
+    let ws = Workspaces::new(&ctx.repo_root, workspace_config(&cfg))
+        .map_err(|e| EnvironmentError(e.to_string()))?;
     match cmd {
         WorktreesCommand::List { json } => {
             let list = ws.list()?;
@@ -20,18 +21,38 @@ pub async fn run(ctx: &Context, cmd: WorktreesCommand) -> anyhow::Result<i32> {
                 return Ok(exit::OK);
             }
             if list.is_empty() {
-                println!("No whilly worktrees for {} (they live under {}).", ctx.repo_root.display(), ws.worktrees_dir().display());
+                println!(
+                    "No whilly worktrees for {} (they live under {}).",
+                    ctx.repo_root.display(),
+                    ws.worktrees_dir().display()
+                );
                 return Ok(exit::OK);
             }
-            let mut rows = vec![vec!["PLAN/TASK".to_string(), "BRANCH".into(), "SIZE".into(), "STATE".into(), "PATH".into()]];
+            let mut rows = vec![vec![
+                "PLAN/TASK".to_string(),
+                "BRANCH".into(),
+                "SIZE".into(),
+                "STATE".into(),
+                "PATH".into(),
+            ]];
             let mut total = 0;
             for w in &list {
                 total += w.size_bytes;
                 rows.push(vec![
-                    format!("{}/{}", w.plan_id.as_deref().unwrap_or("?"), w.task_id.as_deref().unwrap_or("?")),
+                    format!(
+                        "{}/{}",
+                        w.plan_id.as_deref().unwrap_or("?"),
+                        w.task_id.as_deref().unwrap_or("?")
+                    ),
                     w.branch.clone().unwrap_or_default(),
                     human_size(w.size_bytes),
-                    if w.prunable { "stale".into() } else if !w.registered { "stray".into() } else { "kept".into() },
+                    if w.prunable {
+                        "stale".into()
+                    } else if !w.registered {
+                        "stray".into()
+                    } else {
+                        "kept".into()
+                    },
                     w.path.display().to_string(),
                 ]);
             }
@@ -39,7 +60,10 @@ pub async fn run(ctx: &Context, cmd: WorktreesCommand) -> anyhow::Result<i32> {
             println!("{} worktrees, {} on disk", list.len(), human_size(total));
             Ok(exit::OK)
         }
-        WorktreesCommand::Prune { all, delete_branches } => {
+        WorktreesCommand::Prune {
+            all,
+            delete_branches,
+        } => {
             // Without --all, a worktree is kept while its task may still run (not terminal).
             let mut active: HashSet<String> = HashSet::new();
             if !all && let Ok(store) = ctx.store().await {
@@ -51,7 +75,11 @@ pub async fn run(ctx: &Context, cmd: WorktreesCommand) -> anyhow::Result<i32> {
                     }
                 }
             }
-            let which = if all { PruneSelection::All } else { PruneSelection::KeepTasks(&active) };
+            let which = if all {
+                PruneSelection::All
+            } else {
+                PruneSelection::KeepTasks(&active)
+            };
             let report = ws.prune(which, delete_branches)?;
             let freed: u64 = report.removed.iter().map(|w| w.size_bytes).sum();
             for w in &report.removed {
@@ -62,7 +90,11 @@ pub async fn run(ctx: &Context, cmd: WorktreesCommand) -> anyhow::Result<i32> {
                 report.removed.len(),
                 human_size(freed),
                 report.kept.len(),
-                if report.pruned_entries.is_empty() { String::new() } else { format!(", {} stale git entries pruned", report.pruned_entries.len()) }
+                if report.pruned_entries.is_empty() {
+                    String::new()
+                } else {
+                    format!(", {} stale git entries pruned", report.pruned_entries.len())
+                }
             );
             Ok(exit::OK)
         }
@@ -84,5 +116,9 @@ pub fn human_size(bytes: u64) -> String {
         v /= 1024.0;
         i += 1;
     }
-    if i == 0 { format!("{bytes} B") } else { format!("{v:.1} {}", UNITS[i]) }
+    if i == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{v:.1} {}", UNITS[i])
+    }
 }
