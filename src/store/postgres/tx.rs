@@ -229,7 +229,9 @@ impl Tx {
             ev.epoch = Some(after.epoch);
         }
         self.event(ev).await?;
-        if m.to == Status::Pending {
+        // Back in the queue, or a reservation handed back that a budget-bound claim may be
+        // waiting for.
+        if m.to == Status::Pending || t.reserved != Usd::ZERO {
             self.wake(&t.plan_id);
         }
         Ok(after)
