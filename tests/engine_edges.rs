@@ -27,10 +27,14 @@ fn statuses(repo: &Repo, plan_id: &str) -> Vec<(String, String)> {
 
 fn assert_no_agents_left(repo: &Repo) {
     // The group is killed before the attempt settles, but give the kernel a moment to reap.
-    let left = wait_for(Duration::from_secs(3), "agent processes to disappear", || {
-        let pids = repo.marked_pids(&[]);
-        pids.is_empty().then_some(pids)
-    });
+    let left = wait_for(
+        Duration::from_secs(3),
+        "agent processes to disappear",
+        || {
+            let pids = repo.marked_pids(&[]);
+            pids.is_empty().then_some(pids)
+        },
+    );
     assert!(left.is_empty(), "agent processes left: {left:?}");
 }
 
@@ -113,7 +117,10 @@ fn flood_of_output_is_logged_whole_with_bounded_memory() {
     let mut peak_kib = 0u64;
     let deadline = Instant::now() + Duration::from_secs(300);
     while !run.exited() {
-        assert!(Instant::now() < deadline, "flood run did not finish in time");
+        assert!(
+            Instant::now() < deadline,
+            "flood run did not finish in time"
+        );
         if let Some(k) = rss_kib(pid) {
             peak_kib = peak_kib.max(k);
         }
@@ -203,7 +210,10 @@ fn sigint_stops_after_grace_and_kills_a_stubborn_agent() {
         took < Duration::from_millis(2500),
         "grace 1 s, but whilly took {took:?} to stop a SIGTERM-ignoring agent"
     );
-    assert!(took >= Duration::from_millis(900), "grace not honoured: {took:?}");
+    assert!(
+        took >= Duration::from_millis(900),
+        "grace not honoured: {took:?}"
+    );
 }
 
 // 4b. Two SIGINTs: the agent is killed at once.
@@ -212,19 +222,23 @@ fn second_sigint_kills_at_once() {
     let (repo, run) = start_stubborn_run();
     run.signal(libc::SIGINT);
     // The second Ctrl-C comes while the first one's grace period is running.
-    wait_for(Duration::from_secs(5), "the first SIGINT to be noticed", || {
-        std::fs::read_dir(repo.home.join("outputs"))
-            .into_iter()
-            .flatten()
-            .flatten()
-            .filter(|e| e.path().extension().is_some_and(|x| x == "err"))
-            .any(|e| {
-                std::fs::read_to_string(e.path())
-                    .unwrap_or_default()
-                    .contains("stopping")
-            })
-            .then_some(())
-    });
+    wait_for(
+        Duration::from_secs(5),
+        "the first SIGINT to be noticed",
+        || {
+            std::fs::read_dir(repo.home.join("outputs"))
+                .into_iter()
+                .flatten()
+                .flatten()
+                .filter(|e| e.path().extension().is_some_and(|x| x == "err"))
+                .any(|e| {
+                    std::fs::read_to_string(e.path())
+                        .unwrap_or_default()
+                        .contains("stopping")
+                })
+                .then_some(())
+        },
+    );
     let sent = Instant::now();
     run.signal(libc::SIGINT);
     let out = run.wait(Duration::from_secs(20));
@@ -240,10 +254,7 @@ fn second_sigint_kills_at_once() {
 // 7a. A failing verification gets one repair round, which passes.
 #[test]
 fn verification_fails_then_repair_round_passes() {
-    let repo = Repo::new(
-        &verified_plan(),
-        &sh("engine/repair.sh", "{prompt_file}"),
-    );
+    let repo = Repo::new(&verified_plan(), &sh("engine/repair.sh", "{prompt_file}"));
     let out = repo.run_plan(&[], &[]).wait(Duration::from_secs(40));
     assert_eq!(out.code, Some(0), "{out}");
     let done = events_of(&repo, "T-1", "task.done");
@@ -338,7 +349,10 @@ fn stamp_run(key_files: [&[&str]; 3]) -> Vec<(String, u128, u128)> {
     let log = probe.path().join("stamps.log");
     let repo = Repo::new(
         &plan("p", tasks),
-        &sh("engine/stamp.sh", &format!("{} 1 {{task_id}}", log.display())),
+        &sh(
+            "engine/stamp.sh",
+            &format!("{} 1 {{task_id}}", log.display()),
+        ),
     );
     let out = repo
         .run_plan(&["run.parallel=3"], &[])
@@ -357,9 +371,16 @@ fn tasks_with_overlapping_key_files_never_overlap() {
         &["./src/shared.rs", "src/b.rs"],
         &["src/shared.rs"],
     ]);
-    assert_eq!(overlaps(&shared), 0, "overlapping key_files ran together: {shared:?}");
+    assert_eq!(
+        overlaps(&shared),
+        0,
+        "overlapping key_files ran together: {shared:?}"
+    );
     let apart = stamp_run([&["src/a.rs"], &["src/b.rs"], &["src/c.rs"]]);
-    assert!(overlaps(&apart) >= 1, "independent tasks did not overlap: {apart:?}");
+    assert!(
+        overlaps(&apart) >= 1,
+        "independent tasks did not overlap: {apart:?}"
+    );
 }
 
 // 9. The plan budget stops the run: exit 2, what is left stays PENDING.
@@ -369,7 +390,9 @@ fn plan_budget_stops_the_run() {
     let mut p = plan("p", tasks);
     p["budget_usd"] = 1.0.into();
     let repo = Repo::new(&p, &sh("engine/cost.sh", "0.40 {task_id}"));
-    let out = repo.run_plan(&["run.parallel=1"], &[]).wait(Duration::from_secs(40));
+    let out = repo
+        .run_plan(&["run.parallel=1"], &[])
+        .wait(Duration::from_secs(40));
     assert_eq!(out.code, Some(2), "{out}");
     let spent = repo.plan_record("p")["spent"].as_f64().unwrap() / 1e6;
     println!("budget $1.00, $0.40 per task: spent ${spent:.2}");
@@ -393,7 +416,10 @@ fn run_timeout_releases_tasks() {
     let log = probe.path().join("stamps.log");
     let repo = Repo::new(
         &plan("p", tasks),
-        &sh("engine/stamp.sh", &format!("{} 30 {{task_id}}", log.display())),
+        &sh(
+            "engine/stamp.sh",
+            &format!("{} 30 {{task_id}}", log.display()),
+        ),
     );
     let started = Instant::now();
     let out = repo
@@ -418,17 +444,27 @@ fn crash_mid_run_then_resume_completes_the_plan() {
     let log = probe.path().join("stamps.log");
     let repo = Repo::new(
         &plan("p", tasks),
-        &sh("engine/stamp.sh", &format!("{} 3 {{task_id}}", log.display())),
+        &sh(
+            "engine/stamp.sh",
+            &format!("{} 3 {{task_id}}", log.display()),
+        ),
     );
     let run = repo.run_plan(&["run.parallel=2"], &[]);
     let whilly = run.pid();
     // Mid-run: some task is done and others are running.
-    wait_for(Duration::from_secs(30), "one task done and two running", || {
-        let ev = repo.events(None);
-        let done = ev.iter().filter(|e| e["event_type"] == "task.done").count();
-        let started = ev.iter().filter(|e| e["event_type"] == "task.started").count();
-        (done >= 1 && started >= done + 2).then_some(())
-    });
+    wait_for(
+        Duration::from_secs(30),
+        "one task done and two running",
+        || {
+            let ev = repo.events(None);
+            let done = ev.iter().filter(|e| e["event_type"] == "task.done").count();
+            let started = ev
+                .iter()
+                .filter(|e| e["event_type"] == "task.started")
+                .count();
+            (done >= 1 && started >= done + 2).then_some(())
+        },
+    );
     run.signal(libc::SIGKILL);
     let out = run.wait(Duration::from_secs(10));
     assert_eq!(out.code, None, "killed by a signal: {out}");
@@ -441,7 +477,9 @@ fn crash_mid_run_then_resume_completes_the_plan() {
     });
     let before = statuses(&repo, "p");
     assert!(
-        before.iter().any(|(_, s)| s == "CLAIMED" || s == "IN_PROGRESS"),
+        before
+            .iter()
+            .any(|(_, s)| s == "CLAIMED" || s == "IN_PROGRESS"),
         "the crash left no task leased: {before:?}"
     );
 
@@ -455,8 +493,14 @@ fn crash_mid_run_then_resume_completes_the_plan() {
     }
     let done = count_by_task(&repo.events(None), "task.done");
     assert_eq!(done.len(), 4, "{done:?}");
-    assert!(done.values().all(|n| *n == 1), "a task was done twice: {done:?}");
-    let wts = repo.whilly(&["worktrees", "list", "--json"]).output().unwrap();
+    assert!(
+        done.values().all(|n| *n == 1),
+        "a task was done twice: {done:?}"
+    );
+    let wts = repo
+        .whilly(&["worktrees", "list", "--json"])
+        .output()
+        .unwrap();
     let wts: Value = serde_json::from_slice(&wts.stdout).unwrap();
     assert_eq!(wts, serde_json::json!([]), "worktrees left behind");
     let git_wts = repo.git(&["worktree", "list"]);
@@ -497,7 +541,15 @@ fn await_handoff(repo: &Repo) -> std::path::PathBuf {
 
 fn handoff_complete(repo: &Repo, status: &str) {
     let out = repo
-        .whilly(&["handoff", "complete", "T-1", "--status", status, "--message", "ok"])
+        .whilly(&[
+            "handoff",
+            "complete",
+            "T-1",
+            "--status",
+            status,
+            "--message",
+            "ok",
+        ])
         .output()
         .unwrap();
     assert!(

@@ -1,1 +1,424 @@
-//! `whilly bench engine` (being written).
+//! `whilly bench engine`: what the engine costs per task on top of the work it cannot avoid.
+//!
+//! The engine runs N trivial tasks end to end in a scratch repository (claim → worktree → agent
+//! in a PTY → exit → commit → merge back → DONE) with an agent that only prints the completion
+//! marker. The baseline, measured in the same run on the same repository with the same
+//! parallelism, is the bare minimum any such tool pays per task: `git worktree add` + spawning a
+//! process (`true`) + `git worktree remove` through the git CLI. Their ratio is the overhead.
+
+use crate::agent::{self, AgentSettings, Backend, BackendKind, Guards, HandoffDir, PriceTable};
+use crate::domain::{PlanSpec, Priority, TaskSpec};
+use crate::engine::attempt::{AgentExecutor, ExecutorConfig};
+use crate::engine::sessions::SessionRegistry;
+use crate::engine::{Engine, EngineConfig, RunEnd, StopLevel};
+use crate::pty::TermSize;
+use crate::store::ImportOptions;
+use crate::store::open::{DatabaseTarget, open, state_dir};
+use crate::workspace::{MergeMode, WorkspaceConfig, Workspaces};
+use anyhow::{Context as _, bail};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::Path;
+use std::process::Command;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+/// Targets on a 2-core machine: engine per-task cost at most twice the bare cost, and at least
+/// this many tasks per second end to end.
+pub const TARGET_RATIO: f64 = 2.0;
+pub const TARGET_TASKS_PER_SEC: f64 = 20.0;
+
+/// The agent: prints the marker and exits (no shell, no file changes).
+const INSTANT_AGENT: &str = "echo <promise>COMPLETE</promise>";
+
+#[derive(Debug, Clone, Serialize)]
+pub struct EngineBenchReport {
+    pub tasks: usize,
+    pub slots: usize,
+    /// Importing the plan into the queue (not part of the per-task figures).
+    pub import: Duration,
+    /// The engine's run, first claim to last DONE.
+    pub engine: Duration,
+    /// Tasks the engine finished DONE (must equal `tasks`).
+    pub engine_done: u64,
+    /// `git worktree add` + spawn `true` + `git worktree remove`, N times, `slots` at a time.
+    pub bare: Duration,
+}
+
+impl EngineBenchReport {
+    pub fn engine_tasks_per_sec(&self) -> f64 {
+        per_sec(self.tasks, self.engine)
+    }
+
+    pub fn bare_tasks_per_sec(&self) -> f64 {
+        per_sec(self.tasks, self.bare)
+    }
+
+    /// Wall time per task (`slots` run at once, so this is throughput, not latency).
+    pub fn engine_per_task(&self) -> Duration {
+        per_task(self.engine, self.tasks)
+    }
+
+    pub fn bare_per_task(&self) -> Duration {
+        per_task(self.bare, self.tasks)
+    }
+
+    /// Engine cost over bare cost (1.0: no overhead at all).
+    pub fn ratio(&self) -> f64 {
+        let bare = self.bare.as_secs_f64();
+        if bare > 0.0 {
+            self.engine.as_secs_f64() / bare
+        } else {
+            f64::INFINITY
+        }
+    }
+
+    pub fn meets_targets(&self) -> bool {
+        self.ratio() <= TARGET_RATIO && self.engine_tasks_per_sec() >= TARGET_TASKS_PER_SEC
+    }
+}
+
+fn per_sec(n: usize, d: Duration) -> f64 {
+    let s = d.as_secs_f64();
+    if s > 0.0 { n as f64 / s } else { 0.0 }
+}
+
+fn per_task(d: Duration, n: usize) -> Duration {
+    d / u32::try_from(n.max(1)).unwrap_or(u32::MAX)
+}
+
+impl fmt::Display for EngineBenchReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+        writeln!(
+            f,
+            "engine bench: {} tasks, {} slots, an agent that prints the marker and exits",
+            self.tasks, self.slots
+        )?;
+        writeln!(
+            f,
+            "  whilly engine  (claim → worktree → PTY → exit → commit → merge → DONE): {:>7.2} s  {:>6.1} tasks/s  {:>6.1} ms/task",
+            self.engine.as_secs_f64(),
+            self.engine_tasks_per_sec(),
+            ms(self.engine_per_task())
+        )?;
+        writeln!(
+            f,
+            "  bare git CLI   (worktree add → spawn true → worktree remove):           {:>7.2} s  {:>6.1} tasks/s  {:>6.1} ms/task",
+            self.bare.as_secs_f64(),
+            self.bare_tasks_per_sec(),
+            ms(self.bare_per_task())
+        )?;
+        writeln!(
+            f,
+            "  engine / bare: {:.2}×   (targets: ≤ {TARGET_RATIO}× and ≥ {TARGET_TASKS_PER_SEC} tasks/s: {})",
+            self.ratio(),
+            if self.meets_targets() {
+                "met"
+            } else {
+                "NOT met"
+            }
+        )?;
+        write!(
+            f,
+            "  (plan import, not counted: {:.1} ms; engine finished {} of {} tasks DONE)",
+            ms(self.import),
+            self.engine_done,
+            self.tasks
+        )
+    }
+}
+
+/// Runs both measurements in a scratch repository under the temp dir and removes it after.
+pub async fn run(tasks: usize, slots: usize) -> anyhow::Result<EngineBenchReport> {
+    if tasks == 0 {
+        bail!("--tasks must be at least 1");
+    }
+    let slots = slots.max(1);
+    let scratch = tempfile::Builder::new()
+        .prefix("whilly-bench-engine-")
+        .tempdir()
+        .context("cannot create a scratch directory in the temp dir")?;
+    let repo = scratch.path().join("repo");
+    let worktrees = scratch.path().join("worktrees");
+    std::fs::create_dir_all(&repo).with_context(|| format!("cannot create {}", repo.display()))?;
+    init_repo(&repo)?;
+
+    let bare = {
+        let (repo, worktrees) = (repo.clone(), worktrees.join("bare"));
+        tokio::task::spawn_blocking(move || bare_rounds(&repo, &worktrees, tasks, slots))
+            .await
+            .context("the bare benchmark thread stopped")??
+    };
+    let (import, engine, engine_done) = engine_rounds(&repo, &worktrees, tasks, slots).await?;
+    Ok(EngineBenchReport {
+        tasks,
+        slots,
+        import,
+        engine,
+        engine_done,
+        bare,
+    })
+}
+
+/// A repository with one commit holding a few files, like a small project.
+fn init_repo(repo: &Path) -> anyhow::Result<()> {
+    git(repo, &["init", "-q"])?;
+    git(repo, &["config", "user.name", "whilly bench"])?;
+    git(repo, &["config", "user.email", "bench@whilly.invalid"])?;
+    for i in 0..20 {
+        let path = repo.join(format!("src/file{i}.txt"));
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        std::fs::write(&path, format!("file {i}\n").repeat(50))?;
+    }
+    std::fs::write(repo.join(".gitignore"), ".whilly/\n")?;
+    git(repo, &["add", "-A"])?;
+    git(repo, &["commit", "-q", "-m", "bench base"])?;
+    Ok(())
+}
+
+/// The baseline: N rounds of add → spawn → remove through the git CLI, `slots` threads at once.
+fn bare_rounds(repo: &Path, base: &Path, n: usize, slots: usize) -> anyhow::Result<Duration> {
+    std::fs::create_dir_all(base)?;
+    let next = AtomicUsize::new(0);
+    // `git worktree add/remove` are not safe to run at once on one repository (they race on
+    // `.git/worktrees`), so the git calls take turns; the spawns overlap.
+    let git_turn = std::sync::Mutex::new(());
+    let git_locked = |args: &[&str]| -> anyhow::Result<()> {
+        let _turn = git_turn
+            .lock()
+            .map_err(|_| anyhow::anyhow!("a bare worker panicked"))?;
+        git(repo, args)
+    };
+    let started = Instant::now();
+    std::thread::scope(|s| {
+        let workers: Vec<_> = (0..slots.min(n))
+            .map(|_| {
+                s.spawn(|| -> anyhow::Result<()> {
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        if i >= n {
+                            return Ok(());
+                        }
+                        let dir = base.join(format!("T-{i:06}"));
+                        let dir_s = dir.to_string_lossy().into_owned();
+                        let branch = format!("bare/T-{i:06}");
+                        git_locked(&["worktree", "add", "-q", "-b", &branch, &dir_s, "HEAD"])?;
+                        let status = Command::new("true")
+                            .current_dir(&dir)
+                            .status()
+                            .context("cannot spawn `true`")?;
+                        if !status.success() {
+                            bail!("`true` failed: {status}");
+                        }
+                        git_locked(&["worktree", "remove", "--force", &dir_s])?;
+                    }
+                })
+            })
+            .collect();
+        workers.into_iter().try_for_each(|w| {
+            w.join()
+                .map_err(|_| anyhow::anyhow!("a bare worker panicked"))?
+        })
+    })?;
+    let took = started.elapsed();
+    // Not timed: the engine deletes its merged branches, so the repo is left as it was.
+    let branches: Vec<String> = (0..n).map(|i| format!("bare/T-{i:06}")).collect();
+    for chunk in branches.chunks(200) {
+        let mut args = vec!["branch", "-q", "-D"];
+        args.extend(chunk.iter().map(String::as_str));
+        git(repo, &args)?;
+    }
+    Ok(took)
+}
+
+/// The real engine, built the way `whilly run` builds it, on N tasks; returns
+/// (import time, run time, tasks DONE).
+async fn engine_rounds(
+    repo: &Path,
+    worktrees: &Path,
+    n: usize,
+    slots: usize,
+) -> anyhow::Result<(Duration, Duration, u64)> {
+    let store = open(
+        &DatabaseTarget::Sqlite(state_dir(repo).join("whilly.db")),
+        repo,
+    )
+    .await?;
+    let plan_id = "bench-engine";
+    let started = Instant::now();
+    store
+        .import_plan(
+            &bench_plan(plan_id, n),
+            &ImportOptions {
+                default_max_attempts: 1,
+                ..Default::default()
+            },
+        )
+        .await?;
+    let import = started.elapsed();
+
+    let workspaces = Workspaces::new(
+        repo,
+        WorkspaceConfig {
+            base_dir: Some(worktrees.join("engine")),
+            include: Vec::new(),
+            setup_command: None,
+            merge: MergeMode::Ff,
+            ..WorkspaceConfig::default()
+        },
+    )?;
+    let base_commit = workspaces.base_commit()?;
+    let mut settings = AgentSettings::new(BackendKind::Command);
+    settings.name = "bench".into();
+    settings.command = Some(INSTANT_AGENT.into());
+    let backend: Arc<dyn Backend> = Arc::from(agent::build_backend(&settings)?);
+    let mut agents = BTreeMap::new();
+    agents.insert("bench".to_string(), backend);
+    let exec_cfg = ExecutorConfig {
+        repo_root: repo.to_path_buf(),
+        run_dir: state_dir(repo).join("runs").join("bench"),
+        default_agent: "bench".into(),
+        agents,
+        prices: PriceTable::new(),
+        guards: Guards::new(&[])?,
+        verification_timeout: Duration::from_secs(60),
+        verification_env: Vec::new(),
+        pty_size: TermSize::new(40, 160),
+        scrollback: 1000,
+        grace: Duration::from_secs(1),
+        handoff: HandoffDir::in_project(repo),
+        handoff_timeout: Duration::from_secs(60),
+        handoff_poll: Duration::from_millis(500),
+        merge: MergeMode::Ff,
+        base_commit,
+        default_task_timeout: Some(Duration::from_secs(60)),
+    };
+    let executor = AgentExecutor::new(
+        exec_cfg,
+        store.clone(),
+        Arc::new(workspaces),
+        SessionRegistry::new(),
+    );
+    let mut cfg = EngineConfig::new(format!("bench/{}/0", std::process::id()));
+    cfg.plan_id = Some(plan_id.to_string());
+    cfg.slots = slots;
+    cfg.retry_backoff = vec![1];
+    cfg.grace = Duration::from_secs(1);
+    // The sender must outlive the run: a closed channel would wake the loop on every turn.
+    let (_stop, stop_rx) = tokio::sync::watch::channel(StopLevel::Run);
+    let engine = Engine::new(store.clone(), Arc::new(executor), cfg, stop_rx);
+    let started = Instant::now();
+    let summary = engine.run().await?;
+    let took = started.elapsed();
+    if summary.end != RunEnd::AllDone {
+        let failed = store
+            .list_tasks(plan_id)
+            .await?
+            .into_iter()
+            .find(|t| t.status != crate::domain::Status::Done);
+        bail!(
+            "the engine did not finish the benchmark plan ({:?}, {} of {n} done); first unfinished task: {}",
+            summary.end,
+            summary.done,
+            failed
+                .map(|t| format!("{} {} {}", t.id, t.status, t.reason.unwrap_or_default()))
+                .unwrap_or_default()
+        );
+    }
+    Ok((import, took, summary.done))
+}
+
+fn bench_plan(id: &str, n: usize) -> PlanSpec {
+    PlanSpec {
+        id: id.to_string(),
+        project: id.to_string(),
+        tasks: (0..n)
+            .map(|i| TaskSpec {
+                id: format!("T-{i:06}"),
+                priority: Priority::Medium,
+                description: format!("engine benchmark task {i}: print the marker and exit"),
+                acceptance_criteria: vec!["the agent prints the marker".into()],
+                test_steps: vec!["none".into()],
+                ..Default::default()
+            })
+            .collect(),
+        ..Default::default()
+    }
+}
+
+fn git(repo: &Path, args: &[&str]) -> anyhow::Result<()> {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(repo)
+        .args(args)
+        .output()
+        .with_context(|| format!("cannot run git in {}", repo.display()))?;
+    if !out.status.success() {
+        bail!(
+            "git {} failed in {}: {}",
+            args.join(" "),
+            repo.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn report(engine_ms: u64, bare_ms: u64) -> EngineBenchReport {
+        EngineBenchReport {
+            tasks: 100,
+            slots: 3,
+            import: Duration::from_millis(5),
+            engine: Duration::from_millis(engine_ms),
+            engine_done: 100,
+            bare: Duration::from_millis(bare_ms),
+        }
+    }
+
+    #[test]
+    fn figures_and_targets() {
+        let r = report(4000, 2500);
+        assert!((r.ratio() - 1.6).abs() < 1e-9);
+        assert!((r.engine_tasks_per_sec() - 25.0).abs() < 1e-9);
+        assert_eq!(r.engine_per_task(), Duration::from_millis(40));
+        assert!(r.meets_targets());
+        assert!(!report(6000, 2500).meets_targets(), "too slow and over 2×");
+        assert!(!report(5100, 5000).meets_targets(), "under 20 tasks/s");
+        let text = r.to_string();
+        assert!(text.contains("1.60×") && text.contains("met"), "{text}");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn runs_a_small_plan_end_to_end() {
+        let r = run(4, 2).await.unwrap();
+        assert_eq!(r.engine_done, 4);
+        assert!(r.engine > Duration::ZERO && r.bare > Duration::ZERO);
+        assert!(run(0, 1).await.is_err());
+    }
+
+    /// The full benchmark, for measuring by hand:
+    /// `cargo test --release --lib bench::engine::tests::full -- --ignored --nocapture`.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    #[ignore]
+    async fn full() {
+        let tasks = std::env::var("WHILLY_BENCH_TASKS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(100);
+        let slots = std::env::var("WHILLY_BENCH_SLOTS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(3);
+        println!("{}", run(tasks, slots).await.unwrap());
+    }
+}

@@ -291,7 +291,9 @@ impl Repo {
 
     /// Starts `whilly ARGS` in the background.
     pub fn spawn(&self, args: &[&str]) -> Running {
-        let n = std::fs::read_dir(&self.shared).map(|d| d.count()).unwrap_or(0);
+        let n = std::fs::read_dir(&self.shared)
+            .map(|d| d.count())
+            .unwrap_or(0);
         let stamp = format!(
             "{}-{n}",
             std::time::SystemTime::now()
@@ -453,7 +455,10 @@ pub fn wait_for<T>(limit: Duration, what: &str, mut f: impl FnMut() -> Option<T>
         if let Some(v) = f() {
             return v;
         }
-        assert!(Instant::now() < deadline, "timed out after {limit:?} waiting for {what}");
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {limit:?} waiting for {what}"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
 }
