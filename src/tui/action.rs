@@ -126,7 +126,7 @@ impl Action {
     /// One line for the help popup.
     pub fn describe(self) -> &'static str {
         match self {
-            Action::Quit => "quit (asks before stopping running agents)",
+            Action::Quit => "quit (asks first if agents run)",
             Action::Help => "this help",
             Action::TaskDetail => "detail of the selected task",
             Action::Events => "event log (follows)",

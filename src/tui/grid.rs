@@ -26,7 +26,9 @@ pub fn grid_shape(n: usize, width: u16, height: u16) -> (u16, u16) {
 /// over the full width. Never extends past `area`.
 pub fn pane_rects(area: Rect, n: usize) -> Vec<Rect> {
     let n = n.min(MAX_PANES);
-    let (cols, rows) = grid_shape(n, area.width, area.height);
+    let (cols, _) = grid_shape(n, area.width, area.height);
+    // Only as many rows as the panes fill: 5 panes in a 2-wide grid take 3 rows, not 4.
+    let rows = n.div_ceil(usize::from(cols.max(1))) as u16;
     if n == 0 || area.width == 0 || area.height == 0 {
         return vec![Rect::new(area.x, area.y, 0, 0); n];
     }
@@ -79,7 +81,9 @@ mod tests {
                 let rects = pane_rects(area, n);
                 assert_eq!(rects.len(), n.min(MAX_PANES));
                 let cells: u32 = rects.iter().map(|r| u32::from(r.area())).sum();
-                if n > 0 {
+                let (cols, _) = grid_shape(n, w, h);
+                let rows = n.min(MAX_PANES).div_ceil(usize::from(cols.max(1))) as u16;
+                if n > 0 && cols <= w && rows <= h {
                     assert_eq!(cells, u32::from(area.area()), "{w}x{h} n={n}");
                 }
                 for (i, a) in rects.iter().enumerate() {

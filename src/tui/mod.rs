@@ -14,5 +14,6 @@ pub mod resize;
 pub mod screens;
 pub mod state;
 pub mod terminal;
+pub mod testkit;
 pub mod theme;
 pub mod ui;

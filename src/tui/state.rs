@@ -604,7 +604,7 @@ impl AppState {
                 let next = (self.selected as i64).saturating_add(delta).clamp(0, n - 1);
                 self.selected = next as usize;
             }
-            View::Events => self.scroll_view(-delta),
+            View::Events => self.scroll_view(delta),
             View::TaskDetail | View::Triz | View::Stats => self.scroll_view(delta),
         }
     }
@@ -774,3 +774,7 @@ pub fn budget_figures(spent: Usd, limit: Option<Usd>, elapsed: Duration) -> Budg
         to_exhaustion,
     }
 }
+
+#[cfg(test)]
+#[path = "state_tests.rs"]
+mod tests;

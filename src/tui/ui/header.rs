@@ -38,7 +38,9 @@ pub fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme) {
         theme.text()
     };
     spans.push(Span::styled(format!(" fail {}", c.failed), failed));
-    spans.push(Span::styled(format!(" skip {}", c.skipped), theme.dim()));
+    if c.skipped > 0 {
+        spans.push(Span::styled(format!(" skip {}", c.skipped), theme.dim()));
+    }
     if c.held > 0 {
         spans.push(Span::styled(format!(" held {}", c.held), theme.warn()));
     }

@@ -14,7 +14,15 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType, Borders, Paragraph, Wrap};
 use tui_term::widget::{Cursor, PseudoTerminal};
 
-pub fn title<'a>(state: &AppState, p: &PaneMeta, theme: &Theme, takeover: bool) -> Line<'a> {
+/// The pane title, as rich as `width` allows: the state badge is kept to the last, since it is
+/// what the operator scans for.
+pub fn title<'a>(
+    state: &AppState,
+    p: &PaneMeta,
+    theme: &Theme,
+    takeover: bool,
+    width: u16,
+) -> Line<'a> {
     let cost = state
         .tasks
         .iter()
@@ -22,31 +30,40 @@ pub fn title<'a>(state: &AppState, p: &PaneMeta, theme: &Theme, takeover: bool) 
         .map(|t| t.cost)
         .unwrap_or_default();
     let elapsed = state.now.saturating_duration_since(p.started);
-    let mut spans = Vec::new();
-    if takeover {
-        spans.push(Span::styled(
-            " TAKEOVER ",
-            theme.warn().add_modifier(Modifier::REVERSED),
-        ));
-    }
-    spans.push(Span::styled(
-        format!(" {} ", p.task_id),
-        theme.text().add_modifier(Modifier::BOLD),
-    ));
-    spans.push(Span::styled(
+    let badge = format!("[{}]", badge_text(p.state));
+    let id = format!(" {} ", p.task_id);
+    let room = usize::from(width.saturating_sub(2));
+    // The double border and the footer already say "takeover" when the title has no room.
+    let takeover = takeover && id.chars().count() + badge.chars().count() + 11 <= room;
+    let mark = if takeover { " TAKEOVER " } else { "" };
+    let details = [
         format!(
-            "· {} · #{} · {} · {} ",
+            "· {} · #{} · {} · {} · ",
             p.agent,
             p.attempt,
             clock(elapsed),
             money(cost)
         ),
-        theme.dim(),
-    ));
-    spans.push(Span::styled(
-        format!("[{}]", badge_text(p.state)),
-        theme.badge(p.state),
-    ));
+        format!("· #{} · {} · {} · ", p.attempt, clock(elapsed), money(cost)),
+        format!("· {} · ", clock(elapsed)),
+        "· ".to_string(),
+    ];
+    let fixed = mark.chars().count() + id.chars().count() + badge.chars().count() + 1;
+    let detail = details
+        .iter()
+        .find(|d| fixed + d.chars().count() <= room)
+        .cloned()
+        .unwrap_or_default();
+    let mut spans = Vec::new();
+    if takeover {
+        spans.push(Span::styled(
+            mark,
+            theme.warn().add_modifier(Modifier::REVERSED),
+        ));
+    }
+    spans.push(Span::styled(id, theme.text().add_modifier(Modifier::BOLD)));
+    spans.push(Span::styled(detail, theme.dim()));
+    spans.push(Span::styled(badge, theme.badge(p.state)));
     spans.push(Span::raw(" "));
     Line::from(spans)
 }
@@ -74,7 +91,7 @@ pub fn render(
                 BorderType::Plain
             })
             .border_style(theme.border(focused, takeover))
-            .title(title(state, p, theme, takeover));
+            .title(title(state, p, theme, takeover, rect.width));
         if hidden > 0 && i + 1 == MAX_PANES {
             block = block.title_bottom(Line::styled(
                 format!(" +{hidden} more (Tab) "),

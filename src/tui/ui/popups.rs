@@ -5,7 +5,7 @@ use super::UiContext;
 use crate::tui::action::Action;
 use crate::tui::state::{AppState, Confirm, Popup};
 use ratatui::Frame;
-use ratatui::layout::{Constraint, Rect};
+use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Cell, Clear, Paragraph, Row, Table, Wrap};
 
@@ -32,20 +32,27 @@ fn centred(area: Rect, w: u16, h: u16) -> Rect {
 
 fn help(frame: &mut Frame, area: Rect, state: &AppState, ui: &UiContext) {
     let theme = ui.theme;
-    let mut rows = Vec::new();
+    let mut entries: Vec<(String, &'static str)> = Vec::new();
     for a in state.view.actions() {
         let keys = ui.keymap.keys_for(*a);
-        if keys.is_empty() {
-            continue;
+        if !keys.is_empty() {
+            entries.push((keys.join(" "), a.describe()));
         }
-        rows.push(Row::new(vec![
-            Cell::from(Span::styled(keys.join(" "), theme.key())),
-            Cell::from(a.describe()),
-        ]));
     }
     let release = ui.keymap.keys_for(Action::Release).join(" ");
-    let h = (rows.len() as u16).saturating_add(4);
-    let rect = centred(area, 64, h);
+    let key_w = entries
+        .iter()
+        .map(|(k, _)| k.chars().count())
+        .max()
+        .unwrap_or(4)
+        .min(18) as u16;
+    // One column when it fits in height, else two side by side.
+    let fits = entries.len() as u16 + 2 <= area.height;
+    let columns: u16 = if fits { 1 } else { 2 };
+    let per_col = entries.len().div_ceil(usize::from(columns));
+    let h = (per_col as u16).saturating_add(2);
+    let w = if columns == 1 { 64 } else { area.width };
+    let rect = centred(area, w, h);
     frame.render_widget(Clear, rect);
     let block = Block::default()
         .borders(Borders::ALL)
@@ -58,10 +65,27 @@ fn help(frame: &mut Frame, area: Rect, state: &AppState, ui: &UiContext) {
             format!(" takeover: every key goes to the agent; {release} returns "),
             theme.dim(),
         ));
-    let table = Table::new(rows, [Constraint::Length(18), Constraint::Fill(1)])
-        .block(block)
-        .column_spacing(1);
-    frame.render_widget(table, rect);
+    let inner = block.inner(rect);
+    frame.render_widget(block, rect);
+    let cols = Layout::horizontal(vec![Constraint::Fill(1); usize::from(columns)])
+        .spacing(2)
+        .split(inner);
+    for (i, col) in cols.iter().enumerate() {
+        let rows: Vec<Row> = entries
+            .iter()
+            .skip(i * per_col)
+            .take(per_col)
+            .map(|(k, d)| {
+                Row::new(vec![
+                    Cell::from(Span::styled(k.clone(), theme.key())),
+                    Cell::from(*d),
+                ])
+            })
+            .collect();
+        let table =
+            Table::new(rows, [Constraint::Length(key_w), Constraint::Fill(1)]).column_spacing(1);
+        frame.render_widget(table, *col);
+    }
 }
 
 fn confirm(frame: &mut Frame, area: Rect, c: &Confirm, ui: &UiContext) {

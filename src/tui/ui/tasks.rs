@@ -64,20 +64,32 @@ pub fn render(
         .border_style(theme.border(focused, false))
         .title(Line::from(title));
     let inner = block.inner(area);
-    let header_cells = if full {
-        vec![
-            "St",
-            "ID",
-            "Pri",
-            "Deps",
-            "Agent",
-            "Try",
-            "Cost",
-            "Description",
-        ]
+    // Columns by the room there is: the status and id always, the rest as width allows.
+    let wide = full || inner.width >= 46;
+    let mut header_cells = vec!["St", "ID", "P", "Deps"];
+    let mut widths = vec![
+        Constraint::Length(4),
+        Constraint::Fill(1),
+        Constraint::Length(if full { 8 } else { 1 }),
+        Constraint::Length(6),
+    ];
+    if wide {
+        header_cells.extend(["Agent", "Try", "Cost"]);
+        widths.extend([
+            Constraint::Length(8),
+            Constraint::Length(3),
+            Constraint::Length(7),
+        ]);
     } else {
-        vec!["St", "ID", "P", "Deps", "Agent", "Try", "Cost"]
-    };
+        header_cells.push("Try");
+        widths.push(Constraint::Length(3));
+    }
+    if full {
+        header_cells[2] = "Pri";
+        header_cells.push("Description");
+        widths[1] = Constraint::Length(12);
+        widths.push(Constraint::Fill(3));
+    }
     let header = Row::new(header_cells).style(theme.dim());
     let rows: Vec<Row> = visible
         .iter()
@@ -97,38 +109,20 @@ pub fn render(
                 Cell::from(t.id.clone()),
                 Cell::from(pri),
                 Cell::from(Span::styled(deps_text(t), deps_style)),
-                Cell::from(agent_of(state, t).to_string()),
-                Cell::from(format!("{}/{}", t.attempts, t.max_attempts)),
-                Cell::from(money(t.cost)),
             ];
+            if wide {
+                cells.push(Cell::from(agent_of(state, t).to_string()));
+            }
+            cells.push(Cell::from(format!("{}/{}", t.attempts, t.max_attempts)));
+            if wide {
+                cells.push(Cell::from(money(t.cost)));
+            }
             if full {
                 cells.push(Cell::from(t.spec.description.clone()));
             }
             Row::new(cells)
         })
         .collect();
-    let widths: Vec<Constraint> = if full {
-        vec![
-            Constraint::Length(4),
-            Constraint::Min(8),
-            Constraint::Length(8),
-            Constraint::Length(6),
-            Constraint::Length(8),
-            Constraint::Length(4),
-            Constraint::Length(7),
-            Constraint::Fill(3),
-        ]
-    } else {
-        vec![
-            Constraint::Length(4),
-            Constraint::Fill(1),
-            Constraint::Length(1),
-            Constraint::Length(6),
-            Constraint::Length(7),
-            Constraint::Length(3),
-            Constraint::Length(6),
-        ]
-    };
     let body_rows = usize::from(inner.height.saturating_sub(1)).max(1);
     let offset = (state.selected + 1).saturating_sub(body_rows);
     let mut ts = TableState::default()

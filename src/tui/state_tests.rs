@@ -1,0 +1,269 @@
+//! The state machine, driven with actions only: no terminal, no IO.
+
+use super::*;
+use crate::tui::testkit::{demo_state, fixed_now};
+
+fn state() -> AppState {
+    demo_state(fixed_now())
+}
+
+#[test]
+fn moves_clamp_to_the_list() {
+    let mut s = state();
+    assert_eq!(s.selected, 0);
+    s.handle(Action::MoveUp);
+    assert_eq!(s.selected, 0);
+    for _ in 0..20 {
+        s.handle(Action::MoveDown);
+    }
+    assert_eq!(s.selected, 5);
+    s.handle(Action::First);
+    assert_eq!(s.selected, 0);
+    s.handle(Action::Last);
+    assert_eq!(s.selected_task().map(|t| t.id.as_str()), Some("E2E-6"));
+}
+
+#[test]
+fn filter_narrows_and_escape_clears() {
+    let mut s = state();
+    s.handle(Action::Filter);
+    assert!(s.filter_editing);
+    for c in "fail".chars() {
+        s.handle(Action::FilterChar(c));
+    }
+    s.handle(Action::FilterDone);
+    assert!(!s.filter_editing);
+    let ids: Vec<_> = s.visible_tasks().iter().map(|t| t.id.clone()).collect();
+    assert_eq!(ids, ["DB-4"]);
+    // Keys act normally again once the filter is kept.
+    s.handle(Action::MoveDown);
+    s.handle(Action::Back);
+    assert!(s.filter.is_empty());
+    assert_eq!(s.visible_tasks().len(), 6);
+}
+
+#[test]
+fn tab_cycles_task_list_and_panes_and_zoom_follows() {
+    let mut s = state();
+    assert_eq!(s.focus, Focus::TaskList);
+    s.handle(Action::FocusNext);
+    assert_eq!(s.focus, Focus::Pane(2));
+    s.handle(Action::FocusNext);
+    assert_eq!(s.focus, Focus::Pane(3));
+    s.handle(Action::FocusNext);
+    assert_eq!(s.focus, Focus::TaskList);
+    s.handle(Action::FocusPrev);
+    assert_eq!(s.focus, Focus::Pane(3));
+    s.handle(Action::Zoom);
+    assert_eq!(s.zoom, Some(3));
+    // Zoomed, Tab moves the zoom between panes (the list is hidden).
+    s.handle(Action::FocusNext);
+    assert_eq!(s.zoom, Some(2));
+    s.handle(Action::FocusNext);
+    assert_eq!(s.zoom, Some(3));
+    s.handle(Action::Zoom);
+    assert_eq!(s.zoom, None);
+}
+
+#[test]
+fn enter_on_a_task_zooms_its_pane_or_opens_detail() {
+    let mut s = state();
+    s.handle(Action::MoveDown); // API-2 has a pane
+    s.handle(Action::Zoom);
+    assert_eq!(s.zoom, Some(2));
+    s.handle(Action::Back);
+    assert_eq!(s.zoom, None);
+    s.focus = Focus::TaskList;
+    s.handle(Action::First); // AUTH-1 is done: no pane
+    s.handle(Action::Zoom);
+    assert_eq!(s.view, View::TaskDetail);
+}
+
+#[test]
+fn takeover_needs_a_pane_and_release_returns() {
+    let mut s = state();
+    s.handle(Action::Takeover);
+    assert_eq!(s.takeover, None, "AUTH-1 has no pane");
+    assert!(s.status.is_some());
+    s.handle(Action::FocusNext);
+    s.handle(Action::Takeover);
+    assert_eq!(s.takeover, Some(2));
+    s.handle(Action::Release);
+    assert_eq!(s.takeover, None);
+    s.handle(Action::Takeover);
+    // The session ends: control comes back by itself.
+    let panes: Vec<PaneMeta> = s.panes.iter().filter(|p| p.task_pk != 2).cloned().collect();
+    s.set_panes(panes);
+    assert_eq!(s.takeover, None);
+    assert_eq!(s.focus, Focus::TaskList);
+}
+
+#[test]
+fn quit_with_agents_running_asks_and_keep_waiting_keeps_them() {
+    let mut s = state();
+    assert!(s.handle(Action::Quit).is_empty());
+    assert_eq!(s.popups, [Popup::Confirm(Confirm::Quit { running: 2 })]);
+    assert!(s.wants_answer());
+    assert!(s.handle(Action::Answer('w')).is_empty());
+    assert!(s.popups.is_empty());
+    assert!(!s.stopping);
+    s.handle(Action::Quit);
+    assert_eq!(s.handle(Action::Answer('s')), [Effect::StopAgentsAndQuit]);
+    assert!(s.stopping);
+    assert!(
+        s.handle(Action::Quit).is_empty(),
+        "a second quit while stopping waits"
+    );
+}
+
+#[test]
+fn quit_when_nothing_runs_or_after_the_run_is_immediate() {
+    let mut s = state();
+    s.set_panes(Vec::new());
+    s.tasks.iter_mut().for_each(|t| {
+        if t.status.is_leased() {
+            t.status = Status::Pending
+        }
+    });
+    assert_eq!(s.handle(Action::Quit), [Effect::Quit]);
+    let mut s = state();
+    s.set_finished(RunSummary {
+        end: crate::engine::RunEnd::AllDone,
+        exit_code: 0,
+        attempts: 1,
+        done: 1,
+        failed: 0,
+        skipped: 0,
+        total: 1,
+        cost_usd: 0.0,
+        elapsed_sec: 1.0,
+        stuck: vec![],
+    });
+    assert_eq!(s.handle(Action::Quit), [Effect::Quit]);
+}
+
+#[test]
+fn reset_asks_first_and_refuses_running_tasks() {
+    let mut s = state();
+    s.handle(Action::MoveDown); // API-2 is running
+    assert!(s.handle(Action::ResetTask).is_empty());
+    assert!(s.popups.is_empty());
+    assert!(matches!(s.status, Some((_, Level::Warn))));
+    s.handle(Action::Last);
+    s.handle(Action::MoveUp);
+    s.handle(Action::MoveUp); // DB-4 failed
+    s.handle(Action::ResetTask);
+    assert_eq!(
+        s.popups,
+        [Popup::Confirm(Confirm::ResetTask("DB-4".into()))]
+    );
+    assert!(s.handle(Action::Answer('n')).is_empty());
+    s.handle(Action::ResetTask);
+    assert_eq!(
+        s.handle(Action::Answer('y')),
+        [Effect::ResetTask("DB-4".into())]
+    );
+}
+
+#[test]
+fn views_toggle_and_help_closes_on_any_key() {
+    let mut s = state();
+    s.handle(Action::Budget);
+    assert_eq!(s.view, View::Budget);
+    s.handle(Action::Budget);
+    assert_eq!(s.view, View::Main);
+    s.handle(Action::Events);
+    assert_eq!(s.view, View::Events);
+    s.handle(Action::Help);
+    assert_eq!(s.popups, [Popup::Help]);
+    s.handle(Action::MoveDown);
+    assert!(s.popups.is_empty());
+    assert_eq!(
+        s.view,
+        View::Events,
+        "the key that closed help did nothing else"
+    );
+    s.handle(Action::Back);
+    assert_eq!(s.view, View::Main);
+    s.handle(Action::Triz);
+    assert_eq!(s.view, View::Triz);
+    assert!(s.triz.is_some());
+}
+
+#[test]
+fn pause_toggles_from_the_plans_state() {
+    let mut s = state();
+    assert_eq!(s.handle(Action::TogglePause), [Effect::SetPaused(true)]);
+    if let Some(p) = s.plan.as_mut() {
+        p.paused = true;
+    }
+    assert_eq!(s.handle(Action::TogglePause), [Effect::SetPaused(false)]);
+}
+
+#[test]
+fn not_yet_features_say_so() {
+    let mut s = state();
+    for a in [Action::NewPrd, Action::Challenge] {
+        assert!(s.handle(a).is_empty());
+        let (text, _) = s.status.clone().unwrap_or_default_pair();
+        assert!(text.contains("not yet"), "{text}");
+    }
+}
+
+trait PairDefault {
+    fn unwrap_or_default_pair(self) -> (String, Level);
+}
+impl PairDefault for Option<(String, Level)> {
+    fn unwrap_or_default_pair(self) -> (String, Level) {
+        self.unwrap_or((String::new(), Level::Info))
+    }
+}
+
+#[test]
+fn scroll_goes_to_the_focused_pane_in_main_view() {
+    let mut s = state();
+    s.handle(Action::FocusNext);
+    assert_eq!(
+        s.handle(Action::ScrollUp),
+        [Effect::ScrollPane {
+            task_pk: 2,
+            delta: SCROLL_STEP
+        }]
+    );
+}
+
+#[test]
+fn budget_figures_burn_rate_and_projection() {
+    let b = budget_figures(
+        Usd::from_f64(2.0),
+        Some(Usd::from_f64(10.0)),
+        Duration::from_secs(1800),
+    );
+    assert!((b.burn_per_hour - 4.0).abs() < 1e-9);
+    assert_eq!(b.state, BudgetState::Ok);
+    assert_eq!(b.to_exhaustion, Some(Duration::from_secs(7200)));
+    let b = budget_figures(
+        Usd::from_f64(8.0),
+        Some(Usd::from_f64(10.0)),
+        Duration::from_secs(60),
+    );
+    assert_eq!(b.state, BudgetState::Warning);
+    let b = budget_figures(
+        Usd::from_f64(10.0),
+        Some(Usd::from_f64(10.0)),
+        Duration::ZERO,
+    );
+    assert_eq!(b.state, BudgetState::Exhausted);
+    assert_eq!(b.to_exhaustion, None);
+    let b = budget_figures(Usd::ZERO, None, Duration::from_secs(60));
+    assert_eq!(b.ratio, None);
+}
+
+#[test]
+fn counts_group_statuses() {
+    let c = state().counts();
+    assert_eq!(
+        (c.total, c.done, c.running, c.failed, c.pending),
+        (6, 1, 2, 1, 2)
+    );
+}

@@ -1,0 +1,442 @@
+//! The console's screens, rendered with ratatui's TestBackend from hand-built states: main view,
+//! zoomed pane, help, task detail, budget panel and events at 80×24 and 200×60; tiny sizes down
+//! to 1×1 without panics; colour thresholds and NO_COLOR; a real PTY session rendered in a pane.
+
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::buffer::Buffer;
+use ratatui::style::Color;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+use whilly::domain::{Status, Usd};
+use whilly::engine::sessions::SessionState;
+use whilly::engine::{RunEnd, RunSummary};
+use whilly::pty::{Emulator, PtySession, SpawnSpec};
+use whilly::tui::action::Action;
+use whilly::tui::keymap::Keymap;
+use whilly::tui::screens::PaneScreens;
+use whilly::tui::state::{AppState, Focus, View};
+use whilly::tui::testkit::{demo_screens, demo_state, emulator, fixed_now, pane};
+use whilly::tui::theme::Theme;
+use whilly::tui::ui::{self, FrameInfo, UiContext};
+
+fn render_with(
+    state: &AppState,
+    w: u16,
+    h: u16,
+    screens: &dyn PaneScreens,
+    theme: Theme,
+) -> (String, FrameInfo, Buffer) {
+    let keymap = Keymap::default();
+    let ctx = UiContext {
+        keymap: &keymap,
+        theme: &theme,
+        screens,
+    };
+    let mut term = Terminal::new(TestBackend::new(w, h)).expect("test terminal");
+    let mut info = FrameInfo::default();
+    term.draw(|f| info = ui::draw(f, state, &ctx))
+        .expect("draw");
+    let buf = term.backend().buffer().clone();
+    (text(&buf), info, buf)
+}
+
+fn render(state: &AppState, w: u16, h: u16) -> String {
+    render_with(state, w, h, &demo_screens(), Theme::default()).0
+}
+
+fn text(buf: &Buffer) -> String {
+    let area = buf.area;
+    let mut out = String::new();
+    for y in 0..area.height {
+        let mut line = String::new();
+        for x in 0..area.width {
+            line.push_str(buf[(x, y)].symbol());
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+fn state_with(actions: &[Action]) -> AppState {
+    let mut s = demo_state(fixed_now());
+    for a in actions {
+        s.handle(*a);
+    }
+    s
+}
+
+const SIZES: [(u16, u16); 2] = [(80, 24), (200, 60)];
+
+fn snap_views(name: &str, actions: &[Action]) -> Vec<String> {
+    let s = state_with(actions);
+    SIZES
+        .iter()
+        .map(|&(w, h)| {
+            let out = render(&s, w, h);
+            insta::assert_snapshot!(format!("{name}_{w}x{h}"), out);
+            out
+        })
+        .collect()
+}
+
+#[test]
+fn main_view() {
+    let outs = snap_views("main", &[]);
+    assert!(
+        outs[1].contains("API-2 · command · #1 · 00:42 · $0.75 · [running]"),
+        "{}",
+        outs[1]
+    );
+    assert!(
+        outs[0].contains("API-2 · [running]"),
+        "narrow panes keep the badge: {}",
+        outs[0]
+    );
+    for out in &outs {
+        assert!(out.contains("working 2"), "{out}");
+        assert!(out.contains("test result: ok"), "{out}");
+        assert!(out.contains("[running]"), "{out}");
+        assert!(
+            out.contains("[verifying]"),
+            "badge from SessionState: {out}"
+        );
+        assert!(out.contains("done 1"), "{out}");
+        assert!(out.contains("wait 2"), "deps blocked: {out}");
+    }
+}
+
+#[test]
+fn zoomed_pane() {
+    let outs = snap_views("zoomed", &[Action::FocusNext, Action::Zoom]);
+    for out in &outs {
+        assert!(out.contains("working 2"));
+        assert!(!out.contains("UI-3 ·"), "only the zoomed pane shows: {out}");
+        assert!(!out.contains("Tasks"), "{out}");
+    }
+}
+
+#[test]
+fn help_popup_lists_the_views_keys() {
+    let outs = snap_views("help", &[Action::Help]);
+    let big = &outs[1];
+    for needle in ["Help: main view", "ctrl-]", "takeover", "zoom", "shift-tab"] {
+        assert!(big.contains(needle), "{needle}: {big}");
+    }
+    // In another view the help lists that view's keys only.
+    let s = state_with(&[Action::Events, Action::Help]);
+    let out = render(&s, 200, 60);
+    assert!(out.contains("Help: events view"), "{out}");
+    assert!(!out.contains("type into the focused agent"), "{out}");
+}
+
+#[test]
+fn task_detail() {
+    // DB-4: failed with a reason, and its events.
+    let outs = snap_views(
+        "detail",
+        &[
+            Action::MoveDown,
+            Action::MoveDown,
+            Action::MoveDown,
+            Action::TaskDetail,
+        ],
+    );
+    for out in &outs {
+        for needle in [
+            "DB-4",
+            "FAILED",
+            "verification_failed",
+            "Acceptance criteria",
+            "cargo test",
+            "src/db-4.rs",
+            "task.failed",
+        ] {
+            assert!(out.contains(needle), "{needle}: {out}");
+        }
+    }
+}
+
+#[test]
+fn budget_panel() {
+    let outs = snap_views("budget", &[Action::Budget]);
+    for out in &outs {
+        assert!(out.contains("spent $3.20 of $4.00"), "{out}");
+        assert!(out.contains("WARNING"), "{out}");
+        assert!(out.contains("burn rate $177.23/h"), "{out}");
+        assert!(out.contains("budget lasts ~16s"), "{out}");
+    }
+}
+
+#[test]
+fn events_view_follows_the_newest() {
+    let outs = snap_views("events", &[Action::Events]);
+    for out in &outs {
+        assert!(out.contains("Events (following)"));
+        assert!(out.contains("task.failed"));
+        assert!(out.contains("IN_PROGRESS→FAILED"));
+    }
+    let s = state_with(&[Action::Events, Action::MoveUp, Action::MoveUp]);
+    assert!(render(&s, 80, 24).contains("2 back"));
+}
+
+#[test]
+fn takeover_marks_the_pane_and_footer() {
+    let s = state_with(&[Action::FocusNext, Action::Takeover]);
+    assert_eq!(s.takeover, Some(2));
+    let mut state = s;
+    state.status = None;
+    let out = render(&state, 80, 24);
+    insta::assert_snapshot!("takeover_80x24", out);
+    assert!(out.contains("TAKEOVER"));
+    assert!(out.contains("ctrl-] gives control back"), "{out}");
+    assert!(
+        out.contains('╔'),
+        "double border on the taken-over pane: {out}"
+    );
+}
+
+#[test]
+fn finished_run_shows_the_summary() {
+    let mut s = demo_state(fixed_now());
+    s.set_panes(Vec::new());
+    s.set_finished(RunSummary {
+        end: RunEnd::SomeFailed,
+        exit_code: 1,
+        attempts: 7,
+        done: 4,
+        failed: 1,
+        skipped: 1,
+        total: 6,
+        cost_usd: 3.2,
+        elapsed_sec: 65.0,
+        stuck: vec![],
+    });
+    let out = render(&s, 80, 24);
+    insta::assert_snapshot!("finished_80x24", out);
+    assert!(out.contains("Run finished: SomeFailed (exit 1)"), "{out}");
+    assert!(out.contains("press q to quit"));
+}
+
+#[test]
+fn grids_for_three_and_eight_panes() {
+    let now = fixed_now();
+    let mut s = demo_state(now);
+    let mut screens: BTreeMap<i64, Emulator> = BTreeMap::new();
+    let mut panes = Vec::new();
+    for i in 0..8i64 {
+        let id = format!("T-{i}");
+        panes.push(pane(
+            100 + i,
+            &id,
+            SessionState::Running,
+            now,
+            Duration::from_secs(3),
+        ));
+        screens.insert(
+            100 + i,
+            emulator(10, 40, format!("pane {i} output").as_bytes()),
+        );
+    }
+    s.set_panes(panes.clone());
+    let (out, info, _) = render_with(&s, 200, 60, &screens, Theme::default());
+    insta::assert_snapshot!("eight_panes_200x60", out);
+    assert_eq!(info.panes.len(), 8);
+    for i in 0..8 {
+        assert!(out.contains(&format!("pane {i} output")), "{out}");
+    }
+    s.set_panes(panes[..3].to_vec());
+    let (out, info, _) = render_with(&s, 80, 24, &screens, Theme::default());
+    insta::assert_snapshot!("three_panes_80x24", out);
+    assert_eq!(info.panes.len(), 3);
+}
+
+#[test]
+fn frame_reports_pane_inner_sizes_for_pty_resizes() {
+    let s = demo_state(fixed_now());
+    let (_, info, _) = render_with(&s, 80, 24, &demo_screens(), Theme::default());
+    // 80 wide: a 30-column task list, two panes side by side in the remaining 50 columns,
+    // 21 rows between header and footer; borders take one cell each side.
+    assert_eq!(info.panes.len(), 2);
+    let (pk, r) = info.panes[0];
+    assert_eq!(pk, 2);
+    assert_eq!((r.width, r.height), (23, 19));
+    let s = state_with(&[Action::FocusNext, Action::Zoom]);
+    let (_, info, _) = render_with(&s, 80, 24, &demo_screens(), Theme::default());
+    assert_eq!(info.panes.len(), 1);
+    assert_eq!((info.panes[0].1.width, info.panes[0].1.height), (78, 19));
+}
+
+#[test]
+fn tiny_terminals_never_panic() {
+    let setups: Vec<Vec<Action>> = vec![
+        vec![],
+        vec![Action::Help],
+        vec![Action::FocusNext, Action::Zoom],
+        vec![Action::TaskDetail],
+        vec![Action::Budget],
+        vec![Action::Events],
+        vec![Action::Stats],
+        vec![Action::Triz],
+        vec![Action::Tasks],
+        vec![Action::Quit],
+        vec![Action::Filter, Action::FilterChar('a')],
+    ];
+    for actions in &setups {
+        let s = state_with(actions);
+        for w in 0..=34u16 {
+            for h in 0..=14u16 {
+                let (_, info, _) =
+                    render_with(&s, w.max(1), h.max(1), &demo_screens(), Theme::default());
+                for (_, r) in &info.panes {
+                    assert!(r.right() <= w.max(1) && r.bottom() <= h.max(1));
+                }
+            }
+        }
+    }
+    let s = state_with(&[]);
+    let out = render(&s, 1, 1);
+    assert_eq!(out, "w\n");
+}
+
+fn fg_of(buf: &Buffer, needle: &str, row: u16) -> Option<Color> {
+    let line: Vec<&str> = (0..buf.area.width)
+        .map(|x| buf[(x, row)].symbol())
+        .collect();
+    let joined = line.concat();
+    let at = joined.find(needle)?;
+    let col = joined[..at].chars().count() as u16;
+    Some(buf[(col, row)].fg)
+}
+
+#[test]
+fn cost_colour_follows_budget_thresholds() {
+    for (spent, colour) in [
+        (1.0, Color::Green),
+        (3.2, Color::Yellow),
+        (4.0, Color::Red),
+        (5.0, Color::Red),
+    ] {
+        let mut s = demo_state(fixed_now());
+        if let Some(p) = s.plan.as_mut() {
+            p.spent = Usd::from_f64(spent);
+        }
+        let (_, _, buf) = render_with(&s, 120, 30, &demo_screens(), Theme::default());
+        assert_eq!(fg_of(&buf, "$", 0), Some(colour), "spent {spent}");
+    }
+}
+
+#[test]
+fn no_color_theme_uses_no_colours_outside_panes() {
+    let s = state_with(&[Action::Budget]);
+    let (_, _, buf) = render_with(
+        &s,
+        120,
+        30,
+        &demo_screens(),
+        Theme::resolve("default", Some("1")),
+    );
+    for y in 0..buf.area.height {
+        for x in 0..buf.area.width {
+            let c = &buf[(x, y)];
+            assert!(
+                c.fg == Color::Reset && c.bg == Color::Reset,
+                "({x},{y}) {:?}",
+                c
+            );
+        }
+    }
+    // Selection is still visible without colour.
+    let (_, _, buf) = render_with(&state_with(&[]), 120, 30, &demo_screens(), Theme::MONO);
+    let selected_row = (0..buf.area.height).find(|&y| {
+        (0..buf.area.width).any(|x| {
+            buf[(x, y)]
+                .modifier
+                .contains(ratatui::style::Modifier::REVERSED)
+        })
+    });
+    assert!(selected_row.is_some());
+}
+
+#[test]
+fn filter_narrows_the_rendered_list() {
+    let s = state_with(&[
+        Action::Filter,
+        Action::FilterChar('u'),
+        Action::FilterChar('i'),
+        Action::FilterDone,
+    ]);
+    let out = render(&s, 80, 24);
+    assert!(out.contains("UI-3"));
+    assert!(!out.contains("DB-4"), "{out}");
+    assert!(out.contains("1/6"), "{out}");
+}
+
+#[test]
+fn every_view_renders_at_both_sizes() {
+    for v in [
+        View::Main,
+        View::Tasks,
+        View::TaskDetail,
+        View::Events,
+        View::Budget,
+        View::Stats,
+        View::Triz,
+    ] {
+        let mut s = demo_state(fixed_now());
+        s.view = v;
+        for (w, h) in SIZES {
+            let out = render(&s, w, h);
+            assert!(out.contains("whilly"), "{v:?}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_real_pty_session_renders_live_in_its_pane() {
+    let fixture = "\\033[1mhello from the agent\\033[0m\\nline two\\n";
+    let spec = SpawnSpec::new(["printf", fixture]).size(10, 40);
+    let pty = Arc::new(PtySession::spawn(spec).expect("spawn printf"));
+    assert!(pty.wait_for_text("line two", Duration::from_secs(10)).await);
+    let mut s = demo_state(fixed_now());
+    s.set_panes(vec![pane(
+        2,
+        "API-2",
+        SessionState::Running,
+        s.now,
+        Duration::from_secs(1),
+    )]);
+    s.focus = Focus::Pane(2);
+    let mut screens: BTreeMap<i64, Arc<PtySession>> = BTreeMap::new();
+    screens.insert(2, pty.clone());
+    let (out, _, buf) = render_with(&s, 80, 24, &screens, Theme::default());
+    assert!(out.contains("hello from the agent"), "{out}");
+    assert!(out.contains("line two"), "{out}");
+    let row = (0..24)
+        .find(|&y| {
+            text(&buf)
+                .lines()
+                .nth(usize::from(y))
+                .is_some_and(|l| l.contains("hello"))
+        })
+        .expect("row");
+    let col = text(&buf)
+        .lines()
+        .nth(usize::from(row))
+        .and_then(|l| l.find("hello"))
+        .expect("col");
+    let col = text(&buf)
+        .lines()
+        .nth(usize::from(row))
+        .map(|l| l[..col].chars().count())
+        .unwrap_or(0) as u16;
+    assert!(
+        buf[(col, row)]
+            .modifier
+            .contains(ratatui::style::Modifier::BOLD),
+        "the agent's bold survives"
+    );
+    let _ = Status::Done;
+}
