@@ -4,12 +4,12 @@
 //! The CLI comes from `WHILLY_CLAUDE_BIN`, `/work/claude-cli/node_modules/.bin/claude`, or
 //! `claude` on PATH; without one these tests fail (`WHILLY_SKIP_REAL_AGENT=1` skips them).
 
+#[path = "support/claude_env.rs"]
+mod claude_env;
 #[path = "support/engine.rs"]
 mod engine;
 #[path = "support/model_server.rs"]
 mod model_server;
-#[path = "support/claude_env.rs"]
-mod claude_env;
 
 use claude_env::{WRITE_OWN_FILE, claude_bin, claude_repo, run_plan};
 use engine::{Repo, count_by_task, plan, task};
@@ -185,7 +185,10 @@ fn budget_exhausted_mid_run() {
     let budget = (per_task * 1.5 * 1e6).round() as i64;
     println!("budget {budget} µ$, spent {spent} µ$");
     assert_eq!(spent, server_cost_micros(&server), "{}", server.log());
-    assert!(spent >= budget, "stopped before the budget was spent: {spent} µ$");
+    assert!(
+        spent >= budget,
+        "stopped before the budget was spent: {spent} µ$"
+    );
     assert!(spent <= budget + MICROS_PER_REQUEST, "spent {spent} µ$");
     let st = statuses(&repo, "p");
     let done = st.iter().filter(|(_, s)| s == "DONE").count();
