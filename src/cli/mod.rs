@@ -15,6 +15,7 @@ pub mod plan_cmd;
 pub mod plan_view;
 pub mod run_cmd;
 pub mod signals;
+pub mod tui_cmd;
 pub mod worktrees_cmd;
 
 use args::{Cli, Command};
@@ -61,9 +62,23 @@ pub fn main() -> ExitCode {
 }
 
 async fn dispatch(cli: Cli) -> anyhow::Result<i32> {
-    let Some(command) = cli.command else {
-        Cli::command().print_help()?;
-        return Ok(exit::OK);
+    let command = match cli.command {
+        Some(c) => c,
+        // No arguments: the console on a terminal (over the imported plan), help otherwise.
+        None if std::io::IsTerminal::is_terminal(&std::io::stdout()) => Command::Tui(args::RunArgs {
+            plan_file: None,
+            plan: None,
+            headless: false,
+            parallel: None,
+            agent: None,
+            budget: None,
+            timeout: None,
+            resume: false,
+        }),
+        None => {
+            Cli::command().print_help()?;
+            return Ok(exit::OK);
+        }
     };
     if let Command::Completions { shell } = command {
         print_completions(shell);
@@ -80,7 +95,8 @@ async fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Events(args) => events_cmd::run(&ctx, args).await,
         Command::Db(cmd) => db_cmd::run(&ctx, cmd).await,
         Command::Config(cmd) => config_cmd::run(&cmd, &ctx.config_load_options()),
-        Command::Run(args) => run_cmd::run(&ctx, args).await,
+        Command::Run(args) => run_cmd::run_interactive(&ctx, args).await,
+        Command::Tui(args) => tui_cmd::run(&ctx, args).await,
         Command::Worker(args) => run_cmd::worker(&ctx, args).await,
         Command::Handoff(cmd) => handoff_cmd::run(&ctx, cmd).await,
         Command::Worktrees(cmd) => worktrees_cmd::run(&ctx, cmd).await,

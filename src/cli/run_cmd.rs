@@ -146,8 +146,11 @@ pub async fn run(ctx: &Context, args: RunArgs) -> anyhow::Result<i32> {
     Ok(summary.exit_code)
 }
 
-/// The console when it exists and stdout is a terminal; headless otherwise.
+/// The console when stdout is a terminal and `--headless` was not given; headless otherwise.
 pub async fn run_interactive(ctx: &Context, args: RunArgs) -> anyhow::Result<i32> {
+    if !args.headless && std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+        return super::tui_cmd::run(ctx, args).await;
+    }
     run(ctx, args).await
 }
 
