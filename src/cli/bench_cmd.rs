@@ -38,8 +38,10 @@ pub async fn run(ctx: &Context, cmd: BenchCommand) -> anyhow::Result<i32> {
             }
             Ok(exit::OK)
         }
-        BenchCommand::Engine(_) => {
-            anyhow::bail!("this benchmark is being written; see docs/benchmarks.md")
+        BenchCommand::Engine(args) => {
+            let report = crate::bench::engine::run(args.tasks, args.slots).await?;
+            println!("{report}");
+            Ok(exit::OK)
         }
     }
 }
