@@ -90,6 +90,18 @@ fn five_tasks_in_parallel_write_commit_merge_and_cost_add_up() {
         );
     }
 
+    // Each task ran in its own worktree and its branch got a commit.
+    let done = repo.events_of_type("task.done");
+    let worktrees: std::collections::BTreeSet<&str> = done
+        .iter()
+        .filter_map(|e| e["payload"]["worktree"].as_str())
+        .collect();
+    assert_eq!(worktrees.len(), 5, "{done:?}");
+    assert!(
+        done.iter().all(|e| e["payload"]["commit"].is_string()),
+        "a task without a commit: {done:?}"
+    );
+
     let events = repo.events(None);
     for kind in ["task.claimed", "task.started", "task.done"] {
         let by_task = count_by_task(&events, kind);
@@ -123,6 +135,8 @@ fn no_marker_fails_after_max_attempts() {
     assert_eq!(rec["status"], "FAILED", "{rec}");
     assert_eq!(rec["reason"], "marker_missing", "{rec}");
     assert_eq!(events_of(&repo, "T-1", "task.claimed").len(), 2);
+    // One agent-loop request per attempt: no retry loop behind whilly's back.
+    assert_eq!(server.main_request_count(), 2, "{}", server.log());
 }
 
 // 3. The API is overloaded once: the CLI retries by itself and the task is DONE.
