@@ -271,10 +271,11 @@ impl Console {
                 }
             }
             let frame_due = self.last_draw.is_none_or(|t| now >= t + frame_every);
-            if self.dirty && frame_due {
-                if let Err(e) = self.draw(&mut terminal) {
-                    break Err(anyhow::anyhow!("drawing the console failed: {e}"));
-                }
+            if self.dirty
+                && frame_due
+                && let Err(e) = self.draw(&mut terminal)
+            {
+                break Err(anyhow::anyhow!("drawing the console failed: {e}"));
             }
         };
         loader.abort();

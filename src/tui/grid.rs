@@ -80,11 +80,11 @@ mod tests {
             for n in 0..=12 {
                 let rects = pane_rects(area, n);
                 assert_eq!(rects.len(), n.min(MAX_PANES));
-                let cells: u32 = rects.iter().map(|r| u32::from(r.area())).sum();
+                let cells: u32 = rects.iter().map(|r| r.area()).sum();
                 let (cols, _) = grid_shape(n, w, h);
                 let rows = n.min(MAX_PANES).div_ceil(usize::from(cols.max(1))) as u16;
                 if n > 0 && cols <= w && rows <= h {
-                    assert_eq!(cells, u32::from(area.area()), "{w}x{h} n={n}");
+                    assert_eq!(cells, area.area(), "{w}x{h} n={n}");
                 }
                 for (i, a) in rects.iter().enumerate() {
                     assert!(

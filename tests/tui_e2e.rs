@@ -1,0 +1,291 @@
+//! The console end to end: the real binary (`whilly tui plan.json`) in a tmux session with a
+//! `command` agent in a temporary git repository. Panes show the agent's output live, `?` shows
+//! help, `z` zooms, `i` types into the agent and Ctrl-] returns, `q` quits (stopping running
+//! agents when asked) and the terminal is restored: the shell is back, not the alternate screen.
+//!
+//! Until `whilly tui` is mounted in the CLI, the console is started through this test binary
+//! itself (`console_child`, which calls the same `whilly::tui::command::run`).
+
+#[path = "support/engine.rs"]
+mod engine;
+
+use clap::Parser;
+use engine::{Repo, plan, task, wait_for};
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+const CHILD_VAR: &str = "WHILLY_TUI_TEST_CHILD";
+
+#[derive(Parser)]
+struct ChildCli {
+    #[command(flatten)]
+    global: whilly::cli::args::GlobalArgs,
+    #[command(flatten)]
+    run: whilly::cli::args::RunArgs,
+}
+
+/// Not a test of its own: the console process when this binary is started by the tests below.
+#[test]
+fn console_child() {
+    let Ok(args) = std::env::var(CHILD_VAR) else {
+        return;
+    };
+    let cli = ChildCli::parse_from(
+        std::iter::once("whilly").chain(args.split(' ').filter(|a| !a.is_empty())),
+    );
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let code = rt.block_on(async {
+        let ctx = whilly::cli::context::Context::new(cli.global)?;
+        whilly::tui::command::run(&ctx, cli.run).await
+    });
+    let code = match code {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            1
+        }
+    };
+    std::process::exit(code);
+}
+
+fn tui_is_mounted() -> bool {
+    Command::new(env!("CARGO_BIN_EXE_whilly"))
+        .args(["tui", "--help"])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+fn sh_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn start(name: &str, cwd: &Path) -> Tmux {
+        let t = Tmux {
+            socket: format!("whilly-test-{}-{name}", std::process::id()),
+        };
+        let out = t
+            .cmd(&["new-session", "-d", "-x", "120", "-y", "40", "-c"])
+            .arg(cwd)
+            .args(["sh", "-c", "PS1='$ ' exec sh"])
+            .output()
+            .expect("tmux");
+        assert!(
+            out.status.success(),
+            "tmux: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        t
+    }
+
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new("tmux");
+        c.args(["-L", &self.socket, "-f", "/dev/null"]).args(args);
+        c
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", "0"];
+        args.extend(keys);
+        let ok = self.cmd(&args).status().is_ok_and(|s| s.success());
+        assert!(ok, "send-keys {keys:?}");
+    }
+
+    fn literal(&self, text: &str) {
+        let ok = self
+            .cmd(&["send-keys", "-t", "0", "-l", text])
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "send-keys -l {text:?}");
+    }
+
+    fn screen(&self) -> String {
+        let out = self
+            .cmd(&["capture-pane", "-p", "-t", "0"])
+            .output()
+            .expect("capture");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn alternate_on(&self) -> String {
+        let out = self
+            .cmd(&["display", "-p", "-t", "0", "#{alternate_on}"])
+            .output()
+            .expect("display");
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    /// Waits until the screen satisfies `pred`; fails with the last screen.
+    fn wait(&self, what: &str, secs: u64, pred: impl Fn(&str) -> bool) -> String {
+        let mut last = String::new();
+        let found = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            wait_for(Duration::from_secs(secs), what, || {
+                let s = self.screen();
+                let ok = pred(&s);
+                last = s.clone();
+                ok.then_some(s)
+            })
+        }));
+        match found {
+            Ok(s) => s,
+            Err(_) => panic!("timed out waiting for {what}; screen:\n{last}"),
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.cmd(&["kill-server"]).output();
+    }
+}
+
+/// A script that starts the console in `repo` with the sealed environment of the engine tests.
+fn console_script(repo: &Repo) -> std::path::PathBuf {
+    let probe = repo.whilly(&[]);
+    let mut env_line = String::from("env -i");
+    for (k, v) in probe.get_envs() {
+        if let Some(v) = v {
+            env_line.push_str(&format!(
+                " {}={}",
+                k.to_string_lossy(),
+                sh_quote(&v.to_string_lossy())
+            ));
+        }
+    }
+    let program = if tui_is_mounted() {
+        format!("{} tui plan.json", sh_quote(env!("CARGO_BIN_EXE_whilly")))
+    } else {
+        let exe = std::env::current_exe().expect("test exe");
+        format!(
+            "{CHILD_VAR}=plan.json {} console_child --exact --nocapture --test-threads=1 -q",
+            sh_quote(&exe.to_string_lossy())
+        )
+    };
+    let script = format!(
+        "cd {}\n{env_line} TERM=xterm-256color {program}\necho \"EXIT=$?\"\n",
+        sh_quote(&repo.repo.to_string_lossy())
+    );
+    let path = repo.home.join("console.sh");
+    std::fs::write(&path, script).expect("write script");
+    path
+}
+
+fn agent_template(rounds: u32) -> String {
+    format!(
+        "sh -c 'for i in $(seq 1 {rounds}); do echo working $i on $WHILLY_TASK_ID; echo size $(stty size); sleep 1; done; echo done > out-$WHILLY_TASK_ID.txt; echo \"<promise>COMPLETE</promise>\"'"
+    )
+}
+
+#[test]
+fn console_shows_live_panes_help_zoom_takeover_and_quits_cleanly() {
+    if std::env::var(CHILD_VAR).is_ok() {
+        return;
+    }
+    let repo = Repo::new(&plan("p", vec![task("A"), task("B")]), &agent_template(120));
+    repo.write("whilly.toml", &{
+        let mut c = std::fs::read_to_string(repo.repo.join("whilly.toml")).expect("config");
+        c = c.replace("parallel = 1", "parallel = 2");
+        c
+    });
+    let script = console_script(&repo);
+    let tmux = Tmux::start("live", &repo.repo);
+    tmux.literal(&format!("sh {}", script.display()));
+    tmux.keys(&["Enter"]);
+
+    // Both agents' output appears in their panes, titled with the engine's state.
+    let s = tmux.wait("both panes with agent output", 90, |s| {
+        s.contains("working 2 on A") && s.contains("working 2 on B") && s.contains("[running]")
+    });
+    assert!(s.contains("whilly p"), "{s}");
+    if std::env::var_os("WHILLY_TUI_E2E_SHOW").is_some() {
+        eprintln!("{s}");
+    }
+    assert_eq!(tmux.alternate_on(), "1");
+    // Each PTY is resized to its pane's inner size: 120×40 leaves two 36-column panes of 37
+    // rows next to a 48-column task list; borders take one cell each side.
+    tmux.wait("agents see their pane size", 20, |s| {
+        s.matches("size 35 34").count() >= 2
+    });
+
+    tmux.literal("?");
+    let s = tmux.wait("help", 10, |s| s.contains("Help: main view"));
+    assert!(s.contains("ctrl-]"), "{s}");
+    tmux.literal("?");
+    tmux.wait("help closed", 10, |s| !s.contains("Help: main view"));
+
+    // Focus the first pane and zoom it: the task list and the other pane go away.
+    tmux.keys(&["Tab"]);
+    tmux.literal("z");
+    let s = tmux.wait("zoomed pane", 10, |s| {
+        !s.contains("Tasks ") && s.contains("on A")
+    });
+    assert!(!s.contains("on B"), "{s}");
+    // Zoomed: the agent's terminal grows to the whole body (118 columns, 35 rows).
+    tmux.wait("zoomed agent sees the full size", 20, |s| {
+        s.contains("size 35 118")
+    });
+    tmux.literal("z");
+    tmux.wait("unzoomed", 10, |s| {
+        s.contains("Tasks ") && s.contains("on B")
+    });
+
+    // Takeover: typed text reaches the agent's terminal (echoed by its tty); Ctrl-] returns.
+    tmux.literal("i");
+    tmux.wait("takeover banner", 10, |s| s.contains("TAKEOVER"));
+    tmux.literal("hello-operator");
+    tmux.wait("typed text in the pane", 10, |s| {
+        s.contains("hello-operator")
+    });
+    tmux.keys(&["C-]"]);
+    tmux.wait("control back", 10, |s| !s.contains("TAKEOVER"));
+    // Keys act on the console again: `?` opens help instead of going to the agent.
+    tmux.literal("?");
+    tmux.wait("help after release", 10, |s| s.contains("Help: main view"));
+    tmux.keys(&["Escape"]);
+
+    // Quit with agents running asks; `s` stops them and the shell comes back.
+    tmux.literal("q");
+    tmux.wait("quit confirmation", 10, |s| s.contains("still running"));
+    tmux.literal("s");
+    let s = tmux.wait("shell after quit", 60, |s| s.contains("EXIT="));
+    assert_eq!(tmux.alternate_on(), "0", "{s}");
+    assert!(
+        s.contains("EXIT=130"),
+        "stopped by the operator is an interrupted run: {s}"
+    );
+    assert!(s.contains("whilly: plan p: interrupted"), "{s}");
+    // Tasks went back to the queue and no agent survived.
+    for t in repo.tasks("p") {
+        assert_eq!(t["status"], "PENDING", "{t}");
+    }
+    let left = wait_for(Duration::from_secs(5), "agents to be gone", || {
+        let pids = repo.marked_pids(&[]);
+        pids.is_empty().then_some(pids)
+    });
+    assert!(left.is_empty());
+}
+
+#[test]
+fn finished_run_keeps_the_summary_until_q_and_exits_like_headless() {
+    if std::env::var(CHILD_VAR).is_ok() {
+        return;
+    }
+    let repo = Repo::new(&plan("p", vec![task("A")]), &agent_template(2));
+    let script = console_script(&repo);
+    let tmux = Tmux::start("done", &repo.repo);
+    tmux.literal(&format!("sh {}", script.display()));
+    tmux.keys(&["Enter"]);
+    let s = tmux.wait("run finished", 90, |s| s.contains("Run finished"));
+    assert!(s.contains("AllDone (exit 0)"), "{s}");
+    assert_eq!(tmux.alternate_on(), "1", "the summary stays until q");
+    tmux.literal("q");
+    let s = tmux.wait("shell after quit", 30, |s| s.contains("EXIT="));
+    assert!(s.contains("EXIT=0"), "{s}");
+    assert!(s.contains("whilly: plan p: all_done · 1 done"), "{s}");
+    assert_eq!(tmux.alternate_on(), "0");
+}
