@@ -433,7 +433,9 @@ impl AgentExecutor {
                 match finished {
                     Some(exit) => exit,
                     None => {
-                        let _ = session.terminate(Duration::from_secs(3)).await;
+                        // The grace period was the agent's chance to finish: kill the group now.
+                        let _ = session.kill();
+                        let _ = tokio::time::timeout(Duration::from_secs(5), session.wait()).await;
                         self.account(cx, backend, &log_path, ctl);
                         let reason = ctl.reason().unwrap_or(reason);
                         return Step::Outcome(match reason {
@@ -464,7 +466,8 @@ impl AgentExecutor {
             "result".into(),
             json!(agent::redact_secrets(&tail_chars(&result.text, 2000))),
         );
-        if let Some(class) = backend.classify(exit.code, &result, &raw) {
+        // `Other` is an ordinary failed attempt (below); the named classes decide retry or not.
+        if let Some(class) = backend.classify(exit.code, &result, &raw).filter(|c| *c != ErrorClass::Other) {
             let retry = class.is_retryable();
             let detail = format!(
                 "{} ({}): {}",
@@ -511,7 +514,7 @@ impl AgentExecutor {
         cx.spent += result.cost;
         ctl.set_spent(cx.spent);
         cx.evidence
-            .insert("cost_usd".into(), json!(cx.spent.as_f64()));
+            .insert("attempt_cost_usd".into(), json!(cx.spent.as_f64()));
         (result, raw)
     }
 
@@ -554,7 +557,7 @@ impl AgentExecutor {
                         .insert("handoff_status".into(), json!(r.status.as_str()));
                     cx.evidence.insert("message".into(), json!(r.message));
                     cx.evidence
-                        .insert("cost_usd".into(), json!(cx.spent.as_f64()));
+                        .insert("attempt_cost_usd".into(), json!(cx.spent.as_f64()));
                     let _ = self.cfg.handoff.remove(&cx.task.id);
                     return match r.status {
                         HandoffStatus::Complete => Step::Finished,
