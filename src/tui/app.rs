@@ -33,6 +33,10 @@ const FULL_RELOAD: Duration = Duration::from_secs(2);
 const SESSION_POLL: Duration = Duration::from_millis(100);
 /// A pane's PTY is resized once its size has been stable this long.
 const RESIZE_DEBOUNCE: Duration = Duration::from_millis(80);
+/// How long a pane inside a synchronized update may hold back the frame.
+const SYNC_HOLD: Duration = Duration::from_millis(100);
+/// How often a held frame looks again.
+const SYNC_RECHECK: Duration = Duration::from_millis(8);
 /// Lines a mouse wheel step scrolls a pane.
 const WHEEL_LINES: i32 = 3;
 
@@ -140,6 +144,7 @@ struct Console {
     quit_after_engine: bool,
     engine_done: bool,
     frozen_now: Option<Instant>,
+    hold_until: Option<Instant>,
     notes_tx: mpsc::UnboundedSender<(String, Level)>,
     notes_rx: mpsc::UnboundedReceiver<(String, Level)>,
     input_stop: Arc<AtomicBool>,
@@ -172,6 +177,7 @@ impl Console {
             quit_after_engine: false,
             engine_done: false,
             frozen_now: None,
+            hold_until: None,
             notes_tx,
             notes_rx,
             input_stop: Arc::new(AtomicBool::new(false)),
@@ -271,6 +277,13 @@ impl Console {
                 }
             }
             let frame_due = self.last_draw.is_none_or(|t| now >= t + frame_every);
+            if self.dirty && frame_due && self.pane_mid_update(now) {
+                // Drawn once the agent ends its synchronized update (its output wakes us), or
+                // when the hold times out.
+                self.hold_until = Some(now + SYNC_RECHECK);
+                continue;
+            }
+            self.hold_until = None;
             if self.dirty
                 && frame_due
                 && let Err(e) = self.draw(&mut terminal)
@@ -286,12 +299,23 @@ impl Console {
         result.map(|()| outcome)
     }
 
+    /// Whether a visible pane is inside a synchronized-output block (mode 2026) that began
+    /// less than [`SYNC_HOLD`] ago: drawing now would show a half-painted agent screen.
+    fn pane_mid_update(&self, now: Instant) -> bool {
+        self.frame.panes.iter().any(|(pk, _)| {
+            self.ptys
+                .get(pk)
+                .and_then(|p| p.sync_output_since())
+                .is_some_and(|since| now.saturating_duration_since(since) < SYNC_HOLD)
+        })
+    }
+
     fn next_deadline(&self, frame_every: Duration) -> Option<Instant> {
         let draw = if self.dirty {
-            Some(
-                self.last_draw
-                    .map_or_else(Instant::now, |t| t + frame_every),
-            )
+            let at = self
+                .last_draw
+                .map_or_else(Instant::now, |t| t + frame_every);
+            Some(self.hold_until.map_or(at, |h| h.max(at)))
         } else {
             None
         };
@@ -375,7 +399,26 @@ impl Console {
     // ---- input -------------------------------------------------------------------------------
 
     fn on_input(&mut self, ev: Event) {
-        self.dirty = true;
+        let before = self.state.takeover;
+        // Mouse motion (any-motion reporting) arrives in floods: it redraws only if it did
+        // something.
+        if !matches!(&ev, Event::Mouse(m) if m.kind == MouseEventKind::Moved) {
+            self.dirty = true;
+        }
+        self.on_input_inner(ev);
+        if self.state.takeover != before {
+            self.dirty = true;
+            // Agents that asked for focus reports (mode 1004) learn when typing starts and ends.
+            if let Some(pty) = before.and_then(|pk| self.ptys.get(&pk)) {
+                let _ = pty.send_focus(false);
+            }
+            if let Some(pty) = self.state.takeover.and_then(|pk| self.ptys.get(&pk)) {
+                let _ = pty.send_focus(true);
+            }
+        }
+    }
+
+    fn on_input_inner(&mut self, ev: Event) {
         match ev {
             Event::Key(key) => self.on_key(key),
             Event::Paste(text) => self.on_paste(&text),
@@ -701,4 +744,33 @@ pub fn pane_rect(info: &FrameInfo, task_pk: i64) -> Option<Rect> {
         .iter()
         .find(|(pk, _)| *pk == task_pk)
         .map(|(_, r)| *r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_follow_config_ssh_and_no_color() {
+        let mut cfg = Config::default();
+        cfg.tui.fps = 50;
+        cfg.tui.ssh_fps = 20;
+        let o = ConsoleOptions::from_config(&cfg, false, None).unwrap();
+        assert_eq!(o.fps, 50);
+        assert!(o.theme.color);
+        let o = ConsoleOptions::from_config(&cfg, true, Some("1")).unwrap();
+        assert_eq!(o.fps, 20);
+        assert!(!o.theme.color);
+    }
+
+    #[test]
+    fn bad_keys_in_config_are_refused_naming_the_key() {
+        let mut cfg = Config::default();
+        cfg.keys.insert("x".into(), "explode".into());
+        let err = ConsoleOptions::from_config(&cfg, false, None)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("[keys] \"x\""), "{err}");
+        assert!(err.contains("explode"), "{err}");
+    }
 }

@@ -13,6 +13,7 @@ mod tasks;
 
 pub use fmt::{clock, money};
 
+use super::grid::MAX_PANES;
 use super::keymap::Keymap;
 use super::screens::PaneScreens;
 use super::state::{AppState, View};
@@ -103,6 +104,20 @@ fn main_view(
     if state.panes.is_empty() {
         panes::render_empty(frame, right, state, ui.theme);
     } else {
-        info.panes = panes::render(frame, right, state, &state.panes, ui);
+        info.panes = panes::render(frame, right, state, &shown_panes(state), ui);
     }
+}
+
+/// The panes the grid shows: the first [`MAX_PANES`], with the focused one swapped into the last
+/// slot when it would otherwise be hidden.
+fn shown_panes(state: &AppState) -> Vec<super::state::PaneMeta> {
+    let mut panes = state.panes.clone();
+    if panes.len() > MAX_PANES
+        && let super::state::Focus::Pane(pk) = state.focus
+        && let Some(i) = panes.iter().position(|p| p.task_pk == pk)
+        && i >= MAX_PANES
+    {
+        panes.swap(i, MAX_PANES - 1);
+    }
+    panes
 }
