@@ -14,8 +14,8 @@ proptest! {
     #[test]
     fn parsers_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..2000)) {
         let text = clean_output(&bytes);
-        for kind in [BackendKind::Command] {
-            let mut s = AgentSettings::new(kind);
+        {
+            let mut s = AgentSettings::new(BackendKind::Command);
             s.command = Some("sh -c true".into());
             let b = build_backend(&s).expect("backend");
             let _ = b.parse_result(&bytes, &PriceTable::new());
