@@ -19,7 +19,10 @@ fn whilly(dir: &Path, args: &[&str]) -> Output {
 }
 
 fn text(o: &Output) -> (String, String) {
-    (String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
 }
 
 fn repo() -> tempfile::TempDir {
@@ -29,13 +32,21 @@ fn repo() -> tempfile::TempDir {
 }
 
 fn compat(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(COMPAT).join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join(COMPAT)
+        .join(name)
 }
 
 #[test]
 fn every_original_plan_checks_imports_and_round_trips() {
     let dir = repo();
-    for name in ["v3_tasks.json", "v4_tasks.json", "demo_tasks.json", "demo_parallel.json", "workshop_tasks.json"] {
+    for name in [
+        "v3_tasks.json",
+        "v4_tasks.json",
+        "demo_tasks.json",
+        "demo_parallel.json",
+        "workshop_tasks.json",
+    ] {
         let file = compat(name);
         let f = file.to_str().unwrap();
         let o = whilly(dir.path(), &["plan", "check", f]);
@@ -51,13 +62,23 @@ fn every_original_plan_checks_imports_and_round_trips() {
         std::fs::write(&exported, &first.stdout).unwrap();
         let o = whilly(dir.path(), &["plan", "import", exported.to_str().unwrap()]);
         assert!(o.status.success(), "{:?}", text(&o));
-        assert!(text(&o).0.contains("unchanged"), "re-import of the export changed something: {:?}", text(&o));
+        assert!(
+            text(&o).0.contains("unchanged"),
+            "re-import of the export changed something: {:?}",
+            text(&o)
+        );
         let second = whilly(dir.path(), &["plan", "export", &id]);
-        assert_eq!(first.stdout, second.stdout, "{name}: export → import → export differs");
+        assert_eq!(
+            first.stdout, second.stdout,
+            "{name}: export → import → export differs"
+        );
     }
     assert!(dir.path().join(".whilly/whilly.db").exists());
     let exclude = std::fs::read_to_string(dir.path().join(".git/info/exclude")).unwrap();
-    assert_eq!(exclude.lines().filter(|l| l.trim() == ".whilly/").count(), 1);
+    assert_eq!(
+        exclude.lines().filter(|l| l.trim() == ".whilly/").count(),
+        1
+    );
 }
 
 #[test]
@@ -82,11 +103,19 @@ fn reimport_is_idempotent_and_reports_changes() {
     };
     write("First task with a long enough description");
     let p = plan.to_str().unwrap();
-    assert!(whilly(dir.path(), &["plan", "import", p, "--budget", "5"]).status.success());
+    assert!(
+        whilly(dir.path(), &["plan", "import", p, "--budget", "5"])
+            .status
+            .success()
+    );
     let events_before = whilly(dir.path(), &["events", "--json"]).stdout.len();
     let o = whilly(dir.path(), &["plan", "import", p]);
     assert!(text(&o).0.contains("unchanged"), "{:?}", text(&o));
-    assert_eq!(whilly(dir.path(), &["events", "--json"]).stdout.len(), events_before, "unchanged re-import wrote events");
+    assert_eq!(
+        whilly(dir.path(), &["events", "--json"]).stdout.len(),
+        events_before,
+        "unchanged re-import wrote events"
+    );
     // The budget given with --budget survives a re-import without it.
     let show = whilly(dir.path(), &["plan", "show", "p", "--json"]);
     let v: serde_json::Value = serde_json::from_slice(&show.stdout).unwrap();
@@ -118,13 +147,24 @@ fn bad_plans_are_refused_with_locations_and_nothing_written() {
         let o = whilly(dir.path(), &["plan", "check", f]);
         assert_eq!(o.status.code(), Some(1), "{name}: {:?}", text(&o));
         let (out, err) = text(&o);
-        assert!(out.contains(expect) || err.contains(expect), "{name}: expected {expect:?} in {out}{err}");
+        assert!(
+            out.contains(expect) || err.contains(expect),
+            "{name}: expected {expect:?} in {out}{err}"
+        );
         let o = whilly(dir.path(), &["plan", "import", f]);
         assert_eq!(o.status.code(), Some(1), "{name}");
-        assert!(text(&o).1.contains("nothing was imported"), "{name}: {:?}", text(&o));
+        assert!(
+            text(&o).1.contains("nothing was imported"),
+            "{name}: {:?}",
+            text(&o)
+        );
     }
     let o = whilly(dir.path(), &["plan", "list", "--json"]);
-    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "[]", "a refused plan was written");
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).trim(),
+        "[]",
+        "a refused plan was written"
+    );
 
     // A huge file is refused before it is read.
     let huge = dir.path().join("huge.json");
@@ -155,7 +195,12 @@ fn strict_import_skips_vague_tasks_with_the_gate_reason() {
     assert!(o.status.success(), "{:?}", text(&o));
     let o = whilly(dir.path(), &["plan", "show", "v", "--json"]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    let vague = v["tasks"].as_array().unwrap().iter().find(|t| t["id"] == "VAGUE").unwrap();
+    let vague = v["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["id"] == "VAGUE")
+        .unwrap();
     assert_eq!(vague["status"], "SKIPPED");
     assert_eq!(vague["reason"], "decision_gate_failed");
 }
@@ -163,17 +208,38 @@ fn strict_import_skips_vague_tasks_with_the_gate_reason() {
 #[test]
 fn triz_strict_exits_one_on_revise() {
     let dir = repo();
-    let o = whilly(dir.path(), &["plan", "triz", compat("v4_tasks.json").to_str().unwrap(), "--json", "--strict"]);
+    let o = whilly(
+        dir.path(),
+        &[
+            "plan",
+            "triz",
+            compat("v4_tasks.json").to_str().unwrap(),
+            "--json",
+            "--strict",
+        ],
+    );
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let verdict = v["verdict"].as_str().unwrap().to_string();
-    assert_eq!(o.status.code(), Some(if verdict == "approve" { 0 } else { 1 }), "{verdict}");
+    assert_eq!(
+        o.status.code(),
+        Some(if verdict == "approve" { 0 } else { 1 }),
+        "{verdict}"
+    );
     assert!(v["ideality"].as_f64().is_some());
 }
 
 #[test]
 fn environment_errors_exit_two_and_usage_errors_exit_one() {
     let dir = repo();
-    let o = whilly(dir.path(), &["--database-url", "postgres://nobody@127.0.0.1:1/none", "db", "status"]);
+    let o = whilly(
+        dir.path(),
+        &[
+            "--database-url",
+            "postgres://nobody@127.0.0.1:1/none",
+            "db",
+            "status",
+        ],
+    );
     assert_eq!(o.status.code(), Some(2), "{:?}", text(&o));
     assert!(text(&o).1.contains("127.0.0.1"), "{:?}", text(&o));
     let o = whilly(dir.path(), &["plan", "nonsense"]);
@@ -200,7 +266,11 @@ fn ten_thousand_tasks_import_quickly() {
         })
         .collect();
     let plan = dir.path().join("big.json");
-    std::fs::write(&plan, serde_json::json!({"project": "big", "plan_id": "big", "tasks": tasks}).to_string()).unwrap();
+    std::fs::write(
+        &plan,
+        serde_json::json!({"project": "big", "plan_id": "big", "tasks": tasks}).to_string(),
+    )
+    .unwrap();
     let started = Instant::now();
     let o = whilly(dir.path(), &["plan", "import", plan.to_str().unwrap()]);
     let elapsed = started.elapsed();

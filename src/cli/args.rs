@@ -68,9 +68,11 @@ Exit codes: 0 all DONE (SKIPPED allowed), 1 some FAILED, 2 budget exhausted (or 
     )]
     Run(RunArgs),
     /// The operator console: the run with every agent's terminal live in a pane.
-    #[command(after_help = "Examples:\n  whilly tui tasks.json\n  whilly tui --plan demo --parallel 4\n\n\
+    #[command(
+        after_help = "Examples:\n  whilly tui tasks.json\n  whilly tui --plan demo --parallel 4\n\n\
 Keys: ? help, q quit, Tab cycle panes, z zoom, i type into the focused agent (Ctrl-] returns), \
-d detail, $ budget, l events, / filter.")]
+d detail, $ budget, l events, / filter."
+    )]
     Tui(RunArgs),
     /// A throwaway repository with a small plan and a demo agent, run at once: Whilly in a minute.
     #[command(

@@ -65,16 +65,18 @@ async fn dispatch(cli: Cli) -> anyhow::Result<i32> {
     let command = match cli.command {
         Some(c) => c,
         // No arguments: the console on a terminal (over the imported plan), help otherwise.
-        None if std::io::IsTerminal::is_terminal(&std::io::stdout()) => Command::Tui(args::RunArgs {
-            plan_file: None,
-            plan: None,
-            headless: false,
-            parallel: None,
-            agent: None,
-            budget: None,
-            timeout: None,
-            resume: false,
-        }),
+        None if std::io::IsTerminal::is_terminal(&std::io::stdout()) => {
+            Command::Tui(args::RunArgs {
+                plan_file: None,
+                plan: None,
+                headless: false,
+                parallel: None,
+                agent: None,
+                budget: None,
+                timeout: None,
+                resume: false,
+            })
+        }
         None => {
             Cli::command().print_help()?;
             return Ok(exit::OK);

@@ -87,7 +87,10 @@ mod tests {
     fn refuses_traversal_and_bad_chars() {
         assert!(matches!(validate_id("../../etc"), Err(IdError::DotDot(_))));
         assert!(matches!(validate_id("a/../b"), Err(IdError::DotDot(_))));
-        assert!(matches!(validate_id("/etc/passwd"), Err(IdError::LeadingSlash(_))));
+        assert!(matches!(
+            validate_id("/etc/passwd"),
+            Err(IdError::LeadingSlash(_))
+        ));
         assert!(matches!(validate_id("a b"), Err(IdError::BadChars(_))));
         assert!(matches!(validate_id("ünï"), Err(IdError::BadChars(_))));
         assert!(matches!(validate_id(""), Err(IdError::Empty)));
@@ -97,11 +100,24 @@ mod tests {
 
     #[test]
     fn safe_id_is_a_plain_component() {
-        for id in ["../../etc", "..", ".", "/", "a/b", "a:b", "", &"x".repeat(300)] {
+        for id in [
+            "../../etc",
+            "..",
+            ".",
+            "/",
+            "a/b",
+            "a:b",
+            "",
+            &"x".repeat(300),
+        ] {
             let s = safe_id(id);
             assert!(!s.is_empty());
             assert!(s.len() <= 64, "{s}");
-            assert!(s.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'), "{s}");
+            assert!(
+                s.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'),
+                "{s}"
+            );
         }
         assert_eq!(safe_id("TASK-001"), "TASK-001");
         assert_ne!(safe_id("a/b"), safe_id("a:b"));

@@ -6,7 +6,7 @@ pub mod model;
 pub mod money;
 pub mod status;
 
-pub use ids::{safe_id, validate_id, IdError};
+pub use ids::{IdError, safe_id, validate_id};
 pub use model::{PlanFormat, PlanSpec, Priority, RepoTarget, TaskSpec, VerificationCommand};
-pub use money::{budget_allows, Usd};
-pub use status::{transition, Action, IllegalTransition, Status};
+pub use money::{Usd, budget_allows};
+pub use status::{Action, IllegalTransition, Status, transition};

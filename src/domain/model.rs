@@ -12,7 +12,9 @@ use std::fmt;
 use std::str::FromStr;
 
 /// Task priority, highest first. Ready tasks are claimed in (priority rank, id) order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Priority {
     Critical,
@@ -176,7 +178,12 @@ mod tests {
         assert!(Priority::Critical < Priority::Low);
         assert_eq!("HIGH".parse::<Priority>(), Ok(Priority::High));
         assert!("urgent".parse::<Priority>().is_err());
-        for p in [Priority::Critical, Priority::High, Priority::Medium, Priority::Low] {
+        for p in [
+            Priority::Critical,
+            Priority::High,
+            Priority::Medium,
+            Priority::Low,
+        ] {
             assert_eq!(Priority::from_rank(p.rank()), p);
         }
     }

@@ -6,7 +6,9 @@ use std::ops::{Add, AddAssign, Sub};
 
 /// US dollars in millionths. Costs reported by agents are fractions of a cent; floats would make
 /// `spent + reserved <= budget` wobble across thousands of additions.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 #[serde(transparent)]
 pub struct Usd(pub i64);
 
@@ -95,8 +97,18 @@ mod tests {
     fn budget_rule() {
         let b = Some(Usd::from_f64(1.0));
         assert!(budget_allows(None, Usd(9_999_999), Usd(0), Usd(1)));
-        assert!(budget_allows(b, Usd::from_f64(0.5), Usd::from_f64(0.25), Usd::from_f64(0.25)));
-        assert!(!budget_allows(b, Usd::from_f64(0.5), Usd::from_f64(0.25), Usd::from_f64(0.26)));
+        assert!(budget_allows(
+            b,
+            Usd::from_f64(0.5),
+            Usd::from_f64(0.25),
+            Usd::from_f64(0.25)
+        ));
+        assert!(!budget_allows(
+            b,
+            Usd::from_f64(0.5),
+            Usd::from_f64(0.25),
+            Usd::from_f64(0.26)
+        ));
         assert!(budget_allows(b, Usd::from_f64(0.9), Usd(0), Usd(0)));
         assert!(!budget_allows(b, Usd::from_f64(1.0), Usd(0), Usd(0)));
     }

@@ -68,7 +68,9 @@ impl fmt::Display for Status {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown status {0:?} (expected one of pending, claimed, in_progress, blocked, human_loop, done, failed, skipped)")]
+#[error(
+    "unknown status {0:?} (expected one of pending, claimed, in_progress, blocked, human_loop, done, failed, skipped)"
+)]
 pub struct UnknownStatus(pub String);
 
 impl FromStr for Status {
@@ -183,13 +185,34 @@ mod tests {
 
     #[test]
     fn original_edges_hold() {
-        assert_eq!(transition(Status::Pending, Action::Claim), Ok(Status::Claimed));
-        assert_eq!(transition(Status::Claimed, Action::Start), Ok(Status::InProgress));
-        assert_eq!(transition(Status::InProgress, Action::Complete), Ok(Status::Done));
-        assert_eq!(transition(Status::Claimed, Action::Complete), Ok(Status::Done));
-        assert_eq!(transition(Status::InProgress, Action::Fail), Ok(Status::Failed));
-        assert_eq!(transition(Status::InProgress, Action::Release), Ok(Status::Pending));
-        assert_eq!(transition(Status::Pending, Action::Skip), Ok(Status::Skipped));
+        assert_eq!(
+            transition(Status::Pending, Action::Claim),
+            Ok(Status::Claimed)
+        );
+        assert_eq!(
+            transition(Status::Claimed, Action::Start),
+            Ok(Status::InProgress)
+        );
+        assert_eq!(
+            transition(Status::InProgress, Action::Complete),
+            Ok(Status::Done)
+        );
+        assert_eq!(
+            transition(Status::Claimed, Action::Complete),
+            Ok(Status::Done)
+        );
+        assert_eq!(
+            transition(Status::InProgress, Action::Fail),
+            Ok(Status::Failed)
+        );
+        assert_eq!(
+            transition(Status::InProgress, Action::Release),
+            Ok(Status::Pending)
+        );
+        assert_eq!(
+            transition(Status::Pending, Action::Skip),
+            Ok(Status::Skipped)
+        );
     }
 
     #[test]
@@ -198,7 +221,11 @@ mod tests {
             for action in ACTIONS {
                 let allowed = matches!(action, Action::Reset)
                     || (from == Status::Failed && action == Action::Skip);
-                assert_eq!(transition(from, action).is_ok(), allowed, "{from} {action:?}");
+                assert_eq!(
+                    transition(from, action).is_ok(),
+                    allowed,
+                    "{from} {action:?}"
+                );
             }
         }
     }

@@ -467,7 +467,10 @@ impl AgentExecutor {
             json!(agent::redact_secrets(&tail_chars(&result.text, 2000))),
         );
         // `Other` is an ordinary failed attempt (below); the named classes decide retry or not.
-        if let Some(class) = backend.classify(exit.code, &result, &raw).filter(|c| *c != ErrorClass::Other) {
+        if let Some(class) = backend
+            .classify(exit.code, &result, &raw)
+            .filter(|c| *c != ErrorClass::Other)
+        {
             let retry = class.is_retryable();
             let detail = format!(
                 "{} ({}): {}",

@@ -5,7 +5,12 @@ use crate::domain::{IllegalTransition, Status};
 pub enum StoreError {
     /// The database cannot be reached at all: an environment problem (exit 2).
     #[error("cannot reach the {backend} queue at {location}: {detail}\n  check: {hint}")]
-    Unreachable { backend: &'static str, location: String, detail: String, hint: String },
+    Unreachable {
+        backend: &'static str,
+        location: String,
+        detail: String,
+        hint: String,
+    },
 
     #[error("{kind} {id:?} not found")]
     NotFound { kind: &'static str, id: String },
@@ -15,10 +20,17 @@ pub enum StoreError {
     Stale { task_pk: i64, epoch: i64 },
 
     #[error("task {task_id}: {source}")]
-    Illegal { task_id: String, source: IllegalTransition },
+    Illegal {
+        task_id: String,
+        source: IllegalTransition,
+    },
 
     #[error("task {task_id} is {status}: {message}")]
-    Refused { task_id: String, status: Status, message: String },
+    Refused {
+        task_id: String,
+        status: Status,
+        message: String,
+    },
 
     #[error("invalid input: {0}")]
     Invalid(String),
@@ -33,7 +45,10 @@ pub enum StoreError {
     Corrupt(String),
 
     #[error("I/O error on {path}: {source}")]
-    Io { path: String, source: std::io::Error },
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
 }
 
 impl StoreError {

@@ -30,7 +30,8 @@ pub trait Store: Send + Sync {
     /// Writes the plan, its tasks, dependency edges and one event each in ONE transaction.
     /// Idempotent on plan id: unchanged tasks are left alone, changed tasks that have not started
     /// are updated, started ones are kept and reported.
-    async fn import_plan(&self, plan: &PlanSpec, opts: &ImportOptions) -> StoreResult<ImportReport>;
+    async fn import_plan(&self, plan: &PlanSpec, opts: &ImportOptions)
+    -> StoreResult<ImportReport>;
     async fn list_plans(&self) -> StoreResult<Vec<PlanSummary>>;
     async fn get_plan(&self, plan_id: &str) -> StoreResult<PlanRecord>;
     /// The plan's spec with its tasks (in import order) and their live statuses.
@@ -59,7 +60,12 @@ pub trait Store: Send + Sync {
     /// → DONE: settles cost (task and plan, releasing the reservation) and unblocks children.
     async fn complete(&self, lease: Lease, outcome: &Outcome) -> StoreResult<TaskRecord>;
     /// → PENDING (retry, attempts left) or FAILED; settles cost.
-    async fn fail(&self, lease: Lease, mode: FailMode, outcome: &Outcome) -> StoreResult<TaskRecord>;
+    async fn fail(
+        &self,
+        lease: Lease,
+        mode: FailMode,
+        outcome: &Outcome,
+    ) -> StoreResult<TaskRecord>;
     /// → PENDING without counting the attempt (shutdown, operator pause); settles cost.
     async fn release(&self, lease: Lease, outcome: &Outcome) -> StoreResult<TaskRecord>;
     /// → HUMAN_LOOP or BLOCKED; settles cost, keeps the task for an operator.
@@ -74,10 +80,30 @@ pub trait Store: Send + Sync {
 
     // ---- operator actions (no lease) ---------------------------------------------------------
 
-    async fn skip_task(&self, plan_id: &str, task_id: &str, reason: &str) -> StoreResult<TaskRecord>;
-    async fn reset_task(&self, plan_id: &str, task_id: &str, reason: &str) -> StoreResult<TaskRecord>;
-    async fn approve_task(&self, plan_id: &str, task_id: &str, payload: serde_json::Value) -> StoreResult<TaskRecord>;
-    async fn reject_task(&self, plan_id: &str, task_id: &str, payload: serde_json::Value) -> StoreResult<TaskRecord>;
+    async fn skip_task(
+        &self,
+        plan_id: &str,
+        task_id: &str,
+        reason: &str,
+    ) -> StoreResult<TaskRecord>;
+    async fn reset_task(
+        &self,
+        plan_id: &str,
+        task_id: &str,
+        reason: &str,
+    ) -> StoreResult<TaskRecord>;
+    async fn approve_task(
+        &self,
+        plan_id: &str,
+        task_id: &str,
+        payload: serde_json::Value,
+    ) -> StoreResult<TaskRecord>;
+    async fn reject_task(
+        &self,
+        plan_id: &str,
+        task_id: &str,
+        payload: serde_json::Value,
+    ) -> StoreResult<TaskRecord>;
 
     // ---- events, workers, wakeups ------------------------------------------------------------
 
@@ -110,7 +136,9 @@ pub struct NewEvent {
 /// A database URL with its password replaced by `***`, safe to print and log.
 pub fn redact_url(url: &str) -> String {
     let url = &redact_query_password(url);
-    let Some(scheme_end) = url.find("://") else { return url.to_string() };
+    let Some(scheme_end) = url.find("://") else {
+        return url.to_string();
+    };
     let rest = &url[scheme_end + 3..];
     let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
     let authority = &rest[..authority_end];
@@ -118,7 +146,11 @@ pub fn redact_url(url: &str) -> String {
         Some(at) => {
             let userinfo = &authority[..at];
             let user = userinfo.split(':').next().unwrap_or("");
-            let masked = if userinfo.contains(':') { format!("{user}:***") } else { user.to_string() };
+            let masked = if userinfo.contains(':') {
+                format!("{user}:***")
+            } else {
+                user.to_string()
+            };
             format!("{}{}{}", &url[..scheme_end + 3], masked, &rest[at..])
         }
         None => url.to_string(),
@@ -126,7 +158,9 @@ pub fn redact_url(url: &str) -> String {
 }
 
 fn redact_query_password(url: &str) -> String {
-    let Some(q) = url.find('?') else { return url.to_string() };
+    let Some(q) = url.find('?') else {
+        return url.to_string();
+    };
     let (head, query) = url.split_at(q + 1);
     let parts: Vec<String> = query
         .split('&')
@@ -144,10 +178,19 @@ mod tests {
 
     #[test]
     fn passwords_never_survive_redaction() {
-        assert_eq!(redact_url("postgres://u:secret@h:5432/db"), "postgres://u:***@h:5432/db");
+        assert_eq!(
+            redact_url("postgres://u:secret@h:5432/db"),
+            "postgres://u:***@h:5432/db"
+        );
         assert_eq!(redact_url("postgres://u@h/db"), "postgres://u@h/db");
-        assert_eq!(redact_url("postgres://h/db?sslmode=off&password=x"), "postgres://h/db?sslmode=off&password=***");
-        assert_eq!(redact_url("sqlite:.whilly/whilly.db"), "sqlite:.whilly/whilly.db");
+        assert_eq!(
+            redact_url("postgres://h/db?sslmode=off&password=x"),
+            "postgres://h/db?sslmode=off&password=***"
+        );
+        assert_eq!(
+            redact_url("sqlite:.whilly/whilly.db"),
+            "sqlite:.whilly/whilly.db"
+        );
         assert!(!redact_url("postgresql://a:p%40ss@h/db").contains("p%40ss"));
     }
 }

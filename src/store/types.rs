@@ -126,7 +126,10 @@ pub struct Outcome {
 
 impl Outcome {
     pub fn reason(reason: impl Into<String>) -> Self {
-        Outcome { reason: Some(reason.into()), ..Default::default() }
+        Outcome {
+            reason: Some(reason.into()),
+            ..Default::default()
+        }
     }
 }
 
@@ -176,7 +179,10 @@ pub struct ImportReport {
 
 impl ImportReport {
     pub fn changed_anything(&self) -> bool {
-        self.created_plan || self.plan_changed || !self.created.is_empty() || !self.updated.is_empty()
+        self.created_plan
+            || self.plan_changed
+            || !self.created.is_empty()
+            || !self.updated.is_empty()
     }
 }
 
