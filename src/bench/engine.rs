@@ -12,12 +12,12 @@ use crate::engine::attempt::{AgentExecutor, ExecutorConfig};
 use crate::engine::sessions::SessionRegistry;
 use crate::engine::{Engine, EngineConfig, RunEnd, StopLevel};
 use crate::pty::TermSize;
-use crate::store::ImportOptions;
 use crate::store::open::{DatabaseTarget, open, state_dir};
+use crate::store::{Event, EventFilter, ImportOptions, event_types};
 use crate::workspace::{MergeMode, WorkspaceConfig, Workspaces};
 use anyhow::{Context as _, bail};
 use serde::Serialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::path::Path;
 use std::process::Command;
@@ -45,6 +45,50 @@ pub struct EngineBenchReport {
     pub engine_done: u64,
     /// `git worktree add` + spawn `true` + `git worktree remove`, N times, `slots` at a time.
     pub bare: Duration,
+    /// Where a task's time goes, from the audit trail's timestamps.
+    pub phases: Phases,
+}
+
+/// Mean time of each step of a task, in milliseconds (from event timestamps).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Phases {
+    /// Claim → the attempt is IN_PROGRESS (store start, guards, prompt).
+    pub claim_to_start_ms: f64,
+    /// IN_PROGRESS → DONE: worktree, PTY spawn, agent exit, result, commit, merge, cleanup.
+    pub start_to_done_ms: f64,
+}
+
+/// Mean claim→start and start→done over every task that has all three events.
+pub fn phase_means(events: &[Event]) -> Phases {
+    let mut at: HashMap<&str, [Option<i64>; 3]> = HashMap::new();
+    for e in events {
+        let Some(task) = e.task_id.as_deref() else {
+            continue;
+        };
+        let slot = match e.event_type.as_str() {
+            event_types::TASK_CLAIMED => 0,
+            event_types::TASK_STARTED => 1,
+            event_types::TASK_DONE => 2,
+            _ => continue,
+        };
+        at.entry(task).or_default()[slot] = Some(e.ts.timestamp_micros());
+    }
+    let (mut n, mut a, mut b) = (0u32, 0i64, 0i64);
+    for times in at.values() {
+        if let [Some(c), Some(s), Some(d)] = *times {
+            n += 1;
+            a += s - c;
+            b += d - s;
+        }
+    }
+    if n == 0 {
+        return Phases::default();
+    }
+    let mean_ms = |total: i64| total as f64 / f64::from(n) / 1000.0;
+    Phases {
+        claim_to_start_ms: mean_ms(a),
+        start_to_done_ms: mean_ms(b),
+    }
 }
 
 impl EngineBenchReport {
@@ -121,6 +165,11 @@ impl fmt::Display for EngineBenchReport {
                 "NOT met"
             }
         )?;
+        writeln!(
+            f,
+            "  one task, mean: claim → IN_PROGRESS {:.1} ms, IN_PROGRESS → DONE {:.1} ms",
+            self.phases.claim_to_start_ms, self.phases.start_to_done_ms
+        )?;
         write!(
             f,
             "  (plan import, not counted: {:.1} ms; engine finished {} of {} tasks DONE)",
@@ -152,7 +201,8 @@ pub async fn run(tasks: usize, slots: usize) -> anyhow::Result<EngineBenchReport
             .await
             .context("the bare benchmark thread stopped")??
     };
-    let (import, engine, engine_done) = engine_rounds(&repo, &worktrees, tasks, slots).await?;
+    let (import, engine, engine_done, phases) =
+        engine_rounds(&repo, &worktrees, tasks, slots).await?;
     Ok(EngineBenchReport {
         tasks,
         slots,
@@ -160,6 +210,7 @@ pub async fn run(tasks: usize, slots: usize) -> anyhow::Result<EngineBenchReport
         engine,
         engine_done,
         bare,
+        phases,
     })
 }
 
@@ -237,13 +288,13 @@ fn bare_rounds(repo: &Path, base: &Path, n: usize, slots: usize) -> anyhow::Resu
 }
 
 /// The real engine, built the way `whilly run` builds it, on N tasks; returns
-/// (import time, run time, tasks DONE).
+/// (import time, run time, tasks DONE, phases).
 async fn engine_rounds(
     repo: &Path,
     worktrees: &Path,
     n: usize,
     slots: usize,
-) -> anyhow::Result<(Duration, Duration, u64)> {
+) -> anyhow::Result<(Duration, Duration, u64, Phases)> {
     let store = open(
         &DatabaseTarget::Sqlite(state_dir(repo).join("whilly.db")),
         repo,
@@ -330,7 +381,13 @@ async fn engine_rounds(
                 .unwrap_or_default()
         );
     }
-    Ok((import, took, summary.done))
+    let events = store
+        .events(&EventFilter {
+            plan_id: Some(plan_id.to_string()),
+            ..Default::default()
+        })
+        .await?;
+    Ok((import, took, summary.done, phase_means(&events)))
 }
 
 fn bench_plan(id: &str, n: usize) -> PlanSpec {
@@ -382,6 +439,7 @@ mod tests {
             engine: Duration::from_millis(engine_ms),
             engine_done: 100,
             bare: Duration::from_millis(bare_ms),
+            phases: Phases::default(),
         }
     }
 
@@ -396,6 +454,38 @@ mod tests {
         assert!(!report(5100, 5000).meets_targets(), "under 20 tasks/s");
         let text = r.to_string();
         assert!(text.contains("1.60×") && text.contains("met"), "{text}");
+    }
+
+    fn event(id: i64, kind: &str, task: &str, ms: i64) -> Event {
+        Event {
+            id,
+            ts: chrono::DateTime::from_timestamp_millis(ms).unwrap(),
+            event_type: kind.into(),
+            plan_id: Some("p".into()),
+            task_id: Some(task.into()),
+            worker_id: None,
+            epoch: None,
+            from_status: None,
+            to_status: None,
+            payload: serde_json::Value::Null,
+        }
+    }
+
+    #[test]
+    fn phases_average_complete_tasks_only() {
+        let ev = [
+            event(1, event_types::TASK_CLAIMED, "A", 1000),
+            event(2, event_types::TASK_STARTED, "A", 1010),
+            event(3, event_types::TASK_DONE, "A", 1050),
+            event(4, event_types::TASK_CLAIMED, "B", 2000),
+            event(5, event_types::TASK_STARTED, "B", 2030),
+            event(6, event_types::TASK_DONE, "B", 2090),
+            event(7, event_types::TASK_CLAIMED, "C", 3000),
+        ];
+        let p = phase_means(&ev);
+        assert!((p.claim_to_start_ms - 20.0).abs() < 1e-9, "{p:?}");
+        assert!((p.start_to_done_ms - 50.0).abs() < 1e-9, "{p:?}");
+        assert_eq!(phase_means(&[]), Phases::default());
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
