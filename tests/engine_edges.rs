@@ -166,7 +166,11 @@ fn cursor_position_query_is_answered() {
 
 /// Starts a run whose agent ignores SIGTERM and waits until the agent is running.
 fn start_stubborn_run() -> (Repo, engine::Running) {
-    let repo = Repo::new(&plan("p", vec![task("T-1")]), &sh("ignore_term.sh", ""));
+    // T-2 waits behind T-1 (one slot): once stopping, it must never be claimed.
+    let repo = Repo::new(
+        &plan("p", vec![task("T-1"), task("T-2")]),
+        &sh("ignore_term.sh", ""),
+    );
     let run = repo.run_plan(&[], &[]);
     let whilly = run.pid();
     wait_for(Duration::from_secs(20), "the agent to start", || {
@@ -190,6 +194,9 @@ fn assert_released_for_shutdown(repo: &Repo, out: &engine::Output) {
         .into_iter()
         .any(|e| e["to_status"] == "PENDING" && e["payload"]["reason"] == "shutdown");
     assert!(released, "no release event with reason shutdown");
+    let t2 = repo.task("p", "T-2");
+    assert_eq!(t2["status"], "PENDING", "{t2}");
+    assert_eq!(t2["attempts"], 0, "claimed while stopping: {t2}");
     assert_no_agents_left(repo);
 }
 
