@@ -616,3 +616,19 @@ fn malformed_handoff_result_is_reported_and_waited_out() {
     assert_eq!(out.code, Some(0), "{out}");
     assert_eq!(repo.task("p", "T-1")["status"], "DONE");
 }
+
+// 1b. The task timeout with an agent that ignores SIGTERM: still this engine's task_timeout
+// (the reaper in the same process must not pre-empt its owner while the agent is being killed).
+#[test]
+fn stubborn_agent_past_its_timeout_fails_with_task_timeout() {
+    let mut t = task("T-1");
+    t["timeout"] = 2.into();
+    t["max_attempts"] = 1.into();
+    let repo = Repo::new(&plan("p", vec![t]), &sh("ignore_term.sh", ""));
+    let out = repo.run_plan(&[], &[]).wait(Duration::from_secs(40));
+    assert_eq!(out.code, Some(1), "{out}");
+    let rec = repo.task("p", "T-1");
+    assert_eq!(rec["status"], "FAILED", "{rec}");
+    assert_eq!(rec["reason"], "task_timeout", "{rec}");
+    assert_no_agents_left(&repo);
+}
