@@ -217,7 +217,11 @@ impl AgentExecutor {
             .timeout_secs
             .map(Duration::from_secs)
             .or(self.cfg.default_task_timeout);
-        match self.store.start(cx.claimed.lease, deadline).await {
+        // The database deadline is the backstop for a worker that stopped watching its task; it
+        // lies past our own timer (plus the time to stop the agent) so the reaper never takes a
+        // task this process is still ending.
+        let db_deadline = deadline.map(|d| d + Duration::from_secs(30));
+        match self.store.start(cx.claimed.lease, db_deadline).await {
             Ok(()) => {}
             Err(StoreError::Stale { .. }) => return AttemptOutcome::Abandoned,
             Err(e) => return fail(cx, "store_error", true, e.to_string()),

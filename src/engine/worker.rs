@@ -126,6 +126,7 @@ impl Engine {
         let mut next_heartbeat = Instant::now() + self.cfg.heartbeat;
         let mut next_reap = Instant::now();
         let mut idle_check = true;
+        let mut shutdown_closed = false;
 
         loop {
             let now = Instant::now();
@@ -325,7 +326,10 @@ impl Engine {
                     idle_check = true;
                 }
                 _ = self.store.wait_for_work(sleep) => {}
-                _ = self.shutdown.changed() => {}
+                changed = self.shutdown.changed(), if !shutdown_closed => {
+                    // A dropped sender never speaks again; stop listening instead of spinning.
+                    shutdown_closed = changed.is_err();
+                }
             }
         }
 
