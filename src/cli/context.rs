@@ -14,6 +14,8 @@ pub struct Context {
     pub global: GlobalArgs,
     /// How the config was (or will be) loaded; `config` commands load it themselves.
     pub load_options: LoadOptions,
+    /// Loaded once: commands ask for it several times and its warnings must print once.
+    config: std::sync::OnceLock<Config>,
 }
 
 impl Context {
@@ -36,6 +38,7 @@ impl Context {
             repo_root,
             global,
             load_options,
+            config: std::sync::OnceLock::new(),
         })
     }
 
@@ -45,11 +48,14 @@ impl Context {
 
     /// The effective configuration; an invalid file is an error naming the file, key and line.
     pub fn config(&self) -> anyhow::Result<Config> {
+        if let Some(cfg) = self.config.get() {
+            return Ok(cfg.clone());
+        }
         let loaded = config::load(&self.load_options)?;
         for w in &loaded.warnings {
             eprintln!("warning: {w}");
         }
-        Ok(loaded.config)
+        Ok(self.config.get_or_init(|| loaded.config).clone())
     }
 
     /// The database URL: the flag, else the config (whose env layer holds `WHILLY_DATABASE_URL`).

@@ -31,6 +31,7 @@ mod cleanup;
 mod commit;
 mod config;
 mod deliver;
+mod diff;
 mod error;
 mod glob;
 mod include;
@@ -47,6 +48,7 @@ use git2::{ErrorCode, Repository};
 pub use bench::{bench_git_cli, bench_prepare_remove};
 pub use cleanup::{PruneReport, PruneSelection, WorktreeInfo};
 pub use config::{MergeMode, WorkspaceConfig};
+pub use diff::{WorktreeDiff, diff_worktree};
 pub use error::WorkspaceError;
 pub use layout::{branch_name, commit_message};
 
