@@ -31,6 +31,10 @@ pub struct RunSetup {
     pub engine_cfg: EngineConfig,
     pub executor: AgentExecutor,
     pub sessions: SessionRegistry,
+    /// What the console needs beyond the engine: the repository, its config, its worktrees.
+    pub repo_root: std::path::PathBuf,
+    pub config: Config,
+    pub workspaces: Arc<Workspaces>,
 }
 
 /// Imports the plan file if given, resumes if asked, builds agents and the executor.
@@ -105,12 +109,17 @@ pub async fn prepare_run(ctx: &Context, args: &RunArgs) -> anyhow::Result<Result
         ),
         None => cfg.run.timeout,
     };
+    let workspaces = Workspaces::new(&ctx.repo_root, workspace_config(&cfg))
+        .map_err(|e| EnvironmentError(format!("{}: {e}", ctx.repo_root.display())))?;
     Ok(Ok(RunSetup {
         store,
         plan_id,
         engine_cfg,
         executor,
         sessions,
+        repo_root: ctx.repo_root.clone(),
+        config: cfg,
+        workspaces: Arc::new(workspaces),
     }))
 }
 

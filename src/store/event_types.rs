@@ -33,3 +33,6 @@ pub const BUDGET_EXHAUSTED: &str = "budget.exhausted";
 
 pub const WORKER_REGISTERED: &str = "worker.registered";
 pub const WORKER_STOPPED: &str = "worker.stopped";
+
+/// The operator decided about a task waiting for a human (approve / reject / send back).
+pub const OPERATOR_DECISION: &str = "operator.decision";

@@ -39,6 +39,20 @@ pub enum Action {
     Back,
     ScrollUp,
     ScrollDown,
+    /// Every task waiting for a human (`H`).
+    Inbox,
+    /// Workers sharing the queue (`w`).
+    Workers,
+    /// Accept the selected (or marked) inbox items.
+    Approve,
+    /// Accept every item in the inbox (asks first).
+    ApproveAll,
+    /// Refuse the selected (or marked) items, with a reason.
+    Reject,
+    /// Another attempt for the selected (or marked) items, with a comment.
+    SendBack,
+    /// Mark / unmark the selected inbox item for a batch decision.
+    Mark,
     /// Removes a default binding (`"z" = "none"`).
     None,
     // Produced by the input layer (text entry, popup answers); not bindable.
@@ -50,6 +64,13 @@ pub enum Action {
     FilterDone,
     #[serde(skip)]
     Answer(char),
+    /// Text typed into a popup's input line.
+    #[serde(skip)]
+    TextChar(char),
+    #[serde(skip)]
+    TextBackspace,
+    #[serde(skip)]
+    TextSubmit,
     /// The terminal was resized (cols, rows).
     #[serde(skip)]
     Resize(u16, u16),
@@ -82,6 +103,13 @@ pub const BINDABLE: &[Action] = &[
     Action::Back,
     Action::ScrollUp,
     Action::ScrollDown,
+    Action::Inbox,
+    Action::Workers,
+    Action::Approve,
+    Action::ApproveAll,
+    Action::Reject,
+    Action::SendBack,
+    Action::Mark,
     Action::None,
 ];
 
@@ -114,11 +142,21 @@ impl Action {
             Action::Back => "back",
             Action::ScrollUp => "scroll_up",
             Action::ScrollDown => "scroll_down",
+            Action::Inbox => "inbox",
+            Action::Workers => "workers",
+            Action::Approve => "approve",
+            Action::ApproveAll => "approve_all",
+            Action::Reject => "reject",
+            Action::SendBack => "send_back",
+            Action::Mark => "mark",
             Action::None => "none",
             Action::FilterChar(_)
             | Action::FilterBackspace
             | Action::FilterDone
             | Action::Answer(_)
+            | Action::TextChar(_)
+            | Action::TextBackspace
+            | Action::TextSubmit
             | Action::Resize(..) => "",
         }
     }
@@ -133,10 +171,10 @@ impl Action {
             Action::Tasks => "all tasks",
             Action::Stats => "statistics",
             Action::Budget => "budget: cost per task, burn rate",
-            Action::NewPrd => "new PRD wizard (not yet)",
+            Action::NewPrd => "new PRD wizard",
             Action::ResetTask => "reset the selected task to PENDING",
             Action::Triz => "TRIZ analysis of the plan",
-            Action::Challenge => "challenge the plan (not yet)",
+            Action::Challenge => "challenge the plan (agent review)",
             Action::TogglePause => "pause / resume the plan",
             Action::MoveUp => "select previous",
             Action::MoveDown => "select next",
@@ -151,8 +189,16 @@ impl Action {
             Action::Back => "close / unzoom / clear filter",
             Action::ScrollUp => "scroll the focused pane back",
             Action::ScrollDown => "scroll the focused pane forward",
+            Action::Inbox => "inbox: tasks waiting for a human",
+            Action::Workers => "workers sharing the queue",
+            Action::Approve => "approve the selected / marked task(s)",
+            Action::ApproveAll => "approve everything in the inbox",
+            Action::Reject => "reject with a reason (FAILED)",
+            Action::SendBack => "send back with a comment (another attempt)",
+            Action::Mark => "mark / unmark for a batch decision",
             Action::None | Action::FilterChar(_) | Action::FilterBackspace => "",
             Action::FilterDone | Action::Answer(_) | Action::Resize(..) => "",
+            Action::TextChar(_) | Action::TextBackspace | Action::TextSubmit => "",
         }
     }
 }

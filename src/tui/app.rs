@@ -6,16 +6,21 @@
 use super::action::Action;
 use super::keymap::{Key, KeyChord, Keymap, KeymapError};
 use super::resize::ResizeCoalescer;
-use super::state::{AppState, Effect, Focus, Level, PaneMeta};
+use super::decide;
+use super::state::{AppState, Effect, Focus, InboxDetail, Level, PaneMeta};
 use super::terminal::{ConsoleTerminal, TerminalGuard, draw_synchronized};
 use super::theme::Theme;
 use super::ui::{self, FrameInfo, UiContext};
+use crate::agent::HandoffDir;
 use crate::cli::run_cmd::RunSetup;
 use crate::config::Config;
 use crate::engine::sessions::SessionRegistry;
 use crate::engine::{Engine, RunSummary, StopLevel};
 use crate::pty::{MouseMode, PtySession};
-use crate::store::{Event as StoreEvent, EventFilter, PlanRecord, Store, StoreResult, TaskRecord};
+use crate::store::{
+    Event as StoreEvent, EventFilter, PlanRecord, Store, StoreResult, TaskRecord, WorkerRecord,
+};
+use crate::workspace::Workspaces;
 use crossterm::event::{Event, KeyEvent, MouseButton, MouseEvent, MouseEventKind};
 use ratatui::layout::{Position, Rect};
 use std::collections::BTreeMap;
@@ -87,6 +92,14 @@ struct DataMsg {
     plan: PlanRecord,
     tasks: Vec<TaskRecord>,
     events: Vec<StoreEvent>,
+    /// Reloaded with every full reload.
+    workers: Option<Vec<WorkerRecord>>,
+}
+
+/// What the console needs besides the engine: where the handoffs and worktrees live.
+struct Surroundings {
+    handoff: HandoffDir,
+    workspaces: Arc<Workspaces>,
 }
 
 /// Runs the plan with the console on the terminal until the operator quits. The terminal is
@@ -98,7 +111,14 @@ pub async fn run(setup: RunSetup, opts: ConsoleOptions) -> anyhow::Result<Consol
         engine_cfg,
         executor,
         sessions,
+        repo_root,
+        config: _,
+        workspaces,
     } = setup;
+    let around = Surroundings {
+        handoff: HandoffDir::in_project(&repo_root),
+        workspaces,
+    };
     let (shutdown_tx, shutdown_rx) = watch::channel(StopLevel::Run);
     let engine = Engine::new(store.clone(), Arc::new(executor), engine_cfg, shutdown_rx);
     let engine = tokio::spawn(engine.run());
@@ -111,7 +131,7 @@ pub async fn run(setup: RunSetup, opts: ConsoleOptions) -> anyhow::Result<Consol
         }
     };
     let backend = store.info().backend.to_string();
-    let mut console = Console::new(store, plan_id, sessions, opts, backend, shutdown_tx);
+    let mut console = Console::new(store, plan_id, sessions, opts, backend, shutdown_tx, around);
     let result = console.run(terminal, engine).await;
     // Restore the terminal, then kill whatever agent is left (nothing, normally).
     drop(guard);
@@ -147,7 +167,10 @@ struct Console {
     hold_until: Option<Instant>,
     notes_tx: mpsc::UnboundedSender<(String, Level)>,
     notes_rx: mpsc::UnboundedReceiver<(String, Level)>,
+    details_tx: mpsc::UnboundedSender<InboxDetail>,
+    details_rx: mpsc::UnboundedReceiver<InboxDetail>,
     input_stop: Arc<AtomicBool>,
+    around: Surroundings,
 }
 
 impl Console {
@@ -158,8 +181,10 @@ impl Console {
         opts: ConsoleOptions,
         backend: String,
         shutdown: watch::Sender<StopLevel>,
+        around: Surroundings,
     ) -> Console {
         let (notes_tx, notes_rx) = mpsc::unbounded_channel();
+        let (details_tx, details_rx) = mpsc::unbounded_channel();
         Console {
             store,
             plan_id,
@@ -180,7 +205,10 @@ impl Console {
             hold_until: None,
             notes_tx,
             notes_rx,
+            details_tx,
+            details_rx,
             input_stop: Arc::new(AtomicBool::new(false)),
+            around,
         }
     }
 
@@ -251,13 +279,22 @@ impl Console {
                 }
                 Some(msg) = data_rx.recv() => {
                     match msg {
-                        Ok(d) => self.state.set_data(d.plan, d.tasks, d.events),
+                        Ok(d) => {
+                            self.state.set_data(d.plan, d.tasks, d.events);
+                            if let Some(w) = d.workers {
+                                self.state.set_workers(w);
+                            }
+                        }
                         Err(e) => self.state.set_status(format!("queue: {e}"), Level::Warn),
                     }
                     self.dirty = true;
                 }
                 Some((text, level)) = self.notes_rx.recv() => {
                     self.state.set_status(text, level);
+                    self.dirty = true;
+                }
+                Some(detail) = self.details_rx.recv() => {
+                    self.state.set_inbox_detail(detail);
                     self.dirty = true;
                 }
                 _ = self.wake.notified() => self.dirty = true,
@@ -444,6 +481,19 @@ impl Console {
             }
             return;
         }
+        if self.state.wants_text() {
+            let action = match chord.key {
+                Key::Char(c) if !chord.ctrl && !chord.alt => Some(Action::TextChar(c)),
+                Key::Backspace => Some(Action::TextBackspace),
+                Key::Enter => Some(Action::TextSubmit),
+                Key::Esc => Some(Action::Back),
+                _ => None,
+            };
+            if let Some(a) = action {
+                self.act(a);
+            }
+            return;
+        }
         if self.state.wants_answer() {
             let action = match chord.key {
                 Key::Char(c) if !chord.ctrl && !chord.alt => Some(Action::Answer(c)),
@@ -487,6 +537,10 @@ impl Console {
         {
             if let Err(e) = pty.paste(text) {
                 self.state.set_status(format!("paste: {e}"), Level::Warn);
+            }
+        } else if self.state.wants_text() {
+            for c in text.chars().filter(|c| !c.is_control()) {
+                self.act(Action::TextChar(c));
             }
         } else if self.state.filter_editing {
             for c in text.chars().filter(|c| !c.is_control()) {
@@ -617,6 +671,40 @@ impl Console {
                 });
             }
             Effect::ScrollPane { task_pk, delta } => self.scroll_pane(task_pk, delta),
+            Effect::Decide(targets, decision) => {
+                let store = self.store.clone();
+                let plan = self.plan_id.clone();
+                let handoff = self.around.handoff.clone();
+                let notes = self.notes_tx.clone();
+                tokio::spawn(async move {
+                    let mut done = Vec::new();
+                    for t in &targets {
+                        match decide::apply(&store, &handoff, &plan, t, &decision).await {
+                            Ok(note) => done.push(note),
+                            Err(e) => {
+                                let _ = notes.send((e, Level::Warn));
+                                return;
+                            }
+                        }
+                    }
+                    let _ = notes.send((done.join("; "), Level::Info));
+                });
+            }
+            Effect::LoadInboxDetail(target) => {
+                let task = self
+                    .state
+                    .tasks
+                    .iter()
+                    .find(|t| t.pk == target.task_pk)
+                    .cloned();
+                let workspaces = self.around.workspaces.clone();
+                let handoff = self.around.handoff.clone();
+                let tx = self.details_tx.clone();
+                tokio::task::spawn_blocking(move || {
+                    let d = decide::load_detail(&workspaces, &handoff, &target, task.as_ref());
+                    let _ = tx.send(d);
+                });
+            }
         }
     }
 }
@@ -682,10 +770,16 @@ async fn load_loop(
             }
             let plan = store.get_plan(&plan_id).await?;
             let tasks = store.list_tasks(&plan_id).await?;
+            let workers = if due {
+                Some(store.list_workers().await?)
+            } else {
+                None
+            };
             Ok::<_, crate::store::StoreError>(Some(DataMsg {
                 plan,
                 tasks,
                 events,
+                workers,
             }))
         }
         .await;

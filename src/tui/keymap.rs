@@ -263,6 +263,13 @@ const DEFAULTS: &[(&str, Action)] = &[
     ("esc", Action::Back),
     ("pageup", Action::ScrollUp),
     ("pagedown", Action::ScrollDown),
+    ("H", Action::Inbox),
+    ("w", Action::Workers),
+    ("a", Action::Approve),
+    ("A", Action::ApproveAll),
+    ("x", Action::Reject),
+    ("b", Action::SendBack),
+    ("space", Action::Mark),
 ];
 
 impl Default for Keymap {

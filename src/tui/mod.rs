@@ -8,7 +8,9 @@
 pub mod action;
 pub mod app;
 pub mod command;
+mod decide;
 pub mod grid;
+pub mod inbox;
 pub mod keymap;
 pub mod resize;
 pub mod screens;

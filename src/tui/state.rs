@@ -2,12 +2,15 @@
 //! IO: the event loop feeds it actions and data, runs the effects it returns, and renders it.
 
 use super::action::Action;
+use super::inbox::{Decision, InboxItem, InboxKind, inbox_items};
 use crate::domain::{PlanSpec, Status, Usd};
 use crate::engine::RunSummary;
 use crate::engine::budget::{BudgetState, budget_state};
 use crate::engine::sessions::SessionState;
 use crate::plan::triz::{TrizReport, triz_report};
-use crate::store::{Event, PlanRecord, TaskRecord};
+use crate::store::{Event, PlanRecord, TaskRecord, WorkerRecord};
+use crate::workspace::WorktreeDiff;
+use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 /// Events kept in memory for the events view and task detail.
@@ -24,6 +27,8 @@ pub enum View {
     Budget,
     Stats,
     Triz,
+    Inbox,
+    Workers,
 }
 
 impl View {
@@ -36,6 +41,8 @@ impl View {
             View::Budget => "budget",
             View::Stats => "statistics",
             View::Triz => "TRIZ",
+            View::Inbox => "inbox",
+            View::Workers => "workers",
         }
     }
 
@@ -45,6 +52,8 @@ impl View {
         const GLOBAL: &[Action] = &[
             Quit,
             Help,
+            Inbox,
+            Workers,
             TaskDetail,
             Events,
             Tasks,
@@ -73,6 +82,11 @@ impl View {
                 Filter,
                 ScrollUp,
                 ScrollDown,
+                Approve,
+                Reject,
+                SendBack,
+                Inbox,
+                Workers,
                 TaskDetail,
                 Events,
                 Tasks,
@@ -85,9 +99,36 @@ impl View {
                 TogglePause,
                 Back,
             ],
+            View::Inbox => &[
+                Quit,
+                Help,
+                MoveUp,
+                MoveDown,
+                First,
+                Last,
+                Zoom,
+                Mark,
+                Approve,
+                ApproveAll,
+                Reject,
+                SendBack,
+                ScrollUp,
+                ScrollDown,
+                Inbox,
+                Workers,
+                TaskDetail,
+                Events,
+                Budget,
+                Back,
+            ],
             View::Tasks | View::Budget => &[
                 Quit,
                 Help,
+                Approve,
+                Reject,
+                SendBack,
+                Inbox,
+                Workers,
                 MoveUp,
                 MoveDown,
                 First,
@@ -105,9 +146,11 @@ impl View {
                 TogglePause,
                 Back,
             ],
-            View::Events | View::TaskDetail | View::Triz => &[
+            View::Events | View::TaskDetail | View::Triz | View::Workers => &[
                 Quit,
                 Help,
+                Inbox,
+                Workers,
                 MoveUp,
                 MoveDown,
                 First,
@@ -144,12 +187,60 @@ pub enum Confirm {
     Quit {
         running: usize,
     },
+    /// Approve several inbox items at once.
+    Approve(Vec<InboxTarget>),
+}
+
+/// An inbox item a decision is about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InboxTarget {
+    pub task_pk: i64,
+    pub task_id: String,
+    pub kind: InboxKind,
+}
+
+/// What a typed line is for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InputPurpose {
+    Reject(Vec<InboxTarget>),
+    SendBack(Vec<InboxTarget>),
+}
+
+impl InputPurpose {
+    pub fn prompt(&self) -> String {
+        let (verb, targets) = match self {
+            InputPurpose::Reject(t) => ("Reject", t),
+            InputPurpose::SendBack(t) => ("Send back", t),
+        };
+        let what = match targets.as_slice() {
+            [one] => one.task_id.clone(),
+            many => format!("{} tasks", many.len()),
+        };
+        let asks = match self {
+            InputPurpose::Reject(_) => "reason",
+            InputPurpose::SendBack(_) => "comment for the next attempt",
+        };
+        format!("{verb} {what}: {asks}")
+    }
+}
+
+/// The prompt and the worktree's changes of the inbox item being read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InboxDetail {
+    pub task_pk: i64,
+    /// What the human was asked (the handoff prompt, or the task itself).
+    pub prompt: String,
+    pub diff: Option<WorktreeDiff>,
+    /// Why the diff is missing (no worktree, git error).
+    pub diff_note: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Popup {
     Help,
     Confirm(Confirm),
+    /// A line of text to type (reject reason, send-back comment).
+    Input { purpose: InputPurpose, text: String },
 }
 
 /// What the event loop must do after an action.
@@ -166,6 +257,10 @@ pub enum Effect {
         task_pk: i64,
         delta: i32,
     },
+    /// Apply the operator's decision to inbox items.
+    Decide(Vec<InboxTarget>, Decision),
+    /// Load the prompt and worktree diff of an inbox item into [`AppState::inbox_detail`].
+    LoadInboxDetail(InboxTarget),
 }
 
 /// One live agent session as the console shows it (from `engine::sessions::SessionInfo`).
@@ -241,6 +336,14 @@ pub struct AppState {
     /// The clock the renderer uses (set by the loop each frame; fixed in tests).
     pub now: Instant,
     pub triz: Option<TrizReport>,
+    pub inbox_selected: usize,
+    /// Task pks marked for a batch decision.
+    pub inbox_marked: BTreeSet<i64>,
+    /// The item being read (its detail replaces the list).
+    pub inbox_open: Option<i64>,
+    pub inbox_detail: Option<InboxDetail>,
+    /// Workers registered on the queue (Postgres; the local process on SQLite).
+    pub workers: Vec<WorkerRecord>,
 }
 
 impl AppState {
@@ -268,6 +371,11 @@ impl AppState {
             started: now,
             now,
             triz: None,
+            inbox_selected: 0,
+            inbox_marked: BTreeSet::new(),
+            inbox_open: None,
+            inbox_detail: None,
+            workers: Vec::new(),
         }
     }
 
@@ -282,6 +390,18 @@ impl AppState {
             self.events.drain(..cut);
         }
         self.clamp_selection();
+        self.clamp_inbox();
+    }
+
+    pub fn set_workers(&mut self, workers: Vec<WorkerRecord>) {
+        self.workers = workers;
+    }
+
+    /// The loaded detail of an inbox item; ignored if the operator moved on meanwhile.
+    pub fn set_inbox_detail(&mut self, detail: InboxDetail) {
+        if self.inbox_open == Some(detail.task_pk) {
+            self.inbox_detail = Some(detail);
+        }
     }
 
     /// The live sessions; focus, zoom and takeover of sessions that ended are dropped.
@@ -303,6 +423,20 @@ impl AppState {
             self.set_status("the agent's session ended; control is back", Level::Info);
         }
         self.panes = panes;
+        self.clamp_inbox();
+    }
+
+    fn clamp_inbox(&mut self) {
+        let items = self.inbox();
+        self.inbox_selected = self.inbox_selected.min(items.len().saturating_sub(1));
+        self.inbox_marked
+            .retain(|pk| items.iter().any(|i| i.task_pk == *pk));
+        if let Some(pk) = self.inbox_open
+            && !items.iter().any(|i| i.task_pk == pk)
+        {
+            self.inbox_open = None;
+            self.inbox_detail = None;
+        }
     }
 
     pub fn set_finished(&mut self, summary: RunSummary) {
@@ -383,6 +517,40 @@ impl AppState {
         }
     }
 
+    /// Every task waiting for a human.
+    pub fn inbox(&self) -> Vec<InboxItem> {
+        inbox_items(&self.tasks, &self.panes, &self.events)
+    }
+
+    /// The inbox item a decision applies to: the selected one in the inbox, else the selected
+    /// task if it waits for a human.
+    fn current_inbox_item(&self) -> Option<InboxItem> {
+        let items = self.inbox();
+        match self.view {
+            View::Inbox => items.get(self.inbox_selected).cloned(),
+            _ => {
+                let pk = self.selected_task()?.pk;
+                items.into_iter().find(|i| i.task_pk == pk)
+            }
+        }
+    }
+
+    /// The marked items (in the inbox), else the current one.
+    fn decision_targets(&self) -> Vec<InboxTarget> {
+        let items = self.inbox();
+        let marked: Vec<InboxTarget> = items
+            .iter()
+            .filter(|i| self.view == View::Inbox && self.inbox_marked.contains(&i.task_pk))
+            .map(target_of)
+            .collect();
+        if !marked.is_empty() {
+            return marked;
+        }
+        self.current_inbox_item()
+            .map(|i| vec![target_of(&i)])
+            .unwrap_or_default()
+    }
+
     pub fn task_events(&self, task_id: &str) -> Vec<&Event> {
         self.events
             .iter()
@@ -394,6 +562,12 @@ impl AppState {
     /// `Action::Answer`).
     pub fn wants_answer(&self) -> bool {
         matches!(self.popups.last(), Some(Popup::Confirm(_)))
+    }
+
+    /// Whether the top popup is a line of text being typed (the input layer then sends
+    /// `Action::TextChar` and friends).
+    pub fn wants_text(&self) -> bool {
+        matches!(self.popups.last(), Some(Popup::Input { .. }))
     }
 
     fn clamp_selection(&mut self) {
@@ -447,6 +621,48 @@ impl AppState {
                 self.triz = Some(self.triz_now());
                 self.switch(View::Triz);
             }
+            Action::Inbox => {
+                self.inbox_open = None;
+                self.inbox_detail = None;
+                self.switch(View::Inbox);
+            }
+            Action::Workers => self.switch(View::Workers),
+            Action::Approve => return self.approve(),
+            Action::ApproveAll => {
+                let all: Vec<InboxTarget> = self.inbox().iter().map(target_of).collect();
+                if all.is_empty() {
+                    self.set_status("nothing waits for a human", Level::Info);
+                } else {
+                    self.popups.push(Popup::Confirm(Confirm::Approve(all)));
+                }
+            }
+            Action::Reject | Action::SendBack => {
+                let targets = self.decision_targets();
+                if targets.is_empty() {
+                    self.set_status(no_inbox_item(self.view), Level::Info);
+                } else {
+                    let purpose = if action == Action::Reject {
+                        InputPurpose::Reject(targets)
+                    } else {
+                        InputPurpose::SendBack(targets)
+                    };
+                    self.popups.push(Popup::Input {
+                        purpose,
+                        text: String::new(),
+                    });
+                }
+            }
+            Action::Mark => {
+                if self.view == View::Inbox
+                    && let Some(item) = self.inbox().get(self.inbox_selected)
+                {
+                    let pk = item.task_pk;
+                    if !self.inbox_marked.remove(&pk) {
+                        self.inbox_marked.insert(pk);
+                    }
+                    self.move_by(1);
+                }
+            }
             Action::NewPrd => self.set_status("new PRD wizard: not yet", Level::Info),
             Action::Challenge => self.set_status("challenge: not yet", Level::Info),
             Action::ResetTask => self.ask_reset(),
@@ -470,6 +686,7 @@ impl AppState {
             Action::Last => self.move_by(i64::MAX / 2),
             Action::FocusNext => self.cycle_focus(1),
             Action::FocusPrev => self.cycle_focus(-1),
+            Action::Zoom if self.view == View::Inbox => return self.open_inbox_item(),
             Action::Zoom => self.zoom(),
             Action::Takeover => self.takeover(),
             Action::Release => self.takeover = None,
@@ -500,9 +717,57 @@ impl AppState {
             | Action::FilterBackspace
             | Action::FilterDone
             | Action::Answer(_)
+            | Action::TextChar(_)
+            | Action::TextBackspace
+            | Action::TextSubmit
             | Action::Resize(..) => {}
         }
         Vec::new()
+    }
+
+    fn approve(&mut self) -> Vec<Effect> {
+        let targets = self.decision_targets();
+        match targets.len() {
+            0 => {
+                self.set_status(no_inbox_item(self.view), Level::Info);
+                Vec::new()
+            }
+            1 => self.decide(targets, Decision::Approve),
+            _ => {
+                self.popups.push(Popup::Confirm(Confirm::Approve(targets)));
+                Vec::new()
+            }
+        }
+    }
+
+    fn decide(&mut self, targets: Vec<InboxTarget>, decision: Decision) -> Vec<Effect> {
+        for t in &targets {
+            self.inbox_marked.remove(&t.task_pk);
+        }
+        let what = match targets.as_slice() {
+            [one] => one.task_id.clone(),
+            many => format!("{} tasks", many.len()),
+        };
+        self.set_status(format!("{}: {what}…", decision.verb()), Level::Info);
+        if self
+            .inbox_open
+            .is_some_and(|pk| targets.iter().any(|t| t.task_pk == pk))
+        {
+            self.inbox_open = None;
+            self.inbox_detail = None;
+        }
+        vec![Effect::Decide(targets, decision)]
+    }
+
+    fn open_inbox_item(&mut self) -> Vec<Effect> {
+        let Some(item) = self.inbox().get(self.inbox_selected).cloned() else {
+            self.set_status("nothing waits for a human", Level::Info);
+            return Vec::new();
+        };
+        self.inbox_open = Some(item.task_pk);
+        self.inbox_detail = None;
+        self.detail_scroll = 0;
+        vec![Effect::LoadInboxDetail(target_of(&item))]
     }
 
     fn handle_popup(&mut self, top: Popup, action: Action) -> Vec<Effect> {
@@ -510,6 +775,35 @@ impl AppState {
             Popup::Help => {
                 if !matches!(action, Action::Resize(..)) {
                     self.popups.pop();
+                }
+                Vec::new()
+            }
+            Popup::Input { purpose, mut text } => {
+                match action {
+                    Action::TextChar(c) => text.push(c),
+                    Action::TextBackspace => {
+                        text.pop();
+                    }
+                    Action::Back => {
+                        self.popups.pop();
+                        return Vec::new();
+                    }
+                    Action::TextSubmit => {
+                        let line = text.trim().to_string();
+                        if line.is_empty() {
+                            self.set_status("type a reason first (Esc cancels)", Level::Warn);
+                            return Vec::new();
+                        }
+                        self.popups.pop();
+                        return match purpose {
+                            InputPurpose::Reject(t) => self.decide(t, Decision::Reject(line)),
+                            InputPurpose::SendBack(t) => self.decide(t, Decision::SendBack(line)),
+                        };
+                    }
+                    _ => return Vec::new(),
+                }
+                if let Some(Popup::Input { text: slot, .. }) = self.popups.last_mut() {
+                    *slot = text;
                 }
                 Vec::new()
             }
@@ -521,6 +815,10 @@ impl AppState {
                     _ => return Vec::new(),
                 };
                 match (confirm, answer) {
+                    (Confirm::Approve(targets), 'y') => {
+                        self.popups.pop();
+                        self.decide(targets, Decision::Approve)
+                    }
                     (Confirm::ResetTask(id), 'y') => {
                         self.popups.pop();
                         self.set_status(format!("resetting {id}"), Level::Info);
@@ -604,8 +902,16 @@ impl AppState {
                 let next = (self.selected as i64).saturating_add(delta).clamp(0, n - 1);
                 self.selected = next as usize;
             }
+            View::Inbox if self.inbox_open.is_none() => {
+                let n = self.inbox().len() as i64;
+                self.inbox_selected = (self.inbox_selected as i64)
+                    .saturating_add(delta)
+                    .clamp(0, (n - 1).max(0)) as usize;
+            }
             View::Events => self.scroll_view(delta),
-            View::TaskDetail | View::Triz | View::Stats => self.scroll_view(delta),
+            View::TaskDetail | View::Triz | View::Stats | View::Inbox | View::Workers => {
+                self.scroll_view(delta)
+            }
         }
     }
 
@@ -618,7 +924,7 @@ impl AppState {
                     .saturating_sub(delta)
                     .clamp(0, max) as usize;
             }
-            View::TaskDetail | View::Triz | View::Stats => {
+            View::TaskDetail | View::Triz | View::Stats | View::Inbox | View::Workers => {
                 self.detail_scroll = (i64::from(self.detail_scroll).saturating_add(delta))
                     .clamp(0, i64::from(u16::MAX)) as u16;
             }
@@ -707,6 +1013,10 @@ impl AppState {
     fn back(&mut self) {
         if self.takeover.is_some() {
             self.takeover = None;
+        } else if self.view == View::Inbox && self.inbox_open.is_some() {
+            self.inbox_open = None;
+            self.inbox_detail = None;
+            self.detail_scroll = 0;
         } else if self.view != View::Main {
             self.view = View::Main;
         } else if self.zoom.is_some() {
@@ -727,6 +1037,22 @@ impl AppState {
             .unwrap_or_default();
         spec.tasks = self.tasks.iter().map(|t| t.spec.clone()).collect();
         triz_report(&spec)
+    }
+}
+
+fn target_of(item: &InboxItem) -> InboxTarget {
+    InboxTarget {
+        task_pk: item.task_pk,
+        task_id: item.task_id.clone(),
+        kind: item.kind,
+    }
+}
+
+fn no_inbox_item(view: View) -> &'static str {
+    if view == View::Inbox {
+        "nothing waits for a human"
+    } else {
+        "the selected task does not wait for a human (H opens the inbox)"
     }
 }
 

@@ -6,10 +6,12 @@ mod detail;
 mod events;
 mod fmt;
 mod header;
+mod inbox;
 mod panes;
 mod popups;
 mod stats;
 mod tasks;
+mod workers;
 
 pub use fmt::{clock, money};
 
@@ -70,6 +72,8 @@ pub fn draw(frame: &mut Frame, state: &AppState, ui: &UiContext) -> FrameInfo {
         View::Budget => budget::render(frame, body, state, ui.theme),
         View::Stats => stats::render(frame, body, state, ui.theme),
         View::Triz => stats::render_triz(frame, body, state, ui.theme),
+        View::Inbox => inbox::render(frame, body, state, ui.theme, ui.keymap),
+        View::Workers => workers::render(frame, body, state, ui.theme),
     }
     header::footer(frame, foot, state, ui);
     popups::render(frame, area, state, ui);

@@ -14,6 +14,7 @@ pub fn render(frame: &mut Frame, area: Rect, state: &AppState, ui: &UiContext) {
         match popup {
             Popup::Help => help(frame, area, state, ui),
             Popup::Confirm(c) => confirm(frame, area, c, ui),
+            Popup::Input { purpose, text } => input(frame, area, &purpose.prompt(), text, ui),
         }
     }
 }
@@ -88,6 +89,37 @@ fn help(frame: &mut Frame, area: Rect, state: &AppState, ui: &UiContext) {
     }
 }
 
+fn input(frame: &mut Frame, area: Rect, prompt: &str, text: &str, ui: &UiContext) {
+    let theme = ui.theme;
+    let rect = centred(area, 70, 5);
+    frame.render_widget(Clear, rect);
+    let inner_w = usize::from(rect.width.saturating_sub(4));
+    // Show the end of a long line: that is where the cursor is.
+    let shown: String = {
+        let n = text.chars().count();
+        text.chars().skip(n.saturating_sub(inner_w)).collect()
+    };
+    let lines = vec![
+        Line::from(vec![Span::raw(shown), Span::styled("▏", theme.key())]),
+        Line::raw(""),
+        Line::from(vec![
+            Span::styled("enter", theme.key()),
+            Span::raw(" send   "),
+            Span::styled("esc", theme.key()),
+            Span::raw(" cancel"),
+        ]),
+    ];
+    frame.render_widget(
+        Paragraph::new(lines).block(
+            Block::default()
+                .borders(Borders::ALL)
+                .border_style(theme.warn())
+                .title(Span::styled(format!(" {prompt} "), theme.warn())),
+        ),
+        rect,
+    );
+}
+
 fn confirm(frame: &mut Frame, area: Rect, c: &Confirm, ui: &UiContext) {
     let theme = ui.theme;
     let (title, lines) = match c {
@@ -99,6 +131,27 @@ fn confirm(frame: &mut Frame, area: Rect, c: &Confirm, ui: &UiContext) {
                 Line::from(vec![
                     Span::styled("y", theme.key()),
                     Span::raw(" reset   "),
+                    Span::styled("n", theme.key()),
+                    Span::raw("/esc cancel"),
+                ]),
+            ],
+        ),
+        Confirm::Approve(targets) => (
+            " Approve ",
+            vec![
+                Line::raw(format!(
+                    "Approve {} task(s): {}?",
+                    targets.len(),
+                    targets
+                        .iter()
+                        .map(|t| t.task_id.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )),
+                Line::raw(""),
+                Line::from(vec![
+                    Span::styled("y", theme.key()),
+                    Span::raw(" approve   "),
                     Span::styled("n", theme.key()),
                     Span::raw("/esc cancel"),
                 ]),

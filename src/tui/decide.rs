@@ -1,0 +1,124 @@
+//! Carrying out the operator's inbox decisions and loading what an inbox item shows. Every
+//! decision is recorded as an `operator.decision` event before it is applied, so the audit
+//! trail says who decided what even if applying it fails.
+
+use super::inbox::{Decision, InboxKind};
+use super::state::{InboxDetail, InboxTarget};
+use crate::agent::{HandoffDir, HandoffStatus};
+use crate::store::{NewEvent, Store, TaskRecord, event_types as et};
+use crate::workspace::{Workspaces, diff_worktree};
+use serde_json::json;
+use std::sync::Arc;
+
+/// The patch shown in the inbox is cut here: enough to review, bounded in memory.
+const MAX_DIFF_BYTES: usize = 256 * 1024;
+
+/// Applies `decision` to one item; the text is a note for the status line.
+pub async fn apply(
+    store: &Arc<dyn Store>,
+    handoff: &HandoffDir,
+    plan_id: &str,
+    target: &InboxTarget,
+    decision: &Decision,
+) -> Result<String, String> {
+    let id = target.task_id.as_str();
+    store
+        .append_event(NewEvent {
+            event_type: et::OPERATOR_DECISION.to_string(),
+            plan_id: Some(plan_id.to_string()),
+            task_id: Some(id.to_string()),
+            worker_id: None,
+            epoch: None,
+            payload: json!({
+                "decision": decision.verb().replace(' ', "_"),
+                "message": decision.text(),
+                "waited_as": target.kind.label(),
+                "source": "console",
+            }),
+        })
+        .await
+        .map_err(|e| format!("{id}: recording the decision: {e}"))?;
+    match target.kind {
+        InboxKind::Handoff => {
+            let (status, message) = match decision {
+                Decision::Approve => (HandoffStatus::Complete, "approved by the operator"),
+                Decision::Reject(r) => (HandoffStatus::Failed, r.as_str()),
+                Decision::SendBack(c) => (HandoffStatus::Partial, c.as_str()),
+            };
+            let handoff = handoff.clone();
+            let (task, msg) = (id.to_string(), message.to_string());
+            tokio::task::spawn_blocking(move || handoff.complete(&task, status, &msg, None))
+                .await
+                .map_err(|e| format!("{id}: {e}"))?
+                .map_err(|e| format!("{id}: {e}"))?;
+            Ok(format!("{id}: {} (the engine applies it)", decision.verb()))
+        }
+        InboxKind::HumanLoop | InboxKind::Blocked => {
+            let done = match decision {
+                Decision::Approve => {
+                    store
+                        .approve_task(plan_id, id, json!({"by": "console"}))
+                        .await
+                }
+                Decision::Reject(r) => {
+                    store
+                        .reject_task(plan_id, id, json!({"by": "console", "reason": r}))
+                        .await
+                }
+                Decision::SendBack(c) => {
+                    store
+                        .reset_task(plan_id, id, &format!("sent back by the operator: {c}"))
+                        .await
+                }
+            };
+            let t = done.map_err(|e| format!("{id}: {e}"))?;
+            Ok(format!("{id} is {}", t.status))
+        }
+    }
+}
+
+/// What the inbox shows for one item: the handoff prompt (or the task itself) and the diff of
+/// the task's worktree against the commit it started from.
+pub fn load_detail(
+    workspaces: &Workspaces,
+    handoff: &HandoffDir,
+    target: &InboxTarget,
+    task: Option<&TaskRecord>,
+) -> InboxDetail {
+    let prompt = match target.kind {
+        InboxKind::Handoff => handoff
+            .prompt(&target.task_id)
+            .unwrap_or_else(|e| format!("(the handoff prompt cannot be read: {e})")),
+        _ => task.map(task_brief).unwrap_or_default(),
+    };
+    let (diff, diff_note) = match task.map(|t| workspaces.find(&t.plan_id, &t.id)) {
+        Some(Ok(Some(wt))) => match diff_worktree(&wt.path, &wt.base_commit, MAX_DIFF_BYTES) {
+            Ok(d) => (Some(d), None),
+            Err(e) => (None, Some(e.to_string())),
+        },
+        Some(Ok(None)) | None => (None, Some("no worktree is kept for this task".to_string())),
+        Some(Err(e)) => (None, Some(e.to_string())),
+    };
+    InboxDetail {
+        task_pk: target.task_pk,
+        prompt,
+        diff,
+        diff_note,
+    }
+}
+
+fn task_brief(t: &TaskRecord) -> String {
+    let mut out = t.spec.description.clone();
+    for (title, items) in [
+        ("Acceptance criteria", &t.spec.acceptance_criteria),
+        ("Test steps", &t.spec.test_steps),
+    ] {
+        if !items.is_empty() {
+            out.push_str(&format!("\n\n{title}:"));
+            for i in items {
+                out.push_str(&format!("\n- {i}"));
+            }
+        }
+    }
+    out
+}

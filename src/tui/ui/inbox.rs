@@ -1,0 +1,181 @@
+//! The handoff inbox: the tasks waiting for a human, and the one being read (its prompt and the
+//! diff of its worktree against its base).
+
+use crate::tui::keymap::Keymap;
+use crate::tui::action::Action;
+use crate::tui::state::AppState;
+use crate::tui::theme::Theme;
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table, TableState, Wrap};
+
+pub fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme, keys: &Keymap) {
+    if state.inbox_open.is_some() {
+        render_detail(frame, area, state, theme, keys);
+        return;
+    }
+    let items = state.inbox();
+    let [list, preview] = if area.height >= 16 {
+        Layout::vertical([Constraint::Percentage(50), Constraint::Min(3)]).areas(area)
+    } else {
+        Layout::vertical([Constraint::Min(3), Constraint::Length(0)]).areas(area)
+    };
+    let key = |a: Action| keys.keys_for(a).first().cloned().unwrap_or_default();
+    let title = format!(
+        " Inbox: {} waiting · {} open · {} approve · {} reject · {} send back · {} mark · {} all ",
+        items.len(),
+        key(Action::Zoom),
+        key(Action::Approve),
+        key(Action::Reject),
+        key(Action::SendBack),
+        key(Action::Mark),
+        key(Action::ApproveAll),
+    );
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(theme.dim())
+        .title(Span::styled(title, theme.title()));
+    if items.is_empty() {
+        frame.render_widget(
+            Paragraph::new(Line::styled(
+                "Nothing waits for a human. Handoff tasks and tasks parked in HUMAN_LOOP or BLOCKED appear here.",
+                theme.dim(),
+            ))
+            .wrap(Wrap { trim: true })
+            .block(block),
+            list,
+        );
+        return;
+    }
+    let rows: Vec<Row> = items
+        .iter()
+        .map(|i| {
+            let mark = if state.inbox_marked.contains(&i.task_pk) {
+                "●"
+            } else {
+                " "
+            };
+            Row::new(vec![
+                Cell::from(Span::styled(mark, theme.key())),
+                Cell::from(i.task_id.clone()),
+                Cell::from(Span::styled(i.kind.label(), theme.warn())),
+                Cell::from(i.note.clone()),
+            ])
+        })
+        .collect();
+    let table = Table::new(
+        rows,
+        [
+            Constraint::Length(1),
+            Constraint::Length(16),
+            Constraint::Length(10),
+            Constraint::Fill(1),
+        ],
+    )
+    .header(Row::new(vec!["", "task", "waits as", "note"]).style(theme.dim()))
+    .row_highlight_style(theme.selected())
+    .block(block);
+    let mut ts = TableState::default().with_selected(Some(state.inbox_selected));
+    frame.render_stateful_widget(table, list, &mut ts);
+
+    if preview.height > 0
+        && let Some(item) = items.get(state.inbox_selected)
+        && let Some(task) = state.tasks.iter().find(|t| t.pk == item.task_pk)
+    {
+        let mut lines = vec![Line::styled(
+            format!("{} · {}", task.id, task.status.as_str()),
+            theme.title(),
+        )];
+        lines.extend(
+            task.spec
+                .description
+                .lines()
+                .map(|l| Line::raw(l.to_string())),
+        );
+        if !item.note.is_empty() {
+            lines.push(Line::styled(format!("note: {}", item.note), theme.warn()));
+        }
+        frame.render_widget(
+            Paragraph::new(lines).wrap(Wrap { trim: false }).block(
+                Block::default()
+                    .borders(Borders::ALL)
+                    .border_style(theme.dim())
+                    .title(Span::styled(" Selected ", theme.title())),
+            ),
+            preview,
+        );
+    }
+}
+
+fn render_detail(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme, keys: &Keymap) {
+    let key = |a: Action| keys.keys_for(a).first().cloned().unwrap_or_default();
+    let id = state
+        .inbox_open
+        .and_then(|pk| state.tasks.iter().find(|t| t.pk == pk))
+        .map(|t| t.id.clone())
+        .unwrap_or_default();
+    let title = format!(
+        " {id}: {} approve · {} reject · {} send back · esc back ",
+        key(Action::Approve),
+        key(Action::Reject),
+        key(Action::SendBack)
+    );
+    let mut lines: Vec<Line> = Vec::new();
+    match &state.inbox_detail {
+        None => lines.push(Line::styled("loading the prompt and the changes…", theme.dim())),
+        Some(d) => {
+            lines.push(Line::styled("What was asked", theme.title()));
+            lines.extend(d.prompt.lines().map(|l| Line::raw(format!("  {l}"))));
+            lines.push(Line::raw(""));
+            match (&d.diff, &d.diff_note) {
+                (Some(diff), _) => {
+                    lines.push(Line::styled(
+                        format!(
+                            "Changes in the worktree: {} file(s), +{} −{}{}",
+                            diff.files,
+                            diff.insertions,
+                            diff.deletions,
+                            if diff.truncated { " (cut)" } else { "" }
+                        ),
+                        theme.title(),
+                    ));
+                    if diff.files == 0 {
+                        lines.push(Line::styled("  no changes yet", theme.dim()));
+                    }
+                    for l in diff.patch.lines() {
+                        let style = if l.starts_with("+++") || l.starts_with("---") {
+                            theme.title()
+                        } else if l.starts_with('+') {
+                            theme.ok()
+                        } else if l.starts_with('-') {
+                            theme.error()
+                        } else if l.starts_with("@@") || l.starts_with("diff ") {
+                            theme.key()
+                        } else {
+                            theme.text()
+                        };
+                        lines.push(Line::styled(l.to_string(), style));
+                    }
+                }
+                (None, Some(note)) => {
+                    lines.push(Line::styled("Changes", theme.title()));
+                    lines.push(Line::styled(format!("  {note}"), theme.dim()));
+                }
+                (None, None) => {}
+            }
+        }
+    }
+    frame.render_widget(
+        Paragraph::new(lines)
+            .wrap(Wrap { trim: false })
+            .scroll((state.detail_scroll, 0))
+            .block(
+                Block::default()
+                    .borders(Borders::ALL)
+                    .border_style(theme.dim())
+                    .title(Span::styled(title, theme.title())),
+            ),
+        area,
+    );
+}
