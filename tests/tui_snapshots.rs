@@ -17,7 +17,7 @@ use whilly::tui::action::Action;
 use whilly::tui::keymap::Keymap;
 use whilly::tui::screens::PaneScreens;
 use whilly::tui::state::{AppState, Focus, View};
-use whilly::tui::testkit::{demo_screens, demo_state, emulator, fixed_now, pane};
+use whilly::tui::testkit::{demo_screens, demo_state, emulator, fixed_now, inbox_state, pane};
 use whilly::tui::theme::Theme;
 use whilly::tui::ui::{self, FrameInfo, UiContext};
 
@@ -384,6 +384,8 @@ fn every_view_renders_at_both_sizes() {
         View::Budget,
         View::Stats,
         View::Triz,
+        View::Inbox,
+        View::Workers,
     ] {
         let mut s = demo_state(fixed_now());
         s.view = v;
@@ -439,4 +441,77 @@ async fn a_real_pty_session_renders_live_in_its_pane() {
         "the agent's bold survives"
     );
     let _ = Status::Done;
+}
+
+fn inbox_with(actions: &[Action]) -> AppState {
+    let mut s = inbox_state(fixed_now());
+    for a in actions {
+        s.handle(*a);
+    }
+    s
+}
+
+#[test]
+fn inbox_lists_what_waits_for_a_human() {
+    let s = inbox_with(&[Action::Inbox, Action::Mark]);
+    for (w, h) in SIZES {
+        let out = render(&s, w, h);
+        insta::assert_snapshot!(format!("inbox_{w}x{h}"), out);
+        assert!(out.contains("REVIEW-7"), "{out}");
+        assert!(out.contains("handoff"), "{out}");
+        assert!(out.contains("human loop"), "{out}");
+        assert!(out.contains("●"), "the mark shows: {out}");
+    }
+    // The header tells the operator something waits, from any view.
+    let main = render(&inbox_with(&[]), 200, 60);
+    assert!(main.contains("inbox 2"), "{main}");
+}
+
+#[test]
+fn inbox_item_shows_the_prompt_and_the_coloured_diff() {
+    use whilly::tui::state::InboxDetail;
+    use whilly::workspace::WorktreeDiff;
+    let mut s = inbox_with(&[Action::Inbox, Action::MoveDown, Action::Zoom]);
+    s.set_inbox_detail(InboxDetail {
+        task_pk: 7,
+        prompt: "Review the release notes by hand.\nWrite result.json when done.".into(),
+        diff: Some(WorktreeDiff {
+            files: 1,
+            insertions: 1,
+            deletions: 1,
+            patch: "diff --git a/NOTES.md b/NOTES.md\n--- a/NOTES.md\n+++ b/NOTES.md\n@@ -1 +1 @@\n-old line\n+new line\n".into(),
+            truncated: false,
+        }),
+        diff_note: None,
+    });
+    let (out, _, buf) = render_with(&s, 80, 24, &demo_screens(), Theme::default());
+    insta::assert_snapshot!("inbox_detail_80x24", out);
+    assert!(out.contains("Review the release notes by hand."), "{out}");
+    assert!(out.contains("1 file(s), +1 −1"), "{out}");
+    let row = out.lines().position(|l| l.contains("+new line")).unwrap() as u16;
+    assert_eq!(fg_of(&buf, "+new line", row), Some(Color::Green));
+}
+
+#[test]
+fn reject_asks_for_a_reason_in_a_popup() {
+    let mut s = inbox_with(&[Action::Inbox, Action::Reject]);
+    for c in "needs tests".chars() {
+        s.handle(Action::TextChar(c));
+    }
+    let out = render(&s, 80, 24);
+    insta::assert_snapshot!("inbox_reject_popup_80x24", out);
+    assert!(out.contains("Reject DOCS-5: reason"), "{out}");
+    assert!(out.contains("needs tests"), "{out}");
+}
+
+#[test]
+fn workers_view_shows_hosts_slots_and_heartbeat_age() {
+    let s = inbox_with(&[Action::Workers]);
+    for (w, h) in SIZES {
+        let out = render(&s, w, h);
+        insta::assert_snapshot!(format!("workers_{w}x{h}"), out);
+        assert!(out.contains("build-1"), "{out}");
+        assert!(out.contains("5s ago"), "{out}");
+        assert!(out.contains("2m ago") || out.contains("120s ago"), "{out}");
+    }
 }

@@ -364,6 +364,9 @@ impl Console {
 
     fn draw(&mut self, terminal: &mut ConsoleTerminal) -> std::io::Result<()> {
         self.state.now = self.frozen_now.unwrap_or_else(Instant::now);
+        if self.frozen_now.is_none() {
+            self.state.wall = chrono::Utc::now();
+        }
         let ctx = UiContext {
             keymap: &self.opts.keymap,
             theme: &self.opts.theme,

@@ -82,7 +82,10 @@ pub fn inbox_items(tasks: &[TaskRecord], panes: &[PaneMeta], events: &[Event]) -
             task_pk: t.pk,
             task_id: t.id.clone(),
             kind,
-            note: park_note(t, events),
+            note: match kind {
+                InboxKind::Handoff => "a human does this task; approve when the work is there".to_string(),
+                _ => park_note(t, events),
+            },
         });
     }
     items

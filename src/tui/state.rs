@@ -335,6 +335,8 @@ pub struct AppState {
     pub started: Instant,
     /// The clock the renderer uses (set by the loop each frame; fixed in tests).
     pub now: Instant,
+    /// Wall-clock time for ages of stored timestamps (set with `now`; fixed in tests).
+    pub wall: chrono::DateTime<chrono::Utc>,
     pub triz: Option<TrizReport>,
     pub inbox_selected: usize,
     /// Task pks marked for a batch decision.
@@ -370,6 +372,7 @@ impl AppState {
             stopping: false,
             started: now,
             now,
+            wall: chrono::Utc::now(),
             triz: None,
             inbox_selected: 0,
             inbox_marked: BTreeSet::new(),

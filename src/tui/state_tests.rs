@@ -267,3 +267,159 @@ fn counts_group_statuses() {
         (6, 1, 2, 1, 2)
     );
 }
+
+mod inbox {
+    use super::*;
+    use crate::tui::inbox::{Decision, InboxKind};
+    use crate::tui::testkit::inbox_state;
+
+    fn inbox() -> AppState {
+        let mut s = inbox_state(fixed_now());
+        s.handle(Action::Inbox);
+        s
+    }
+
+    #[test]
+    fn lists_handoffs_and_parked_tasks_with_their_notes() {
+        let s = inbox();
+        assert_eq!(s.view, View::Inbox);
+        let items = s.inbox();
+        let summary: Vec<_> = items
+            .iter()
+            .map(|i| (i.task_id.as_str(), i.kind))
+            .collect();
+        assert_eq!(
+            summary,
+            [
+                ("DOCS-5", InboxKind::HumanLoop),
+                ("REVIEW-7", InboxKind::Handoff)
+            ]
+        );
+        assert!(items[0].note.contains("mdbook"), "{:?}", items[0].note);
+        assert!(items[0].note.starts_with("human_loop: "), "{:?}", items[0].note);
+    }
+
+    #[test]
+    fn single_approve_decides_at_once() {
+        let mut s = inbox();
+        s.handle(Action::MoveDown);
+        let fx = s.handle(Action::Approve);
+        match fx.as_slice() {
+            [Effect::Decide(t, Decision::Approve)] => {
+                assert_eq!(t.len(), 1);
+                assert_eq!(t[0].task_id, "REVIEW-7");
+                assert_eq!(t[0].kind, InboxKind::Handoff);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn marked_items_are_approved_together_after_confirmation() {
+        let mut s = inbox();
+        s.handle(Action::Mark);
+        s.handle(Action::Mark);
+        assert_eq!(s.inbox_marked.len(), 2);
+        assert!(s.handle(Action::Approve).is_empty());
+        assert!(s.wants_answer());
+        // "n" keeps everything as it was.
+        s.handle(Action::Answer('n'));
+        assert_eq!(s.inbox_marked.len(), 2);
+        s.handle(Action::Approve);
+        let fx = s.handle(Action::Answer('y'));
+        match fx.as_slice() {
+            [Effect::Decide(t, Decision::Approve)] => assert_eq!(t.len(), 2),
+            other => panic!("{other:?}"),
+        }
+        assert!(s.inbox_marked.is_empty());
+    }
+
+    #[test]
+    fn approve_all_asks_first() {
+        let mut s = inbox();
+        assert!(s.handle(Action::ApproveAll).is_empty());
+        let fx = s.handle(Action::Answer('y'));
+        assert!(matches!(fx.as_slice(), [Effect::Decide(t, Decision::Approve)] if t.len() == 2));
+    }
+
+    #[test]
+    fn reject_needs_a_reason_and_escape_cancels() {
+        let mut s = inbox();
+        s.handle(Action::Reject);
+        assert!(s.wants_text());
+        assert!(s.handle(Action::TextSubmit).is_empty());
+        assert!(s.wants_text(), "an empty reason is refused, the popup stays");
+        for c in "wrong tool".chars() {
+            s.handle(Action::TextChar(c));
+        }
+        s.handle(Action::TextBackspace);
+        let fx = s.handle(Action::TextSubmit);
+        match fx.as_slice() {
+            [Effect::Decide(t, Decision::Reject(r))] => {
+                assert_eq!(t[0].task_id, "DOCS-5");
+                assert_eq!(r, "wrong too");
+            }
+            other => panic!("{other:?}"),
+        }
+        s.handle(Action::SendBack);
+        s.handle(Action::TextChar('x'));
+        assert!(s.handle(Action::Back).is_empty());
+        assert!(s.popups.is_empty());
+    }
+
+    #[test]
+    fn send_back_carries_the_comment() {
+        let mut s = inbox();
+        s.handle(Action::SendBack);
+        for c in "use mdbook".chars() {
+            s.handle(Action::TextChar(c));
+        }
+        let fx = s.handle(Action::TextSubmit);
+        assert!(matches!(
+            fx.as_slice(),
+            [Effect::Decide(_, Decision::SendBack(c))] if c == "use mdbook"
+        ));
+    }
+
+    #[test]
+    fn enter_opens_the_item_and_escape_closes_it() {
+        let mut s = inbox();
+        let fx = s.handle(Action::Zoom);
+        assert!(matches!(fx.as_slice(), [Effect::LoadInboxDetail(t)] if t.task_id == "DOCS-5"));
+        assert_eq!(s.inbox_open, Some(5));
+        s.handle(Action::Back);
+        assert_eq!(s.inbox_open, None);
+        assert_eq!(s.view, View::Inbox);
+        s.handle(Action::Back);
+        assert_eq!(s.view, View::Main);
+    }
+
+    #[test]
+    fn decisions_work_on_the_selected_task_outside_the_inbox() {
+        let mut s = inbox_state(fixed_now());
+        // DB-4 failed: not waiting for a human.
+        for _ in 0..3 {
+            s.handle(Action::MoveDown);
+        }
+        assert!(s.handle(Action::Approve).is_empty());
+        assert!(s.status.as_ref().is_some_and(|(t, _)| t.contains("inbox")));
+        s.handle(Action::MoveDown); // DOCS-5, parked
+        assert!(matches!(
+            s.handle(Action::Approve).as_slice(),
+            [Effect::Decide(t, Decision::Approve)] if t[0].task_id == "DOCS-5"
+        ));
+    }
+
+    #[test]
+    fn items_that_left_the_inbox_drop_their_marks() {
+        let mut s = inbox();
+        s.handle(Action::Mark);
+        assert!(s.inbox_marked.contains(&5));
+        let mut tasks = s.tasks.clone();
+        tasks[4].status = Status::Done;
+        let plan = s.plan.clone().unwrap();
+        s.set_data(plan, tasks, Vec::new());
+        assert!(s.inbox_marked.is_empty());
+        assert_eq!(s.inbox().len(), 1);
+    }
+}

@@ -5,7 +5,7 @@ use super::state::{AppState, PaneMeta};
 use crate::domain::{PlanSpec, Priority, Status, TaskSpec, Usd};
 use crate::engine::sessions::SessionState;
 use crate::pty::{Emulator, TermSize};
-use crate::store::{Event, PlanRecord, TaskRecord};
+use crate::store::{Event, PlanRecord, TaskRecord, WorkerRecord};
 use chrono::{TimeZone, Utc};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -77,6 +77,55 @@ pub fn event(id: i64, kind: &str, task: &str, from: Option<Status>, to: Option<S
         to_status: to,
         payload: serde_json::json!({}),
     }
+}
+
+/// The demo state plus a handoff task waiting for its human (REVIEW-7, with a pane) and DOCS-5
+/// parked in HUMAN_LOOP, two workers registered, the wall clock fixed.
+pub fn inbox_state(now: Instant) -> AppState {
+    let mut s = demo_state(now);
+    s.wall = t0() + chrono::Duration::seconds(120);
+    let mut tasks = s.tasks.clone();
+    tasks[4].status = Status::HumanLoop;
+    tasks[4].reason = Some("human_loop".into());
+    let mut review = task(7, "REVIEW-7", Status::InProgress);
+    review.spec.description = "Review the release notes by hand".into();
+    review.spec.agent = Some("handoff".into());
+    tasks.push(review);
+    let mut parked = event(
+        9,
+        "task.human_loop",
+        "DOCS-5",
+        Some(Status::InProgress),
+        Some(Status::HumanLoop),
+    );
+    parked.payload = serde_json::json!({"message": "which doc tool: mdbook or docusaurus?"});
+    let plan = s.plan.clone().unwrap_or_else(|| plan(None, 0.0));
+    s.set_data(plan, tasks, vec![parked]);
+    let mut panes = s.panes.clone();
+    let mut human = pane(7, "REVIEW-7", SessionState::WaitingForHuman, now, Duration::from_secs(30));
+    human.agent = "handoff".into();
+    human.has_screen = false;
+    panes.push(human);
+    s.set_panes(panes);
+    s.set_workers(vec![
+        WorkerRecord {
+            id: "build-1/4242/a1b2".into(),
+            host: "build-1".into(),
+            slots: 3,
+            tags: vec!["linux".into()],
+            started_at: t0(),
+            heartbeat_at: t0() + chrono::Duration::seconds(115),
+        },
+        WorkerRecord {
+            id: "build-2/77/c3d4".into(),
+            host: "build-2".into(),
+            slots: 2,
+            tags: Vec::new(),
+            started_at: t0(),
+            heartbeat_at: t0(),
+        },
+    ]);
+    s
 }
 
 /// An instant far enough from the clock's origin that subtracting minutes is safe.

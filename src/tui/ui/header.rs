@@ -44,6 +44,14 @@ pub fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme) {
     if c.held > 0 {
         spans.push(Span::styled(format!(" held {}", c.held), theme.warn()));
     }
+    let waiting = state.inbox().len();
+    if waiting > 0 {
+        spans.push(sep());
+        spans.push(Span::styled(
+            format!("inbox {waiting}"),
+            theme.warn().add_modifier(Modifier::REVERSED),
+        ));
+    }
     spans.push(sep());
     let cost = match b.limit {
         Some(limit) => format!(
@@ -59,6 +67,12 @@ pub fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme) {
     spans.push(Span::raw(clock(state.elapsed())));
     spans.push(sep());
     spans.push(Span::styled(state.backend.clone(), theme.dim()));
+    if !state.workers.is_empty() {
+        spans.push(Span::styled(
+            format!(" {} worker(s)", state.workers.len()),
+            theme.dim(),
+        ));
+    }
     frame.render_widget(Paragraph::new(Line::from(spans)), top);
 
     let finished = c.done + c.skipped;
@@ -124,6 +138,11 @@ pub fn footer(frame: &mut Frame, area: Rect, state: &AppState, ui: &UiContext) {
         ])
     } else {
         let mut spans = Vec::new();
+        let waiting = state.inbox().len();
+        if waiting > 0 {
+            spans.push(Span::styled(format!(" {}", key(Action::Inbox)), theme.key()));
+            spans.push(Span::styled(format!(" inbox ({waiting})"), theme.warn()));
+        }
         for (a, label) in [
             (Action::Quit, "quit"),
             (Action::Help, "help"),

@@ -23,7 +23,7 @@ pub fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme, ke
     };
     let key = |a: Action| keys.keys_for(a).first().cloned().unwrap_or_default();
     let title = format!(
-        " Inbox: {} waiting · {} open · {} approve · {} reject · {} send back · {} mark · {} all ",
+        " Inbox ({}) · {} open · {} approve · {} reject · {} send back · {} mark · {} all ",
         items.len(),
         key(Action::Zoom),
         key(Action::Approve),

@@ -14,7 +14,7 @@ use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table};
 const STALE_SECS: i64 = 60;
 
 pub fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme) {
-    let now = chrono::Utc::now();
+    let now = state.wall;
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(theme.dim())
