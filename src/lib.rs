@@ -12,6 +12,7 @@ pub mod config;
 pub mod domain;
 pub mod engine;
 pub mod fsutil;
+pub mod notify;
 pub mod plan;
 pub mod pty;
 pub mod store;

@@ -15,7 +15,9 @@ use crate::agent::HandoffDir;
 use crate::cli::run_cmd::RunSetup;
 use crate::config::Config;
 use crate::engine::sessions::SessionRegistry;
+use crate::engine::sessions::SessionState;
 use crate::engine::{Engine, RunSummary, StopLevel};
+use crate::notify::{Notice, NoticeKind, Notifier, NotifyEnv, notices_for_events};
 use crate::pty::{MouseMode, PtySession};
 use crate::store::{
     Event as StoreEvent, EventFilter, PlanRecord, Store, StoreResult, TaskRecord, WorkerRecord,
@@ -51,6 +53,7 @@ pub struct ConsoleOptions {
     pub keymap: Keymap,
     pub theme: Theme,
     pub fps: u32,
+    pub notifier: Notifier,
 }
 
 impl ConsoleOptions {
@@ -69,6 +72,7 @@ impl ConsoleOptions {
                 cfg.tui.fps
             }
             .clamp(1, 240),
+            notifier: Notifier::new(cfg.notifications.clone(), NotifyEnv::from_process()),
         })
     }
 
@@ -171,6 +175,10 @@ struct Console {
     details_rx: mpsc::UnboundedReceiver<InboxDetail>,
     input_stop: Arc<AtomicBool>,
     around: Surroundings,
+    /// Notices waiting to be written to the terminal after the next frame.
+    notices: Vec<Notice>,
+    /// Events up to the first load are history: they notify nobody.
+    seen_history: bool,
 }
 
 impl Console {
@@ -209,6 +217,8 @@ impl Console {
             details_rx,
             input_stop: Arc::new(AtomicBool::new(false)),
             around,
+            notices: Vec::new(),
+            seen_history: false,
         }
     }
 
@@ -251,6 +261,13 @@ impl Console {
                     self.frozen_now = Some(Instant::now());
                     match joined {
                         Ok(Ok(summary)) => {
+                            if !self.state.stopping {
+                                self.notices.push(Notice::new(
+                                    NoticeKind::PlanFinished,
+                                    &self.plan_id,
+                                    crate::tui::command::summary_line(&self.plan_id, &summary),
+                                ));
+                            }
                             outcome.summary = Some(summary.clone());
                             self.state.set_finished(summary);
                         }
@@ -280,6 +297,10 @@ impl Console {
                 Some(msg) = data_rx.recv() => {
                     match msg {
                         Ok(d) => {
+                            if self.seen_history {
+                                self.notices.extend(notices_for_events(&self.plan_id, &d.events));
+                            }
+                            self.seen_history = true;
                             self.state.set_data(d.plan, d.tasks, d.events);
                             if let Some(w) = d.workers {
                                 self.state.set_workers(w);
@@ -326,6 +347,10 @@ impl Console {
                 && let Err(e) = self.draw(&mut terminal)
             {
                 break Err(anyhow::anyhow!("drawing the console failed: {e}"));
+            }
+            // Between frames, so an escape never lands inside a frame's output.
+            for notice in std::mem::take(&mut self.notices) {
+                self.opts.notifier.send(&notice, terminal.backend_mut());
             }
         };
         loader.abort();
@@ -430,6 +455,19 @@ impl Console {
         self.ptys = ptys;
         let mut sorted = panes;
         sorted.sort_by_key(|p| p.task_pk);
+        for p in &sorted {
+            let was_waiting = self
+                .state
+                .pane(p.task_pk)
+                .is_some_and(|old| old.state == SessionState::WaitingForHuman);
+            if p.state == SessionState::WaitingForHuman && !was_waiting {
+                self.notices.push(Notice::new(
+                    NoticeKind::NeedsHuman,
+                    &self.plan_id,
+                    format!("{} waits for a human (handoff): H opens the inbox", p.task_id),
+                ));
+            }
+        }
         if sorted != self.state.panes {
             self.state.set_panes(sorted);
             self.dirty = true;
