@@ -482,12 +482,14 @@ fn inbox_item_shows_the_prompt_and_the_coloured_diff() {
             patch: "diff --git a/NOTES.md b/NOTES.md\n--- a/NOTES.md\n+++ b/NOTES.md\n@@ -1 +1 @@\n-old line\n+new line\n".into(),
             truncated: false,
         }),
+        worktree: Some("/work/trees/demo/REVIEW-7".into()),
         diff_note: None,
     });
     let (out, _, buf) = render_with(&s, 80, 24, &demo_screens(), Theme::default());
     insta::assert_snapshot!("inbox_detail_80x24", out);
     assert!(out.contains("Review the release notes by hand."), "{out}");
     assert!(out.contains("1 file(s), +1 −1"), "{out}");
+    assert!(out.contains("Worktree: /work/trees/demo/REVIEW-7"), "{out}");
     let row = out.lines().position(|l| l.contains("+new line")).unwrap() as u16;
     assert_eq!(fg_of(&buf, "+new line", row), Some(Color::Green));
 }

@@ -34,34 +34,40 @@ pub async fn run(global: super::args::GlobalArgs, args: DemoArgs) -> anyhow::Res
         resume: false,
     };
     let interactive = !args.headless && std::io::stdout().is_terminal();
-    if interactive {
-        return super::run_cmd::run_interactive(&ctx, run_args).await;
-    }
-    // Headless there is nobody at the keyboard: play the human for the handoff task.
+    // The demo plays the human of the handoff task DEMO-006 as far as it should: it drafts
+    // REVIEW.md in the task's worktree. Headless, nobody is at the keyboard, so it also answers
+    // the handoff; in the console the operator reads the draft in the inbox (H) and approves it.
     let handoff = HandoffDir::in_project(&dir);
     let review = tokio::spawn(async move {
         loop {
             tokio::time::sleep(Duration::from_millis(500)).await;
-            if handoff.read_meta("DEMO-006").is_ok() {
-                if let Ok(meta) = handoff.read_meta("DEMO-006") {
-                    let _ = std::fs::write(
-                        meta.cwd.join("REVIEW.md"),
-                        "# Review\n\nVerdict: approved by the demo's stand-in human.\n",
-                    );
-                }
-                let _ = handoff.complete(
-                    "DEMO-006",
-                    HandoffStatus::Complete,
-                    "approved (headless demo)",
-                    None,
-                );
-                eprintln!(
-                    "demo: answered the handoff of DEMO-006 as the human would (`whilly handoff complete`)"
-                );
+            let Ok(meta) = handoff.read_meta("DEMO-006") else {
+                continue;
+            };
+            let _ = std::fs::write(
+                meta.cwd.join("REVIEW.md"),
+                "# Review\n\nVerdict: the documents read well; approved.\n",
+            );
+            if interactive {
                 return;
             }
+            let _ = handoff.complete(
+                "DEMO-006",
+                HandoffStatus::Complete,
+                "approved (headless demo)",
+                None,
+            );
+            eprintln!(
+                "demo: answered the handoff of DEMO-006 as the human would (`whilly handoff complete`)"
+            );
+            return;
         }
     });
+    if interactive {
+        let code = super::run_cmd::run_interactive(&ctx, run_args).await;
+        review.abort();
+        return code;
+    }
     let code = super::run_cmd::run(&ctx, run_args).await;
     review.abort();
     code

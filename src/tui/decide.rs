@@ -91,11 +91,15 @@ pub fn load_detail(
             .unwrap_or_else(|e| format!("(the handoff prompt cannot be read: {e})")),
         _ => task.map(task_brief).unwrap_or_default(),
     };
+    let mut worktree = None;
     let (diff, diff_note) = match task.map(|t| workspaces.find(&t.plan_id, &t.id)) {
-        Some(Ok(Some(wt))) => match diff_worktree(&wt.path, &wt.base_commit, MAX_DIFF_BYTES) {
-            Ok(d) => (Some(d), None),
-            Err(e) => (None, Some(e.to_string())),
-        },
+        Some(Ok(Some(wt))) => {
+            worktree = Some(wt.path.clone());
+            match diff_worktree(&wt.path, &wt.base_commit, MAX_DIFF_BYTES) {
+                Ok(d) => (Some(d), None),
+                Err(e) => (None, Some(e.to_string())),
+            }
+        }
         Some(Ok(None)) | None => (None, Some("no worktree is kept for this task".to_string())),
         Some(Err(e)) => (None, Some(e.to_string())),
     };
@@ -103,6 +107,7 @@ pub fn load_detail(
         task_pk: target.task_pk,
         prompt,
         diff,
+        worktree,
         diff_note,
     }
 }

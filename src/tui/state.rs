@@ -231,6 +231,8 @@ pub struct InboxDetail {
     /// What the human was asked (the handoff prompt, or the task itself).
     pub prompt: String,
     pub diff: Option<WorktreeDiff>,
+    /// Where the work is (a human doing a handoff works there).
+    pub worktree: Option<std::path::PathBuf>,
     /// Why the diff is missing (no worktree, git error).
     pub diff_note: Option<String>,
 }

@@ -125,14 +125,18 @@ fn render_detail(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme,
     match &state.inbox_detail {
         None => lines.push(Line::styled("loading the prompt and the changes…", theme.dim())),
         Some(d) => {
-            lines.push(Line::styled("What was asked", theme.title()));
-            lines.extend(d.prompt.lines().map(|l| Line::raw(format!("  {l}"))));
-            lines.push(Line::raw(""));
+            // The work comes first: it is what the operator decides on.
+            if let Some(path) = &d.worktree {
+                lines.push(Line::styled(
+                    format!("Worktree: {}", path.display()),
+                    theme.dim(),
+                ));
+            }
             match (&d.diff, &d.diff_note) {
                 (Some(diff), _) => {
                     lines.push(Line::styled(
                         format!(
-                            "Changes in the worktree: {} file(s), +{} −{}{}",
+                            "Changes against the base: {} file(s), +{} −{}{}",
                             diff.files,
                             diff.insertions,
                             diff.deletions,
@@ -144,18 +148,7 @@ fn render_detail(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme,
                         lines.push(Line::styled("  no changes yet", theme.dim()));
                     }
                     for l in diff.patch.lines() {
-                        let style = if l.starts_with("+++") || l.starts_with("---") {
-                            theme.title()
-                        } else if l.starts_with('+') {
-                            theme.ok()
-                        } else if l.starts_with('-') {
-                            theme.error()
-                        } else if l.starts_with("@@") || l.starts_with("diff ") {
-                            theme.key()
-                        } else {
-                            theme.text()
-                        };
-                        lines.push(Line::styled(l.to_string(), style));
+                        lines.push(Line::styled(l.to_string(), diff_style(l, theme)));
                     }
                 }
                 (None, Some(note)) => {
@@ -164,6 +157,9 @@ fn render_detail(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme,
                 }
                 (None, None) => {}
             }
+            lines.push(Line::raw(""));
+            lines.push(Line::styled("What was asked", theme.title()));
+            lines.extend(d.prompt.lines().map(|l| Line::raw(format!("  {l}"))));
         }
     }
     frame.render_widget(
@@ -178,4 +174,18 @@ fn render_detail(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme,
             ),
         area,
     );
+}
+
+fn diff_style(l: &str, theme: &Theme) -> ratatui::style::Style {
+    if l.starts_with("+++") || l.starts_with("---") {
+        theme.title()
+    } else if l.starts_with('+') {
+        theme.ok()
+    } else if l.starts_with('-') {
+        theme.error()
+    } else if l.starts_with("@@") || l.starts_with("diff ") {
+        theme.key()
+    } else {
+        theme.text()
+    }
 }

@@ -114,7 +114,7 @@ pub fn render(
             let note = match p.state {
                 SessionState::Preparing => "preparing the worktree…",
                 SessionState::WaitingForHuman => {
-                    "waiting for a human: answer with `whilly handoff`"
+                    "waiting for a human: H opens the inbox to review and approve (or `whilly handoff complete`)"
                 }
                 SessionState::Verifying => "running verification checks…",
                 SessionState::Delivering => "delivering the work…",
