@@ -289,3 +289,84 @@ fn finished_run_keeps_the_summary_until_q_and_exits_like_headless() {
     assert!(s.contains("whilly: plan p: all_done · 1 done"), "{s}");
     assert_eq!(tmux.alternate_on(), "0");
 }
+
+/// The handoff inbox end to end: two tasks for a human; the operator reads one's work (a diff of
+/// its worktree) and approves it, rejects the other with a reason typed in the console. The
+/// decisions are events, the tasks end DONE and FAILED, the run exits 1.
+#[test]
+fn inbox_approves_one_handoff_and_rejects_another_with_a_reason() {
+    if std::env::var(CHILD_VAR).is_ok() {
+        return;
+    }
+    let mut h1 = task("H1");
+    h1["agent"] = "handoff".into();
+    let mut h2 = task("H2");
+    h2["agent"] = "handoff".into();
+    let repo = Repo::new(&plan("p", vec![h1, h2]), &agent_template(1));
+    repo.write("whilly.toml", &{
+        let c = std::fs::read_to_string(repo.repo.join("whilly.toml")).expect("config");
+        c.replace("parallel = 1", "parallel = 2")
+    });
+    let script = console_script(&repo);
+    let tmux = Tmux::start("inbox", &repo.repo);
+    tmux.literal(&format!("sh {}", script.display()));
+    tmux.keys(&["Enter"]);
+    tmux.wait("both handoffs in the inbox", 90, |s| s.contains("inbox 2"));
+
+    // The human does H1's work in its worktree (the path is in the handoff's meta.json).
+    let meta: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(repo.repo.join(".whilly/handoff/H1/meta.json")).expect("meta"),
+    )
+    .expect("meta json");
+    let cwd = std::path::PathBuf::from(meta["cwd"].as_str().expect("cwd"));
+    std::fs::create_dir_all(cwd.join("files")).expect("mkdir");
+    std::fs::write(cwd.join("files/H1.txt"), "reviewed by a human\n").expect("work");
+
+    tmux.literal("H");
+    tmux.wait("inbox view", 10, |s| s.contains("Inbox (2)"));
+    tmux.keys(&["Enter"]);
+    let s = tmux.wait("H1's diff", 20, |s| s.contains("+reviewed by a human"));
+    assert!(s.contains("files/H1.txt"), "{s}");
+    assert!(s.contains("What was asked"), "{s}");
+    tmux.literal("a");
+    tmux.wait("H1 left the inbox", 60, |s| s.contains("Inbox (1)"));
+
+    tmux.literal("x");
+    tmux.wait("reason popup", 10, |s| s.contains("Reject H2: reason"));
+    tmux.literal("out of scope");
+    tmux.keys(&["Enter"]);
+    let s = tmux.wait("run finished", 60, |s| s.contains("finished:"));
+    assert!(s.contains("exit 1"), "{s}");
+    tmux.literal("q");
+    let s = tmux.wait("shell after quit", 30, |s| s.contains("EXIT="));
+    assert!(s.contains("EXIT=1"), "{s}");
+    assert_eq!(tmux.alternate_on(), "0");
+
+    assert_eq!(repo.task("p", "H1")["status"], "DONE");
+    let h2 = repo.task("p", "H2");
+    assert_eq!(h2["status"], "FAILED", "{h2}");
+    let decisions = repo.events_of_type("operator.decision");
+    let summary: Vec<(String, String, String)> = decisions
+        .iter()
+        .map(|e| {
+            (
+                e["task_id"].as_str().unwrap_or("").to_string(),
+                e["payload"]["decision"].as_str().unwrap_or("").to_string(),
+                e["payload"]["message"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            ("H1".into(), "approve".into(), String::new()),
+            ("H2".into(), "reject".into(), "out of scope".into())
+        ],
+        "{decisions:?}"
+    );
+    // H1's work was committed and delivered: the file is in the repository.
+    assert_eq!(
+        std::fs::read_to_string(repo.repo.join("files/H1.txt")).expect("delivered"),
+        "reviewed by a human\n"
+    );
+}
