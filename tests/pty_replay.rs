@@ -88,3 +88,38 @@ fn replay_in_small_chunks_gives_the_same_screen() {
         );
     }
 }
+
+/// The real Claude Code CLI's interactive TUI, recorded at 100×30 by tests/claude_tui_pane.rs
+/// (`WHILLY_RECORD_CLAUDE_TO=…`): welcome box, the prompt, the model's answer, the input box.
+#[test]
+fn replay_of_the_real_claude_tui() {
+    let bytes = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fake_agents/fixtures/claude_interactive_100x30.ans"
+    ))
+    .unwrap();
+    let mut emu = Emulator::new(TermSize::new(30, 100), 1000);
+    emu.process(&bytes);
+    let text = emu.screen_text();
+    let lines: Vec<&str> = text.lines().map(str::trim_end).collect();
+    assert!(lines[0].starts_with("╭─── Claude Code v"), "{text}");
+    assert!(
+        lines[0].ends_with('╮') && lines[0].chars().count() == 100,
+        "{text}"
+    );
+    assert!(lines.iter().any(|l| *l == "❯ say hello"), "{text}");
+    assert!(lines.iter().any(|l| *l == "● Task complete."), "{text}");
+    assert!(
+        lines.iter().any(|l| l.contains("? for shortcuts")),
+        "{text}"
+    );
+    // Byte by byte the screen is the same: no sequence is misread when split.
+    let mut split = Emulator::new(TermSize::new(30, 100), 1000);
+    for b in bytes.chunks(1) {
+        split.process(b);
+    }
+    assert_eq!(split.screen_text(), text);
+    // The welcome box's border is drawn in the CLI's accent colour, not the default.
+    let border = emu.screen().cell(0, 0).unwrap().fgcolor();
+    assert_ne!(border, vt100::Color::Default);
+}

@@ -60,7 +60,11 @@ impl Notifier {
     pub fn terminal_bytes(&self, notice: &Notice) -> Vec<u8> {
         let mut out = Vec::new();
         if self.cfg.terminal {
-            out.extend(terminal::notification(notice, self.env.osc777, self.env.tmux));
+            out.extend(terminal::notification(
+                notice,
+                self.env.osc777,
+                self.env.tmux,
+            ));
         }
         if self.cfg.bell && notice.kind.rings() {
             out.push(0x07);

@@ -55,7 +55,10 @@ pub fn notices_for_events(plan_id: &str, events: &[Event]) -> Vec<Notice> {
                     NoticeKind::NeedsHuman,
                     format!("{task} needs a human decision{message}"),
                 ),
-                et::TASK_BLOCKED => (NoticeKind::NeedsHuman, format!("{task} is blocked{message}")),
+                et::TASK_BLOCKED => (
+                    NoticeKind::NeedsHuman,
+                    format!("{task} is blocked{message}"),
+                ),
                 et::BUDGET_WARNING => (
                     NoticeKind::BudgetWarning,
                     "80 % of the budget is spent".to_string(),
@@ -97,7 +100,11 @@ mod tests {
     fn events_that_need_the_operator_notify() {
         let events = [
             ev(et::TASK_CLAIMED, Some("A"), json!({})),
-            ev(et::TASK_HUMAN_LOOP, Some("A"), json!({"message": "pick a db"})),
+            ev(
+                et::TASK_HUMAN_LOOP,
+                Some("A"),
+                json!({"message": "pick a db"}),
+            ),
             ev(et::BUDGET_WARNING, None, json!({})),
             ev(et::TASK_DONE, Some("B"), json!({})),
             ev(et::BUDGET_EXHAUSTED, None, json!({})),

@@ -72,7 +72,10 @@ mod tests {
     #[test]
     fn osc9_and_osc777() {
         let x = n("whilly: p", "all done");
-        assert_eq!(notification(&x, false, false), b"\x1b]9;whilly: p: all done\x07");
+        assert_eq!(
+            notification(&x, false, false),
+            b"\x1b]9;whilly: p: all done\x07"
+        );
         assert_eq!(
             notification(&x, true, false),
             b"\x1b]777;notify;whilly: p;all done\x07"

@@ -4,9 +4,9 @@
 //! state machine's effects.
 
 use super::action::Action;
+use super::decide;
 use super::keymap::{Key, KeyChord, Keymap, KeymapError};
 use super::resize::ResizeCoalescer;
-use super::decide;
 use super::state::{AppState, Effect, Focus, InboxDetail, Level, PaneMeta};
 use super::terminal::{ConsoleTerminal, TerminalGuard, draw_synchronized};
 use super::theme::Theme;
@@ -464,7 +464,10 @@ impl Console {
                 self.notices.push(Notice::new(
                     NoticeKind::NeedsHuman,
                     &self.plan_id,
-                    format!("{} waits for a human (handoff): H opens the inbox", p.task_id),
+                    format!(
+                        "{} waits for a human (handoff): H opens the inbox",
+                        p.task_id
+                    ),
                 ));
             }
         }

@@ -83,7 +83,9 @@ pub fn inbox_items(tasks: &[TaskRecord], panes: &[PaneMeta], events: &[Event]) -
             task_id: t.id.clone(),
             kind,
             note: match kind {
-                InboxKind::Handoff => "a human does this task; approve when the work is there".to_string(),
+                InboxKind::Handoff => {
+                    "a human does this task; approve when the work is there".to_string()
+                }
                 _ => park_note(t, events),
             },
         });

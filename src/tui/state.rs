@@ -100,26 +100,8 @@ impl View {
                 Back,
             ],
             View::Inbox => &[
-                Quit,
-                Help,
-                MoveUp,
-                MoveDown,
-                First,
-                Last,
-                Zoom,
-                Mark,
-                Approve,
-                ApproveAll,
-                Reject,
-                SendBack,
-                ScrollUp,
-                ScrollDown,
-                Inbox,
-                Workers,
-                TaskDetail,
-                Events,
-                Budget,
-                Back,
+                Quit, Help, MoveUp, MoveDown, First, Last, Zoom, Mark, Approve, ApproveAll, Reject,
+                SendBack, ScrollUp, ScrollDown, Inbox, Workers, TaskDetail, Events, Budget, Back,
             ],
             View::Tasks | View::Budget => &[
                 Quit,
@@ -242,7 +224,10 @@ pub enum Popup {
     Help,
     Confirm(Confirm),
     /// A line of text to type (reject reason, send-back comment).
-    Input { purpose: InputPurpose, text: String },
+    Input {
+        purpose: InputPurpose,
+        text: String,
+    },
 }
 
 /// What the event loop must do after an action.

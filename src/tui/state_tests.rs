@@ -284,10 +284,7 @@ mod inbox {
         let s = inbox();
         assert_eq!(s.view, View::Inbox);
         let items = s.inbox();
-        let summary: Vec<_> = items
-            .iter()
-            .map(|i| (i.task_id.as_str(), i.kind))
-            .collect();
+        let summary: Vec<_> = items.iter().map(|i| (i.task_id.as_str(), i.kind)).collect();
         assert_eq!(
             summary,
             [
@@ -296,7 +293,11 @@ mod inbox {
             ]
         );
         assert!(items[0].note.contains("mdbook"), "{:?}", items[0].note);
-        assert!(items[0].note.starts_with("human_loop: "), "{:?}", items[0].note);
+        assert!(
+            items[0].note.starts_with("human_loop: "),
+            "{:?}",
+            items[0].note
+        );
     }
 
     #[test]
@@ -348,7 +349,10 @@ mod inbox {
         s.handle(Action::Reject);
         assert!(s.wants_text());
         assert!(s.handle(Action::TextSubmit).is_empty());
-        assert!(s.wants_text(), "an empty reason is refused, the popup stays");
+        assert!(
+            s.wants_text(),
+            "an empty reason is refused, the popup stays"
+        );
         for c in "wrong tool".chars() {
             s.handle(Action::TextChar(c));
         }

@@ -102,7 +102,13 @@ pub fn inbox_state(now: Instant) -> AppState {
     let plan = s.plan.clone().unwrap_or_else(|| plan(None, 0.0));
     s.set_data(plan, tasks, vec![parked]);
     let mut panes = s.panes.clone();
-    let mut human = pane(7, "REVIEW-7", SessionState::WaitingForHuman, now, Duration::from_secs(30));
+    let mut human = pane(
+        7,
+        "REVIEW-7",
+        SessionState::WaitingForHuman,
+        now,
+        Duration::from_secs(30),
+    );
     human.agent = "handoff".into();
     human.has_screen = false;
     panes.push(human);

@@ -31,13 +31,12 @@ pub fn diff_worktree(
         commit: base_commit.to_string(),
         reason: e.message().to_string(),
     })?;
-    let base = repo
-        .find_commit(oid)
-        .and_then(|c| c.tree())
-        .map_err(|e| WorkspaceError::BadBaseCommit {
+    let base = repo.find_commit(oid).and_then(|c| c.tree()).map_err(|e| {
+        WorkspaceError::BadBaseCommit {
             commit: base_commit.to_string(),
             reason: e.message().to_string(),
-        })?;
+        }
+    })?;
     let mut opts = DiffOptions::new();
     opts.include_untracked(true)
         .recurse_untracked_dirs(true)
@@ -69,11 +68,7 @@ pub fn diff_worktree(
     })
     .or_else(|e| {
         // Stopping the walk at the limit reports as a user error; that is not a failure.
-        if out.truncated {
-            Ok(())
-        } else {
-            Err(e)
-        }
+        if out.truncated { Ok(()) } else { Err(e) }
     })
     .map_err(WorkspaceError::git("printing the worktree's diff"))?;
     if out.patch.len() > max_bytes {

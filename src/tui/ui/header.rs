@@ -140,7 +140,10 @@ pub fn footer(frame: &mut Frame, area: Rect, state: &AppState, ui: &UiContext) {
         let mut spans = Vec::new();
         let waiting = state.inbox().len();
         if waiting > 0 {
-            spans.push(Span::styled(format!(" {}", key(Action::Inbox)), theme.key()));
+            spans.push(Span::styled(
+                format!(" {}", key(Action::Inbox)),
+                theme.key(),
+            ));
             spans.push(Span::styled(format!(" inbox ({waiting})"), theme.warn()));
         }
         for (a, label) in [

@@ -1,8 +1,8 @@
 //! The handoff inbox: the tasks waiting for a human, and the one being read (its prompt and the
 //! diff of its worktree against its base).
 
-use crate::tui::keymap::Keymap;
 use crate::tui::action::Action;
+use crate::tui::keymap::Keymap;
 use crate::tui::state::AppState;
 use crate::tui::theme::Theme;
 use ratatui::Frame;
@@ -123,7 +123,10 @@ fn render_detail(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme,
     );
     let mut lines: Vec<Line> = Vec::new();
     match &state.inbox_detail {
-        None => lines.push(Line::styled("loading the prompt and the changes…", theme.dim())),
+        None => lines.push(Line::styled(
+            "loading the prompt and the changes…",
+            theme.dim(),
+        )),
         Some(d) => {
             // The work comes first: it is what the operator decides on.
             if let Some(path) = &d.worktree {
