@@ -76,10 +76,10 @@ impl Notifier {
     /// desktop part in the background. Failures are logged: a notice is never worth an error.
     pub fn send(&self, notice: &Notice, out: &mut dyn Write) {
         let bytes = self.terminal_bytes(notice);
-        if !bytes.is_empty() {
-            if let Err(e) = out.write_all(&bytes).and_then(|()| out.flush()) {
-                tracing::warn!("terminal notification: {e}");
-            }
+        if !bytes.is_empty()
+            && let Err(e) = out.write_all(&bytes).and_then(|()| out.flush())
+        {
+            tracing::warn!("terminal notification: {e}");
         }
         if self.cfg.desktop && self.env.desktop {
             let (title, body) = (notice.title.clone(), notice.body.clone());

@@ -59,9 +59,8 @@ pub fn diff_worktree(
             return false;
         }
         let text = String::from_utf8_lossy(line.content());
-        match line.origin() {
-            c @ ('+' | '-' | ' ') => out.patch.push(c),
-            _ => {}
+        if let c @ ('+' | '-' | ' ') = line.origin() {
+            out.patch.push(c);
         }
         out.patch.push_str(&text);
         true
