@@ -13,6 +13,7 @@ pub mod domain;
 pub mod engine;
 pub mod fsutil;
 pub mod plan;
+pub mod prd;
 pub mod pty;
 pub mod store;
 pub mod tui;
