@@ -147,7 +147,12 @@ pub fn save_prd(root: &Path, slug_text: &str, markdown: &str) -> Result<PathBuf,
         match tmp.persist_noclobber(&path) {
             Ok(_) => return Ok(path),
             Err(e) if e.error.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(PrdError::Io { path, source: e.error }),
+            Err(e) => {
+                return Err(PrdError::Io {
+                    path,
+                    source: e.error,
+                });
+            }
         }
     }
     Err(PrdError::Io {
@@ -226,6 +231,9 @@ mod tests {
         assert_eq!(evil.parent().unwrap(), root.path().join("docs"));
         assert_eq!(slug_of_file(&b), "sync-2");
         // Only the PRDs are left in docs/: no temporary files.
-        assert_eq!(std::fs::read_dir(root.path().join("docs")).unwrap().count(), 4);
+        assert_eq!(
+            std::fs::read_dir(root.path().join("docs")).unwrap().count(),
+            4
+        );
     }
 }

@@ -132,7 +132,9 @@ mod tests {
             q("Who are the users?")
         );
         assert_eq!(
-            parse_step("Great idea! Let me ask.\n\n**Question:** What problem does it solve?\n\nThanks."),
+            parse_step(
+                "Great idea! Let me ask.\n\n**Question:** What problem does it solve?\n\nThanks."
+            ),
             q("What problem does it solve?")
         );
         assert_eq!(
@@ -143,7 +145,12 @@ mod tests {
 
     #[test]
     fn done_sentinel_in_any_dress() {
-        for reply in ["DONE", "done.", "**DONE**", "I have enough information.\n\nDONE\n"] {
+        for reply in [
+            "DONE",
+            "done.",
+            "**DONE**",
+            "I have enough information.\n\nDONE\n",
+        ] {
             assert_eq!(parse_step(reply), Some(Step::Done), "{reply:?}");
         }
         // A question wins over a mention of DONE elsewhere.

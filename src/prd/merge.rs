@@ -220,7 +220,11 @@ mod tests {
     fn collisions_are_renamed_and_dependencies_follow() {
         let existing = plan(
             "run",
-            vec![task("TASK-001", &[]), task("TASK-002", &[]), task("TASK-007", &[])],
+            vec![
+                task("TASK-001", &[]),
+                task("TASK-002", &[]),
+                task("TASK-007", &[]),
+            ],
         );
         let new = plan(
             "prd",
@@ -240,7 +244,12 @@ mod tests {
         );
         assert_eq!(m.added, ["TASK-010", "TASK-011", "TASK-009"]);
         let ids: Vec<&str> = m.plan.tasks.iter().map(|t| t.id.as_str()).collect();
-        assert_eq!(ids, ["TASK-001", "TASK-002", "TASK-007", "TASK-010", "TASK-011", "TASK-009"]);
+        assert_eq!(
+            ids,
+            [
+                "TASK-001", "TASK-002", "TASK-007", "TASK-010", "TASK-011", "TASK-009"
+            ]
+        );
         assert_eq!(m.plan.task("TASK-011").unwrap().dependencies, ["TASK-010"]);
         // TASK-007 is not in the new plan: the dependency on the existing task stays.
         assert_eq!(
@@ -271,7 +280,10 @@ mod tests {
         let existing = plan("run", vec![task("X-1", &[])]);
         let new = plan("prd", vec![task("Y-1", &["Y-2"]), task("Y-2", &["Y-1"])]);
         let err = merge_into(&existing, &new, Collisions::Rename).unwrap_err();
-        assert!(matches!(err, MergeError::Invalid(ref m) if m.contains("cycle")), "{err}");
+        assert!(
+            matches!(err, MergeError::Invalid(ref m) if m.contains("cycle")),
+            "{err}"
+        );
     }
 
     #[test]

@@ -5,11 +5,11 @@
 //! group. The group is killed on timeout and whenever the future is dropped, so cancelling a call
 //! (dropping it, aborting its task) never leaves an agent running.
 
+use crate::agent::result::{clean_output, tail_lines};
 use crate::agent::{
     AgentError, AgentSettings, Backend, BackendKind, ErrorClass, Invocation, OutputMode,
     PermissionMode, PriceTable, Usage, build_backend,
 };
-use crate::agent::result::{clean_output, tail_lines};
 use crate::domain::Usd;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -206,7 +206,10 @@ impl OneShot {
         };
         let result = self.backend.parse_result(&out, &self.prices);
         let code = status.code();
-        if let Some(class) = self.backend.classify(code, &result, &[&out[..], &err].concat()) {
+        if let Some(class) = self
+            .backend
+            .classify(code, &result, &[&out[..], &err].concat())
+        {
             let tail = tail_of(&out, &err);
             return Err(match class {
                 ErrorClass::Auth => OneShotError::Auth {

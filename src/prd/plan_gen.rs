@@ -161,7 +161,8 @@ pub fn extract_json(reply: &str) -> Option<String> {
     }
     // An object anywhere in the prose: try each `{` until one parses as a plan.
     for (i, _) in reply.match_indices('{') {
-        let mut stream = serde_json::Deserializer::from_str(&reply[i..]).into_iter::<serde_json::Value>();
+        let mut stream =
+            serde_json::Deserializer::from_str(&reply[i..]).into_iter::<serde_json::Value>();
         if let Some(Ok(v)) = stream.next()
             && v.get("tasks").is_some_and(serde_json::Value::is_array)
         {
@@ -176,7 +177,8 @@ pub fn extract_json(reply: &str) -> Option<String> {
         }
     }
     let (start, end) = (reply.find('{')?, reply.rfind('}')?);
-    (start < end && reply[start..=end].contains("\"tasks\"")).then(|| reply[start..=end].to_string())
+    (start < end && reply[start..=end].contains("\"tasks\""))
+        .then(|| reply[start..=end].to_string())
 }
 
 /// The contents of ``` fenced blocks, in order.
@@ -237,7 +239,10 @@ mod tests {
             format!("{{\"note\": 1}}\n```\n{PLAN}\n```"),
         ] {
             let got = extract_json(&reply).unwrap();
-            assert!(serde_json::from_str::<serde_json::Value>(&got).is_ok(), "{got}");
+            assert!(
+                serde_json::from_str::<serde_json::Value>(&got).is_ok(),
+                "{got}"
+            );
             assert!(got.contains("TASK-002"));
         }
         assert_eq!(extract_json("no json here"), None);
@@ -249,9 +254,17 @@ mod tests {
     #[test]
     fn reply_is_normalised_and_gated() {
         let g = plan_from_reply(PLAN, &req()).unwrap();
-        assert_eq!((g.spec.id.as_str(), g.spec.project.as_str()), ("prd-p", "proj"));
+        assert_eq!(
+            (g.spec.id.as_str(), g.spec.project.as_str()),
+            ("prd-p", "proj")
+        );
         assert_eq!(g.spec.extra["prd_file"], "docs/PRD-p.md");
-        assert!(g.spec.tasks.iter().all(|t| t.status == Some(Status::Pending)));
+        assert!(
+            g.spec
+                .tasks
+                .iter()
+                .all(|t| t.status == Some(Status::Pending))
+        );
         assert_eq!(g.gate.len(), 1);
         assert_eq!(g.gate[0].task_id, "TASK-002");
         assert!(!g.warnings.is_empty());

@@ -26,7 +26,12 @@ fn interview_so_far(out: &mut String, qa: &[QaPair]) {
         } else {
             p.answer.trim()
         };
-        let _ = writeln!(out, "Q{n}: {}\nA{n}: {answer}", p.question.trim(), n = i + 1);
+        let _ = writeln!(
+            out,
+            "Q{n}: {}\nA{n}: {answer}",
+            p.question.trim(),
+            n = i + 1
+        );
     }
 }
 

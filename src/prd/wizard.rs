@@ -56,7 +56,12 @@ pub struct Wizard {
 impl Wizard {
     /// A wizard for `idea` in the project at `root` (the agent's working directory; the PRD goes
     /// to `root/docs/`).
-    pub fn new(agent: OneShot, root: &Path, idea: impl Into<String>, opts: WizardOptions) -> Wizard {
+    pub fn new(
+        agent: OneShot,
+        root: &Path,
+        idea: impl Into<String>,
+        opts: WizardOptions,
+    ) -> Wizard {
         Wizard {
             agent,
             root: root.to_path_buf(),
@@ -170,13 +175,9 @@ impl Wizard {
             return Err(PrdError::WrongStep("the PRD has not been written yet"));
         };
         let req = plan_request(&self.root, &path, &slug, &self.opts)?;
-        let result = plan_gen::generate_plan(
-            &self.agent,
-            &self.root,
-            &req,
-            &self.root.join(STATE_DIR),
-        )
-        .await;
+        let result =
+            plan_gen::generate_plan(&self.agent, &self.root, &req, &self.root.join(STATE_DIR))
+                .await;
         let generated = result?;
         self.cost += generated.cost;
         Ok(self.plan.insert(generated))
@@ -187,7 +188,10 @@ impl Wizard {
     /// it; [`Wizard::merge_into`] and [`Wizard::save_as_new_plan`] refuse it until then.
     pub fn set_plan(&mut self, spec: PlanSpec) -> CheckReport {
         let report = plan_gen::check_spec(&spec);
-        let (cost, calls) = self.plan.as_ref().map_or((Usd::ZERO, 0), |p| (p.cost, p.calls));
+        let (cost, calls) = self
+            .plan
+            .as_ref()
+            .map_or((Usd::ZERO, 0), |p| (p.cost, p.calls));
         self.plan = Some(GeneratedPlan {
             gate: report.gate.clone(),
             warnings: Vec::new(),
@@ -226,10 +230,10 @@ impl Wizard {
         let path = match (path, &self.prd) {
             (Some(p), _) => p.to_path_buf(),
             (None, Some((prd, _))) => merge::default_plan_path(prd),
-            (None, None) => self.root.join(STATE_DIR).join(format!(
-                "{}.plan.json",
-                crate::domain::safe_id(&spec.id)
-            )),
+            (None, None) => self
+                .root
+                .join(STATE_DIR)
+                .join(format!("{}.plan.json", crate::domain::safe_id(&spec.id))),
         };
         let (spec, report) = merge::save_as_new_plan(store, spec, &path).await?;
         Ok((path, spec, report))
