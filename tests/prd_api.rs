@@ -33,7 +33,11 @@ async fn wait_for_file(path: &Path) -> String {
         {
             return s;
         }
-        assert!(Instant::now() < deadline, "{} never appeared", path.display());
+        assert!(
+            Instant::now() < deadline,
+            "{} never appeared",
+            path.display()
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
@@ -70,7 +74,9 @@ async fn answer_and_cost_from_a_claude_style_result() {
     assert_eq!(reply.text.lines().count(), 200);
     // The prompt file lives only for the call.
     assert_eq!(
-        std::fs::read_dir(dir.path().join("scratch")).unwrap().count(),
+        std::fs::read_dir(dir.path().join("scratch"))
+            .unwrap()
+            .count(),
         0
     );
 }
@@ -126,7 +132,11 @@ async fn timeout_kills_the_whole_process_group() {
     let started = Instant::now();
     let err = agent.ask("t", "p", dir.path()).await.unwrap_err();
     assert!(matches!(err, OneShotError::Timeout { .. }), "{err:?}");
-    assert!(started.elapsed() < Duration::from_secs(15), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        started.elapsed()
+    );
     let pid: i32 = wait_for_file(&pid_file).await.trim().parse().unwrap();
     assert_dies(pid).await;
 }
@@ -194,7 +204,10 @@ async fn the_wizard_step_by_step_as_the_console_drives_it() {
     let edited = std::fs::read_to_string(&prd).unwrap() + "FR-3. Edited by the operator.\n";
     std::fs::write(&prd, &edited).unwrap();
     let generated = w.generate_plan().await.unwrap().clone();
-    assert_eq!(generated.calls, 2, "the first reply needed the repair round");
+    assert_eq!(
+        generated.calls, 2,
+        "the first reply needed the repair round"
+    );
     assert_eq!(generated.gate.len(), 1);
     let log = std::fs::read_to_string(dir.path().join("log/prompt-004.md")).unwrap();
     assert!(log.contains("Edited by the operator"), "{log}");
