@@ -14,6 +14,7 @@ pub mod engine;
 pub mod fsutil;
 pub mod notify;
 pub mod plan;
+pub mod prd;
 pub mod pty;
 pub mod store;
 pub mod tui;

@@ -93,6 +93,89 @@ d detail, $ budget, l events, / filter."
     /// Measure Whilly against raw baselines measured in the same run.
     #[command(subcommand)]
     Bench(BenchCommand),
+    /// The PRD wizard without the console: idea → interview → docs/PRD-<slug>.md → plan.
+    #[command(subcommand)]
+    Prd(PrdCommand),
+}
+
+/// Options shared by every command that calls an agent once (read-only).
+#[derive(Debug, Args, Clone)]
+pub struct OneShotArgs {
+    /// The configured agent to ask (default: run.agent). It runs read-only whatever its
+    /// permission_mode says.
+    #[arg(long, value_name = "NAME")]
+    pub agent: Option<String>,
+    /// Limit for each agent call, e.g. 5m.
+    #[arg(long, value_name = "DURATION", default_value = "10m")]
+    pub agent_timeout: String,
+}
+
+/// Where a generated plan goes.
+#[derive(Debug, Args, Clone)]
+pub struct PlanOutArgs {
+    /// Write the plan here (default: beside the PRD, docs/PRD-<slug>.plan.json).
+    #[arg(long = "plan-out", alias = "out", value_name = "FILE")]
+    pub plan_out: Option<PathBuf>,
+    /// Import the plan into the queue as a plan of its own (its id gets a suffix if taken).
+    #[arg(long, conflicts_with = "merge_into")]
+    pub import: bool,
+    /// Merge the plan's tasks into this imported plan (ids that clash are renamed).
+    #[arg(long, value_name = "PLAN_ID")]
+    pub merge_into: Option<String>,
+    /// The plan's id (default: prd-<slug>).
+    #[arg(long, value_name = "ID")]
+    pub plan_id: Option<String>,
+    /// JSON agent replies that fail the checks get this many repair rounds.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub repair_rounds: u32,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PrdCommand {
+    /// From an idea to a PRD and a plan: the agent interviews you (answers from a file, from the
+    /// terminal, or none), writes docs/PRD-<slug>.md, then turns it into a checked plan.
+    #[command(
+        after_help = "Examples:\n  whilly prd new --idea \"sync calendars between teams\"          # answer on the terminal\n  \
+whilly prd new --idea \"…\" --answers-file answers.txt --import\n  \
+whilly prd new --idea \"…\" --no-interview --plan-out plan.json --agent claude\n  \
+whilly prd new --idea \"…\" --no-interview --merge-into my-plan\n\n\
+Exit codes: 0 ok, 1 no usable plan (the raw reply is kept under .whilly/prd/), 2 agent missing, 130 interrupted."
+    )]
+    New {
+        /// The idea, in a sentence or a page.
+        #[arg(long, value_name = "TEXT")]
+        idea: String,
+        /// Answers to the agent's questions, one per line, in order (an empty line lets the
+        /// agent decide); the interview ends when they run out.
+        #[arg(long, value_name = "FILE", conflicts_with = "no_interview")]
+        answers_file: Option<PathBuf>,
+        /// Write the PRD from the idea alone.
+        #[arg(long)]
+        no_interview: bool,
+        /// At most this many questions.
+        #[arg(long, value_name = "N", default_value_t = crate::prd::DEFAULT_MAX_QUESTIONS)]
+        max_questions: usize,
+        /// Stop after writing the PRD.
+        #[arg(long, conflicts_with_all = ["import", "merge_into", "plan_out"])]
+        no_plan: bool,
+        #[command(flatten)]
+        agent: OneShotArgs,
+        #[command(flatten)]
+        out: PlanOutArgs,
+    },
+    /// Turn an existing PRD file into a checked plan (read-only agent call, one repair round).
+    #[command(
+        after_help = "Examples:\n  whilly prd plan docs/PRD-calendar-sync.md\n  \
+whilly prd plan docs/PRD-calendar-sync.md --out plan.json --import\n  \
+whilly prd plan docs/PRD-calendar-sync.md --merge-into my-plan"
+    )]
+    Plan {
+        prd_file: PathBuf,
+        #[command(flatten)]
+        agent: OneShotArgs,
+        #[command(flatten)]
+        out: PlanOutArgs,
+    },
 }
 
 #[derive(Debug, Args, Clone)]
@@ -295,6 +378,21 @@ Re-importing an unchanged plan changes nothing; a changed plan updates only task
     /// Hand out this plan's tasks again.
     #[command(after_help = "Example:\n  whilly plan resume demo")]
     Resume { plan_id: String },
+    /// The agent plays devil's advocate on a plan (read-only): risks, missing tasks, vague
+    /// criteria, dependencies.
+    #[command(
+        after_help = "Examples:\n  whilly plan challenge tasks.json\n  whilly plan challenge --plan demo --agent claude"
+    )]
+    Challenge {
+        /// A plan file.
+        #[arg(required_unless_present = "plan", conflicts_with = "plan")]
+        plan_file: Option<PathBuf>,
+        /// An imported plan's id.
+        #[arg(long, value_name = "ID")]
+        plan: Option<String>,
+        #[command(flatten)]
+        agent: OneShotArgs,
+    },
 }
 
 #[derive(Debug, Args)]

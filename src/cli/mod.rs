@@ -13,6 +13,7 @@ pub mod handoff_cmd;
 pub mod logging;
 pub mod plan_cmd;
 pub mod plan_view;
+pub mod prd_cmd;
 pub mod run_cmd;
 pub mod signals;
 pub mod tui_cmd;
@@ -103,6 +104,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Handoff(cmd) => handoff_cmd::run(&ctx, cmd).await,
         Command::Worktrees(cmd) => worktrees_cmd::run(&ctx, cmd).await,
         Command::Bench(cmd) => bench_cmd::run(&ctx, cmd).await,
+        Command::Prd(cmd) => prd_cmd::run(&ctx, cmd).await,
         Command::Completions { .. } | Command::Demo(_) => Ok(exit::OK),
     }
 }

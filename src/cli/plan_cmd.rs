@@ -80,6 +80,11 @@ pub async fn run(ctx: &Context, cmd: PlanCommand) -> anyhow::Result<i32> {
             println!("plan {plan_id} paused: no new tasks will be claimed (running ones finish)");
             Ok(exit::OK)
         }
+        PlanCommand::Challenge {
+            plan_file,
+            plan,
+            agent,
+        } => super::prd_cmd::challenge(ctx, plan_file, plan, &agent).await,
         PlanCommand::Resume { plan_id } => {
             let store = ctx.store().await?;
             store.set_plan_paused(&plan_id, false).await?;

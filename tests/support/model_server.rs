@@ -48,6 +48,25 @@ pub enum Scenario {
     LongStream { chunks: usize },
     /// A plain answer without the marker.
     NoMarker,
+    /// Scripted text answers: the first rule whose needles all occur in the request's user text
+    /// answers with its text; no rule matching answers like `Complete`.
+    Rules(Vec<Rule>),
+}
+
+/// One scripted answer of [`Scenario::Rules`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rule {
+    pub needles: Vec<String>,
+    pub answer: String,
+}
+
+impl Rule {
+    pub fn new(needles: &[&str], answer: &str) -> Rule {
+        Rule {
+            needles: needles.iter().map(|n| n.to_string()).collect(),
+            answer: answer.to_string(),
+        }
+    }
 }
 
 impl Scenario {
@@ -324,6 +343,14 @@ fn handle(mut stream: TcpStream, state: &State) -> std::io::Result<()> {
             Scenario::NoMarker => vec![Block::Text(
                 "I looked at it but did not finish the task.".into(),
             )],
+            Scenario::Rules(rules) => {
+                let text = user_text(&body);
+                let answer = rules
+                    .iter()
+                    .find(|r| r.needles.iter().all(|n| text.contains(n.as_str())))
+                    .map_or_else(|| format!("Task complete.\n{MARKER}"), |r| r.answer.clone());
+                vec![Block::Text(answer)]
+            }
             _ => vec![Block::Text(format!("Task complete.\n{MARKER}"))],
         }
     };
@@ -344,8 +371,12 @@ fn api_error(kind: &str, message: &str) -> Value {
     json!({"type": "error", "error": {"type": kind, "message": message}})
 }
 
-/// The scenario named in any user text of the request, else the server default.
-fn scenario_for(body: &Value, default: &Scenario) -> Scenario {
+/// Every user text of the request, joined.
+fn user_text(body: &Value) -> String {
+    user_texts(body).join("\n")
+}
+
+fn user_texts(body: &Value) -> Vec<String> {
     let mut texts = Vec::new();
     for m in body["messages"]
         .as_array()
@@ -363,7 +394,12 @@ fn scenario_for(body: &Value, default: &Scenario) -> Scenario {
             _ => {}
         }
     }
-    for t in texts {
+    texts
+}
+
+/// The scenario named in any user text of the request, else the server default.
+fn scenario_for(body: &Value, default: &Scenario) -> Scenario {
+    for t in user_texts(body) {
         if let Some(pos) = t.find("whilly-scenario:") {
             let name: String = t[pos + 16..]
                 .chars()

@@ -1,0 +1,35 @@
+//! Errors of the PRD wizard, plan generation, merging and the challenge.
+
+use super::merge::MergeError;
+use super::oneshot::OneShotError;
+use crate::store::StoreError;
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+pub enum PrdError {
+    #[error(transparent)]
+    Agent(#[from] OneShotError),
+    #[error("the agent's reply is not {what}; it said:\n{reply}")]
+    Unparseable { what: &'static str, reply: String },
+    #[error(
+        "the agent gave no valid plan after {calls} call(s); its last reply is kept in {}\nproblems:\n{problems}",
+        raw_file.display()
+    )]
+    PlanInvalid {
+        raw_file: PathBuf,
+        calls: u32,
+        problems: String,
+    },
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Merge(#[from] MergeError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("the wizard is not at that step: {0}")]
+    WrongStep(&'static str),
+}

@@ -1,0 +1,150 @@
+//! The prompts of the PRD wizard, plan generation and the challenge, kept together so their
+//! wording (and the sentinels the parsers look for) can be read and changed in one place.
+
+use super::interview::QaPair;
+use std::fmt::Write as _;
+
+/// The line prefix of an interview question.
+pub const QUESTION_PREFIX: &str = "QUESTION:";
+/// The interview's end sentinel.
+pub const DONE_SENTINEL: &str = "DONE";
+
+/// Operator text quoted inside a prompt, fenced so it reads as data.
+fn quoted(out: &mut String, tag: &str, text: &str) {
+    let _ = writeln!(out, "<<<{tag}\n{}\n{tag}>>>", text.trim());
+}
+
+fn interview_so_far(out: &mut String, qa: &[QaPair]) {
+    if qa.is_empty() {
+        out.push_str("\nNo questions have been asked yet.\n");
+        return;
+    }
+    out.push_str("\nQuestions asked so far, with the operator's answers:\n");
+    for (i, p) in qa.iter().enumerate() {
+        let answer = if p.answer.trim().is_empty() {
+            "(no answer: decide yourself)"
+        } else {
+            p.answer.trim()
+        };
+        let _ = writeln!(
+            out,
+            "Q{n}: {}\nA{n}: {answer}",
+            p.question.trim(),
+            n = i + 1
+        );
+    }
+}
+
+pub fn interview(idea: &str, qa: &[QaPair], max_questions: usize) -> String {
+    let mut p = String::from(
+        "You are helping an operator turn an idea into a product requirements document (PRD) for \
+a change to the software in your working directory (you may read it; do not change anything).\n\n\
+Interview the operator: ask exactly ONE question, the most useful one still open, about the \
+problem, the users, success criteria, scope and non-goals, constraints, technical needs or \
+business value. Never repeat a question that was already answered. One or two sentences.\n\n\
+The idea:\n",
+    );
+    quoted(&mut p, "IDEA", idea);
+    interview_so_far(&mut p, qa);
+    let _ = write!(
+        p,
+        "\nReply with exactly one line and nothing else:\n{QUESTION_PREFIX} <your question>\n\
+or, when you know enough to write the PRD (at most {max_questions} questions in all), the single word:\n\
+{DONE_SENTINEL}\n"
+    );
+    p
+}
+
+pub fn write_prd(idea: &str, qa: &[QaPair]) -> String {
+    let mut p = String::from(
+        "Write a product requirements document (PRD) in Markdown for the idea below, using the \
+operator's interview answers. You may read the repository in your working directory for context; \
+do not change anything.\n\nThe idea:\n",
+    );
+    quoted(&mut p, "IDEA", idea);
+    interview_so_far(&mut p, qa);
+    p.push_str(
+        "\nStart with a level-one heading holding the PRD's title (a few words). Then these \
+sections as level-two headings: Problem, Users, Goals and success criteria, Scope (in and out), \
+Functional requirements (numbered FR-1, FR-2, …, each one testable), Non-functional requirements, \
+Technical notes (components, files, constraints), Risks and open questions.\n\n\
+Reply with the Markdown document only: no preamble, no closing remarks, no code fence.\n",
+    );
+    p
+}
+
+/// The plan format, as the agent must write it.
+const PLAN_FORMAT: &str = r#"The plan is one JSON object in this format:
+{
+  "project": "<project name>",
+  "plan_id": "<plan id>",
+  "prd_file": "<path of the PRD>",
+  "tasks": [
+    {
+      "id": "TASK-001",
+      "status": "pending",
+      "priority": "critical | high | medium | low",
+      "description": "What to build and where, precise enough for an AI coding agent to do it without asking (at least 20 characters).",
+      "dependencies": ["ids of tasks that must be done first"],
+      "key_files": ["files the task will create or change"],
+      "acceptance_criteria": ["conditions under which the task is done (at least one)"],
+      "test_steps": ["commands or checks that prove it (at least one)"],
+      "prd_requirement": "FR-1"
+    }
+  ]
+}
+Rules: ids are TASK-001, TASK-002, … (unique; letters, digits and - only); every dependency names a
+task of this plan; no dependency cycles; every task has a description of at least 20 characters,
+at least one acceptance criterion and at least one test step; tasks small enough for one agent
+session; order tasks so that foundations come first."#;
+
+pub fn plan(prd: &str, prd_file: &str, plan_id: &str, project: &str) -> String {
+    let mut p = String::from(
+        "Turn the product requirements document (PRD) below into an implementation plan of tasks \
+for AI coding agents. You may read the repository in your working directory for context; do not \
+change anything.\n\n",
+    );
+    p.push_str(PLAN_FORMAT);
+    let _ = write!(
+        p,
+        "\n\nUse \"project\": {project:?}, \"plan_id\": {plan_id:?}, \"prd_file\": {prd_file:?}.\n\nThe PRD ({prd_file}):\n"
+    );
+    quoted(&mut p, "PRD", prd);
+    p.push_str("\nReply with the JSON object only: no prose before or after it, no code fence.\n");
+    p
+}
+
+pub fn plan_repair(original_prompt: &str, reply: &str, problems: &str) -> String {
+    let mut p = String::from(original_prompt);
+    p.push_str("\nYour previous reply could not be used. Its problems:\n");
+    p.push_str(problems.trim());
+    p.push_str("\n\nYour previous reply was:\n");
+    quoted(&mut p, "REPLY", reply);
+    p.push_str(
+        "\nReply again with the complete, corrected plan as one JSON object only: no prose, no \
+code fence.\n",
+    );
+    p
+}
+
+pub fn challenge(plan_json: &str, triz_summary: &str) -> String {
+    let mut p = String::from(
+        "You are a sceptical senior engineer reviewing an implementation plan that AI coding \
+agents will carry out task by task in the repository in your working directory (you may read it; \
+do not change anything). Challenge the plan: play devil's advocate.\n\n\
+Report in Markdown, in this order:\n\
+## Verdict\none line: approve, revise or reject, and why in one sentence.\n\
+## Risks\nwhat is likely to go wrong (wrong order, hidden coupling, tasks too big for one session, \
+unsafe changes).\n\
+## Missing tasks\nwork the plan forgets (tests, migrations, docs, error handling, rollout).\n\
+## Vague criteria\ntasks whose acceptance criteria or test steps cannot be checked, with a sharper \
+version.\n\
+## Dependencies\nmissing or needless dependencies between tasks.\n\
+Name task ids everywhere. Be concrete and brief. Reply with the report only.\n\n\
+The deterministic analysis already found:\n",
+    );
+    p.push_str(triz_summary.trim());
+    p.push_str("\n\nThe plan:\n");
+    quoted(&mut p, "PLAN", plan_json);
+    p
+}
