@@ -5,6 +5,8 @@
 
 use super::action::Action;
 use super::decide;
+use super::wizard::WizardReply;
+use super::wizard::run::{self as wizard_run, WizardContext};
 use super::keymap::{Key, KeyChord, Keymap, KeymapError};
 use super::resize::ResizeCoalescer;
 use super::state::{AppState, Effect, Focus, InboxDetail, Level, PaneMeta};
@@ -100,10 +102,32 @@ struct DataMsg {
     workers: Option<Vec<WorkerRecord>>,
 }
 
-/// What the console needs besides the engine: where the handoffs and worktrees live.
+/// What the console needs besides the engine: where the handoffs and worktrees live, and the
+/// agent for the PRD wizard and the challenge (or why there is none).
 struct Surroundings {
     handoff: HandoffDir,
     workspaces: Arc<Workspaces>,
+    wizard: Result<WizardContext, String>,
+}
+
+/// The read-only agent for the wizard and the challenge: the run's default agent.
+fn wizard_context(
+    cfg: &Config,
+    repo_root: &std::path::Path,
+    store: &Arc<dyn Store>,
+    plan_id: &str,
+) -> Result<WizardContext, String> {
+    let name = cfg.run.agent.clone();
+    let settings = crate::cli::agents_setup::agent_settings(cfg, &name).map_err(|e| e.to_string())?;
+    let agent = crate::prd::OneShot::new(&settings, &repo_root.join(crate::prd::STATE_DIR))
+        .map_err(|e| format!("agent {name:?} cannot answer the wizard: {e}"))?
+        .with_prices(crate::cli::agents_setup::price_table(cfg));
+    Ok(WizardContext {
+        agent: Arc::new(agent),
+        root: repo_root.to_path_buf(),
+        store: store.clone(),
+        plan_id: plan_id.to_string(),
+    })
 }
 
 /// Runs the plan with the console on the terminal until the operator quits. The terminal is
@@ -116,12 +140,13 @@ pub async fn run(setup: RunSetup, opts: ConsoleOptions) -> anyhow::Result<Consol
         executor,
         sessions,
         repo_root,
-        config: _,
+        config,
         workspaces,
     } = setup;
     let around = Surroundings {
         handoff: HandoffDir::in_project(&repo_root),
         workspaces,
+        wizard: wizard_context(&config, &repo_root, &store, &plan_id),
     };
     let (shutdown_tx, shutdown_rx) = watch::channel(StopLevel::Run);
     let engine = Engine::new(store.clone(), Arc::new(executor), engine_cfg, shutdown_rx);
@@ -173,6 +198,12 @@ struct Console {
     notes_rx: mpsc::UnboundedReceiver<(String, Level)>,
     details_tx: mpsc::UnboundedSender<InboxDetail>,
     details_rx: mpsc::UnboundedReceiver<InboxDetail>,
+    wizard_tx: mpsc::UnboundedSender<WizardReply>,
+    wizard_rx: mpsc::UnboundedReceiver<WizardReply>,
+    /// The wizard's running agent call: aborted (its agent killed) when the wizard closes.
+    wizard_task: Option<JoinHandle<()>>,
+    challenge_tx: mpsc::UnboundedSender<Result<String, String>>,
+    challenge_rx: mpsc::UnboundedReceiver<Result<String, String>>,
     input_stop: Arc<AtomicBool>,
     around: Surroundings,
     /// Notices waiting to be written to the terminal after the next frame.
@@ -193,6 +224,8 @@ impl Console {
     ) -> Console {
         let (notes_tx, notes_rx) = mpsc::unbounded_channel();
         let (details_tx, details_rx) = mpsc::unbounded_channel();
+        let (wizard_tx, wizard_rx) = mpsc::unbounded_channel();
+        let (challenge_tx, challenge_rx) = mpsc::unbounded_channel();
         Console {
             store,
             plan_id,
@@ -215,6 +248,11 @@ impl Console {
             notes_rx,
             details_tx,
             details_rx,
+            wizard_tx,
+            wizard_rx,
+            wizard_task: None,
+            challenge_tx,
+            challenge_rx,
             input_stop: Arc::new(AtomicBool::new(false)),
             around,
             notices: Vec::new(),
@@ -316,6 +354,17 @@ impl Console {
                 }
                 Some(detail) = self.details_rx.recv() => {
                     self.state.set_inbox_detail(detail);
+                    self.dirty = true;
+                }
+                Some(reply) = self.wizard_rx.recv() => {
+                    self.state.now = Instant::now();
+                    for effect in self.state.wizard_reply(reply) {
+                        self.run_effect(effect);
+                    }
+                    self.dirty = true;
+                }
+                Some(result) = self.challenge_rx.recv() => {
+                    self.state.set_challenge(result);
                     self.dirty = true;
                 }
                 _ = self.wake.notified() => self.dirty = true,
@@ -525,6 +574,22 @@ impl Console {
             }
             return;
         }
+        if self.state.view == super::state::View::Wizard
+            && self.state.wizard.is_some()
+            && self.state.popups.is_empty()
+        {
+            self.state.now = Instant::now();
+            for effect in self.state.wizard_key(key) {
+                self.run_effect(effect);
+            }
+            if self.state.wizard.is_none()
+                && let Some(task) = self.wizard_task.take()
+            {
+                // Closed while an agent call ran: dropping the call kills the agent.
+                task.abort();
+            }
+            return;
+        }
         if self.state.wants_text() {
             let action = match chord.key {
                 Key::Char(c) if !chord.ctrl && !chord.alt => Some(Action::TextChar(c)),
@@ -576,6 +641,14 @@ impl Console {
     }
 
     fn on_paste(&mut self, text: &str) {
+        if self.state.view == super::state::View::Wizard
+            && let Some(w) = self.state.wizard.as_mut()
+        {
+            if w.editing() {
+                w.editor.insert_str(text);
+            }
+            return;
+        }
         if let Some(pk) = self.state.takeover
             && let Some(pty) = self.ptys.get(&pk)
         {
@@ -733,6 +806,40 @@ impl Console {
                     }
                     let _ = notes.send((done.join("; "), Level::Info));
                 });
+            }
+            Effect::Wizard(step) => {
+                let tx = self.wizard_tx.clone();
+                match &self.around.wizard {
+                    Ok(cx) => {
+                        let cx = cx.clone();
+                        if let Some(old) = self.wizard_task.take() {
+                            old.abort();
+                        }
+                        self.wizard_task = Some(tokio::spawn(async move {
+                            let _ = tx.send(wizard_run::run(&cx, step).await);
+                        }));
+                    }
+                    Err(why) => {
+                        let _ = tx.send(WizardReply::Failed {
+                            message: why.clone(),
+                            raw: None,
+                        });
+                    }
+                }
+            }
+            Effect::Challenge => {
+                let tx = self.challenge_tx.clone();
+                match &self.around.wizard {
+                    Ok(cx) => {
+                        let cx = cx.clone();
+                        tokio::spawn(async move {
+                            let _ = tx.send(wizard_run::challenge(&cx).await);
+                        });
+                    }
+                    Err(why) => {
+                        let _ = tx.send(Err(why.clone()));
+                    }
+                }
             }
             Effect::LoadInboxDetail(target) => {
                 let task = self

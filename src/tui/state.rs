@@ -10,6 +10,7 @@ use crate::engine::sessions::SessionState;
 use crate::plan::triz::{TrizReport, triz_report};
 use crate::store::{Event, PlanRecord, TaskRecord, WorkerRecord};
 use crate::workspace::WorktreeDiff;
+use super::wizard::Wizard;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
@@ -29,6 +30,10 @@ pub enum View {
     Triz,
     Inbox,
     Workers,
+    /// The PRD wizard (keys go to it).
+    Wizard,
+    /// The agent's challenge of the plan.
+    Challenge,
 }
 
 impl View {
@@ -43,6 +48,8 @@ impl View {
             View::Triz => "TRIZ",
             View::Inbox => "inbox",
             View::Workers => "workers",
+            View::Wizard => "PRD wizard",
+            View::Challenge => "challenge",
         }
     }
 
@@ -128,7 +135,9 @@ impl View {
                 TogglePause,
                 Back,
             ],
-            View::Events | View::TaskDetail | View::Triz | View::Workers => &[
+            // The wizard takes every key itself; its own hints are on screen.
+            View::Wizard => &[Quit],
+            View::Events | View::TaskDetail | View::Triz | View::Workers | View::Challenge => &[
                 Quit,
                 Help,
                 Inbox,
@@ -231,7 +240,7 @@ pub enum Popup {
 }
 
 /// What the event loop must do after an action.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Effect {
     /// Leave the console (nothing left running, or the run is over).
     Quit,
@@ -248,6 +257,18 @@ pub enum Effect {
     Decide(Vec<InboxTarget>, Decision),
     /// Load the prompt and worktree diff of an inbox item into [`AppState::inbox_detail`].
     LoadInboxDetail(InboxTarget),
+    /// Run a step of the PRD wizard.
+    Wizard(super::wizard::WizardEffect),
+    /// Ask the agent to challenge the plan.
+    Challenge,
+}
+
+/// The agent's critique of the plan (`c`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ChallengeView {
+    pub running: bool,
+    pub text: String,
+    pub error: Option<String>,
 }
 
 /// One live agent session as the console shows it (from `engine::sessions::SessionInfo`).
@@ -333,6 +354,8 @@ pub struct AppState {
     pub inbox_detail: Option<InboxDetail>,
     /// Workers registered on the queue (Postgres; the local process on SQLite).
     pub workers: Vec<WorkerRecord>,
+    pub wizard: Option<Wizard>,
+    pub challenge: Option<ChallengeView>,
 }
 
 impl AppState {
@@ -366,6 +389,8 @@ impl AppState {
             inbox_open: None,
             inbox_detail: None,
             workers: Vec::new(),
+            wizard: None,
+            challenge: None,
         }
     }
 
@@ -653,8 +678,26 @@ impl AppState {
                     self.move_by(1);
                 }
             }
-            Action::NewPrd => self.set_status("new PRD wizard: not yet", Level::Info),
-            Action::Challenge => self.set_status("challenge: not yet", Level::Info),
+            Action::NewPrd => {
+                if self.wizard.is_none() {
+                    self.wizard = Some(Wizard::new());
+                }
+                self.takeover = None;
+                self.view = View::Wizard;
+            }
+            Action::Challenge => {
+                if self.challenge.as_ref().is_some_and(|c| c.running) {
+                    self.switch(View::Challenge);
+                    return Vec::new();
+                }
+                self.challenge = Some(ChallengeView {
+                    running: true,
+                    ..ChallengeView::default()
+                });
+                self.view = View::Challenge;
+                self.detail_scroll = 0;
+                return vec![Effect::Challenge];
+            }
             Action::ResetTask => self.ask_reset(),
             Action::TogglePause => {
                 if let Some(plan) = &self.plan {
@@ -713,6 +756,52 @@ impl AppState {
             | Action::Resize(..) => {}
         }
         Vec::new()
+    }
+
+    /// A key for the wizard (the input layer sends every key there while it is open).
+    pub fn wizard_key(&mut self, key: crossterm::event::KeyEvent) -> Vec<Effect> {
+        let now = self.now;
+        let Some(w) = self.wizard.as_mut() else {
+            return Vec::new();
+        };
+        let fx = w.handle_key(key, now);
+        self.after_wizard();
+        fx.into_iter().map(Effect::Wizard).collect()
+    }
+
+    /// The outcome of a wizard step.
+    pub fn wizard_reply(&mut self, reply: super::wizard::WizardReply) -> Vec<Effect> {
+        let now = self.now;
+        let Some(w) = self.wizard.as_mut() else {
+            return Vec::new();
+        };
+        let fx = w.apply(reply, now);
+        self.after_wizard();
+        fx.into_iter().map(Effect::Wizard).collect()
+    }
+
+    fn after_wizard(&mut self) {
+        if self.wizard.as_ref().is_some_and(|w| w.closed) {
+            self.wizard = None;
+            if self.view == View::Wizard {
+                self.view = View::Main;
+            }
+        }
+    }
+
+    pub fn set_challenge(&mut self, result: Result<String, String>) {
+        self.challenge = Some(match result {
+            Ok(text) => ChallengeView {
+                running: false,
+                text,
+                error: None,
+            },
+            Err(e) => ChallengeView {
+                running: false,
+                text: String::new(),
+                error: Some(e),
+            },
+        });
     }
 
     fn approve(&mut self) -> Vec<Effect> {
@@ -899,9 +988,13 @@ impl AppState {
                     .clamp(0, (n - 1).max(0)) as usize;
             }
             View::Events => self.scroll_view(delta),
-            View::TaskDetail | View::Triz | View::Stats | View::Inbox | View::Workers => {
-                self.scroll_view(delta)
-            }
+            View::TaskDetail
+            | View::Triz
+            | View::Stats
+            | View::Inbox
+            | View::Workers
+            | View::Challenge
+            | View::Wizard => self.scroll_view(delta),
         }
     }
 
@@ -914,7 +1007,13 @@ impl AppState {
                     .saturating_sub(delta)
                     .clamp(0, max) as usize;
             }
-            View::TaskDetail | View::Triz | View::Stats | View::Inbox | View::Workers => {
+            View::TaskDetail
+            | View::Triz
+            | View::Stats
+            | View::Inbox
+            | View::Workers
+            | View::Challenge
+            | View::Wizard => {
                 self.detail_scroll = (i64::from(self.detail_scroll).saturating_add(delta))
                     .clamp(0, i64::from(u16::MAX)) as u16;
             }

@@ -12,6 +12,7 @@ mod popups;
 mod stats;
 mod tasks;
 mod workers;
+mod wizard;
 
 pub use fmt::{clock, money};
 
@@ -74,6 +75,8 @@ pub fn draw(frame: &mut Frame, state: &AppState, ui: &UiContext) -> FrameInfo {
         View::Triz => stats::render_triz(frame, body, state, ui.theme),
         View::Inbox => inbox::render(frame, body, state, ui.theme, ui.keymap),
         View::Workers => workers::render(frame, body, state, ui.theme),
+        View::Wizard => wizard::render(frame, body, state, ui.theme),
+        View::Challenge => stats::render_challenge(frame, body, state, ui.theme),
     }
     header::footer(frame, foot, state, ui);
     popups::render(frame, area, state, ui);

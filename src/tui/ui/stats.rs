@@ -120,3 +120,42 @@ pub fn render_triz(frame: &mut Frame, area: Rect, state: &AppState, theme: &Them
         area,
     );
 }
+
+/// The agent's challenge of the plan (`c`): its critique as text, or where it stands.
+pub fn render_challenge(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme) {
+    let mut lines = Vec::new();
+    match &state.challenge {
+        None => lines.push(Line::raw("no challenge yet: press c")),
+        Some(c) if c.running => lines.push(Line::styled(
+            "the agent is reading the plan (read-only)… the answer appears here",
+            theme.key(),
+        )),
+        Some(c) => {
+            if let Some(e) = &c.error {
+                lines.push(Line::styled(e.clone(), theme.error()));
+            }
+            for l in c.text.lines() {
+                let style = if l.starts_with('#') {
+                    theme.title()
+                } else {
+                    theme.text()
+                };
+                lines.push(Line::styled(l.to_string(), style));
+            }
+        }
+    }
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(theme.dim())
+        .title(Span::styled(
+            " Challenge: the agent's critique of the plan (c again to refresh, esc back) ",
+            theme.title(),
+        ));
+    frame.render_widget(
+        Paragraph::new(lines)
+            .wrap(Wrap { trim: false })
+            .scroll((state.detail_scroll, 0))
+            .block(block),
+        area,
+    );
+}

@@ -5,6 +5,8 @@
 //! [`WizardReply`]. Text is typed in a `ratatui-textarea` editor; Ctrl-S sends what was typed
 //! (Enter is a newline in an editor), Esc twice closes the wizard.
 
+pub mod run;
+
 use crate::domain::{PlanSpec, TaskSpec};
 use crate::plan::check::check_plan;
 use crate::plan::export::canonical_json;
@@ -59,8 +61,8 @@ pub enum WizardEffect {
     SaveAndPlan { path: PathBuf, text: String },
     /// Add the plan's tasks to the running plan.
     Merge(PlanSpec),
-    /// Import the plan as a plan of its own (and write its file).
-    SaveAs(PlanSpec),
+    /// Import the plan as a plan of its own, its file written beside the PRD (if there is one).
+    SaveAs(PlanSpec, Option<PathBuf>),
 }
 
 /// What came back from an effect.
@@ -96,6 +98,8 @@ pub struct Wizard {
     pub answers: Vec<(String, String)>,
     pub editor: TextArea<'static>,
     pub plan: Option<PlanSpec>,
+    /// The PRD file the plan comes from.
+    pub prd_path: Option<PathBuf>,
     pub problems: Vec<PlanProblem>,
     /// The last failure, shown until the next step.
     pub error: Option<String>,
@@ -124,6 +128,7 @@ impl Wizard {
             answers: Vec::new(),
             editor: editor(Vec::new()),
             plan: None,
+            prd_path: None,
             problems: Vec::new(),
             error: None,
             raw_reply: None,
@@ -326,7 +331,7 @@ impl Wizard {
                 let effect = if key.code == KeyCode::Char('m') {
                     WizardEffect::Merge(plan)
                 } else {
-                    WizardEffect::SaveAs(plan)
+                    WizardEffect::SaveAs(plan, self.prd_path.clone())
                 };
                 return vec![self.start(effect, now)];
             }
@@ -341,7 +346,7 @@ impl Wizard {
             WizardEffect::Ask { .. } => Stage::Asking,
             WizardEffect::WritePrd { .. } => Stage::Writing,
             WizardEffect::SaveAndPlan { .. } => Stage::Planning,
-            WizardEffect::Merge(_) | WizardEffect::SaveAs(_) => Stage::Applying,
+            WizardEffect::Merge(_) | WizardEffect::SaveAs(..) => Stage::Applying,
         };
         self.error = None;
         self.waiting_since = Some(now);
@@ -373,6 +378,7 @@ impl Wizard {
             }
             WizardReply::InterviewDone => return vec![self.start(self.write_effect(), now)],
             WizardReply::Prd { path, text } => {
+                self.prd_path = Some(path.clone());
                 self.editor = editor(text.lines().map(str::to_string).collect());
                 self.stage = Stage::EditPrd { path };
             }
@@ -389,7 +395,7 @@ impl Wizard {
                 // `r` (retry) or `e` (edit the PRD).
                 self.stage = if matches!(
                     self.retry,
-                    Some(WizardEffect::Merge(_) | WizardEffect::SaveAs(_))
+                    Some(WizardEffect::Merge(_) | WizardEffect::SaveAs(..))
                 ) {
                     Stage::Review { selected: 0 }
                 } else {
