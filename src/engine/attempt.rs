@@ -9,11 +9,11 @@ use super::executor::{AttemptOutcome, Executor};
 use super::sessions::{SessionInfo, SessionRegistry, SessionState};
 use super::verify::{Verification, run_checks};
 use crate::agent::{
-    self, Backend, BackendKind, ErrorClass, Guards, HandoffDir, HandoffPoll, HandoffStatus,
-    Invocation, PriceTable, PromptInput, Repair, build_prompt,
+    self, Backend, BackendKind, CostSource, ErrorClass, Guards, HandoffDir, HandoffPoll,
+    HandoffStatus, Invocation, PriceTable, PromptInput, Repair, UsageMeter, build_prompt,
 };
 use crate::domain::{PlanSpec, TaskSpec, Usd, VerificationCommand, safe_id};
-use crate::pty::{PtySession, SpawnSpec, TermSize};
+use crate::pty::{LineFilter, PtySession, SpawnSpec, TermSize};
 use crate::store::{Claimed, Park, PlanRecord, Store, StoreError};
 use crate::workspace::{Delivery, MergeMode, Workspaces, Worktree, commit_message};
 use async_trait::async_trait;
@@ -380,6 +380,15 @@ impl AgentExecutor {
         for (k, v) in &command.env {
             spec = spec.env(k, v);
         }
+        if let Some(view) = backend.display_filter() {
+            let meter = backend.usage_meter(&self.cfg.prices);
+            spec = spec.display_filter(Box::new(MeteredView {
+                view,
+                meter,
+                ctl: ctl.clone(),
+                base: cx.spent,
+            }));
+        }
         spec = spec
             .env("WHILLY_TASK_ID", &cx.task.id)
             .env("WHILLY_PLAN_ID", &cx.claimed.task.plan_id);
@@ -518,7 +527,13 @@ impl AgentExecutor {
     ) -> (agent::AgentResult, Vec<u8>) {
         let raw = read_tail(log, RESULT_TAIL_BYTES).unwrap_or_default();
         let result = backend.parse_result(&raw, &self.cfg.prices);
-        cx.spent += result.cost;
+        // What the live meter saw this round; it stands when the agent was stopped before
+        // reporting an exact cost, and never replaces one it did report.
+        let live = ctl.spent() - cx.spent;
+        cx.spent += match result.cost_source {
+            CostSource::Reported => result.cost,
+            CostSource::Priced | CostSource::Unknown => result.cost.max(live),
+        };
         ctl.set_spent(cx.spent);
         cx.evidence
             .insert("attempt_cost_usd".into(), json!(cx.spent.as_f64()));
@@ -663,6 +678,29 @@ impl AgentExecutor {
             Ok(Err(e)) => fail(cx, "delivery_failed", false, e.to_string()),
             Err(e) => fail(cx, "delivery_failed", true, e.to_string()),
         }
+    }
+}
+
+/// The pane's view of a stream-json agent, metering its spend on the way: each complete line is
+/// priced (running total reported to the attempt control, for the budget checks) and rendered.
+/// Runs on the PTY reader thread.
+struct MeteredView {
+    view: Box<dyn LineFilter>,
+    meter: Option<UsageMeter>,
+    ctl: AttemptControl,
+    /// The attempt's spend before this round.
+    base: Usd,
+}
+
+impl LineFilter for MeteredView {
+    fn line(&mut self, line: &[u8], out: &mut Vec<u8>) {
+        if let Some(meter) = self.meter.as_mut()
+            && let Ok(text) = std::str::from_utf8(line)
+            && let Some(cost) = meter.feed_line(text)
+        {
+            self.ctl.set_spent(self.base + cost);
+        }
+        self.view.line(line, out);
     }
 }
 
