@@ -632,3 +632,61 @@ fn stubborn_agent_past_its_timeout_fails_with_task_timeout() {
     assert_eq!(rec["reason"], "task_timeout", "{rec}");
     assert_no_agents_left(&repo);
 }
+
+/// `-c` overrides that make `spender` (a Claude backend whose binary is claude_spender.sh) the agent.
+fn spender_agent() -> Vec<String> {
+    vec![
+        "agents.spender.backend=claude".to_string(),
+        format!(
+            "agents.spender.bin={}",
+            agent("engine/claude_spender.sh").display()
+        ),
+        "run.agent=spender".to_string(),
+    ]
+}
+
+// Running cost: Claude's stream-json usage is priced while it works, so a task budget stops the
+// agent mid-run (it would otherwise work for 70 s and never report a cost).
+#[test]
+fn task_budget_stops_a_streaming_claude_mid_run() {
+    let mut t = task("T-1");
+    t["budget_usd"] = 1.0.into();
+    let repo = Repo::new(&plan("p", vec![t]), "unused {task_id}");
+    let overrides = spender_agent();
+    let overrides: Vec<&str> = overrides.iter().map(String::as_str).collect();
+    let started = Instant::now();
+    let out = repo.run_plan(&overrides, &[]).wait(Duration::from_secs(40));
+    let elapsed = started.elapsed();
+    assert_eq!(out.code, Some(1), "{out}");
+    let rec = repo.task("p", "T-1");
+    assert_eq!(rec["status"], "FAILED", "{rec}");
+    assert_eq!(rec["reason"], "task_budget_exceeded", "{rec}");
+    // $0.45 a second: over $1.00 after the third message, checked at least every second.
+    let spent = repo.plan_record("p")["spent"].as_f64().unwrap() / 1e6;
+    println!("task budget $1.00, $0.45/s streamed: stopped after {elapsed:?}, spent ${spent:.2}");
+    assert!((1.0..=1.0 + 2.0 * 0.45 + 1e-9).contains(&spent), "spent {spent}");
+    assert!(elapsed < Duration::from_secs(15), "{elapsed:?}");
+    assert_no_agents_left(&repo);
+}
+
+// The plan budget sees the running estimate too: exit 2 before the attempt would end.
+#[test]
+fn plan_budget_sees_streaming_spend_before_the_attempt_ends() {
+    let mut p = plan("p", vec![task("T-1")]);
+    p["budget_usd"] = 1.0.into();
+    let repo = Repo::new(&p, "unused {task_id}");
+    let overrides = spender_agent();
+    let overrides: Vec<&str> = overrides.iter().map(String::as_str).collect();
+    let started = Instant::now();
+    let out = repo.run_plan(&overrides, &[]).wait(Duration::from_secs(40));
+    let elapsed = started.elapsed();
+    assert_eq!(out.code, Some(2), "{out}");
+    assert!(elapsed < Duration::from_secs(15), "{elapsed:?}");
+    assert!(
+        !repo.events_of_type("budget.exhausted").is_empty(),
+        "no budget.exhausted event"
+    );
+    let spent = repo.plan_record("p")["spent"].as_f64().unwrap() / 1e6;
+    assert!((1.0..=1.0 + 2.0 * 0.45 + 1e-9).contains(&spent), "spent {spent}");
+    assert_no_agents_left(&repo);
+}
