@@ -690,3 +690,66 @@ fn plan_budget_sees_streaming_spend_before_the_attempt_ends() {
     assert!((1.0..=1.0 + 2.0 * 0.45 + 1e-9).contains(&spent), "spent {spent}");
     assert_no_agents_left(&repo);
 }
+
+// 12d. Two plans hand over a task with the same id at once: two directories, the operator is
+// told to pick a plan, and each answer reaches its own run.
+#[test]
+fn same_task_id_waiting_in_two_plans() {
+    let repo = handoff_repo();
+    let mut t = task("T-1");
+    t["agent"] = "handoff".into();
+    repo.write(
+        "plan2.json",
+        &serde_json::to_string_pretty(&plan("q", vec![t])).unwrap(),
+    );
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-q", "-m", "second plan"]);
+    let run_p = repo.run_plan(&[], &[]);
+    await_handoff(&repo);
+    let run_q = repo.spawn(&["run", "plan2.json", "--headless"]);
+    let dirs = wait_for(Duration::from_secs(20), "both handoffs listed", || {
+        let out = repo.whilly(&["handoff", "list", "--json"]).output().ok()?;
+        let v: Value = serde_json::from_slice(&out.stdout).ok()?;
+        let dirs: Vec<String> = v
+            .as_array()?
+            .iter()
+            .filter(|e| e["meta"]["task_id"] == "T-1")
+            .filter_map(|e| e["dir"].as_str().map(str::to_string))
+            .collect();
+        (dirs.len() == 2).then_some(dirs)
+    });
+    assert!(dirs.iter().any(|d| d.ends_with("/T-1")), "{dirs:?}");
+    assert!(dirs.iter().any(|d| d.ends_with("/T-1@q")), "{dirs:?}");
+
+    let answer = |plan: Option<&str>, status: &str| {
+        let mut args = vec!["handoff", "complete", "T-1", "--status", status];
+        if let Some(p) = plan {
+            args.extend(["--plan", p]);
+        }
+        repo.whilly(&args).output().unwrap()
+    };
+    let ambiguous = answer(None, "complete");
+    assert!(!ambiguous.status.success());
+    let err = String::from_utf8_lossy(&ambiguous.stderr);
+    assert!(err.contains("2 plans (") && err.contains("--plan"), "{err}");
+    let show = repo
+        .whilly(&["handoff", "show", "T-1", "--plan", "q"])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&show.stdout).contains("plan q"),
+        "{}",
+        String::from_utf8_lossy(&show.stdout)
+    );
+
+    assert!(answer(Some("q"), "blocked").status.success());
+    let out_q = run_q.wait(Duration::from_secs(20));
+    assert_eq!(out_q.code, Some(1), "{out_q}");
+    assert_eq!(repo.task("q", "T-1")["status"], "BLOCKED");
+    assert_eq!(repo.task("p", "T-1")["status"], "IN_PROGRESS");
+    // Only p's handoff is left, so the plain form works again.
+    assert!(answer(None, "complete").status.success());
+    let out_p = run_p.wait(Duration::from_secs(20));
+    assert_eq!(out_p.code, Some(0), "{out_p}");
+    assert_eq!(repo.task("p", "T-1")["status"], "DONE");
+}

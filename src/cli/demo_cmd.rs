@@ -42,15 +42,15 @@ pub async fn run(global: super::args::GlobalArgs, args: DemoArgs) -> anyhow::Res
     let review = tokio::spawn(async move {
         loop {
             tokio::time::sleep(Duration::from_millis(500)).await;
-            if handoff.read_meta("DEMO-006").is_ok() {
-                if let Ok(meta) = handoff.read_meta("DEMO-006") {
+            if let Ok(dir) = handoff.find("DEMO-006", None) {
+                if let Ok(meta) = crate::agent::handoff::read_meta(&dir) {
                     let _ = std::fs::write(
                         meta.cwd.join("REVIEW.md"),
                         "# Review\n\nVerdict: approved by the demo's stand-in human.\n",
                     );
                 }
-                let _ = handoff.complete(
-                    "DEMO-006",
+                let _ = crate::agent::handoff::complete(
+                    &dir,
                     HandoffStatus::Complete,
                     "approved (headless demo)",
                     None,

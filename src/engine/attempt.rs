@@ -558,7 +558,8 @@ impl AgentExecutor {
             attempt: cx.claimed.task.attempts.max(1) as u32,
         };
         // A result left from an earlier attempt must not answer this one.
-        let _ = self.cfg.handoff.remove(&cx.task.id);
+        let plan_id = cx.claimed.task.plan_id.clone();
+        let _ = self.cfg.handoff.remove(&plan_id, &cx.task.id);
         let dir = match self.cfg.handoff.start(&meta, prompt) {
             Ok(d) => d,
             Err(e) => return Step::Outcome(fail(cx, "handoff_error", false, e.to_string())),
@@ -571,7 +572,7 @@ impl AgentExecutor {
         let give_up = deadline_at.map_or(give_up, |d| d.min(give_up));
         let mut last_malformed: Option<String> = None;
         loop {
-            match self.cfg.handoff.poll(&cx.task.id) {
+            match agent::handoff::poll_dir(&dir) {
                 HandoffPoll::Result(r) => {
                     cx.spent += r.cost;
                     ctl.set_spent(cx.spent);
@@ -580,7 +581,7 @@ impl AgentExecutor {
                     cx.evidence.insert("message".into(), json!(r.message));
                     cx.evidence
                         .insert("attempt_cost_usd".into(), json!(cx.spent.as_f64()));
-                    let _ = self.cfg.handoff.remove(&cx.task.id);
+                    let _ = agent::handoff::remove_dir(&dir);
                     return match r.status {
                         HandoffStatus::Complete => Step::Finished,
                         HandoffStatus::Failed => {
