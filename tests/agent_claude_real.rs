@@ -539,7 +539,10 @@ async fn pane_shows_a_readable_transcript_while_the_log_keeps_raw_json() {
     for want in ["● session started", "Running the command.", "✔ finished"] {
         assert!(screen.contains(want), "missing {want:?}:\n{screen}");
     }
-    assert!(!screen.contains("{\"type\":"), "raw JSON on screen:\n{screen}");
+    assert!(
+        !screen.contains("{\"type\":"),
+        "raw JSON on screen:\n{screen}"
+    );
     let raw = std::fs::read(&log).expect("log");
     let text = String::from_utf8_lossy(&raw);
     assert!(text.contains("{\"type\":\"assistant\""), "{text}");

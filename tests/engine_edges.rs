@@ -664,7 +664,10 @@ fn task_budget_stops_a_streaming_claude_mid_run() {
     // $0.45 a second: over $1.00 after the third message, checked at least every second.
     let spent = repo.plan_record("p")["spent"].as_f64().unwrap() / 1e6;
     println!("task budget $1.00, $0.45/s streamed: stopped after {elapsed:?}, spent ${spent:.2}");
-    assert!((1.0..=1.0 + 2.0 * 0.45 + 1e-9).contains(&spent), "spent {spent}");
+    assert!(
+        (1.0..=1.0 + 2.0 * 0.45 + 1e-9).contains(&spent),
+        "spent {spent}"
+    );
     assert!(elapsed < Duration::from_secs(15), "{elapsed:?}");
     assert_no_agents_left(&repo);
 }
@@ -687,7 +690,10 @@ fn plan_budget_sees_streaming_spend_before_the_attempt_ends() {
         "no budget.exhausted event"
     );
     let spent = repo.plan_record("p")["spent"].as_f64().unwrap() / 1e6;
-    assert!((1.0..=1.0 + 2.0 * 0.45 + 1e-9).contains(&spent), "spent {spent}");
+    assert!(
+        (1.0..=1.0 + 2.0 * 0.45 + 1e-9).contains(&spent),
+        "spent {spent}"
+    );
     assert_no_agents_left(&repo);
 }
 

@@ -49,7 +49,10 @@ async fn stream_json_shows_as_a_transcript_and_is_logged_raw() {
     ] {
         assert!(screen.contains(want), "missing {want:?} in:\n{screen}");
     }
-    assert!(!screen.contains("{\"type\":"), "raw JSON on screen:\n{screen}");
+    assert!(
+        !screen.contains("{\"type\":"),
+        "raw JSON on screen:\n{screen}"
+    );
     // Coloured: the tool call line is cyan.
     let cyan = s.with_screen(|sc| {
         let rows: Vec<String> = sc.rows(0, 120).collect();

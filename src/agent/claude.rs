@@ -12,10 +12,10 @@ use super::classify::{ErrorClass, class_for_status, classify_outcome};
 use super::error::AgentError;
 use super::jsonscan::json_objects;
 use super::live_usage::UsageMeter;
-use super::transcript::TranscriptFilter;
 use super::result::{
     AgentResult, CostSource, PriceTable, Usage, apply_prices, clean_output, has_marker, u64_at,
 };
+use super::transcript::TranscriptFilter;
 use crate::domain::Usd;
 use serde_json::Value;
 use std::path::PathBuf;

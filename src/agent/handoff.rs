@@ -239,9 +239,8 @@ impl HandoffDir {
     pub fn dir_for(&self, plan_id: &str, task_id: &str) -> PathBuf {
         let usual = self.task_dir(task_id);
         let qualified = self.plan_task_dir(plan_id, task_id);
-        let ours = |dir: &Path| {
-            read_meta_file(&dir.join(META_FILE)).is_ok_and(|m| m.plan_id == plan_id)
-        };
+        let ours =
+            |dir: &Path| read_meta_file(&dir.join(META_FILE)).is_ok_and(|m| m.plan_id == plan_id);
         if ours(&usual) {
             usual
         } else if qualified.join(META_FILE).exists() || usual.join(META_FILE).exists() {
@@ -726,7 +725,9 @@ mod tests {
     fn same_task_id_in_two_plans_gets_two_directories() {
         let tmp = tempfile::tempdir().unwrap();
         let h = HandoffDir::new(tmp.path());
-        let a = h.start(&plan_meta("alpha", "T-1"), "alpha's prompt").unwrap();
+        let a = h
+            .start(&plan_meta("alpha", "T-1"), "alpha's prompt")
+            .unwrap();
         let b = h.start(&plan_meta("beta", "T-1"), "beta's prompt").unwrap();
         // The first keeps the documented layout; the second is plan-qualified.
         assert_eq!(a, tmp.path().join("T-1"));
@@ -740,7 +741,9 @@ mod tests {
         // Answers go to the right plan.
         complete(&b, HandoffStatus::Failed, "beta only", None).unwrap();
         assert_eq!(h.poll("alpha", "T-1"), HandoffPoll::Waiting);
-        assert!(matches!(h.poll("beta", "T-1"), HandoffPoll::Result(r) if r.message == "beta only"));
+        assert!(
+            matches!(h.poll("beta", "T-1"), HandoffPoll::Result(r) if r.message == "beta only")
+        );
         // Removing one never touches the other.
         h.remove("alpha", "T-1").unwrap();
         assert!(!a.exists() && b.exists());

@@ -139,7 +139,12 @@ mod tests {
     #[test]
     fn repeated_blocks_of_one_message_count_once() {
         let mut m = UsageMeter::new(prices(), None);
-        let a = assistant(Some("msg_1"), Some("claude-sonnet-4-5-20250929"), 1_000_000, 0);
+        let a = assistant(
+            Some("msg_1"),
+            Some("claude-sonnet-4-5-20250929"),
+            1_000_000,
+            0,
+        );
         assert_eq!(m.feed_line(&a), Some(Usd::from_f64(3.0)));
         // The same message's next content block: same id, same usage: no change.
         assert_eq!(m.feed_line(&a), None);

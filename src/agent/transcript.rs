@@ -70,7 +70,8 @@ pub fn colour(rendered: &str) -> String {
             Some(RED)
         } else if clean.starts_with('✔') {
             Some(GREEN)
-        } else if clean.starts_with("  ↳") || clean.starts_with('●') || clean.starts_with('…') {
+        } else if clean.starts_with("  ↳") || clean.starts_with('●') || clean.starts_with('…')
+        {
             Some(DIM)
         } else {
             None

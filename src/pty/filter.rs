@@ -224,7 +224,10 @@ mod tests {
 
     #[test]
     fn control_bytes_end_the_json_guess() {
-        assert_eq!(run(&[b"{not json\x1b[6n", b"more\r\n"]), "{not json\x1b[6nmore\r\n");
+        assert_eq!(
+            run(&[b"{not json\x1b[6n", b"more\r\n"]),
+            "{not json\x1b[6nmore\r\n"
+        );
         // Escape sequences before a JSON line pass through; the line is still filtered.
         assert_eq!(
             run(&[b"\x1b[?25l\x1b", b"[2K\x1b7{\"a\":1}\r\n"]),
