@@ -661,6 +661,9 @@ fn task_budget_stops_a_streaming_claude_mid_run() {
     let rec = repo.task("p", "T-1");
     assert_eq!(rec["status"], "FAILED", "{rec}");
     assert_eq!(rec["reason"], "task_budget_exceeded", "{rec}");
+    let failed = events_of(&repo, "T-1", "task.failed");
+    let detail = failed[0]["payload"]["detail"].as_str().unwrap_or_default();
+    assert!(detail.contains("budget_usd ($1.00) is spent"), "{detail}");
     // $0.45 a second: over $1.00 after the third message, checked at least every second.
     let spent = repo.plan_record("p")["spent"].as_f64().unwrap() / 1e6;
     println!("task budget $1.00, $0.45/s streamed: stopped after {elapsed:?}, spent ${spent:.2}");

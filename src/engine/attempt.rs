@@ -453,12 +453,16 @@ impl AgentExecutor {
                         let reason = ctl.reason().unwrap_or(reason);
                         return Step::Outcome(match reason {
                             StopReason::LeaseLost => AttemptOutcome::Abandoned,
-                            StopReason::TaskBudget => fail(
-                                cx,
-                                "task_budget_exceeded",
-                                false,
-                                "the task's budget_usd is spent".into(),
-                            ),
+                            StopReason::TaskBudget => {
+                                let detail = match cx.task.budget_usd {
+                                    Some(b) => format!(
+                                        "the task's budget_usd ({b}) is spent: {} by this attempt; the agent was stopped",
+                                        cx.spent
+                                    ),
+                                    None => "the task's budget_usd is spent".to_string(),
+                                };
+                                fail(cx, "task_budget_exceeded", false, detail)
+                            }
                             other => AttemptOutcome::Released {
                                 cost: cx.spent,
                                 reason: other.as_str().to_string(),
