@@ -729,6 +729,13 @@ fn same_task_id_waiting_in_two_plans() {
     });
     assert!(dirs.iter().any(|d| d.ends_with("/T-1")), "{dirs:?}");
     assert!(dirs.iter().any(|d| d.ends_with("/T-1@q")), "{dirs:?}");
+    let only_q = repo
+        .whilly(&["handoff", "list", "--json", "--plan", "q"])
+        .output()
+        .unwrap();
+    let only_q: Value = serde_json::from_slice(&only_q.stdout).unwrap();
+    assert_eq!(only_q.as_array().map(Vec::len), Some(1), "{only_q}");
+    assert_eq!(only_q[0]["meta"]["plan_id"], "q", "{only_q}");
 
     let answer = |plan: Option<&str>, status: &str| {
         let mut args = vec!["handoff", "complete", "T-1", "--status", status];

@@ -42,7 +42,10 @@ impl UsageMeter {
     /// cost when this line changed it.
     pub fn feed_line(&mut self, line: &str) -> Option<Usd> {
         let line = line.trim();
-        if !line.starts_with('{') {
+        // Only assistant and init lines matter; tool results can be megabytes, so skip parsing
+        // anything that cannot be one of them.
+        if !line.starts_with('{') || !(line.contains("\"assistant\"") || line.contains("\"init\""))
+        {
             return None;
         }
         let v: Value = serde_json::from_str(line).ok()?;
