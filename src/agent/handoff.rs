@@ -254,7 +254,20 @@ impl HandoffDir {
     /// and id. A `result.json` left from an earlier attempt is kept as `result.attempt-<n>.json`
     /// so it is neither lost nor mistaken for the answer to this attempt.
     pub fn start(&self, meta: &HandoffMeta, prompt: &str) -> Result<PathBuf, HandoffError> {
-        let dir = self.dir_for(&meta.plan_id, &meta.task_id);
+        let mut dir = self.dir_for(&meta.plan_id, &meta.task_id);
+        let usual = self.task_dir(&meta.task_id);
+        if dir == usual && !usual.join(META_FILE).exists() {
+            // Claimed by creating it: of two plans handing over the same id at the same moment,
+            // one gets the usual directory and the other the plan-qualified one.
+            std::fs::create_dir_all(&self.root).map_err(io_err(&self.root))?;
+            match std::fs::create_dir(&usual) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    dir = self.plan_task_dir(&meta.plan_id, &meta.task_id);
+                }
+                Err(e) => return Err(io_err(&usual)(e)),
+            }
+        }
         std::fs::create_dir_all(&dir).map_err(io_err(&dir))?;
         let result = dir.join(RESULT_FILE);
         if result.exists() {
@@ -356,9 +369,14 @@ impl HandoffDir {
         Ok(out)
     }
 
-    /// Removes the handoff directory of `task_id` in `plan_id` (never another plan's).
+    /// Removes the handoff directory of `task_id` in `plan_id`: only one whose `meta.json` names
+    /// that plan, never another plan's (not even one whose `meta.json` is still being written).
     pub fn remove(&self, plan_id: &str, task_id: &str) -> Result<(), HandoffError> {
-        remove_dir(&self.dir_for(plan_id, task_id))
+        let dir = self.dir_for(plan_id, task_id);
+        if read_meta(&dir).is_ok_and(|m| m.plan_id == plan_id) {
+            remove_dir(&dir)?;
+        }
+        Ok(())
     }
 }
 
@@ -751,6 +769,14 @@ mod tests {
         assert_eq!(h.dir_for("beta", "T-1"), b);
         // And a third plan now takes the free usual directory.
         assert_eq!(h.start(&plan_meta("gamma", "T-1"), "g").unwrap(), a);
+        // A usual directory just created by another plan (no meta.json yet) is neither removed
+        // nor shared.
+        std::fs::create_dir(tmp.path().join("T-9")).unwrap();
+        h.remove("delta", "T-9").unwrap();
+        assert!(tmp.path().join("T-9").is_dir());
+        let d = h.start(&plan_meta("delta", "T-9"), "d").unwrap();
+        assert_eq!(d, tmp.path().join("T-9@delta"));
+        assert_eq!(h.dir_for("delta", "T-9"), d);
     }
 
     #[test]
