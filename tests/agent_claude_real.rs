@@ -477,3 +477,76 @@ fn parses_the_raw_pty_stream_of_a_narrow_terminal() {
         Some("from a pty\n")
     );
 }
+
+/// What the operator reads in the agent's pane: our PTY session with the backend's display
+/// filter shows a readable transcript of the real CLI's stream-json while the log keeps the raw
+/// JSON the exact cost is read from.
+#[tokio::test]
+async fn pane_shows_a_readable_transcript_while_the_log_keeps_raw_json() {
+    use whilly::pty::{PtySession, SpawnSpec};
+    let Some(bin) = claude_bin() else { return };
+    let (repo, home) = workspace();
+    let repo_path = repo.path().canonicalize().expect("canonical repo");
+    let server = ModelServer::start(Scenario::Bash {
+        command: "echo bash-ran > bash.txt".into(),
+    });
+    let mut settings = AgentSettings::new(BackendKind::Claude);
+    settings.bin = bin.to_string_lossy().into_owned();
+    settings.model = Some("claude-sonnet-4-5".into());
+    let backend = build_backend(&settings).expect("backend");
+    let prompt_file = repo_path.join(".whilly-prompt.md");
+    std::fs::write(&prompt_file, "Run the command").expect("prompt file");
+    let inv = Invocation {
+        prompt: "Run the command",
+        prompt_file: &prompt_file,
+        workdir: &repo_path,
+        task_id: "TASK-1",
+    };
+    let cmd = backend.command(&inv).expect("command").expect("a process");
+    let log = home.path().join("1.log");
+    let mut spec = SpawnSpec::new(cmd.argv())
+        .cwd(&cmd.cwd)
+        .size(40, 160)
+        .log_path(&log)
+        .display_filter(backend.display_filter().expect("stream-json has a filter"));
+    for (k, v) in &cmd.env {
+        spec = spec.env(k, v);
+    }
+    let home_dir = home.path().to_string_lossy().into_owned();
+    let claude_dir = home.path().join(".claude").to_string_lossy().into_owned();
+    spec = spec
+        .env("ANTHROPIC_BASE_URL", server.base_url())
+        .env("ANTHROPIC_API_KEY", "test-key")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("CLAUDE_CONFIG_DIR", claude_dir)
+        .env("HOME", home_dir);
+    let session = PtySession::spawn(spec).expect("spawn claude in a pty");
+    // Readable while it runs: the tool call shows before the end.
+    assert!(
+        session
+            .wait_for_text("▶ Bash: echo bash-ran > bash.txt", RUN_TIMEOUT)
+            .await,
+        "no tool call on screen:\n{}\nserver:\n{}",
+        session.contents_with_scrollback(200),
+        server.log()
+    );
+    let exit = tokio::time::timeout(RUN_TIMEOUT, session.wait())
+        .await
+        .expect("claude finished");
+    let screen = session.contents_with_scrollback(500);
+    println!("--- the pane\n{screen}");
+    assert_eq!(exit.code, Some(0), "{screen}");
+    for want in ["● session started", "Running the command.", "✔ finished"] {
+        assert!(screen.contains(want), "missing {want:?}:\n{screen}");
+    }
+    assert!(
+        !screen.contains("{\"type\":"),
+        "raw JSON on screen:\n{screen}"
+    );
+    let raw = std::fs::read(&log).expect("log");
+    let text = String::from_utf8_lossy(&raw);
+    assert!(text.contains("{\"type\":\"assistant\""), "{text}");
+    let r = backend.parse_result(&raw, &PriceTable::new());
+    assert!(r.marker_found && !r.is_error, "{r:?}");
+    assert_eq!(r.cost_source, CostSource::Reported, "{r:?}");
+}

@@ -197,8 +197,25 @@ fn budget_exhausted_mid_run() {
     assert_eq!(out.code, Some(2), "{out}");
     let spent = repo.plan_record("p")["spent"].as_i64().unwrap();
     let budget = (per_task * 1.5 * 1e6).round() as i64;
-    println!("budget {budget} µ$, spent {spent} µ$");
-    assert_eq!(spent, server_cost_micros(&server), "{}", server.log());
+    let charged = server_cost_micros(&server);
+    println!("budget {budget} µ$, spent {spent} µ$, charged by the server {charged} µ$");
+    // Spend is watched while the CLI streams, so the attempt running when the budget runs out is
+    // stopped before its result line: it counts at its running estimate (the usage its
+    // assistant message carried, whose output tokens are still partial), every finished one at
+    // its exact reported cost. Without a stopped attempt the two are equal.
+    let stopped = repo
+        .events_of_type("task.released")
+        .iter()
+        .any(|e| e["payload"]["reason"] == "budget_exhausted");
+    if stopped {
+        assert!(
+            spent <= charged && spent > charged - MICROS_PER_REQUEST,
+            "spent {spent} µ$, charged {charged} µ$\n{}",
+            server.log()
+        );
+    } else {
+        assert_eq!(spent, charged, "{}", server.log());
+    }
     assert!(
         spent >= budget,
         "stopped before the budget was spent: {spent} µ$"

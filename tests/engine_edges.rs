@@ -632,3 +632,140 @@ fn stubborn_agent_past_its_timeout_fails_with_task_timeout() {
     assert_eq!(rec["reason"], "task_timeout", "{rec}");
     assert_no_agents_left(&repo);
 }
+
+/// `-c` overrides that make `spender` (a Claude backend whose binary is claude_spender.sh) the agent.
+fn spender_agent() -> Vec<String> {
+    vec![
+        "agents.spender.backend=claude".to_string(),
+        format!(
+            "agents.spender.bin={}",
+            agent("engine/claude_spender.sh").display()
+        ),
+        "run.agent=spender".to_string(),
+    ]
+}
+
+// Running cost: Claude's stream-json usage is priced while it works, so a task budget stops the
+// agent mid-run (it would otherwise work for 70 s and never report a cost).
+#[test]
+fn task_budget_stops_a_streaming_claude_mid_run() {
+    let mut t = task("T-1");
+    t["budget_usd"] = 1.0.into();
+    let repo = Repo::new(&plan("p", vec![t]), "unused {task_id}");
+    let overrides = spender_agent();
+    let overrides: Vec<&str> = overrides.iter().map(String::as_str).collect();
+    let started = Instant::now();
+    let out = repo.run_plan(&overrides, &[]).wait(Duration::from_secs(40));
+    let elapsed = started.elapsed();
+    assert_eq!(out.code, Some(1), "{out}");
+    let rec = repo.task("p", "T-1");
+    assert_eq!(rec["status"], "FAILED", "{rec}");
+    assert_eq!(rec["reason"], "task_budget_exceeded", "{rec}");
+    let failed = events_of(&repo, "T-1", "task.failed");
+    let detail = failed[0]["payload"]["detail"].as_str().unwrap_or_default();
+    assert!(detail.contains("budget_usd ($1.00) is spent"), "{detail}");
+    // $0.45 a second: over $1.00 after the third message, checked at least every second.
+    let spent = repo.plan_record("p")["spent"].as_f64().unwrap() / 1e6;
+    println!("task budget $1.00, $0.45/s streamed: stopped after {elapsed:?}, spent ${spent:.2}");
+    assert!(
+        (1.0..=1.0 + 2.0 * 0.45 + 1e-9).contains(&spent),
+        "spent {spent}"
+    );
+    assert!(elapsed < Duration::from_secs(15), "{elapsed:?}");
+    assert_no_agents_left(&repo);
+}
+
+// The plan budget sees the running estimate too: exit 2 before the attempt would end.
+#[test]
+fn plan_budget_sees_streaming_spend_before_the_attempt_ends() {
+    let mut p = plan("p", vec![task("T-1")]);
+    p["budget_usd"] = 1.0.into();
+    let repo = Repo::new(&p, "unused {task_id}");
+    let overrides = spender_agent();
+    let overrides: Vec<&str> = overrides.iter().map(String::as_str).collect();
+    let started = Instant::now();
+    let out = repo.run_plan(&overrides, &[]).wait(Duration::from_secs(40));
+    let elapsed = started.elapsed();
+    assert_eq!(out.code, Some(2), "{out}");
+    assert!(elapsed < Duration::from_secs(15), "{elapsed:?}");
+    assert!(
+        !repo.events_of_type("budget.exhausted").is_empty(),
+        "no budget.exhausted event"
+    );
+    let spent = repo.plan_record("p")["spent"].as_f64().unwrap() / 1e6;
+    assert!(
+        (1.0..=1.0 + 2.0 * 0.45 + 1e-9).contains(&spent),
+        "spent {spent}"
+    );
+    assert_no_agents_left(&repo);
+}
+
+// 12d. Two plans hand over a task with the same id at once: two directories, the operator is
+// told to pick a plan, and each answer reaches its own run.
+#[test]
+fn same_task_id_waiting_in_two_plans() {
+    let repo = handoff_repo();
+    let mut t = task("T-1");
+    t["agent"] = "handoff".into();
+    repo.write(
+        "plan2.json",
+        &serde_json::to_string_pretty(&plan("q", vec![t])).unwrap(),
+    );
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-q", "-m", "second plan"]);
+    let run_p = repo.run_plan(&[], &[]);
+    await_handoff(&repo);
+    let run_q = repo.spawn(&["run", "plan2.json", "--headless"]);
+    let dirs = wait_for(Duration::from_secs(20), "both handoffs listed", || {
+        let out = repo.whilly(&["handoff", "list", "--json"]).output().ok()?;
+        let v: Value = serde_json::from_slice(&out.stdout).ok()?;
+        let dirs: Vec<String> = v
+            .as_array()?
+            .iter()
+            .filter(|e| e["meta"]["task_id"] == "T-1")
+            .filter_map(|e| e["dir"].as_str().map(str::to_string))
+            .collect();
+        (dirs.len() == 2).then_some(dirs)
+    });
+    assert!(dirs.iter().any(|d| d.ends_with("/T-1")), "{dirs:?}");
+    assert!(dirs.iter().any(|d| d.ends_with("/T-1@q")), "{dirs:?}");
+    let only_q = repo
+        .whilly(&["handoff", "list", "--json", "--plan", "q"])
+        .output()
+        .unwrap();
+    let only_q: Value = serde_json::from_slice(&only_q.stdout).unwrap();
+    assert_eq!(only_q.as_array().map(Vec::len), Some(1), "{only_q}");
+    assert_eq!(only_q[0]["meta"]["plan_id"], "q", "{only_q}");
+
+    let answer = |plan: Option<&str>, status: &str| {
+        let mut args = vec!["handoff", "complete", "T-1", "--status", status];
+        if let Some(p) = plan {
+            args.extend(["--plan", p]);
+        }
+        repo.whilly(&args).output().unwrap()
+    };
+    let ambiguous = answer(None, "complete");
+    assert!(!ambiguous.status.success());
+    let err = String::from_utf8_lossy(&ambiguous.stderr);
+    assert!(err.contains("2 plans (") && err.contains("--plan"), "{err}");
+    let show = repo
+        .whilly(&["handoff", "show", "T-1", "--plan", "q"])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&show.stdout).contains("plan q"),
+        "{}",
+        String::from_utf8_lossy(&show.stdout)
+    );
+
+    assert!(answer(Some("q"), "blocked").status.success());
+    let out_q = run_q.wait(Duration::from_secs(20));
+    assert_eq!(out_q.code, Some(1), "{out_q}");
+    assert_eq!(repo.task("q", "T-1")["status"], "BLOCKED");
+    assert_eq!(repo.task("p", "T-1")["status"], "IN_PROGRESS");
+    // Only p's handoff is left, so the plain form works again.
+    assert!(answer(None, "complete").status.success());
+    let out_p = run_p.wait(Duration::from_secs(20));
+    assert_eq!(out_p.code, Some(0), "{out_p}");
+    assert_eq!(repo.task("p", "T-1")["status"], "DONE");
+}

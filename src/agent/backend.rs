@@ -191,6 +191,20 @@ pub trait Backend: Send + Sync + fmt::Debug {
     /// The result of an attempt from the raw PTY bytes it printed.
     fn parse_result(&self, raw: &[u8], prices: &PriceTable) -> AgentResult;
 
+    /// What the pane shows instead of the raw output: `None` (the default) shows the bytes as
+    /// printed; a stream-json backend returns a filter rendering each JSON line readably. The
+    /// log and [`Backend::parse_result`] always get the raw bytes.
+    fn display_filter(&self) -> Option<Box<dyn crate::pty::LineFilter>> {
+        None
+    }
+
+    /// A meter of spend while the agent runs, fed each complete output line (only used together
+    /// with [`Backend::display_filter`]); `None` (the default) when the output carries no usage
+    /// before its final result.
+    fn usage_meter(&self, _prices: &PriceTable) -> Option<super::live_usage::UsageMeter> {
+        None
+    }
+
     /// Whether the attempt failed and how, from its exit code (`None`: killed by a signal) and
     /// result; `None` means it ran to the end without error.
     fn classify(

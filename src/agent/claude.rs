@@ -11,9 +11,11 @@ use super::backend::{
 use super::classify::{ErrorClass, class_for_status, classify_outcome};
 use super::error::AgentError;
 use super::jsonscan::json_objects;
+use super::live_usage::UsageMeter;
 use super::result::{
     AgentResult, CostSource, PriceTable, Usage, apply_prices, clean_output, has_marker, u64_at,
 };
+use super::transcript::TranscriptFilter;
 use crate::domain::Usd;
 use serde_json::Value;
 use std::path::PathBuf;
@@ -93,6 +95,16 @@ impl Backend for ClaudeBackend {
             env: self.env(is_root()),
             cwd: inv.workdir.to_path_buf(),
         }))
+    }
+
+    fn display_filter(&self) -> Option<Box<dyn crate::pty::LineFilter>> {
+        (self.settings.output == OutputMode::Stream)
+            .then(|| Box::new(TranscriptFilter) as Box<dyn crate::pty::LineFilter>)
+    }
+
+    fn usage_meter(&self, prices: &PriceTable) -> Option<UsageMeter> {
+        (self.settings.output == OutputMode::Stream)
+            .then(|| UsageMeter::new(prices.clone(), self.settings.model.clone()))
     }
 
     fn parse_result(&self, raw: &[u8], prices: &PriceTable) -> AgentResult {

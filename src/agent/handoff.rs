@@ -2,7 +2,9 @@
 //!
 //! For task T, Whilly writes `<root>/<safe-id>/prompt.md` and `meta.json`; whoever does the work
 //! writes `result.json` (by hand, or with `whilly handoff complete T --status …`). The directory
-//! name comes from [`safe_id`], never from the raw id. Every write is atomic; a malformed
+//! name comes from [`safe_id`], never from the raw id. When another plan's task with the same id
+//! is already waiting there, the handoff goes to `<root>/<safe-id>@<safe-plan-id>` instead, and
+//! the operator's commands find it by task id (and `--plan` when two plans wait on one id). Every write is atomic; a malformed
 //! `result.json` is reported precisely and the task keeps waiting, so nothing is lost.
 
 use super::backend::{AgentCommand, AgentSettings, Backend, BackendKind, Invocation};
@@ -62,6 +64,18 @@ pub enum HandoffError {
     Invalid { path: PathBuf, message: String },
     #[error("no handoff is waiting for task {task_id:?} (looked for {path})")]
     NotWaiting { task_id: String, path: PathBuf },
+    #[error("no handoff is waiting for task {task_id:?} of plan {plan_id:?} (looked in {root})")]
+    NotWaitingInPlan {
+        task_id: String,
+        plan_id: String,
+        root: PathBuf,
+    },
+    #[error(
+        "task {task_id:?} is waiting for a human in {} plans ({}); say which with --plan",
+        plans.len(),
+        plans.join(", ")
+    )]
+    Ambiguous { task_id: String, plans: Vec<String> },
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> HandoffError + '_ {
@@ -207,23 +221,57 @@ impl HandoffDir {
         &self.root
     }
 
-    /// The directory of `task_id`: `<root>/<safe_id(task_id)>`.
+    /// The usual directory of `task_id`: `<root>/<safe_id(task_id)>`.
     pub fn task_dir(&self, task_id: &str) -> PathBuf {
         self.root.join(safe_id(task_id))
     }
 
-    /// Hands a task over: writes `prompt.md` and `meta.json`. A `result.json` left from an earlier
-    /// attempt is kept as `result.attempt-<n>.json` so it is neither lost nor mistaken for the
-    /// answer to this attempt.
+    /// The directory of a handoff whose usual one is held by another plan's task of the same id:
+    /// `<root>/<safe_id(task_id)>@<safe_id(plan_id)>` (`@` never occurs in a safe id, so this
+    /// cannot be another task's usual directory).
+    pub fn plan_task_dir(&self, plan_id: &str, task_id: &str) -> PathBuf {
+        self.root
+            .join(format!("{}@{}", safe_id(task_id), safe_id(plan_id)))
+    }
+
+    /// Where the handoff of `task_id` in `plan_id` is, or goes: the usual directory unless it
+    /// holds another plan's (or an unreadable) `meta.json`; then the plan-qualified one.
+    pub fn dir_for(&self, plan_id: &str, task_id: &str) -> PathBuf {
+        let usual = self.task_dir(task_id);
+        let qualified = self.plan_task_dir(plan_id, task_id);
+        let ours =
+            |dir: &Path| read_meta_file(&dir.join(META_FILE)).is_ok_and(|m| m.plan_id == plan_id);
+        if ours(&usual) {
+            usual
+        } else if qualified.join(META_FILE).exists() || usual.join(META_FILE).exists() {
+            qualified
+        } else {
+            usual
+        }
+    }
+
+    /// Hands a task over: writes `prompt.md` and `meta.json` in [`HandoffDir::dir_for`] its plan
+    /// and id. A `result.json` left from an earlier attempt is kept as `result.attempt-<n>.json`
+    /// so it is neither lost nor mistaken for the answer to this attempt.
     pub fn start(&self, meta: &HandoffMeta, prompt: &str) -> Result<PathBuf, HandoffError> {
-        let dir = self.task_dir(&meta.task_id);
+        let mut dir = self.dir_for(&meta.plan_id, &meta.task_id);
+        let usual = self.task_dir(&meta.task_id);
+        if dir == usual && !usual.join(META_FILE).exists() {
+            // Claimed by creating it: of two plans handing over the same id at the same moment,
+            // one gets the usual directory and the other the plan-qualified one.
+            std::fs::create_dir_all(&self.root).map_err(io_err(&self.root))?;
+            match std::fs::create_dir(&usual) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    dir = self.plan_task_dir(&meta.plan_id, &meta.task_id);
+                }
+                Err(e) => return Err(io_err(&usual)(e)),
+            }
+        }
         std::fs::create_dir_all(&dir).map_err(io_err(&dir))?;
         let result = dir.join(RESULT_FILE);
         if result.exists() {
-            let previous = self
-                .read_meta(&meta.task_id)
-                .map(|m| m.attempt)
-                .unwrap_or(0);
+            let previous = read_meta(&dir).map(|m| m.attempt).unwrap_or(0);
             let mut n = previous.max(1);
             let mut target = dir.join(format!("result.attempt-{n}.json"));
             while target.exists() {
@@ -243,28 +291,49 @@ impl HandoffDir {
         Ok(dir)
     }
 
-    pub fn read_meta(&self, task_id: &str) -> Result<HandoffMeta, HandoffError> {
-        read_meta_file(&self.task_dir(task_id).join(META_FILE))
-    }
-
-    /// The prompt handed over for `task_id` (for `whilly handoff show`).
-    pub fn prompt(&self, task_id: &str) -> Result<String, HandoffError> {
-        let path = self.task_dir(task_id).join(PROMPT_FILE);
-        std::fs::read_to_string(&path).map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => HandoffError::NotWaiting {
+    /// The directory of a waiting handoff of `task_id`, for the operator's commands: the one of
+    /// `plan_id` when given; without it, the only one there is, or an error naming the plans to
+    /// choose from.
+    pub fn find(&self, task_id: &str, plan_id: Option<&str>) -> Result<PathBuf, HandoffError> {
+        let mut matches: Vec<(String, PathBuf)> = self
+            .list()?
+            .into_iter()
+            .filter_map(|e| match e.meta {
+                Ok(m) if m.task_id == task_id && plan_id.is_none_or(|p| p == m.plan_id) => {
+                    Some((m.plan_id, e.dir))
+                }
+                _ => None,
+            })
+            .collect();
+        match (matches.len(), plan_id) {
+            (1, _) => Ok(matches.remove(0).1),
+            (0, Some(plan_id)) => Err(HandoffError::NotWaitingInPlan {
                 task_id: task_id.to_string(),
-                path: path.clone(),
-            },
-            _ => HandoffError::Io {
-                path: path.clone(),
-                source: e,
-            },
-        })
+                plan_id: plan_id.to_string(),
+                root: self.root.clone(),
+            }),
+            (0, None) => {
+                // An unreadable meta.json still marks a handoff: `show` reports what is wrong.
+                let usual = self.task_dir(task_id);
+                if usual.join(META_FILE).exists() {
+                    Ok(usual)
+                } else {
+                    Err(HandoffError::NotWaiting {
+                        task_id: task_id.to_string(),
+                        path: usual.join(META_FILE),
+                    })
+                }
+            }
+            _ => Err(HandoffError::Ambiguous {
+                task_id: task_id.to_string(),
+                plans: matches.into_iter().map(|(p, _)| p).collect(),
+            }),
+        }
     }
 
-    /// Whether `task_id` has an answer yet.
-    pub fn poll(&self, task_id: &str) -> HandoffPoll {
-        poll_file(&self.task_dir(task_id).join(RESULT_FILE))
+    /// Whether the handoff of `task_id` in `plan_id` has an answer yet.
+    pub fn poll(&self, plan_id: &str, task_id: &str) -> HandoffPoll {
+        poll_dir(&self.dir_for(plan_id, task_id))
     }
 
     /// Every handoff under the root, sorted by start time then directory name. A missing root
@@ -288,8 +357,8 @@ impl HandoffDir {
                 continue;
             }
             out.push(HandoffEntry {
-                meta: read_meta_file(&dir.join(META_FILE)).map_err(|e| e.to_string()),
-                state: poll_file(&dir.join(RESULT_FILE)),
+                meta: read_meta(&dir).map_err(|e| e.to_string()),
+                state: poll_dir(&dir),
                 dir,
             });
         }
@@ -300,46 +369,72 @@ impl HandoffDir {
         Ok(out)
     }
 
-    /// Answers a waiting handoff (what `whilly handoff complete ID --status …` does): writes
-    /// `result.json` atomically.
-    pub fn complete(
-        &self,
-        task_id: &str,
-        status: HandoffStatus,
-        message: &str,
-        cost: Option<Usd>,
-    ) -> Result<PathBuf, HandoffError> {
-        let dir = self.task_dir(task_id);
-        if !dir.join(META_FILE).exists() {
-            return Err(HandoffError::NotWaiting {
-                task_id: task_id.to_string(),
-                path: dir.join(META_FILE),
-            });
+    /// Removes the handoff directory of `task_id` in `plan_id`: only one whose `meta.json` names
+    /// that plan, never another plan's (not even one whose `meta.json` is still being written).
+    pub fn remove(&self, plan_id: &str, task_id: &str) -> Result<(), HandoffError> {
+        let dir = self.dir_for(plan_id, task_id);
+        if read_meta(&dir).is_ok_and(|m| m.plan_id == plan_id) {
+            remove_dir(&dir)?;
         }
-        let path = dir.join(RESULT_FILE);
-        let body = serde_json::json!({
-            "status": status.as_str(),
-            "message": message,
-            "usage": { "cost_usd": cost.unwrap_or(Usd::ZERO).as_f64(), "input_tokens": 0, "output_tokens": 0 },
-        });
-        let bytes = serde_json::to_vec_pretty(&body).map_err(|e| HandoffError::Invalid {
-            path: path.clone(),
-            message: e.to_string(),
-        })?;
-        atomic_write(&path, &bytes).map_err(io_err(&path))?;
-        Ok(path)
+        Ok(())
     }
+}
 
-    /// Removes a task's handoff directory once its result has been applied.
-    pub fn remove(&self, task_id: &str) -> Result<(), HandoffError> {
-        let dir = self.task_dir(task_id);
-        match std::fs::remove_dir_all(&dir) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(HandoffError::Io {
-                path: dir,
-                source: e,
-            }),
-            _ => Ok(()),
-        }
+/// `meta.json` of the handoff in `dir`.
+pub fn read_meta(dir: &Path) -> Result<HandoffMeta, HandoffError> {
+    read_meta_file(&dir.join(META_FILE))
+}
+
+/// The prompt handed over in `dir` (for `whilly handoff show`).
+pub fn read_prompt(dir: &Path) -> Result<String, HandoffError> {
+    let path = dir.join(PROMPT_FILE);
+    std::fs::read_to_string(&path).map_err(io_err(&path))
+}
+
+/// Whether the handoff in `dir` has an answer yet.
+pub fn poll_dir(dir: &Path) -> HandoffPoll {
+    poll_file(&dir.join(RESULT_FILE))
+}
+
+/// Answers the waiting handoff in `dir` (what `whilly handoff complete ID --status …` does):
+/// writes `result.json` atomically.
+pub fn complete(
+    dir: &Path,
+    status: HandoffStatus,
+    message: &str,
+    cost: Option<Usd>,
+) -> Result<PathBuf, HandoffError> {
+    if !dir.join(META_FILE).exists() {
+        return Err(HandoffError::NotWaiting {
+            task_id: dir
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            path: dir.join(META_FILE),
+        });
+    }
+    let path = dir.join(RESULT_FILE);
+    let body = serde_json::json!({
+        "status": status.as_str(),
+        "message": message,
+        "usage": { "cost_usd": cost.unwrap_or(Usd::ZERO).as_f64(), "input_tokens": 0, "output_tokens": 0 },
+    });
+    let bytes = serde_json::to_vec_pretty(&body).map_err(|e| HandoffError::Invalid {
+        path: path.clone(),
+        message: e.to_string(),
+    })?;
+    atomic_write(&path, &bytes).map_err(io_err(&path))?;
+    Ok(path)
+}
+
+/// Removes a handoff directory once its result has been applied; a missing one is fine.
+pub fn remove_dir(dir: &Path) -> Result<(), HandoffError> {
+    match std::fs::remove_dir_all(dir) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(HandoffError::Io {
+            path: dir.to_path_buf(),
+            source: e,
+        }),
+        _ => Ok(()),
     }
 }
 
@@ -494,23 +589,24 @@ mod tests {
             "# do it"
         );
         assert_eq!(
-            h.read_meta("TASK-1").unwrap(),
-            meta("TASK-1", 1).clone_with_time(h.read_meta("TASK-1").unwrap().started_at)
+            read_meta(&dir).unwrap(),
+            meta("TASK-1", 1).clone_with_time(read_meta(&dir).unwrap().started_at)
         );
-        assert_eq!(h.poll("TASK-1"), HandoffPoll::Waiting);
-        assert_eq!(h.prompt("TASK-1").unwrap(), "# do it");
+        assert_eq!(h.poll("plan", "TASK-1"), HandoffPoll::Waiting);
+        assert_eq!(read_prompt(&dir).unwrap(), "# do it");
+        assert_eq!(h.find("TASK-1", None).unwrap(), dir);
         assert!(matches!(
-            h.prompt("OTHER"),
+            h.find("OTHER", None),
             Err(HandoffError::NotWaiting { .. })
         ));
-        h.complete(
-            "TASK-1",
+        complete(
+            &dir,
             HandoffStatus::Blocked,
             "needs creds",
             Some(Usd::from_f64(0.5)),
         )
         .unwrap();
-        match h.poll("TASK-1") {
+        match h.poll("plan", "TASK-1") {
             HandoffPoll::Result(r) => {
                 assert_eq!(
                     (r.status, r.message.as_str(), r.cost),
@@ -525,9 +621,9 @@ mod tests {
         assert!(matches!(list[0].state, HandoffPoll::Result(_)));
         // A new attempt keeps the old answer aside and waits again.
         h.start(&meta("TASK-1", 2), "# again").unwrap();
-        assert_eq!(h.poll("TASK-1"), HandoffPoll::Waiting);
+        assert_eq!(h.poll("plan", "TASK-1"), HandoffPoll::Waiting);
         assert!(dir.join("result.attempt-1.json").exists());
-        h.remove("TASK-1").unwrap();
+        h.remove("plan", "TASK-1").unwrap();
         assert!(h.list().unwrap().is_empty());
     }
 
@@ -545,14 +641,20 @@ mod tests {
         let dir = h.start(&meta("../../etc/x", 1), "p").unwrap();
         assert!(dir.starts_with(tmp.path().join("handoff")));
         assert_eq!(dir.parent().unwrap(), tmp.path().join("handoff"));
-        let err = h
-            .complete("NOPE", HandoffStatus::Complete, "", None)
+        let err = complete(&h.task_dir("NOPE"), HandoffStatus::Complete, "", None)
             .unwrap_err()
             .to_string();
         assert!(
             err.contains("no handoff is waiting for task \"NOPE\""),
             "{err}"
         );
+        // A plan id never escapes either.
+        let mut m = meta("x", 1);
+        m.plan_id = "../../p".into();
+        std::fs::create_dir_all(h.task_dir("x")).unwrap();
+        std::fs::write(h.task_dir("x").join(META_FILE), "{}").unwrap();
+        let dir = h.start(&m, "p").unwrap();
+        assert_eq!(dir.parent().unwrap(), tmp.path().join("handoff"));
     }
 
     #[test]
@@ -602,7 +704,7 @@ mod tests {
         let h = HandoffDir::new(tmp.path());
         h.start(&meta("T", 1), "p").unwrap();
         std::fs::write(h.task_dir("T").join(RESULT_FILE), "{\"status\":").unwrap();
-        match h.poll("T") {
+        match h.poll("plan", "T") {
             HandoffPoll::Malformed(m) => {
                 assert!(m.contains("result.json") && m.contains("line 1"), "{m}")
             }
@@ -617,18 +719,88 @@ mod tests {
         std::fs::create_dir_all(h.task_dir("T-1")).unwrap();
         let meta = r#"{"task_id":"T-1","plan":"p","cwd":"/x","started_at":"2026-01-01T00:00:00Z","timeout_s":10}"#;
         std::fs::write(h.task_dir("T-1").join(META_FILE), meta).unwrap();
-        let m = h.read_meta("T-1").unwrap();
+        let m = read_meta(&h.task_dir("T-1")).unwrap();
         assert_eq!(
             (m.plan_id.as_str(), m.attempt, m.timeout_s),
             ("p", 1, Some(10))
         );
         std::fs::write(h.task_dir("T-1").join(META_FILE), "{\"task_id\": 1}").unwrap();
-        let err = h.read_meta("T-1").unwrap_err().to_string();
+        let err = read_meta(&h.task_dir("T-1")).unwrap_err().to_string();
         assert!(
             err.contains("meta.json") && err.contains("line 1 column"),
             "{err}"
         );
         assert!(h.list().unwrap()[0].meta.is_err());
+    }
+
+    fn plan_meta(plan: &str, task: &str) -> HandoffMeta {
+        let mut m = meta(task, 1);
+        m.plan_id = plan.into();
+        m
+    }
+
+    #[test]
+    fn same_task_id_in_two_plans_gets_two_directories() {
+        let tmp = tempfile::tempdir().unwrap();
+        let h = HandoffDir::new(tmp.path());
+        let a = h
+            .start(&plan_meta("alpha", "T-1"), "alpha's prompt")
+            .unwrap();
+        let b = h.start(&plan_meta("beta", "T-1"), "beta's prompt").unwrap();
+        // The first keeps the documented layout; the second is plan-qualified.
+        assert_eq!(a, tmp.path().join("T-1"));
+        assert_eq!(b, tmp.path().join("T-1@beta"));
+        assert_eq!(read_prompt(&a).unwrap(), "alpha's prompt");
+        assert_eq!(read_prompt(&b).unwrap(), "beta's prompt");
+        // Each plan finds its own, again and again (a new attempt reuses its directory).
+        assert_eq!(h.dir_for("alpha", "T-1"), a);
+        assert_eq!(h.dir_for("beta", "T-1"), b);
+        assert_eq!(h.start(&plan_meta("beta", "T-1"), "again").unwrap(), b);
+        // Answers go to the right plan.
+        complete(&b, HandoffStatus::Failed, "beta only", None).unwrap();
+        assert_eq!(h.poll("alpha", "T-1"), HandoffPoll::Waiting);
+        assert!(
+            matches!(h.poll("beta", "T-1"), HandoffPoll::Result(r) if r.message == "beta only")
+        );
+        // Removing one never touches the other.
+        h.remove("alpha", "T-1").unwrap();
+        assert!(!a.exists() && b.exists());
+        // Once the usual directory is free, beta still finds its qualified one.
+        assert_eq!(h.dir_for("beta", "T-1"), b);
+        // And a third plan now takes the free usual directory.
+        assert_eq!(h.start(&plan_meta("gamma", "T-1"), "g").unwrap(), a);
+        // A usual directory just created by another plan (no meta.json yet) is neither removed
+        // nor shared.
+        std::fs::create_dir(tmp.path().join("T-9")).unwrap();
+        h.remove("delta", "T-9").unwrap();
+        assert!(tmp.path().join("T-9").is_dir());
+        let d = h.start(&plan_meta("delta", "T-9"), "d").unwrap();
+        assert_eq!(d, tmp.path().join("T-9@delta"));
+        assert_eq!(h.dir_for("delta", "T-9"), d);
+    }
+
+    #[test]
+    fn operator_lookup_by_task_id_and_plan() {
+        let tmp = tempfile::tempdir().unwrap();
+        let h = HandoffDir::new(tmp.path());
+        let a = h.start(&plan_meta("alpha", "T-1"), "a").unwrap();
+        let only = h.start(&plan_meta("alpha", "T-2"), "x").unwrap();
+        assert_eq!(h.find("T-2", None).unwrap(), only);
+        assert_eq!(h.find("T-1", None).unwrap(), a);
+        let b = h.start(&plan_meta("beta", "T-1"), "b").unwrap();
+        let err = h.find("T-1", None).unwrap_err();
+        assert!(matches!(err, HandoffError::Ambiguous { .. }), "{err}");
+        let msg = err.to_string();
+        assert!(
+            msg.contains("2 plans (alpha, beta)") && msg.contains("--plan"),
+            "{msg}"
+        );
+        assert_eq!(h.find("T-1", Some("alpha")).unwrap(), a);
+        assert_eq!(h.find("T-1", Some("beta")).unwrap(), b);
+        let err = h.find("T-1", Some("gamma")).unwrap_err().to_string();
+        assert!(err.contains("\"T-1\" of plan \"gamma\""), "{err}");
+        let err = h.find("T-2", Some("beta")).unwrap_err().to_string();
+        assert!(err.contains("plan \"beta\""), "{err}");
     }
 
     #[test]

@@ -10,7 +10,8 @@
 //! - [`classify`]: error classes and the retry backoff.
 //! - [`prompt`]: the task prompt with its nonce envelope; [`guards`]: injection, secret and
 //!   shell deny-list checks, and [`guards::redact_secrets`].
-//! - [`transcript`]: Claude stream-json lines rendered as readable text for a pane.
+//! - [`transcript`]: Claude stream-json lines rendered as readable text for a pane (the PTY
+//!   display filter); [`live_usage`]: their token usage priced while the agent runs.
 //! - [`binary`]: finding an agent's executable on PATH with an actionable error.
 
 pub mod backend;
@@ -24,6 +25,7 @@ pub mod gemini;
 pub mod guards;
 pub mod handoff;
 pub mod jsonscan;
+pub mod live_usage;
 pub mod opencode;
 pub mod prompt;
 pub mod result;
@@ -39,6 +41,7 @@ pub use classify::{DEFAULT_BACKOFF_SECS, ErrorClass, backoff, classify_outcome, 
 pub use error::AgentError;
 pub use guards::{BlockReason, Guards, redact_secrets};
 pub use handoff::{HandoffDir, HandoffPoll, HandoffResult, HandoffStatus};
+pub use live_usage::UsageMeter;
 pub use prompt::{PromptInput, Repair, build_prompt};
 pub use result::{AgentResult, COMPLETION_MARKER, CostSource, ModelPrice, PriceTable, Usage};
-pub use transcript::render_stream_line;
+pub use transcript::{TranscriptFilter, render_stream_line};

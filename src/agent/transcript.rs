@@ -1,12 +1,12 @@
 //! Claude's stream-json lines as a readable transcript.
 //!
-//! The engine runs the real command in the PTY, so the agent pane shows raw JSON events. For a
-//! readable view it feeds each complete output line (after [`super::result::clean_output`]) to
-//! [`render_stream_line`] and writes what comes back into a second, "transcript" emulator; the
-//! operator toggles between the two. Pure function, so the engine decides buffering and layout.
+//! The engine runs the real command in the PTY; the log and the result parser keep its raw JSON,
+//! while the pane's emulator is fed [`TranscriptFilter`]'s output: each complete JSON line
+//! rendered by [`render_stream_line`] (pure) and coloured by [`colour`] (pure).
 
 use super::guards::redact_secrets;
 use crate::domain::Usd;
+use crate::pty::LineFilter;
 use serde_json::Value;
 
 const MAX_LINE: usize = 200;
@@ -31,6 +31,62 @@ pub fn render_stream_line(line: &str) -> Option<String> {
         _ => None,
     }?;
     Some(redact_secrets(&rendered))
+}
+
+/// The PTY display filter of stream-json agents: what the pane shows instead of raw JSON.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TranscriptFilter;
+
+impl LineFilter for TranscriptFilter {
+    fn line(&mut self, line: &[u8], out: &mut Vec<u8>) {
+        if let Some(text) = render_stream_line(&String::from_utf8_lossy(line)) {
+            out.extend_from_slice(colour(&text).as_bytes());
+        }
+    }
+}
+
+const DIM: &str = "\x1b[2m";
+const CYAN: &str = "\x1b[1;36m";
+const GREEN: &str = "\x1b[1;32m";
+const RED: &str = "\x1b[1;31m";
+const RESET: &str = "\x1b[0m";
+
+/// A rendered entry as terminal bytes: `\r\n` line ends, control characters from the agent's
+/// text removed (they could move the cursor or retitle the pane), and a colour per kind of line:
+/// tool calls cyan, results dim, errors red, the final result green or red, status lines dim.
+pub fn colour(rendered: &str) -> String {
+    let failed = rendered.starts_with('✘');
+    let mut out = String::with_capacity(rendered.len() + 16);
+    for line in rendered.lines() {
+        let clean: String = line
+            .chars()
+            .filter(|c| !c.is_control() || *c == '\t')
+            .collect();
+        let style = if failed {
+            Some(RED)
+        } else if clean.starts_with('▶') {
+            Some(CYAN)
+        } else if clean.starts_with("  ✗") {
+            Some(RED)
+        } else if clean.starts_with('✔') {
+            Some(GREEN)
+        } else if clean.starts_with("  ↳") || clean.starts_with('●') || clean.starts_with('…')
+        {
+            Some(DIM)
+        } else {
+            None
+        };
+        match style {
+            Some(s) => {
+                out.push_str(s);
+                out.push_str(&clean);
+                out.push_str(RESET);
+            }
+            None => out.push_str(&clean),
+        }
+        out.push_str("\r\n");
+    }
+    out
 }
 
 fn render_system(v: &Value) -> Option<String> {
@@ -220,6 +276,27 @@ mod tests {
                 "✔ finished · 3 turns · 12.3 s · $0.01",
             ]
         );
+    }
+
+    #[test]
+    fn colours_kinds_and_strips_control_characters() {
+        assert_eq!(
+            colour("I'll do it.\n▶ Bash: ls"),
+            "I'll do it.\r\n\x1b[1;36m▶ Bash: ls\x1b[0m\r\n"
+        );
+        assert_eq!(
+            colour("✘ failed (x)\n  why"),
+            "\x1b[1;31m✘ failed (x)\x1b[0m\r\n\x1b[1;31m  why\x1b[0m\r\n"
+        );
+        assert_eq!(colour("evil\x1b]0;title\x07 text"), "evil]0;title text\r\n");
+        let mut out = Vec::new();
+        TranscriptFilter.line(br#"{"type":"stream_event"}"#, &mut out);
+        assert!(out.is_empty());
+        TranscriptFilter.line(
+            br#"{"type":"result","subtype":"success","is_error":false,"num_turns":1}"#,
+            &mut out,
+        );
+        assert_eq!(out, "\x1b[1;32m✔ finished · 1 turn\x1b[0m\r\n".as_bytes());
     }
 
     #[test]

@@ -239,10 +239,20 @@ pub enum HandoffCommand {
     List {
         #[arg(long)]
         json: bool,
+        /// Only this plan's tasks.
+        #[arg(long, value_name = "ID")]
+        plan: Option<String>,
     },
     /// A waiting task's prompt and where to answer.
-    #[command(after_help = "Example:\n  whilly handoff show TASK-007")]
-    Show { task_id: String },
+    #[command(
+        after_help = "Examples:\n  whilly handoff show TASK-007\n  whilly handoff show TASK-007 --plan billing"
+    )]
+    Show {
+        task_id: String,
+        /// The task's plan, when tasks of several plans with this id are waiting.
+        #[arg(long, value_name = "ID")]
+        plan: Option<String>,
+    },
     /// Answer a waiting task (writes its result.json atomically).
     #[command(
         after_help = "Examples:\n  whilly handoff complete TASK-007 --status complete --message \"done, see commit\"\n  \
@@ -251,6 +261,9 @@ whilly handoff complete TASK-007 --status failed --cost-usd 0.40"
     )]
     Complete {
         task_id: String,
+        /// The task's plan, when tasks of several plans with this id are waiting.
+        #[arg(long, value_name = "ID")]
+        plan: Option<String>,
         /// complete, failed, blocked, human_loop or partial.
         #[arg(long)]
         status: String,

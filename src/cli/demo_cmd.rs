@@ -41,7 +41,10 @@ pub async fn run(global: super::args::GlobalArgs, args: DemoArgs) -> anyhow::Res
     let review = tokio::spawn(async move {
         loop {
             tokio::time::sleep(Duration::from_millis(500)).await;
-            let Ok(meta) = handoff.read_meta("DEMO-006") else {
+            let Ok(dir) = handoff.find("DEMO-006", None) else {
+                continue;
+            };
+            let Ok(meta) = crate::agent::handoff::read_meta(&dir) else {
                 continue;
             };
             let _ = std::fs::write(
@@ -51,8 +54,8 @@ pub async fn run(global: super::args::GlobalArgs, args: DemoArgs) -> anyhow::Res
             if interactive {
                 return;
             }
-            let _ = handoff.complete(
-                "DEMO-006",
+            let _ = crate::agent::handoff::complete(
+                &dir,
                 HandoffStatus::Complete,
                 "approved (headless demo)",
                 None,

@@ -4,14 +4,18 @@ use super::args::HandoffCommand;
 use super::context::Context;
 use super::exit;
 use super::plan_view::table;
+use crate::agent::handoff::{complete, poll_dir, read_meta, read_prompt};
 use crate::agent::{HandoffDir, HandoffPoll, HandoffStatus};
 use crate::domain::Usd;
 
 pub async fn run(ctx: &Context, cmd: HandoffCommand) -> anyhow::Result<i32> {
     let dir = HandoffDir::in_project(&ctx.repo_root);
     match cmd {
-        HandoffCommand::List { json } => {
-            let entries = dir.list()?;
+        HandoffCommand::List { json, plan } => {
+            let mut entries = dir.list()?;
+            if let Some(plan) = &plan {
+                entries.retain(|e| e.meta.as_ref().is_ok_and(|m| &m.plan_id == plan));
+            }
             if json {
                 let v: Vec<_> = entries
                     .iter()
@@ -55,26 +59,27 @@ pub async fn run(ctx: &Context, cmd: HandoffCommand) -> anyhow::Result<i32> {
             }
             print!("{}", table(&rows));
             println!(
-                "\nAnswer one with: whilly handoff complete TASK_ID --status complete|failed|blocked|human_loop|partial [--message …]"
+                "\nAnswer one with: whilly handoff complete TASK_ID [--plan ID] --status complete|failed|blocked|human_loop|partial [--message …]"
             );
             Ok(exit::OK)
         }
-        HandoffCommand::Show { task_id } => {
-            let meta = dir.read_meta(&task_id)?;
-            let task_dir = dir.task_dir(&task_id);
-            let prompt = std::fs::read_to_string(task_dir.join("prompt.md")).unwrap_or_default();
+        HandoffCommand::Show { task_id, plan } => {
+            let task_dir = dir.find(&task_id, plan.as_deref())?;
+            let meta = read_meta(&task_dir)?;
+            let prompt = read_prompt(&task_dir).unwrap_or_default();
             println!(
                 "task {}  plan {}  since {}",
                 meta.task_id, meta.plan_id, meta.started_at
             );
             println!("work in: {}", meta.cwd.display());
             println!("answer:  {}", task_dir.join("result.json").display());
-            println!("state:   {}\n", state_text(&dir.poll(&task_id)));
+            println!("state:   {}\n", state_text(&poll_dir(&task_dir)));
             print!("{prompt}");
             Ok(exit::OK)
         }
         HandoffCommand::Complete {
             task_id,
+            plan,
             status,
             message,
             cost_usd,
@@ -87,8 +92,9 @@ pub async fn run(ctx: &Context, cmd: HandoffCommand) -> anyhow::Result<i32> {
             {
                 anyhow::bail!("--cost-usd {c}: expected a non-negative number of US dollars");
             }
-            let path = dir.complete(
-                &task_id,
+            let task_dir = dir.find(&task_id, plan.as_deref())?;
+            let path = complete(
+                &task_dir,
                 status,
                 message.as_deref().unwrap_or(""),
                 cost_usd.map(Usd::from_f64),

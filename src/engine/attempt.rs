@@ -9,11 +9,11 @@ use super::executor::{AttemptOutcome, Executor};
 use super::sessions::{SessionInfo, SessionRegistry, SessionState};
 use super::verify::{Verification, run_checks};
 use crate::agent::{
-    self, Backend, BackendKind, ErrorClass, Guards, HandoffDir, HandoffPoll, HandoffStatus,
-    Invocation, PriceTable, PromptInput, Repair, build_prompt,
+    self, Backend, BackendKind, CostSource, ErrorClass, Guards, HandoffDir, HandoffPoll,
+    HandoffStatus, Invocation, PriceTable, PromptInput, Repair, UsageMeter, build_prompt,
 };
 use crate::domain::{PlanSpec, TaskSpec, Usd, VerificationCommand, safe_id};
-use crate::pty::{PtySession, SpawnSpec, TermSize};
+use crate::pty::{LineFilter, PtySession, SpawnSpec, TermSize};
 use crate::store::{Claimed, Park, PlanRecord, Store, StoreError};
 use crate::workspace::{Delivery, MergeMode, Workspaces, Worktree, commit_message};
 use async_trait::async_trait;
@@ -380,6 +380,15 @@ impl AgentExecutor {
         for (k, v) in &command.env {
             spec = spec.env(k, v);
         }
+        if let Some(view) = backend.display_filter() {
+            let meter = backend.usage_meter(&self.cfg.prices);
+            spec = spec.display_filter(Box::new(MeteredView {
+                view,
+                meter,
+                ctl: ctl.clone(),
+                base: cx.spent,
+            }));
+        }
         spec = spec
             .env("WHILLY_TASK_ID", &cx.task.id)
             .env("WHILLY_PLAN_ID", &cx.claimed.task.plan_id);
@@ -444,12 +453,16 @@ impl AgentExecutor {
                         let reason = ctl.reason().unwrap_or(reason);
                         return Step::Outcome(match reason {
                             StopReason::LeaseLost => AttemptOutcome::Abandoned,
-                            StopReason::TaskBudget => fail(
-                                cx,
-                                "task_budget_exceeded",
-                                false,
-                                "the task's budget_usd is spent".into(),
-                            ),
+                            StopReason::TaskBudget => {
+                                let detail = match cx.task.budget_usd {
+                                    Some(b) => format!(
+                                        "the task's budget_usd ({b}) is spent: {} by this attempt; the agent was stopped",
+                                        cx.spent
+                                    ),
+                                    None => "the task's budget_usd is spent".to_string(),
+                                };
+                                fail(cx, "task_budget_exceeded", false, detail)
+                            }
                             other => AttemptOutcome::Released {
                                 cost: cx.spent,
                                 reason: other.as_str().to_string(),
@@ -518,7 +531,13 @@ impl AgentExecutor {
     ) -> (agent::AgentResult, Vec<u8>) {
         let raw = read_tail(log, RESULT_TAIL_BYTES).unwrap_or_default();
         let result = backend.parse_result(&raw, &self.cfg.prices);
-        cx.spent += result.cost;
+        // What the live meter saw this round; it stands when the agent was stopped before
+        // reporting an exact cost, and never replaces one it did report.
+        let live = ctl.spent() - cx.spent;
+        cx.spent += match result.cost_source {
+            CostSource::Reported => result.cost,
+            CostSource::Priced | CostSource::Unknown => result.cost.max(live),
+        };
         ctl.set_spent(cx.spent);
         cx.evidence
             .insert("attempt_cost_usd".into(), json!(cx.spent.as_f64()));
@@ -543,7 +562,8 @@ impl AgentExecutor {
             attempt: cx.claimed.task.attempts.max(1) as u32,
         };
         // A result left from an earlier attempt must not answer this one.
-        let _ = self.cfg.handoff.remove(&cx.task.id);
+        let plan_id = cx.claimed.task.plan_id.clone();
+        let _ = self.cfg.handoff.remove(&plan_id, &cx.task.id);
         let dir = match self.cfg.handoff.start(&meta, prompt) {
             Ok(d) => d,
             Err(e) => return Step::Outcome(fail(cx, "handoff_error", false, e.to_string())),
@@ -556,7 +576,7 @@ impl AgentExecutor {
         let give_up = deadline_at.map_or(give_up, |d| d.min(give_up));
         let mut last_malformed: Option<String> = None;
         loop {
-            match self.cfg.handoff.poll(&cx.task.id) {
+            match agent::handoff::poll_dir(&dir) {
                 HandoffPoll::Result(r) => {
                     cx.spent += r.cost;
                     ctl.set_spent(cx.spent);
@@ -565,7 +585,7 @@ impl AgentExecutor {
                     cx.evidence.insert("message".into(), json!(r.message));
                     cx.evidence
                         .insert("attempt_cost_usd".into(), json!(cx.spent.as_f64()));
-                    let _ = self.cfg.handoff.remove(&cx.task.id);
+                    let _ = agent::handoff::remove_dir(&dir);
                     return match r.status {
                         HandoffStatus::Complete => Step::Finished,
                         HandoffStatus::Failed => {
@@ -663,6 +683,29 @@ impl AgentExecutor {
             Ok(Err(e)) => fail(cx, "delivery_failed", false, e.to_string()),
             Err(e) => fail(cx, "delivery_failed", true, e.to_string()),
         }
+    }
+}
+
+/// The pane's view of a stream-json agent, metering its spend on the way: each complete line is
+/// priced (running total reported to the attempt control, for the budget checks) and rendered.
+/// Runs on the PTY reader thread.
+struct MeteredView {
+    view: Box<dyn LineFilter>,
+    meter: Option<UsageMeter>,
+    ctl: AttemptControl,
+    /// The attempt's spend before this round.
+    base: Usd,
+}
+
+impl LineFilter for MeteredView {
+    fn line(&mut self, line: &[u8], out: &mut Vec<u8>) {
+        if let Some(meter) = self.meter.as_mut()
+            && let Ok(text) = std::str::from_utf8(line)
+            && let Some(cost) = meter.feed_line(text)
+        {
+            self.ctl.set_spent(self.base + cost);
+        }
+        self.view.line(line, out);
     }
 }
 

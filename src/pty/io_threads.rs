@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
 use std::time::Instant;
 
+use super::filter::DisplayPipe;
 use super::session::Shared;
 
 /// Bytes read per `read` call.
@@ -88,6 +89,7 @@ pub(crate) fn run_reader(
     pty: OwnedFd,
     wake: OwnedFd,
     mut log: Option<LogSink>,
+    mut display: Option<DisplayPipe>,
     shared: Arc<Shared>,
     replies: SyncSender<Vec<u8>>,
 ) {
@@ -95,6 +97,7 @@ pub(crate) fn run_reader(
     let wake_fd = wake.as_raw_fd();
     let mut pty = File::from(pty);
     let mut buf = vec![0u8; READ_CHUNK];
+    let mut shown = Vec::new();
     let mut shutdown_budget: Option<usize> = None;
     loop {
         let (mut ready, mut woken) = poll2(pty_fd, wake_fd, 0);
@@ -142,23 +145,48 @@ pub(crate) fn run_reader(
         if let Some(log) = log.as_mut() {
             log.write(chunk);
         }
-        let answer = shared.lock_emulator().process(chunk);
-        shared.counters.record(n, Instant::now());
-        if !answer.is_empty() {
-            match replies.try_send(answer) {
-                Ok(()) | Err(TrySendError::Disconnected(_)) => {}
-                Err(TrySendError::Full(_)) => {
-                    tracing::warn!("input queue full; a terminal query reply was dropped");
-                }
+        let answer = match display.as_mut() {
+            None => shared.lock_emulator().process(chunk),
+            Some(pipe) => {
+                shown.clear();
+                pipe.feed(chunk, &mut shown);
+                emulate(&shared, &shown)
             }
-        }
+        };
+        shared.counters.record(n, Instant::now());
+        send_replies(&replies, answer);
         shared.bump_generation();
     }
     if let Some(log) = log.as_mut() {
         log.flush();
     }
+    if let Some(pipe) = display.as_mut() {
+        shown.clear();
+        pipe.finish(&mut shown);
+        send_replies(&replies, emulate(&shared, &shown));
+    }
     shared.run.send_modify(|s| s.output_closed = true);
     shared.bump_generation();
+}
+
+fn emulate(shared: &Shared, shown: &[u8]) -> Vec<u8> {
+    if shown.is_empty() {
+        Vec::new()
+    } else {
+        shared.lock_emulator().process(shown)
+    }
+}
+
+fn send_replies(replies: &SyncSender<Vec<u8>>, answer: Vec<u8>) {
+    if answer.is_empty() {
+        return;
+    }
+    match replies.try_send(answer) {
+        Ok(()) | Err(TrySendError::Disconnected(_)) => {}
+        Err(TrySendError::Full(_)) => {
+            tracing::warn!("input queue full; a terminal query reply was dropped");
+        }
+    }
 }
 
 /// Writes queued input (keys, pastes, query replies) to the PTY in order until the queue closes

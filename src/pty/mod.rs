@@ -5,12 +5,13 @@
 //! Knows nothing of ratatui or the store: a pane renders [`PtySession::with_screen`] with
 //! tui-term and wakes on [`PtySession::subscribe`]; evidence reads [`PtySession::screen_text`].
 //!
-//! Threads per session: a reader (PTY → log, emulator, query replies), a writer (queue → PTY) and
+//! Threads per session: a reader (PTY → log, optional display filter, emulator, query replies), a writer (queue → PTY) and
 //! a waiter (exit status; kills the group's leftovers and reaps when the session is dropped).
 
 pub mod bench;
 mod emulator;
 mod error;
+mod filter;
 mod io_threads;
 pub mod keys;
 mod process;
@@ -21,6 +22,7 @@ mod stats;
 
 pub use emulator::Emulator;
 pub use error::PtyError;
+pub use filter::{LineFilter, MAX_HELD_LINE};
 pub use keys::{
     InputModes, MouseEncoding, MouseMode, encode_focus, encode_key, encode_mouse, encode_paste,
 };

@@ -13,6 +13,7 @@ use tokio::sync::watch;
 
 use super::PtyError;
 use super::emulator::Emulator;
+use super::filter::DisplayPipe;
 use super::io_threads::{LogSink, run_reader, run_writer};
 use super::keys::{InputModes, encode_focus, encode_key, encode_mouse, encode_paste};
 use super::process::{ExitInfo, group_alive, process_group_of, run_waiter, signal_group};
@@ -143,7 +144,7 @@ fn command_for(spec: &SpawnSpec, cwd: &Path) -> CommandBuilder {
 impl PtySession {
     /// Opens a PTY at `spec.size`, starts `spec.argv` in it as the leader of a new session and
     /// process group, and starts the reader, writer and waiter threads.
-    pub fn spawn(spec: SpawnSpec) -> Result<PtySession, PtyError> {
+    pub fn spawn(mut spec: SpawnSpec) -> Result<PtySession, PtyError> {
         spec.validate()?;
         let cwd = match &spec.cwd {
             Some(dir) => {
@@ -255,9 +256,12 @@ impl PtySession {
                 .map_err(io_err("cannot start the writer thread"))?;
             let reader_shared = Arc::clone(&shared);
             let replies = input.clone();
+            let display = spec.display_filter.take().map(DisplayPipe::new);
             std::thread::Builder::new()
                 .name(format!("pty-read-{pid}"))
-                .spawn(move || run_reader(reader_fd, wake_read, log, reader_shared, replies))
+                .spawn(move || {
+                    run_reader(reader_fd, wake_read, log, display, reader_shared, replies)
+                })
                 .map_err(io_err("cannot start the reader thread"))?;
             Ok::<_, PtyError>(())
         })();

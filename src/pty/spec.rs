@@ -2,6 +2,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 
 use super::PtyError;
+use super::filter::LineFilter;
 
 /// Scrollback kept by the emulator when the spec does not say (≈ 2.4 KiB per 80-column row).
 pub const DEFAULT_SCROLLBACK: usize = 5000;
@@ -37,7 +38,7 @@ impl Default for TermSize {
 }
 
 /// What to run in a PTY and how.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct SpawnSpec {
     /// Program followed by its arguments.
     pub argv: Vec<OsString>,
@@ -53,6 +54,9 @@ pub struct SpawnSpec {
     pub log_path: Option<PathBuf>,
     /// Lines of scrollback the emulator keeps.
     pub scrollback: usize,
+    /// What the screen shows instead of raw JSON lines (see [`LineFilter`]); the log always gets
+    /// the raw bytes. `None` (the default) feeds the emulator the raw output untouched.
+    pub display_filter: Option<Box<dyn LineFilter>>,
 }
 
 impl SpawnSpec {
@@ -69,6 +73,7 @@ impl SpawnSpec {
             size: TermSize::default(),
             log_path: None,
             scrollback: DEFAULT_SCROLLBACK,
+            display_filter: None,
         }
     }
 
@@ -94,6 +99,11 @@ impl SpawnSpec {
 
     pub fn scrollback(mut self, lines: usize) -> Self {
         self.scrollback = lines;
+        self
+    }
+
+    pub fn display_filter(mut self, filter: Box<dyn LineFilter>) -> Self {
+        self.display_filter = Some(filter);
         self
     }
 

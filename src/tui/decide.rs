@@ -46,9 +46,12 @@ pub async fn apply(
                 Decision::SendBack(c) => (HandoffStatus::Partial, c.as_str()),
             };
             let handoff = handoff.clone();
-            let (task, msg) = (id.to_string(), message.to_string());
-            tokio::task::spawn_blocking(move || handoff.complete(&task, status, &msg, None))
-                .await
+            let (plan, task, msg) = (plan_id.to_string(), id.to_string(), message.to_string());
+            tokio::task::spawn_blocking(move || {
+                let dir = handoff.find(&task, Some(&plan))?;
+                crate::agent::handoff::complete(&dir, status, &msg, None)
+            })
+            .await
                 .map_err(|e| format!("{id}: {e}"))?
                 .map_err(|e| format!("{id}: {e}"))?;
             Ok(format!("{id}: {} (the engine applies it)", decision.verb()))
@@ -86,8 +89,14 @@ pub fn load_detail(
     task: Option<&TaskRecord>,
 ) -> InboxDetail {
     let prompt = match target.kind {
-        InboxKind::Handoff => handoff
-            .prompt(&target.task_id)
+        InboxKind::Handoff => task
+            .ok_or_else(|| "the task is gone".to_string())
+            .and_then(|t| {
+                handoff
+                    .find(&t.id, Some(&t.plan_id))
+                    .and_then(|dir| crate::agent::handoff::read_prompt(&dir))
+                    .map_err(|e| e.to_string())
+            })
             .unwrap_or_else(|e| format!("(the handoff prompt cannot be read: {e})")),
         _ => task.map(task_brief).unwrap_or_default(),
     };
