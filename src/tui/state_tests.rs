@@ -201,13 +201,29 @@ fn pause_toggles_from_the_plans_state() {
 }
 
 #[test]
-fn not_yet_features_say_so() {
+fn n_opens_the_wizard_and_c_starts_a_challenge() {
     let mut s = state();
-    for a in [Action::NewPrd, Action::Challenge] {
-        assert!(s.handle(a).is_empty());
-        let (text, _) = s.status.clone().unwrap_or_default_pair();
-        assert!(text.contains("not yet"), "{text}");
-    }
+    assert!(s.handle(Action::NewPrd).is_empty());
+    assert_eq!(s.view, View::Wizard);
+    assert!(s.wizard.is_some());
+    // Esc twice closes the wizard and returns to the main view.
+    let esc = crossterm::event::KeyEvent::new(
+        crossterm::event::KeyCode::Esc,
+        crossterm::event::KeyModifiers::NONE,
+    );
+    s.wizard_key(esc);
+    s.wizard_key(esc);
+    assert!(s.wizard.is_none());
+    assert_eq!(s.view, View::Main);
+
+    assert_eq!(s.handle(Action::Challenge), [Effect::Challenge]);
+    assert_eq!(s.view, View::Challenge);
+    // While it runs, `c` only shows the view; it does not start another call.
+    assert!(s.handle(Action::Challenge).is_empty());
+    s.set_challenge(Ok("## Verdict\nrevise".into()));
+    assert_eq!(s.challenge.as_ref().map(|c| c.running), Some(false));
+    s.view = View::Challenge;
+    assert_eq!(s.handle(Action::Challenge), [Effect::Challenge]);
 }
 
 trait PairDefault {
