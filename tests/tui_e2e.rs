@@ -370,3 +370,92 @@ fn inbox_approves_one_handoff_and_rejects_another_with_a_reason() {
         "reviewed by a human\n"
     );
 }
+
+/// `whilly demo` as a newcomer runs it (the README's run command), driven from the keyboard in
+/// tmux: panes appear and finish, zoom, take over a pane and type, the budget panel, the PRD
+/// wizard to tasks merged into the running plan (the demo agent answers read-only calls), the
+/// handoff approved from the inbox after reading its diff, the challenge, quit, terminal
+/// restored; every task, the wizard's included, ends DONE.
+#[test]
+fn demo_from_panes_to_wizard_to_inbox() {
+    if std::env::var(CHILD_VAR).is_ok() {
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("tmp");
+    let demo = tmp.path().join("demo");
+    let tmux = Tmux::start("demo", tmp.path());
+    // Slow agents down so there is time to watch and type into them.
+    tmux.literal(&format!(
+        "DEMO_DELAY=1.2 {} demo --dir {}; echo EXIT=$?",
+        sh_quote(env!("CARGO_BIN_EXE_whilly")),
+        sh_quote(&demo.to_string_lossy())
+    ));
+    tmux.keys(&["Enter"]);
+    tmux.wait("agents working in panes", 60, |s| {
+        s.contains("demo-agent working on") && s.contains("[running]")
+    });
+
+    tmux.literal("$");
+    tmux.wait("budget panel", 10, |s| s.contains("Budget ($ back)"));
+    tmux.literal("$");
+    tmux.wait("main view again", 10, |s| s.contains("Tasks "));
+
+    // Focus the first pane, zoom it, type into it, give control back.
+    tmux.keys(&["Tab"]);
+    tmux.literal("z");
+    tmux.wait("zoomed", 10, |s| !s.contains("Tasks "));
+    tmux.literal("i");
+    tmux.wait("takeover", 10, |s| s.contains("TAKEOVER"));
+    tmux.literal("hi-agent");
+    tmux.keys(&["C-]"]);
+    tmux.wait("control back", 10, |s| !s.contains("TAKEOVER"));
+    tmux.literal("z");
+    tmux.wait("unzoomed", 10, |s| s.contains("Tasks "));
+
+    // The wizard: idea, two answers, the PRD, the plan, merged into the running plan.
+    tmux.literal("n");
+    tmux.wait("wizard", 10, |s| s.contains("step 1/5"));
+    tmux.literal("A FAQ for newcomers");
+    tmux.keys(&["C-s"]);
+    tmux.wait("first question", 30, |s| s.contains("Q: Who reads this"));
+    tmux.literal("newcomers");
+    tmux.keys(&["C-s"]);
+    tmux.wait("second question", 30, |s| s.contains("Q: Which one check"));
+    tmux.literal("FAQ.md exists");
+    tmux.keys(&["C-s"]);
+    let s = tmux.wait("the PRD to edit", 30, |s| s.contains("step 3/5"));
+    assert!(s.contains("PRD-a-faq-for-newcomers.md"), "{s}");
+    tmux.keys(&["C-s"]);
+    let s = tmux.wait("the plan", 30, |s| s.contains("· ready"));
+    assert!(s.contains("TASK-001") && s.contains("TASK-002"), "{s}");
+    tmux.literal("m");
+    tmux.wait("merged", 30, |s| s.contains("merged 2 task(s) into plan demo"));
+    tmux.literal(" ");
+    tmux.wait("wizard closed", 10, |s| s.contains("Tasks ") && s.contains("TASK-002"));
+    assert!(demo.join("docs/PRD-a-faq-for-newcomers.md").is_file());
+
+    // The handoff: the demo drafted REVIEW.md in its worktree; read the diff, approve.
+    tmux.wait("the handoff waits", 120, |s| s.contains("inbox 1"));
+    tmux.literal("H");
+    tmux.wait("inbox", 10, |s| s.contains("Inbox (1)"));
+    tmux.keys(&["Enter"]);
+    tmux.wait("the draft in the diff", 20, |s| s.contains("+Verdict:"));
+    tmux.literal("a");
+
+    // The challenge while the last tasks run.
+    tmux.literal("c");
+    tmux.wait("challenge", 30, |s| s.contains("## Verdict"));
+    tmux.keys(&["Escape"]);
+
+    tmux.wait("run finished, all 8 done", 180, |s| {
+        s.contains("finished: AllDone") && s.contains("8/8 tasks")
+    });
+    tmux.literal("q");
+    // A line of its own: the command line typed above contains `EXIT=$?` too.
+    let s = tmux.wait("shell after quit", 30, |s| {
+        s.lines().any(|l| l.starts_with("EXIT="))
+    });
+    assert!(s.lines().any(|l| l == "EXIT=0"), "{s}");
+    assert!(s.contains("8 done, 0 failed"), "{s}");
+    assert_eq!(tmux.alternate_on(), "0");
+}

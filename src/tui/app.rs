@@ -272,7 +272,13 @@ impl Console {
         let (input_tx, mut input_rx) = mpsc::unbounded_channel();
         spawn_input_thread(input_tx, self.input_stop.clone());
         let (data_tx, mut data_rx) = mpsc::channel(4);
-        let loader = tokio::spawn(load_loop(self.store.clone(), self.plan_id.clone(), data_tx));
+        let reload = Arc::new(Notify::new());
+        let loader = tokio::spawn(load_loop(
+            self.store.clone(),
+            self.plan_id.clone(),
+            data_tx,
+            reload.clone(),
+        ));
         let mut signals = Signals::new();
 
         let frame_every = Duration::from_secs_f64(1.0 / f64::from(self.opts.fps.max(1)));
@@ -296,6 +302,8 @@ impl Console {
                 },
                 joined = &mut engine, if !self.engine_done => {
                     self.engine_done = true;
+                    // The last transitions must show with the summary, not a poll later.
+                    reload.notify_one();
                     self.frozen_now = Some(Instant::now());
                     match joined {
                         Ok(Ok(summary)) => {
@@ -342,6 +350,11 @@ impl Console {
                             self.state.set_data(d.plan, d.tasks, d.events);
                             if let Some(w) = d.workers {
                                 self.state.set_workers(w);
+                                // The human may be working in the worktree being read: the diff
+                                // follows, at the pace of full reloads.
+                                if let Some(target) = self.state.open_inbox_target() {
+                                    self.run_effect(Effect::LoadInboxDetail(target));
+                                }
                             }
                         }
                         Err(e) => self.state.set_status(format!("queue: {e}"), Level::Warn),
@@ -904,6 +917,7 @@ async fn load_loop(
     store: Arc<dyn Store>,
     plan_id: String,
     tx: mpsc::Sender<Result<DataMsg, String>>,
+    reload: Arc<Notify>,
 ) {
     let mut after = 0i64;
     let mut last_full: Option<Instant> = None;
@@ -950,7 +964,10 @@ async fn load_loop(
         {
             return;
         }
-        tokio::time::sleep(STORE_POLL).await;
+        tokio::select! {
+            _ = tokio::time::sleep(STORE_POLL) => {}
+            _ = reload.notified() => last_full = None,
+        }
     }
 }
 

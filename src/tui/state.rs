@@ -550,6 +550,15 @@ impl AppState {
         }
     }
 
+    /// The inbox item being read, if any.
+    pub fn open_inbox_target(&self) -> Option<InboxTarget> {
+        let pk = self.inbox_open?;
+        self.inbox()
+            .iter()
+            .find(|i| i.task_pk == pk)
+            .map(target_of)
+    }
+
     /// The marked items (in the inbox), else the current one.
     fn decision_targets(&self) -> Vec<InboxTarget> {
         let items = self.inbox();
