@@ -220,6 +220,14 @@ async fn plan_and_place(
         println!("gate: {} fails: {}", g.task_id, why.join("; "));
     }
     if let Some(target) = &out.merge_into {
+        if let Some(path) = &out.plan_out {
+            crate::fsutil::atomic_write(
+                path,
+                crate::plan::canonical_json(&generated.spec).as_bytes(),
+            )
+            .with_context(|| format!("cannot write {}", path.display()))?;
+            println!("plan file: {}", path.display());
+        }
         let store = ctx.store().await?;
         let (merged, report) = wizard
             .merge_into(store.as_ref(), target, Collisions::Rename)

@@ -270,3 +270,21 @@ pub fn plan_request(
         repair_rounds: opts.repair_rounds,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assert_send<T: Send>(_: &T) {}
+
+    /// The console runs each step in a tokio task: every step's future must be `Send`.
+    #[allow(dead_code)]
+    async fn steps_are_send(mut w: Wizard, store: std::sync::Arc<dyn Store>) {
+        assert_send(&w.next_question());
+        assert_send(&w.write_prd());
+        assert_send(&w.generate_plan());
+        assert_send(&w.merge_into(store.as_ref(), "p", Collisions::Rename));
+        assert_send(&w.save_as_new_plan(store.as_ref(), None));
+        assert_send(&w);
+    }
+}
