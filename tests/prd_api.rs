@@ -248,3 +248,34 @@ async fn the_wizard_step_by_step_as_the_console_drives_it() {
     );
     assert!(w.cost() == Usd::ZERO);
 }
+
+#[tokio::test]
+async fn the_question_cap_ends_the_interview_without_a_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log");
+    let agent = script_agent("good", &log, &dir.path().join("scratch"));
+    let opts = WizardOptions {
+        max_questions: 1,
+        ..WizardOptions::default()
+    };
+    let mut w = Wizard::new(agent, dir.path(), "an idea", opts);
+    assert!(matches!(
+        w.next_question().await.unwrap(),
+        Step::Question(_)
+    ));
+    w.answer("yes").unwrap();
+    // The scripted agent would ask a second question; the cap says DONE first.
+    assert_eq!(w.next_question().await.unwrap(), Step::Done);
+    assert_eq!(std::fs::read_dir(&log).unwrap().count(), 1);
+    // Ending early drops a pending question.
+    let agent = script_agent("good", &log, &dir.path().join("scratch"));
+    let mut w = Wizard::new(agent, dir.path(), "an idea", WizardOptions::default());
+    assert!(matches!(
+        w.next_question().await.unwrap(),
+        Step::Question(_)
+    ));
+    w.finish_interview();
+    assert_eq!(w.pending_question(), None);
+    assert_eq!(w.next_question().await.unwrap(), Step::Done);
+    assert_eq!(std::fs::read_dir(&log).unwrap().count(), 2);
+}
