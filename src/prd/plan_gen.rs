@@ -134,7 +134,8 @@ pub fn problems_text(report: &CheckReport) -> String {
         .join("\n")
 }
 
-fn warnings_text(report: &CheckReport) -> Vec<String> {
+/// Every warning of a check (the decision gate's among them), one line each.
+pub fn warnings_text(report: &CheckReport) -> Vec<String> {
     report
         .diagnostics
         .iter()

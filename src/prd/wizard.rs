@@ -37,6 +37,19 @@ impl Default for WizardOptions {
     }
 }
 
+/// Where a wizard is, for the console to show the right screen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    /// Questions may still come ([`Wizard::next_question`]; a pending one needs an answer).
+    Interviewing,
+    /// The interview is over: [`Wizard::write_prd`] is next.
+    InterviewDone,
+    /// The PRD is on disk (editable): [`Wizard::generate_plan`] is next.
+    PrdWritten,
+    /// A plan is ready to edit, merge, save or discard.
+    PlanReady,
+}
+
 /// One run of the wizard. Every agent call is an `async fn` taking `&mut self`; dropping the
 /// future (or aborting the task holding it) stops the agent.
 #[derive(Debug)]
@@ -73,6 +86,15 @@ impl Wizard {
             prd: None,
             plan: None,
             cost: Usd::ZERO,
+        }
+    }
+
+    pub fn stage(&self) -> Stage {
+        match (&self.plan, &self.prd, self.interview_over) {
+            (Some(_), _, _) => Stage::PlanReady,
+            (None, Some(_), _) => Stage::PrdWritten,
+            (None, None, true) => Stage::InterviewDone,
+            (None, None, false) => Stage::Interviewing,
         }
     }
 
@@ -194,7 +216,7 @@ impl Wizard {
             .map_or((Usd::ZERO, 0), |p| (p.cost, p.calls));
         self.plan = Some(GeneratedPlan {
             gate: report.gate.clone(),
-            warnings: Vec::new(),
+            warnings: plan_gen::warnings_text(&report),
             spec,
             calls,
             cost,
