@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use whilly::agent::{AgentSettings, BackendKind};
 use whilly::domain::Usd;
-use whilly::prd::{Collisions, OneShot, OneShotError, PrdError, Step, Wizard, WizardOptions};
+use whilly::prd::{
+    Collisions, OneShot, OneShotError, PrdError, Stage, Step, Wizard, WizardOptions,
+};
 
 fn command_agent(template: &str, scratch: &Path) -> OneShot {
     let mut s = AgentSettings::new(BackendKind::Command);
@@ -184,6 +186,7 @@ async fn the_wizard_step_by_step_as_the_console_drives_it() {
         WizardOptions::default(),
     );
     assert!(matches!(w.answer("too early"), Err(PrdError::WrongStep(_))));
+    assert_eq!(w.stage(), Stage::Interviewing);
     let Step::Question(q1) = w.next_question().await.unwrap() else {
         panic!("expected a question")
     };
@@ -197,9 +200,11 @@ async fn the_wizard_step_by_step_as_the_console_drives_it() {
     w.answer("").unwrap();
     assert_eq!(w.next_question().await.unwrap(), Step::Done);
     assert_eq!(w.answers().len(), 2);
+    assert_eq!(w.stage(), Stage::InterviewDone);
 
     let prd = w.write_prd().await.unwrap();
     assert_eq!(prd, root.join("docs/PRD-calendar-sync.md"));
+    assert_eq!(w.stage(), Stage::PrdWritten);
     // The operator edits the PRD; the plan is generated from the edited file.
     let edited = std::fs::read_to_string(&prd).unwrap() + "FR-3. Edited by the operator.\n";
     std::fs::write(&prd, &edited).unwrap();
@@ -247,4 +252,35 @@ async fn the_wizard_step_by_step_as_the_console_drives_it() {
         "TASK-005 depends on the renamed TASK-004"
     );
     assert!(w.cost() == Usd::ZERO);
+}
+
+#[tokio::test]
+async fn the_question_cap_ends_the_interview_without_a_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log");
+    let agent = script_agent("good", &log, &dir.path().join("scratch"));
+    let opts = WizardOptions {
+        max_questions: 1,
+        ..WizardOptions::default()
+    };
+    let mut w = Wizard::new(agent, dir.path(), "an idea", opts);
+    assert!(matches!(
+        w.next_question().await.unwrap(),
+        Step::Question(_)
+    ));
+    w.answer("yes").unwrap();
+    // The scripted agent would ask a second question; the cap says DONE first.
+    assert_eq!(w.next_question().await.unwrap(), Step::Done);
+    assert_eq!(std::fs::read_dir(&log).unwrap().count(), 1);
+    // Ending early drops a pending question.
+    let agent = script_agent("good", &log, &dir.path().join("scratch"));
+    let mut w = Wizard::new(agent, dir.path(), "an idea", WizardOptions::default());
+    assert!(matches!(
+        w.next_question().await.unwrap(),
+        Step::Question(_)
+    ));
+    w.finish_interview();
+    assert_eq!(w.pending_question(), None);
+    assert_eq!(w.next_question().await.unwrap(), Step::Done);
+    assert_eq!(std::fs::read_dir(&log).unwrap().count(), 2);
 }

@@ -77,15 +77,30 @@ pub async fn run(ctx: &Context, cmd: PrdCommand) -> anyhow::Result<i32> {
 
 /// The agent for one-shot calls: `--agent` or `run.agent`, read-only, with the configured prices.
 pub fn one_shot(ctx: &Context, args: &OneShotArgs) -> anyhow::Result<OneShot> {
-    let cfg = ctx.config()?;
-    let name = args.agent.clone().unwrap_or_else(|| cfg.run.agent.clone());
-    let settings = agents_setup::agent_settings(&cfg, &name)?;
     let timeout = humantime::parse_duration(&args.agent_timeout)
         .with_context(|| format!("--agent-timeout {:?}", args.agent_timeout))?;
-    let agent = OneShot::new(&settings, &ctx.repo_root.join(prd::STATE_DIR)).map_err(lift_agent)?;
+    one_shot_from_config(
+        &ctx.config()?,
+        &ctx.repo_root,
+        args.agent.as_deref(),
+        timeout,
+    )
+}
+
+/// The console's way to the same agent: `agent` (default `run.agent`) from `cfg`, read-only,
+/// prompt files under `<repo_root>/.whilly/prd/`. A missing binary is an `EnvironmentError`.
+pub fn one_shot_from_config(
+    cfg: &crate::config::Config,
+    repo_root: &Path,
+    agent: Option<&str>,
+    timeout: std::time::Duration,
+) -> anyhow::Result<OneShot> {
+    let name = agent.unwrap_or(&cfg.run.agent);
+    let settings = agents_setup::agent_settings(cfg, name)?;
+    let agent = OneShot::new(&settings, &repo_root.join(prd::STATE_DIR)).map_err(lift_agent)?;
     Ok(agent
         .with_timeout(timeout)
-        .with_prices(agents_setup::price_table(&cfg)))
+        .with_prices(agents_setup::price_table(cfg)))
 }
 
 /// A missing or unstartable agent is an environment problem (exit 2).
@@ -220,6 +235,14 @@ async fn plan_and_place(
         println!("gate: {} fails: {}", g.task_id, why.join("; "));
     }
     if let Some(target) = &out.merge_into {
+        if let Some(path) = &out.plan_out {
+            crate::fsutil::atomic_write(
+                path,
+                crate::plan::canonical_json(&generated.spec).as_bytes(),
+            )
+            .with_context(|| format!("cannot write {}", path.display()))?;
+            println!("plan file: {}", path.display());
+        }
         let store = ctx.store().await?;
         let (merged, report) = wizard
             .merge_into(store.as_ref(), target, Collisions::Rename)

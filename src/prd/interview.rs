@@ -98,11 +98,7 @@ pub fn parse_step(reply: &str) -> Option<Step> {
             return Some(Step::Question(bounded(&text)));
         }
     }
-    if lines.iter().any(|l| {
-        undecorate(l)
-            .trim_end_matches(['.', '!'])
-            .eq_ignore_ascii_case(DONE_SENTINEL)
-    }) {
+    if lines.iter().any(|l| is_done(undecorate(l))) {
         return Some(Step::Done);
     }
     lines
@@ -111,6 +107,15 @@ pub fn parse_step(reply: &str) -> Option<Step> {
         .map(|l| undecorate(l))
         .find(|l| l.ends_with('?'))
         .map(|l| Step::Question(bounded(l)))
+}
+
+/// `DONE`, `done.`, `DONE — I have enough`: the sentinel as a word at the start of the line.
+fn is_done(line: &str) -> bool {
+    let n = DONE_SENTINEL.len();
+    line.len() >= n
+        && line.is_char_boundary(n)
+        && line[..n].eq_ignore_ascii_case(DONE_SENTINEL)
+        && !line[n..].starts_with(|c: char| c.is_alphanumeric() || c == '_')
 }
 
 fn bounded(text: &str) -> String {
@@ -150,6 +155,7 @@ mod tests {
             "done.",
             "**DONE**",
             "I have enough information.\n\nDONE\n",
+            "DONE — I have what I need",
         ] {
             assert_eq!(parse_step(reply), Some(Step::Done), "{reply:?}");
         }
@@ -167,6 +173,7 @@ mod tests {
             q("And who pays?")
         );
         assert_eq!(parse_step("I refuse to answer in the format."), None);
+        assert_eq!(parse_step("Donezo, no more"), None);
         assert_eq!(parse_step(""), None);
     }
 

@@ -35,4 +35,4 @@ pub use merge::{
 };
 pub use oneshot::{OneShot, OneShotError, Reply};
 pub use plan_gen::{GeneratedPlan, PlanRequest, check_spec, extract_json, generate_plan};
-pub use wizard::{STATE_DIR, Wizard, WizardOptions, plan_request};
+pub use wizard::{STATE_DIR, Stage, Wizard, WizardOptions, plan_request};

@@ -134,7 +134,8 @@ pub fn problems_text(report: &CheckReport) -> String {
         .join("\n")
 }
 
-fn warnings_text(report: &CheckReport) -> Vec<String> {
+/// Every warning of a check (the decision gate's among them), one line each.
+pub fn warnings_text(report: &CheckReport) -> Vec<String> {
     report
         .diagnostics
         .iter()
@@ -159,14 +160,24 @@ pub fn extract_json(reply: &str) -> Option<String> {
             return Some(block.trim().to_string());
         }
     }
-    // An object anywhere in the prose: try each `{` until one parses as a plan.
+    // An object anywhere in the prose: try each `{` until one parses as a plan. An object that
+    // parses but holds no "tasks" anywhere is skipped whole, so a large unrelated object is not
+    // re-parsed from each of its inner braces.
+    let mut skip_to = 0;
     for (i, _) in reply.match_indices('{') {
+        if i < skip_to {
+            continue;
+        }
         let mut stream =
             serde_json::Deserializer::from_str(&reply[i..]).into_iter::<serde_json::Value>();
-        if let Some(Ok(v)) = stream.next()
-            && v.get("tasks").is_some_and(serde_json::Value::is_array)
-        {
-            return Some(reply[i..i + stream.byte_offset()].to_string());
+        if let Some(Ok(v)) = stream.next() {
+            let text = &reply[i..i + stream.byte_offset()];
+            if v.get("tasks").is_some_and(serde_json::Value::is_array) {
+                return Some(text.to_string());
+            }
+            if !text.contains("\"tasks\"") {
+                skip_to = i + text.len();
+            }
         }
     }
     // Something that looks like the plan but does not parse: hand it to the checker, whose
@@ -237,6 +248,7 @@ mod tests {
             format!("Here is the plan:\n```json\n{PLAN}\n```\nHope it helps."),
             format!("Plan follows {PLAN} -- end"),
             format!("{{\"note\": 1}}\n```\n{PLAN}\n```"),
+            format!("{{\"wrapper\": {{\"a\": 1}}, \"plan\": {PLAN}}}"),
         ] {
             let got = extract_json(&reply).unwrap();
             assert!(

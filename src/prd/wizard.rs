@@ -37,6 +37,19 @@ impl Default for WizardOptions {
     }
 }
 
+/// Where a wizard is, for the console to show the right screen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    /// Questions may still come ([`Wizard::next_question`]; a pending one needs an answer).
+    Interviewing,
+    /// The interview is over: [`Wizard::write_prd`] is next.
+    InterviewDone,
+    /// The PRD is on disk (editable): [`Wizard::generate_plan`] is next.
+    PrdWritten,
+    /// A plan is ready to edit, merge, save or discard.
+    PlanReady,
+}
+
 /// One run of the wizard. Every agent call is an `async fn` taking `&mut self`; dropping the
 /// future (or aborting the task holding it) stops the agent.
 #[derive(Debug)]
@@ -73,6 +86,15 @@ impl Wizard {
             prd: None,
             plan: None,
             cost: Usd::ZERO,
+        }
+    }
+
+    pub fn stage(&self) -> Stage {
+        match (&self.plan, &self.prd, self.interview_over) {
+            (Some(_), _, _) => Stage::PlanReady,
+            (None, Some(_), _) => Stage::PrdWritten,
+            (None, None, true) => Stage::InterviewDone,
+            (None, None, false) => Stage::Interviewing,
         }
     }
 
@@ -194,7 +216,7 @@ impl Wizard {
             .map_or((Usd::ZERO, 0), |p| (p.cost, p.calls));
         self.plan = Some(GeneratedPlan {
             gate: report.gate.clone(),
-            warnings: Vec::new(),
+            warnings: plan_gen::warnings_text(&report),
             spec,
             calls,
             cost,
@@ -269,4 +291,22 @@ pub fn plan_request(
         project,
         repair_rounds: opts.repair_rounds,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assert_send<T: Send>(_: &T) {}
+
+    /// The console runs each step in a tokio task: every step's future must be `Send`.
+    #[allow(dead_code)]
+    async fn steps_are_send(mut w: Wizard, store: std::sync::Arc<dyn Store>) {
+        assert_send(&w.next_question());
+        assert_send(&w.write_prd());
+        assert_send(&w.generate_plan());
+        assert_send(&w.merge_into(store.as_ref(), "p", Collisions::Rename));
+        assert_send(&w.save_as_new_plan(store.as_ref(), None));
+        assert_send(&w);
+    }
 }
