@@ -302,16 +302,18 @@ fn inbox_approves_one_handoff_and_rejects_another_with_a_reason() {
     h1["agent"] = "handoff".into();
     let mut h2 = task("H2");
     h2["agent"] = "handoff".into();
-    let repo = Repo::new(&plan("p", vec![h1, h2]), &agent_template(1));
+    let mut h3 = task("H3");
+    h3["agent"] = "handoff".into();
+    let repo = Repo::new(&plan("p", vec![h1, h2, h3]), &agent_template(1));
     repo.write("whilly.toml", &{
         let c = std::fs::read_to_string(repo.repo.join("whilly.toml")).expect("config");
-        c.replace("parallel = 1", "parallel = 2")
+        c.replace("parallel = 1", "parallel = 3")
     });
     let script = console_script(&repo);
     let tmux = Tmux::start("inbox", &repo.repo);
     tmux.literal(&format!("sh {}", script.display()));
     tmux.keys(&["Enter"]);
-    tmux.wait("both handoffs in the inbox", 90, |s| s.contains("inbox 2"));
+    tmux.wait("the handoffs in the inbox", 90, |s| s.contains("inbox 3"));
 
     // The human does H1's work in its worktree (the path is in the handoff's meta.json).
     let meta: serde_json::Value = serde_json::from_str(
@@ -323,14 +325,39 @@ fn inbox_approves_one_handoff_and_rejects_another_with_a_reason() {
     std::fs::write(cwd.join("files/H1.txt"), "reviewed by a human\n").expect("work");
 
     tmux.literal("H");
-    tmux.wait("inbox view", 10, |s| s.contains("Inbox (2)"));
+    tmux.wait("inbox view", 10, |s| s.contains("Inbox (3)"));
     tmux.keys(&["Enter"]);
     let s = tmux.wait("H1's diff", 20, |s| s.contains("+reviewed by a human"));
     assert!(s.contains("files/H1.txt"), "{s}");
     assert!(s.contains("What was asked"), "{s}");
     tmux.literal("a");
-    tmux.wait("H1 left the inbox", 60, |s| s.contains("Inbox (1)"));
+    tmux.wait("H1 left the inbox", 60, |s| s.contains("Inbox (2)"));
 
+    // H3 goes back with a comment: its next attempt's prompt carries it.
+    tmux.keys(&["Down"]);
+    tmux.literal("b");
+    tmux.wait("comment popup", 10, |s| s.contains("Send back H3: comment"));
+    tmux.literal("add a title line");
+    tmux.keys(&["Enter"]);
+    let prompt = wait_for(Duration::from_secs(60), "H3's second handoff", || {
+        let meta = std::fs::read_to_string(repo.repo.join(".whilly/handoff/H3/meta.json")).ok()?;
+        let meta: serde_json::Value = serde_json::from_str(&meta).ok()?;
+        if meta["attempt"].as_u64()? < 2 {
+            return None;
+        }
+        std::fs::read_to_string(repo.repo.join(".whilly/handoff/H3/prompt.md")).ok()
+    });
+    assert!(
+        prompt.contains("The operator sent an earlier attempt back"),
+        "{prompt}"
+    );
+    assert!(prompt.contains("add a title line"), "{prompt}");
+    tmux.wait("H3 back in the inbox", 30, |s| s.contains("Inbox (2)"));
+    tmux.keys(&["Down"]);
+    tmux.literal("a");
+    tmux.wait("H3 approved", 60, |s| s.contains("Inbox (1)"));
+
+    tmux.keys(&["Home"]);
     tmux.literal("x");
     tmux.wait("reason popup", 10, |s| s.contains("Reject H2: reason"));
     tmux.literal("out of scope");
@@ -360,10 +387,13 @@ fn inbox_approves_one_handoff_and_rejects_another_with_a_reason() {
         summary,
         [
             ("H1".into(), "approve".into(), String::new()),
+            ("H3".into(), "send_back".into(), "add a title line".into()),
+            ("H3".into(), "approve".into(), String::new()),
             ("H2".into(), "reject".into(), "out of scope".into())
         ],
         "{decisions:?}"
     );
+    assert_eq!(repo.task("p", "H3")["status"], "DONE");
     // H1's work was committed and delivered: the file is in the repository.
     assert_eq!(
         std::fs::read_to_string(repo.repo.join("files/H1.txt")).expect("delivered"),
@@ -429,9 +459,13 @@ fn demo_from_panes_to_wizard_to_inbox() {
     let s = tmux.wait("the plan", 30, |s| s.contains("· ready"));
     assert!(s.contains("TASK-001") && s.contains("TASK-002"), "{s}");
     tmux.literal("m");
-    tmux.wait("merged", 30, |s| s.contains("merged 2 task(s) into plan demo"));
+    tmux.wait("merged", 30, |s| {
+        s.contains("merged 2 task(s) into plan demo")
+    });
     tmux.literal(" ");
-    tmux.wait("wizard closed", 10, |s| s.contains("Tasks ") && s.contains("TASK-002"));
+    tmux.wait("wizard closed", 10, |s| {
+        s.contains("Tasks ") && s.contains("TASK-002")
+    });
     assert!(demo.join("docs/PRD-a-faq-for-newcomers.md").is_file());
 
     // The handoff: the demo drafted REVIEW.md in its worktree; read the diff, approve.

@@ -175,6 +175,31 @@ impl Executor for AgentExecutor {
 }
 
 impl AgentExecutor {
+    /// The operator's comment when they last sent this task back from the inbox, if any. A
+    /// store error only costs the comment, never the attempt.
+    async fn operator_feedback(&self, cx: &Ctx<'_>) -> Option<String> {
+        let filter = crate::store::EventFilter {
+            plan_id: Some(cx.claimed.task.plan_id.clone()),
+            task_id: Some(cx.task.id.clone()),
+            ..Default::default()
+        };
+        let events = match self.store.events(&filter).await {
+            Ok(e) => e,
+            Err(e) => {
+                tracing::warn!(task = %cx.task.id, "reading operator feedback: {e}");
+                return None;
+            }
+        };
+        events
+            .iter()
+            .rev()
+            .find(|e| {
+                e.event_type == crate::store::event_types::OPERATOR_DECISION
+                    && e.payload["decision"] == "send_back"
+            })
+            .and_then(|e| e.payload["message"].as_str().map(str::to_string))
+    }
+
     async fn run(&self, cx: &mut Ctx<'_>, mut ctl: AttemptControl) -> AttemptOutcome {
         let Some(backend) = self.cfg.agents.get(&cx.agent_name).cloned() else {
             return fail(
@@ -198,9 +223,11 @@ impl AgentExecutor {
         // Guards before anything is spent: the prompt and every command we would run.
         let instructions = plan_instructions(&cx.plan.spec);
         let checks = checks_for(cx.task, &cx.plan.spec);
+        let feedback = self.operator_feedback(cx).await;
         let base_prompt = {
             let mut input = PromptInput::new(&cx.claimed.task.plan_id, cx.task);
             input.plan_instructions = &instructions;
+            input.operator_feedback = feedback.as_deref();
             build_prompt(&input)
         };
         if let Err(reason) = self.cfg.guards.check_before_run(cx.task, &base_prompt) {
@@ -264,6 +291,7 @@ impl AgentExecutor {
             let prompt = if let Some(r) = &repair {
                 let mut input = PromptInput::new(&cx.claimed.task.plan_id, cx.task);
                 input.plan_instructions = &instructions;
+                input.operator_feedback = feedback.as_deref();
                 input.repair = Some(r);
                 build_prompt(&input)
             } else {

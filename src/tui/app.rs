@@ -5,14 +5,14 @@
 
 use super::action::Action;
 use super::decide;
-use super::wizard::WizardReply;
-use super::wizard::run::{self as wizard_run, WizardContext};
 use super::keymap::{Key, KeyChord, Keymap, KeymapError};
 use super::resize::ResizeCoalescer;
 use super::state::{AppState, Effect, Focus, InboxDetail, Level, PaneMeta};
 use super::terminal::{ConsoleTerminal, TerminalGuard, draw_synchronized};
 use super::theme::Theme;
 use super::ui::{self, FrameInfo, UiContext};
+use super::wizard::WizardReply;
+use super::wizard::run::{self as wizard_run, WizardContext};
 use crate::agent::HandoffDir;
 use crate::cli::run_cmd::RunSetup;
 use crate::config::Config;
@@ -118,7 +118,8 @@ fn wizard_context(
     plan_id: &str,
 ) -> Result<WizardContext, String> {
     let name = cfg.run.agent.clone();
-    let settings = crate::cli::agents_setup::agent_settings(cfg, &name).map_err(|e| e.to_string())?;
+    let settings =
+        crate::cli::agents_setup::agent_settings(cfg, &name).map_err(|e| e.to_string())?;
     let agent = crate::prd::OneShot::new(&settings, &repo_root.join(crate::prd::STATE_DIR))
         .map_err(|e| format!("agent {name:?} cannot answer the wizard: {e}"))?
         .with_prices(crate::cli::agents_setup::price_table(cfg));
@@ -829,7 +830,7 @@ impl Console {
                             old.abort();
                         }
                         self.wizard_task = Some(tokio::spawn(async move {
-                            let _ = tx.send(wizard_run::run(&cx, step).await);
+                            let _ = tx.send(wizard_run::run(&cx, *step).await);
                         }));
                     }
                     Err(why) => {

@@ -52,8 +52,8 @@ pub async fn apply(
                 crate::agent::handoff::complete(&dir, status, &msg, None)
             })
             .await
-                .map_err(|e| format!("{id}: {e}"))?
-                .map_err(|e| format!("{id}: {e}"))?;
+            .map_err(|e| format!("{id}: {e}"))?
+            .map_err(|e| format!("{id}: {e}"))?;
             Ok(format!("{id}: {} (the engine applies it)", decision.verb()))
         }
         InboxKind::HumanLoop | InboxKind::Blocked => {

@@ -18,5 +18,5 @@ pub mod state;
 pub mod terminal;
 pub mod testkit;
 pub mod theme;
-pub mod wizard;
 pub mod ui;
+pub mod wizard;

@@ -3,6 +3,7 @@
 
 use super::action::Action;
 use super::inbox::{Decision, InboxItem, InboxKind, inbox_items};
+use super::wizard::Wizard;
 use crate::domain::{PlanSpec, Status, Usd};
 use crate::engine::RunSummary;
 use crate::engine::budget::{BudgetState, budget_state};
@@ -10,7 +11,6 @@ use crate::engine::sessions::SessionState;
 use crate::plan::triz::{TrizReport, triz_report};
 use crate::store::{Event, PlanRecord, TaskRecord, WorkerRecord};
 use crate::workspace::WorktreeDiff;
-use super::wizard::Wizard;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
@@ -258,7 +258,7 @@ pub enum Effect {
     /// Load the prompt and worktree diff of an inbox item into [`AppState::inbox_detail`].
     LoadInboxDetail(InboxTarget),
     /// Run a step of the PRD wizard.
-    Wizard(super::wizard::WizardEffect),
+    Wizard(Box<super::wizard::WizardEffect>),
     /// Ask the agent to challenge the plan.
     Challenge,
 }
@@ -553,10 +553,7 @@ impl AppState {
     /// The inbox item being read, if any.
     pub fn open_inbox_target(&self) -> Option<InboxTarget> {
         let pk = self.inbox_open?;
-        self.inbox()
-            .iter()
-            .find(|i| i.task_pk == pk)
-            .map(target_of)
+        self.inbox().iter().find(|i| i.task_pk == pk).map(target_of)
     }
 
     /// The marked items (in the inbox), else the current one.
@@ -775,7 +772,7 @@ impl AppState {
         };
         let fx = w.handle_key(key, now);
         self.after_wizard();
-        fx.into_iter().map(Effect::Wizard).collect()
+        fx.into_iter().map(|e| Effect::Wizard(Box::new(e))).collect()
     }
 
     /// The outcome of a wizard step.
@@ -786,7 +783,7 @@ impl AppState {
         };
         let fx = w.apply(reply, now);
         self.after_wizard();
-        fx.into_iter().map(Effect::Wizard).collect()
+        fx.into_iter().map(|e| Effect::Wizard(Box::new(e))).collect()
     }
 
     fn after_wizard(&mut self) {

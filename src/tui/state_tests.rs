@@ -226,15 +226,6 @@ fn n_opens_the_wizard_and_c_starts_a_challenge() {
     assert_eq!(s.handle(Action::Challenge), [Effect::Challenge]);
 }
 
-trait PairDefault {
-    fn unwrap_or_default_pair(self) -> (String, Level);
-}
-impl PairDefault for Option<(String, Level)> {
-    fn unwrap_or_default_pair(self) -> (String, Level) {
-        self.unwrap_or((String::new(), Level::Info))
-    }
-}
-
 #[test]
 fn scroll_goes_to_the_focused_pane_in_main_view() {
     let mut s = state();

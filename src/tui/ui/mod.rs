@@ -11,8 +11,8 @@ mod panes;
 mod popups;
 mod stats;
 mod tasks;
-mod workers;
 mod wizard;
+mod workers;
 
 pub use fmt::{clock, money};
 

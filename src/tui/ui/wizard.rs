@@ -81,7 +81,8 @@ pub fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme) {
         }
         Stage::Finished { message } => {
             frame.render_widget(
-                Paragraph::new(Line::styled(message.clone(), theme.ok())).wrap(Wrap { trim: false }),
+                Paragraph::new(Line::styled(message.clone(), theme.ok()))
+                    .wrap(Wrap { trim: false }),
                 main,
             );
         }
@@ -172,7 +173,10 @@ fn hint_lines<'a>(w: &Wizard, theme: &Theme) -> Vec<Line<'a>> {
     if w.closing {
         lines.insert(
             0,
-            Line::styled(" press esc again to close the wizard (unsaved work is lost)", theme.warn()),
+            Line::styled(
+                " press esc again to close the wizard (unsaved work is lost)",
+                theme.warn(),
+            ),
         );
     } else if let Some(e) = &w.error
         && w.stage != Stage::Failed
@@ -215,7 +219,10 @@ fn review(frame: &mut Frame, area: Rect, w: &Wizard, selected: usize, theme: &Th
         if w.plan_ready() {
             " · ready".to_string()
         } else {
-            format!(" · {} problem(s)", w.problems.iter().filter(|p| p.error).count())
+            format!(
+                " · {} problem(s)",
+                w.problems.iter().filter(|p| p.error).count()
+            )
         }
     );
     let table = Table::new(
@@ -251,5 +258,8 @@ fn review(frame: &mut Frame, area: Rect, w: &Wizard, selected: usize, theme: &Th
     if lines.is_empty() {
         lines.push(Line::styled("no problems with this task", theme.dim()));
     }
-    frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: true }), problems_area);
+    frame.render_widget(
+        Paragraph::new(lines).wrap(Wrap { trim: true }),
+        problems_area,
+    );
 }

@@ -71,7 +71,10 @@ pub enum WizardReply {
     Question(String),
     /// The agent has enough to write the PRD.
     InterviewDone,
-    Prd { path: PathBuf, text: String },
+    Prd {
+        path: PathBuf,
+        text: String,
+    },
     Plan(PlanSpec),
     /// The effect failed; `raw` keeps the agent's reply when it could not be used.
     Failed {
@@ -212,7 +215,8 @@ impl Wizard {
             if ctrl && matches!(key.code, KeyCode::Char('s')) {
                 return self.submit(now);
             }
-            if ctrl && matches!(key.code, KeyCode::Char('n'))
+            if ctrl
+                && matches!(key.code, KeyCode::Char('n'))
                 && matches!(self.stage, Stage::Answer { .. })
             {
                 // Enough questions: write the PRD from what is known.

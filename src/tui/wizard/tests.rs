@@ -74,7 +74,9 @@ fn idea_then_interview_then_prd_then_plan() {
     let fx = w.handle_key(ctrl('s'), now);
     assert!(matches!(&fx[..], [WizardEffect::Ask { answers, .. }] if answers.len() == 1));
     let fx = w.apply(WizardReply::InterviewDone, now);
-    assert!(matches!(&fx[..], [WizardEffect::WritePrd { answers, .. }] if answers[0].1 == "logged-in users"));
+    assert!(
+        matches!(&fx[..], [WizardEffect::WritePrd { answers, .. }] if answers[0].1 == "logged-in users")
+    );
     assert_eq!(w.stage, Stage::Writing);
 
     w.apply(
@@ -124,7 +126,9 @@ fn ctrl_n_ends_the_interview_early_and_the_cap_ends_it_too() {
         type_text(&mut w, "a");
         last = w.handle_key(ctrl('s'), now);
     }
-    assert!(matches!(&last[..], [WizardEffect::WritePrd { answers, .. }] if answers.len() == MAX_QUESTIONS));
+    assert!(
+        matches!(&last[..], [WizardEffect::WritePrd { answers, .. }] if answers.len() == MAX_QUESTIONS)
+    );
 }
 
 #[test]
@@ -134,7 +138,10 @@ fn vague_tasks_block_merging_until_edited_or_deleted() {
     let mut vague = good_task("P-2");
     vague.description = "fix".into();
     vague.acceptance_criteria.clear();
-    w.apply(WizardReply::Plan(plan_of(vec![good_task("P-1"), vague])), now);
+    w.apply(
+        WizardReply::Plan(plan_of(vec![good_task("P-1"), vague])),
+        now,
+    );
     assert!(!w.plan_ready());
     assert!(!w.problems_of("P-2").is_empty(), "{:?}", w.problems);
     assert!(w.problems_of("P-1").is_empty(), "{:?}", w.problems);
@@ -148,7 +155,11 @@ fn vague_tasks_block_merging_until_edited_or_deleted() {
     let good = serde_json::to_string_pretty(&good_task("P-2")).unwrap();
     w.editor = super::editor(vec!["{ broken".into()]);
     w.handle_key(ctrl('s'), now);
-    assert!(w.error.as_deref().is_some_and(|e| e.contains("line 1")), "{:?}", w.error);
+    assert!(
+        w.error.as_deref().is_some_and(|e| e.contains("line 1")),
+        "{:?}",
+        w.error
+    );
     assert_eq!(w.stage, Stage::EditTask { index: 1 });
     w.editor = super::editor(good.lines().map(str::to_string).collect());
     w.handle_key(ctrl('s'), now);
@@ -158,7 +169,10 @@ fn vague_tasks_block_merging_until_edited_or_deleted() {
     // Deleting a task others depend on is an error until fixed.
     let mut dependent = good_task("P-3");
     dependent.dependencies = vec!["P-1".into()];
-    w.apply(WizardReply::Plan(plan_of(vec![good_task("P-1"), dependent])), now);
+    w.apply(
+        WizardReply::Plan(plan_of(vec![good_task("P-1"), dependent])),
+        now,
+    );
     assert!(w.plan_ready());
     w.handle_key(key(KeyCode::Char('d')), now);
     assert_eq!(w.plan.as_ref().map(|p| p.tasks.len()), Some(1));
