@@ -772,7 +772,9 @@ impl AppState {
         };
         let fx = w.handle_key(key, now);
         self.after_wizard();
-        fx.into_iter().map(|e| Effect::Wizard(Box::new(e))).collect()
+        fx.into_iter()
+            .map(|e| Effect::Wizard(Box::new(e)))
+            .collect()
     }
 
     /// The outcome of a wizard step.
@@ -783,7 +785,9 @@ impl AppState {
         };
         let fx = w.apply(reply, now);
         self.after_wizard();
-        fx.into_iter().map(|e| Effect::Wizard(Box::new(e))).collect()
+        fx.into_iter()
+            .map(|e| Effect::Wizard(Box::new(e)))
+            .collect()
     }
 
     fn after_wizard(&mut self) {
