@@ -386,6 +386,8 @@ fn every_view_renders_at_both_sizes() {
         View::Triz,
         View::Inbox,
         View::Workers,
+        View::Wizard,
+        View::Challenge,
     ] {
         let mut s = demo_state(fixed_now());
         s.view = v;
@@ -515,5 +517,79 @@ fn workers_view_shows_hosts_slots_and_heartbeat_age() {
         assert!(out.contains("build-1"), "{out}");
         assert!(out.contains("5s ago"), "{out}");
         assert!(out.contains("2m ago") || out.contains("120s ago"), "{out}");
+    }
+}
+
+fn wizard_state() -> AppState {
+    use whilly::tui::wizard::WizardReply;
+    let mut s = demo_state(fixed_now());
+    s.handle(Action::NewPrd);
+    for c in "A profile page".chars() {
+        s.wizard_key(crossterm::event::KeyEvent::new(
+            crossterm::event::KeyCode::Char(c),
+            crossterm::event::KeyModifiers::NONE,
+        ));
+    }
+    s.wizard_key(crossterm::event::KeyEvent::new(
+        crossterm::event::KeyCode::Char('s'),
+        crossterm::event::KeyModifiers::CONTROL,
+    ));
+    s.wizard_reply(WizardReply::Question("Who uses it?".into()));
+    s
+}
+
+#[test]
+fn wizard_interview_and_plan_review() {
+    use whilly::domain::{PlanSpec, Priority, TaskSpec};
+    use whilly::tui::wizard::WizardReply;
+    let s = wizard_state();
+    for (w, h) in SIZES {
+        let out = render(&s, w, h);
+        insta::assert_snapshot!(format!("wizard_interview_{w}x{h}"), out);
+        assert!(out.contains("step 2/5: interview"), "{out}");
+        assert!(out.contains("Q: Who uses it?"), "{out}");
+        assert!(out.contains("ctrl-s"), "{out}");
+    }
+    let mut s = s;
+    let good = TaskSpec {
+        id: "TASK-001".into(),
+        priority: Priority::High,
+        description: "Add the profile endpoint returning the user's data as JSON".into(),
+        acceptance_criteria: vec!["GET /profile returns 200".into()],
+        test_steps: vec!["cargo test profile".into()],
+        key_files: vec!["src/profile.rs".into()],
+        ..TaskSpec::default()
+    };
+    let vague = TaskSpec {
+        id: "TASK-002".into(),
+        description: "fix".into(),
+        ..good.clone()
+    };
+    s.wizard_reply(WizardReply::Plan(PlanSpec {
+        id: "prd-profile".into(),
+        project: "demo".into(),
+        tasks: vec![good, vague],
+        ..PlanSpec::default()
+    }));
+    s.wizard.as_mut().unwrap().stage = whilly::tui::wizard::Stage::Review { selected: 1 };
+    for (w, h) in SIZES {
+        let out = render(&s, w, h);
+        insta::assert_snapshot!(format!("wizard_review_{w}x{h}"), out);
+        assert!(out.contains("✗ TASK-002"), "{out}");
+        assert!(out.contains("✓ TASK-001"), "{out}");
+        assert!(out.contains("problem(s)"), "{out}");
+    }
+}
+
+#[test]
+fn challenge_view_shows_the_critique() {
+    let mut s = demo_state(fixed_now());
+    s.handle(Action::Challenge);
+    assert!(render(&s, 80, 24).contains("the agent is reading the plan"));
+    s.set_challenge(Ok("## Verdict\nrevise: DB-4 has no test step that can fail.\n## Risks\n- none".into()));
+    for (w, h) in SIZES {
+        let out = render(&s, w, h);
+        insta::assert_snapshot!(format!("challenge_{w}x{h}"), out);
+        assert!(out.contains("revise: DB-4"), "{out}");
     }
 }
