@@ -457,6 +457,40 @@ Postgres comes from --database-url / WHILLY_DATABASE_URL, default postgres://pos
     /// Draining a coloured stream through a PTY and the emulator, against tmux.
     #[command(after_help = "Examples:\n  whilly bench pty\n  whilly bench pty --mb 30")]
     Pty(BenchPtyArgs),
+    /// The real console (`whilly tui`) in a terminal of its own: draining N panes against tmux,
+    /// idle CPU and memory with N panes, start-up to the first frame on a large plan.
+    #[command(
+        after_help = "Examples:\n  whilly bench console\n  whilly bench console --panes 4 --mb 10 --idle-secs 5\n\n\
+Runs in a scratch git repository under the temp dir (removed after); tmux is the baseline \
+(skipped with a note when it is not installed). About 1.5 minutes with the defaults on 2 cores. \
+WHILLY_BENCH_KEEP=1 keeps the scratch project when a step fails."
+    )]
+    Console(BenchConsoleArgs),
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct BenchConsoleArgs {
+    /// Agents (panes) at once.
+    #[arg(long, default_value_t = 8)]
+    pub panes: usize,
+    /// Megabytes of coloured output each drain agent prints.
+    #[arg(long, default_value_t = 30)]
+    pub mb: u64,
+    /// Seconds of the idle CPU window.
+    #[arg(long, default_value_t = 10)]
+    pub idle_secs: u64,
+    /// Tasks in the plan the console starts on for the first-frame time.
+    #[arg(long, default_value_t = 10_000)]
+    pub tasks: usize,
+    /// Console starts per plan for the first-frame time (the median is reported).
+    #[arg(long, default_value_t = 3)]
+    pub runs: usize,
+    /// Skip the tmux baselines.
+    #[arg(long)]
+    pub no_tmux: bool,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args, Clone)]

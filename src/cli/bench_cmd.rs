@@ -38,6 +38,24 @@ pub async fn run(ctx: &Context, cmd: BenchCommand) -> anyhow::Result<i32> {
             }
             Ok(exit::OK)
         }
+        BenchCommand::Console(args) => {
+            let whilly = std::env::current_exe()
+                .map_err(|e| anyhow::anyhow!("cannot find the whilly binary to measure: {e}"))?;
+            let mut opts = crate::bench::console::ConsoleBenchOptions::new(whilly);
+            opts.panes = args.panes;
+            opts.mb = args.mb;
+            opts.idle_secs = args.idle_secs;
+            opts.first_frame_tasks = args.tasks;
+            opts.first_frame_runs = args.runs;
+            opts.tmux = !args.no_tmux;
+            let report = crate::bench::console::run(&opts).await?;
+            if args.json {
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                println!("{report}");
+            }
+            Ok(exit::OK)
+        }
         BenchCommand::Engine(args) => {
             let report = crate::bench::engine::run(args.tasks, args.slots).await?;
             println!("{report}");
