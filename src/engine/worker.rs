@@ -296,6 +296,7 @@ impl Engine {
                 wake = wake.min(Instant::now() + Duration::from_secs(1));
             }
             let sleep = wake.saturating_duration_since(Instant::now());
+            let can_claim = !stop_claiming && running.len() < slots;
             tokio::select! {
                 Some(joined) = joins.join_next_with_id(), if !joins.is_empty() => {
                     match joined {
@@ -325,7 +326,11 @@ impl Engine {
                     }
                     idle_check = true;
                 }
-                _ = self.store.wait_for_work(sleep) => {}
+                // Waiting for work only makes sense with a slot to fill: the store answers at
+                // once while events are newer than the last fruitless claim, and with every
+                // slot busy no claim is ever made, so that wait would spin.
+                _ = self.store.wait_for_work(sleep), if can_claim => {}
+                _ = tokio::time::sleep(sleep), if !can_claim => {}
                 changed = self.shutdown.changed(), if !shutdown_closed => {
                     // A dropped sender never speaks again; stop listening instead of spinning.
                     shutdown_closed = changed.is_err();
