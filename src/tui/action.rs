@@ -249,6 +249,25 @@ mod tests {
     }
 
     #[test]
+    fn the_example_config_lists_every_bindable_action() {
+        let example = include_str!("../../whilly.example.toml");
+        let start = example.find("# Actions:").expect("an Actions: list");
+        // The list runs from "# Actions:" to the first `;`.
+        let text = &example[start + "# Actions:".len()..];
+        let text = &text[..text.find(';').expect("the list ends with ;")];
+        let listed: Vec<&str> = text
+            .lines()
+            .flat_map(|l| l.trim_start_matches('#').split_whitespace())
+            .collect();
+        for a in BINDABLE.iter().filter(|a| **a != Action::None) {
+            assert!(listed.contains(&a.name()), "{} missing from whilly.example.toml", a.name());
+        }
+        for name in listed {
+            assert!(name.parse::<Action>().is_ok(), "{name} is not an action");
+        }
+    }
+
+    #[test]
     fn unknown_names_are_refused_with_the_list() {
         let err = "quitt".parse::<Action>().unwrap_err();
         assert!(err.to_string().contains("quitt"));
