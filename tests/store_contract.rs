@@ -1639,6 +1639,19 @@ async fn append_event_and_filters(c: &Ctx) {
         .await
         .expect("limit");
     assert_eq!(limited, all[..2].to_vec());
+    let newest = s
+        .events(&EventFilter {
+            limit: Some(2),
+            newest: true,
+            ..Default::default()
+        })
+        .await
+        .expect("newest");
+    assert_eq!(
+        newest,
+        all[all.len() - 2..].to_vec(),
+        "the newest two, oldest first"
+    );
     let after = s
         .events(&EventFilter {
             after_id: Some(all[1].id),

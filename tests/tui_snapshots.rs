@@ -586,7 +586,9 @@ fn challenge_view_shows_the_critique() {
     let mut s = demo_state(fixed_now());
     s.handle(Action::Challenge);
     assert!(render(&s, 80, 24).contains("the agent is reading the plan"));
-    s.set_challenge(Ok("## Verdict\nrevise: DB-4 has no test step that can fail.\n## Risks\n- none".into()));
+    s.set_challenge(Ok(
+        "## Verdict\nrevise: DB-4 has no test step that can fail.\n## Risks\n- none".into(),
+    ));
     for (w, h) in SIZES {
         let out = render(&s, w, h);
         insta::assert_snapshot!(format!("challenge_{w}x{h}"), out);

@@ -12,8 +12,7 @@ pub async fn run(ctx: &Context, args: EventsArgs) -> anyhow::Result<i32> {
     let mut filter = EventFilter {
         plan_id: args.plan.clone(),
         task_id: args.task.clone(),
-        after_id: None,
-        limit: None,
+        ..EventFilter::default()
     };
     let mut events = store.events(&filter).await?;
     if let Some(n) = args.last {

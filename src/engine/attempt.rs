@@ -401,9 +401,10 @@ impl AgentExecutor {
             }
             Err(e) => return Step::Outcome(fail(cx, "agent_error", false, e.to_string())),
         };
+        let spawn_size = self.sessions.spawn_size().unwrap_or(self.cfg.pty_size);
         let mut spec = SpawnSpec::new(command.argv())
             .cwd(&command.cwd)
-            .size(self.cfg.pty_size.rows, self.cfg.pty_size.cols);
+            .size(spawn_size.rows, spawn_size.cols);
         spec = spec.log_path(&log_path).scrollback(self.cfg.scrollback);
         for (k, v) in &command.env {
             spec = spec.env(k, v);

@@ -38,6 +38,10 @@ pub struct SessionInfo {
 #[derive(Clone, Default)]
 pub struct SessionRegistry {
     inner: Arc<Mutex<BTreeMap<i64, SessionInfo>>>,
+    /// The terminal size the next agent should start with, when a watcher knows it (the console:
+    /// the size its next pane will have). An agent that prints before its pane resizes it would
+    /// otherwise fill its scrollback with rows of the wrong width.
+    spawn_size: Arc<Mutex<Option<crate::pty::TermSize>>>,
 }
 
 impl SessionRegistry {
@@ -68,6 +72,16 @@ impl SessionRegistry {
             .lock()
             .map(|m| m.values().cloned().collect())
             .unwrap_or_default()
+    }
+
+    pub fn set_spawn_size(&self, size: crate::pty::TermSize) {
+        if let Ok(mut s) = self.spawn_size.lock() {
+            *s = Some(size);
+        }
+    }
+
+    pub fn spawn_size(&self) -> Option<crate::pty::TermSize> {
+        self.spawn_size.lock().ok().and_then(|s| *s)
     }
 
     /// Kills every agent still running (quit, panic): agents are never orphaned.

@@ -227,6 +227,9 @@ pub struct EventFilter {
     /// Only events with an id greater than this.
     pub after_id: Option<i64>,
     pub limit: Option<i64>,
+    /// With `limit`: the newest `limit` events instead of the oldest (still returned oldest
+    /// first). What a viewer that starts late wants: the recent past, not the whole history.
+    pub newest: bool,
 }
 
 /// A worker's registration, for the workers view and liveness.

@@ -260,7 +260,11 @@ mod tests {
             .flat_map(|l| l.trim_start_matches('#').split_whitespace())
             .collect();
         for a in BINDABLE.iter().filter(|a| **a != Action::None) {
-            assert!(listed.contains(&a.name()), "{} missing from whilly.example.toml", a.name());
+            assert!(
+                listed.contains(&a.name()),
+                "{} missing from whilly.example.toml",
+                a.name()
+            );
         }
         for name in listed {
             assert!(name.parse::<Action>().is_ok(), "{name} is not an action");

@@ -469,6 +469,17 @@ impl Console {
                 self.resizes.want(*pk, (inner.height, inner.width), now);
             }
         }
+        // The next agent starts at the size its pane will have.
+        if let Some(area) = info.pane_area {
+            let next = crate::tui::grid::pane_rects(area, self.state.panes.len() + 1);
+            if let Some(r) = next.last()
+                && r.width > 2
+                && r.height > 2
+            {
+                self.sessions
+                    .set_spawn_size(crate::pty::TermSize::new(r.height - 2, r.width - 2));
+            }
+        }
         self.frame = info;
         self.dirty = false;
         self.last_draw = Some(now);
@@ -923,9 +934,14 @@ async fn load_loop(
     let mut after = 0i64;
     let mut last_full: Option<Instant> = None;
     loop {
+        // The first load takes only the recent past (what the views keep), not a history of
+        // one `task.created` per task of a large plan.
+        let first = last_full.is_none() && after == 0;
         let filter = EventFilter {
             plan_id: Some(plan_id.clone()),
             after_id: Some(after),
+            limit: first.then_some(super::state::MAX_EVENTS as i64),
+            newest: first,
             ..Default::default()
         };
         let msg = async {

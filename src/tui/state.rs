@@ -15,7 +15,7 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 /// Events kept in memory for the events view and task detail.
-const MAX_EVENTS: usize = 2000;
+pub const MAX_EVENTS: usize = 2000;
 /// Lines scrolled by one scroll action in a pane.
 pub const SCROLL_STEP: i32 = 10;
 

@@ -151,19 +151,29 @@ pub async fn export_plan(inner: &Inner, plan_id: &str) -> StoreResult<PlanSpec> 
 }
 
 pub async fn events(inner: &Inner, f: &EventFilter) -> StoreResult<Vec<Event>> {
+    let newest = f.newest && f.limit.is_some();
     let rows: Vec<EventRow> = sqlx::query_as(concat!(
         "SELECT ",
         event_cols!(),
         " FROM events WHERE ($1::text IS NULL OR plan_id = $1) AND ($2::text IS NULL OR task_id = $2) \
-         AND ($3::bigint IS NULL OR id > $3) ORDER BY id LIMIT $4"
+         AND ($3::bigint IS NULL OR id > $3) \
+         ORDER BY CASE WHEN $5 THEN -id ELSE id END LIMIT $4"
     ))
     .bind(&f.plan_id)
     .bind(&f.task_id)
     .bind(f.after_id)
     .bind(f.limit.filter(|n| *n >= 0))
+    .bind(newest)
     .fetch_all(&inner.pool)
     .await?;
-    rows.into_iter().map(EventRow::into_event).collect()
+    let mut out: Vec<Event> = rows
+        .into_iter()
+        .map(EventRow::into_event)
+        .collect::<StoreResult<_>>()?;
+    if newest {
+        out.reverse();
+    }
+    Ok(out)
 }
 
 pub async fn list_workers(inner: &Inner) -> StoreResult<Vec<WorkerRecord>> {

@@ -140,12 +140,20 @@ pub async fn events(s: &Shared, f: &EventFilter) -> StoreResult<Vec<Event>> {
     if let Some(a) = f.after_id {
         qb.push(" AND id > ").push_bind(a);
     }
-    qb.push(" ORDER BY id");
+    qb.push(if f.newest && f.limit.is_some() {
+        " ORDER BY id DESC"
+    } else {
+        " ORDER BY id"
+    });
     if let Some(l) = f.limit {
         qb.push(" LIMIT ").push_bind(l.max(0));
     }
     let all = qb.build().fetch_all(&s.reader).await?;
-    all.iter().map(rows::event).collect()
+    let mut out: Vec<Event> = all.iter().map(rows::event).collect::<StoreResult<_>>()?;
+    if f.newest && f.limit.is_some() {
+        out.reverse();
+    }
+    Ok(out)
 }
 
 pub async fn list_workers(s: &Shared) -> StoreResult<Vec<WorkerRecord>> {

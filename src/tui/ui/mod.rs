@@ -43,6 +43,8 @@ pub struct FrameInfo {
     pub panes: Vec<(i64, Rect)>,
     /// The task list's inner rectangle and the index of its first visible row.
     pub task_list: Option<(Rect, usize)>,
+    /// Where the pane grid goes in the main view (for sizing agents not yet shown).
+    pub pane_area: Option<Rect>,
 }
 
 pub fn draw(frame: &mut Frame, state: &AppState, ui: &UiContext) -> FrameInfo {
@@ -108,6 +110,7 @@ fn main_view(
         (l, r)
     };
     info.task_list = tasks::render(frame, list, state, ui.theme, false);
+    info.pane_area = Some(right);
     if state.panes.is_empty() {
         panes::render_empty(frame, right, state, ui.theme);
     } else {
