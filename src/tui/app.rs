@@ -777,6 +777,14 @@ impl Console {
                     self.quit_after_engine = true;
                 }
             }
+            Effect::FinishAndQuit => {
+                self.state.takeover = None;
+                let _ = self.shutdown.send(StopLevel::Graceful);
+                self.quit_after_engine = true;
+                if self.engine_done {
+                    self.quit = true;
+                }
+            }
             Effect::StopAgentsAndQuit => {
                 self.stop_agents();
                 self.quit_after_engine = true;

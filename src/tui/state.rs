@@ -246,6 +246,8 @@ pub enum Effect {
     Quit,
     /// Stop the engine now (agents killed, their tasks released) and leave once it has ended.
     StopAgentsAndQuit,
+    /// Claim nothing more, let running agents finish (within the grace period), then leave.
+    FinishAndQuit,
     ResetTask(String),
     SetPaused(bool),
     /// Move a pane's scrollback view by `delta` lines (positive = back in time).
@@ -922,6 +924,15 @@ impl AppState {
                             Level::Warn,
                         );
                         vec![Effect::StopAgentsAndQuit]
+                    }
+                    (Confirm::Quit { .. }, 'f') => {
+                        self.popups.pop();
+                        self.stopping = true;
+                        self.set_status(
+                            "nothing new starts; the console quits when the running agents finish",
+                            Level::Warn,
+                        );
+                        vec![Effect::FinishAndQuit]
                     }
                     (_, 'n' | 'w') => {
                         self.popups.pop();

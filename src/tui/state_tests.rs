@@ -434,3 +434,13 @@ mod inbox {
         assert_eq!(s.inbox().len(), 1);
     }
 }
+
+#[test]
+fn quit_can_let_running_agents_finish_first() {
+    let mut s = state();
+    s.handle(Action::Quit);
+    assert!(s.wants_answer());
+    assert_eq!(s.handle(Action::Answer('f')), [Effect::FinishAndQuit]);
+    assert!(s.stopping);
+    assert!(s.popups.is_empty());
+}

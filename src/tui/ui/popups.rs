@@ -161,19 +161,21 @@ fn confirm(frame: &mut Frame, area: Rect, c: &Confirm, ui: &UiContext) {
             " Quit ",
             vec![
                 Line::raw(format!(
-                    "{running} agent(s) still running. Quitting stops them and their tasks go back to PENDING."
+                    "{running} agent(s) still running. Stop them now (their tasks go back to PENDING), or let them finish first?"
                 )),
                 Line::raw(""),
                 Line::from(vec![
                     Span::styled("s", theme.key()),
-                    Span::raw(" stop agents and quit   "),
+                    Span::raw(" stop now   "),
+                    Span::styled("f", theme.key()),
+                    Span::raw(" finish, then quit   "),
                     Span::styled("w", theme.key()),
-                    Span::raw("/esc keep waiting"),
+                    Span::raw("/esc keep going"),
                 ]),
             ],
         ),
     };
-    let rect = centred(area, 60, 7);
+    let rect = centred(area, 64, 8);
     frame.render_widget(Clear, rect);
     frame.render_widget(
         Paragraph::new(lines).wrap(Wrap { trim: true }).block(
