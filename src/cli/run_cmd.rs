@@ -16,7 +16,7 @@ use crate::engine::progress::{HeadlessPrinter, complete_line};
 use crate::engine::sessions::SessionRegistry;
 use crate::engine::{Engine, EngineConfig};
 use crate::pty::TermSize;
-use crate::store::{ImportOptions, Lease, Outcome, Store, WorkerRecord};
+use crate::store::{ImportOptions, Lease, Outcome, PlanRecord, Store, TaskRecord, WorkerRecord};
 use crate::workspace::Workspaces;
 use anyhow::Context as _;
 use std::collections::BTreeSet;
@@ -35,6 +35,9 @@ pub struct RunSetup {
     pub repo_root: std::path::PathBuf,
     pub config: Config,
     pub workspaces: Arc<Workspaces>,
+    /// The plan and its tasks as loaded while preparing: the console's first frame shows them
+    /// without waiting for its own first load.
+    pub initial: Option<(PlanRecord, Vec<TaskRecord>)>,
 }
 
 /// Imports the plan file if given, resumes if asked, builds agents and the executor.
@@ -120,6 +123,7 @@ pub async fn prepare_run(ctx: &Context, args: &RunArgs) -> anyhow::Result<Result
         repo_root: ctx.repo_root.clone(),
         config: cfg,
         workspaces: Arc::new(workspaces),
+        initial: Some((plan, tasks)),
     }))
 }
 

@@ -143,6 +143,7 @@ pub async fn run(setup: RunSetup, opts: ConsoleOptions) -> anyhow::Result<Consol
         repo_root,
         config,
         workspaces,
+        initial,
     } = setup;
     let around = Surroundings {
         handoff: HandoffDir::in_project(&repo_root),
@@ -162,6 +163,9 @@ pub async fn run(setup: RunSetup, opts: ConsoleOptions) -> anyhow::Result<Consol
     };
     let backend = store.info().backend.to_string();
     let mut console = Console::new(store, plan_id, sessions, opts, backend, shutdown_tx, around);
+    if let Some((plan, tasks)) = initial {
+        console.state.set_data(plan, tasks, Vec::new());
+    }
     let result = console.run(terminal, engine).await;
     // Restore the terminal, then kill whatever agent is left (nothing, normally).
     drop(guard);
