@@ -43,12 +43,27 @@ pub struct RunSetup {
 /// Imports the plan file if given, resumes if asked, builds agents and the executor.
 /// `Err(code)` when the plan file was refused (the problems are already printed).
 pub async fn prepare_run(ctx: &Context, args: &RunArgs) -> anyhow::Result<Result<RunSetup, i32>> {
-    let cfg = ctx.config()?;
     let store = ctx.store().await?;
+    let plan_id = match resolve_plan(ctx, &store, args).await? {
+        Ok(id) => id,
+        Err(code) => return Ok(Err(code)),
+    };
+    prepare_run_in(ctx, args, store, plan_id, SessionRegistry::new())
+        .await
+        .map(Ok)
+}
+
+/// The plan a run works on: the file imported (`Err(code)` when refused, problems printed), or
+/// `--plan` (its budget updated), or the only plan imported; with `--resume`, tasks held by dead
+/// local processes are released first.
+pub async fn resolve_plan(
+    ctx: &Context,
+    store: &Arc<dyn Store>,
+    args: &RunArgs,
+) -> anyhow::Result<Result<String, i32>> {
     let plan_id = match (&args.plan_file, &args.plan) {
         (Some(file), _) => {
-            match plan_cmd::import_for_run(ctx, &store, file, args.budget, args.plan.clone())
-                .await?
+            match plan_cmd::import_for_run(ctx, store, file, args.budget, args.plan.clone()).await?
             {
                 Ok(id) => id,
                 Err(code) => return Ok(Err(code)),
@@ -57,7 +72,7 @@ pub async fn prepare_run(ctx: &Context, args: &RunArgs) -> anyhow::Result<Result
         (None, Some(id)) => {
             store.get_plan(id).await?;
             if let Some(b) = args.budget {
-                set_budget(&store, id, b).await?;
+                set_budget(store, id, b).await?;
             }
             id.clone()
         }
@@ -79,10 +94,24 @@ pub async fn prepare_run(ctx: &Context, args: &RunArgs) -> anyhow::Result<Result
             }
         }
     };
-    let worker_id = worker_id();
+    // Before any console takes the terminal: resuming says what it released.
     if args.resume {
-        resume(&store, &plan_id).await?;
+        resume(store, &plan_id).await?;
     }
+    Ok(Ok(plan_id))
+}
+
+/// Everything else a run needs once its plan is known; `sessions` is where its agents' terminals
+/// will be (the console may have taken the terminal already and watch them).
+pub async fn prepare_run_in(
+    ctx: &Context,
+    args: &RunArgs,
+    store: Arc<dyn Store>,
+    plan_id: String,
+    sessions: SessionRegistry,
+) -> anyhow::Result<RunSetup> {
+    let cfg = ctx.config()?;
+    let worker_id = worker_id();
     let plan = store.get_plan(&plan_id).await?;
     let tasks = store.list_tasks(&plan_id).await?;
     let default_agent = args.agent.clone().unwrap_or_else(|| cfg.run.agent.clone());
@@ -92,7 +121,6 @@ pub async fn prepare_run(ctx: &Context, args: &RunArgs) -> anyhow::Result<Result
         .map(|t| agent_name_for(&t.spec, &plan.spec, &default_agent))
         .chain(std::iter::once(default_agent.clone()))
         .collect();
-    let sessions = SessionRegistry::new();
     let executor = build_executor(
         ctx,
         &cfg,
@@ -114,7 +142,7 @@ pub async fn prepare_run(ctx: &Context, args: &RunArgs) -> anyhow::Result<Result
     };
     let workspaces = Workspaces::new(&ctx.repo_root, workspace_config(&cfg))
         .map_err(|e| EnvironmentError(format!("{}: {e}", ctx.repo_root.display())))?;
-    Ok(Ok(RunSetup {
+    Ok(RunSetup {
         store,
         plan_id,
         engine_cfg,
@@ -124,7 +152,7 @@ pub async fn prepare_run(ctx: &Context, args: &RunArgs) -> anyhow::Result<Result
         config: cfg,
         workspaces: Arc::new(workspaces),
         initial: Some((plan, tasks)),
-    }))
+    })
 }
 
 pub async fn run(ctx: &Context, args: RunArgs) -> anyhow::Result<i32> {

@@ -76,6 +76,7 @@ pub struct RunSummary {
 
 struct Running {
     lease: Lease,
+    plan_id: String,
     task_id: String,
     handle: AttemptHandle,
     key_files: Vec<String>,
@@ -252,6 +253,7 @@ impl Engine {
                     pk,
                     Running {
                         lease: claimed.lease,
+                        plan_id: claimed.task.plan_id.clone(),
                         task_id: claimed.task.id.clone(),
                         handle,
                         key_files: key_files.get(&pk).cloned().unwrap_or_default(),
@@ -302,10 +304,21 @@ impl Engine {
                     match joined {
                         Ok((id, (pk, outcome))) => {
                             task_ids.remove(&id);
-                            if let Some(r) = running.remove(&pk)
-                                && let Some(backoff) = self.settle(&r, outcome).await?
-                            {
-                                not_before.insert(pk, Instant::now() + backoff);
+                            if let Some(r) = running.remove(&pk) {
+                                if let Some(backoff) = self.settle(&r, outcome).await? {
+                                    not_before.insert(pk, Instant::now() + backoff);
+                                }
+                                // Spend settled at the end of an attempt crosses thresholds too.
+                                let plan = self.store.get_plan(&r.plan_id).await?;
+                                if self.note_budget(&plan, &mut warned_budget).await?
+                                    && end != Some(RunEnd::BudgetExhausted)
+                                {
+                                    end = Some(RunEnd::BudgetExhausted);
+                                    stop_claiming = true;
+                                    for r in running.values() {
+                                        r.handle.stop(StopLevel::Now, StopReason::BudgetExhausted);
+                                    }
+                                }
                             }
                         }
                         Err(e) => {

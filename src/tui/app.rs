@@ -131,9 +131,37 @@ fn wizard_context(
     })
 }
 
-/// Runs the plan with the console on the terminal until the operator quits. The terminal is
-/// restored and every agent stopped before this returns, whatever happens.
-pub async fn run(setup: RunSetup, opts: ConsoleOptions) -> anyhow::Result<ConsoleOutcome> {
+/// The first frame, before the run is prepared: the plan's header over an empty console, so a
+/// large plan does not keep the operator looking at a blank terminal.
+pub fn draw_splash(
+    terminal: &mut ConsoleTerminal,
+    opts: &ConsoleOptions,
+    plan: PlanRecord,
+    backend: &str,
+) -> std::io::Result<()> {
+    let mut state = AppState::new(backend, Instant::now());
+    state.set_data(plan, Vec::new(), Vec::new());
+    state.set_status("loading the plan's tasks…", Level::Info);
+    let screens: BTreeMap<i64, Arc<PtySession>> = BTreeMap::new();
+    let ctx = UiContext {
+        keymap: &opts.keymap,
+        theme: &opts.theme,
+        screens: &screens,
+    };
+    draw_synchronized(terminal, |f| {
+        ui::draw(f, &state, &ctx);
+    })
+}
+
+/// Runs the plan with the console on the terminal (already entered: `guard`) until the operator
+/// quits. The terminal is restored and every agent stopped before this returns, whatever
+/// happens.
+pub async fn run(
+    setup: RunSetup,
+    opts: ConsoleOptions,
+    guard: TerminalGuard,
+    mut terminal: ConsoleTerminal,
+) -> anyhow::Result<ConsoleOutcome> {
     let RunSetup {
         store,
         plan_id,
@@ -151,21 +179,20 @@ pub async fn run(setup: RunSetup, opts: ConsoleOptions) -> anyhow::Result<Consol
         wizard: wizard_context(&config, &repo_root, &store, &plan_id),
     };
     let (shutdown_tx, shutdown_rx) = watch::channel(StopLevel::Run);
-    let engine = Engine::new(store.clone(), Arc::new(executor), engine_cfg, shutdown_rx);
-    let engine = tokio::spawn(engine.run());
-
-    let (guard, terminal) = match TerminalGuard::enter(sessions.clone()) {
-        Ok(t) => t,
-        Err(e) => {
-            stop_engine(&shutdown_tx, engine).await;
-            return Err(anyhow::anyhow!("cannot take over the terminal: {e}"));
-        }
-    };
+    let slots = engine_cfg.slots;
     let backend = store.info().backend.to_string();
+    let engine_store = store.clone();
     let mut console = Console::new(store, plan_id, sessions, opts, backend, shutdown_tx, around);
+    console.slots = slots;
     if let Some((plan, tasks)) = initial {
         console.state.set_data(plan, tasks, Vec::new());
     }
+    // One frame before any agent starts, so the first agents already spawn at their panes' size.
+    if let Err(e) = console.draw(&mut terminal) {
+        tracing::warn!("first frame: {e}");
+    }
+    let engine = Engine::new(engine_store, Arc::new(executor), engine_cfg, shutdown_rx);
+    let engine = tokio::spawn(engine.run());
     let result = console.run(terminal, engine).await;
     // Restore the terminal, then kill whatever agent is left (nothing, normally).
     drop(guard);
@@ -215,6 +242,8 @@ struct Console {
     notices: Vec<Notice>,
     /// Events up to the first load are history: they notify nobody.
     seen_history: bool,
+    /// The engine's slots: how many panes to expect when sizing new agents.
+    slots: usize,
 }
 
 impl Console {
@@ -262,6 +291,7 @@ impl Console {
             around,
             notices: Vec::new(),
             seen_history: false,
+            slots: 1,
         }
     }
 
@@ -475,7 +505,9 @@ impl Console {
         }
         // The next agent starts at the size its pane will have.
         if let Some(area) = info.pane_area {
-            let next = crate::tui::grid::pane_rects(area, self.state.panes.len() + 1);
+            // Agents come a slot at a time; size them for the grid they will share.
+            let expect = (self.state.panes.len() + 1).max(self.slots);
+            let next = crate::tui::grid::pane_rects(area, expect);
             if let Some(r) = next.last()
                 && r.width > 2
                 && r.height > 2

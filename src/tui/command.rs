@@ -3,10 +3,12 @@
 //! Without a terminal (piped, CI) it falls back to the headless run.
 
 use super::app::{self, ConsoleOptions};
+use super::terminal::TerminalGuard;
 use crate::cli::args::RunArgs;
 use crate::cli::context::Context;
 use crate::cli::run_cmd;
 use crate::engine::RunSummary;
+use crate::engine::sessions::SessionRegistry;
 use std::io::{IsTerminal, Write};
 
 pub async fn run(ctx: &Context, args: RunArgs) -> anyhow::Result<i32> {
@@ -16,12 +18,30 @@ pub async fn run(ctx: &Context, args: RunArgs) -> anyhow::Result<i32> {
     let cfg = ctx.config()?;
     // Bad `[keys]` are refused before anything is imported or started.
     let opts = ConsoleOptions::from_env(&cfg)?;
-    let setup = match run_cmd::prepare_run(ctx, &args).await? {
-        Ok(setup) => setup,
+    let store = ctx.store().await?;
+    // A refused plan file prints its problems on the normal screen, before the console starts.
+    let plan_id = match run_cmd::resolve_plan(ctx, &store, &args).await? {
+        Ok(id) => id,
         Err(code) => return Ok(code),
     };
-    let plan_id = setup.plan_id.clone();
-    let outcome = app::run(setup, opts).await?;
+    let plan = store.get_plan(&plan_id).await?;
+    // The console appears at once (the plan in its header); a large plan's tasks follow when
+    // loaded.
+    let sessions = SessionRegistry::new();
+    let (guard, mut terminal) = TerminalGuard::enter(sessions.clone())
+        .map_err(|e| anyhow::anyhow!("cannot take over the terminal: {e}"))?;
+    if let Err(e) = app::draw_splash(&mut terminal, &opts, plan, store.info().backend) {
+        tracing::warn!("first frame: {e}");
+    }
+    let setup = match run_cmd::prepare_run_in(ctx, &args, store, plan_id.clone(), sessions).await {
+        Ok(s) => s,
+        Err(e) => {
+            // The terminal is restored before the error is printed.
+            drop(guard);
+            return Err(e);
+        }
+    };
+    let outcome = app::run(setup, opts, guard, terminal).await?;
     let mut out = std::io::stdout().lock();
     match (&outcome.summary, &outcome.engine_error) {
         (Some(s), _) => {
