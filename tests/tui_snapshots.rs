@@ -595,3 +595,28 @@ fn challenge_view_shows_the_critique() {
         assert!(out.contains("revise: DB-4"), "{out}");
     }
 }
+
+#[test]
+fn replay_view_shows_a_finished_attempts_log() {
+    use whilly::tui::state::REPLAY_PK;
+    let mut s = demo_state(fixed_now());
+    s.handle(Action::Replay);
+    s.set_replay(1, Ok("/runs/r1/demo/AUTH-1/1.log".into()));
+    let emu = whilly::tui::replay::replay_bytes(
+        b"\x1b[1;32m\xe2\x9c\x94 done\x1b[0m AUTH-1 finished\r\nall tests pass\r\n",
+        whilly::pty::TermSize::new(19, 78),
+        100,
+    );
+    let mut screens: BTreeMap<i64, Emulator> = BTreeMap::new();
+    screens.insert(REPLAY_PK, emu);
+    let (out, _, buf) = render_with(&s, 80, 24, &screens, Theme::default());
+    insta::assert_snapshot!("replay_80x24", out);
+    assert!(out.contains("AUTH-1 · replay of 1.log"), "{out}");
+    assert!(out.contains("✔ done AUTH-1 finished"), "{out}");
+    let row = out.lines().position(|l| l.contains("✔ done")).unwrap() as u16;
+    assert_eq!(
+        fg_of(&buf, "✔ done", row),
+        Some(Color::Indexed(2)),
+        "the log's green"
+    );
+}

@@ -53,6 +53,8 @@ pub enum Action {
     SendBack,
     /// Mark / unmark the selected inbox item for a batch decision.
     Mark,
+    /// Replay the selected task's last attempt log in a pane (`o`).
+    Replay,
     /// Removes a default binding (`"z" = "none"`).
     None,
     // Produced by the input layer (text entry, popup answers); not bindable.
@@ -110,6 +112,7 @@ pub const BINDABLE: &[Action] = &[
     Action::Reject,
     Action::SendBack,
     Action::Mark,
+    Action::Replay,
     Action::None,
 ];
 
@@ -149,6 +152,7 @@ impl Action {
             Action::Reject => "reject",
             Action::SendBack => "send_back",
             Action::Mark => "mark",
+            Action::Replay => "replay",
             Action::None => "none",
             Action::FilterChar(_)
             | Action::FilterBackspace
@@ -196,6 +200,7 @@ impl Action {
             Action::Reject => "reject with a reason (FAILED)",
             Action::SendBack => "send back with a comment (another attempt)",
             Action::Mark => "mark / unmark for a batch decision",
+            Action::Replay => "replay the selected task's last attempt log",
             Action::None | Action::FilterChar(_) | Action::FilterBackspace => "",
             Action::FilterDone | Action::Answer(_) | Action::Resize(..) => "",
             Action::TextChar(_) | Action::TextBackspace | Action::TextSubmit => "",

@@ -46,6 +46,8 @@ const RESIZE_DEBOUNCE: Duration = Duration::from_millis(80);
 const SYNC_HOLD: Duration = Duration::from_millis(100);
 /// How often a held frame looks again.
 const SYNC_RECHECK: Duration = Duration::from_millis(8);
+/// Scrollback of a replayed log.
+const REPLAY_SCROLLBACK: usize = 5000;
 /// Lines a mouse wheel step scrolls a pane.
 const WHEEL_LINES: i32 = 3;
 
@@ -244,6 +246,37 @@ struct Console {
     seen_history: bool,
     /// The engine's slots: how many panes to expect when sizing new agents.
     slots: usize,
+    /// The replay view's emulator, fed from a finished attempt's log.
+    replay_screen: Option<crate::pty::Emulator>,
+    replay_tx: mpsc::UnboundedSender<ReplayLoaded>,
+    replay_rx: mpsc::UnboundedReceiver<ReplayLoaded>,
+}
+
+/// A replay's log, found and replayed (or why not), for task pk.
+type ReplayLoaded = (
+    i64,
+    Result<(std::path::PathBuf, crate::pty::Emulator), String>,
+);
+
+/// The live panes plus the replay view's screen under [`super::state::REPLAY_PK`].
+struct ConsoleScreens<'a> {
+    ptys: &'a BTreeMap<i64, Arc<PtySession>>,
+    replay: Option<&'a crate::pty::Emulator>,
+}
+
+impl super::screens::PaneScreens for ConsoleScreens<'_> {
+    fn with_screen(&self, task_pk: i64, f: &mut dyn FnMut(&vt100::Screen)) -> bool {
+        if task_pk == super::state::REPLAY_PK {
+            return match self.replay {
+                Some(emu) => {
+                    f(emu.screen());
+                    true
+                }
+                None => false,
+            };
+        }
+        self.ptys.with_screen(task_pk, f)
+    }
 }
 
 impl Console {
@@ -260,6 +293,7 @@ impl Console {
         let (details_tx, details_rx) = mpsc::unbounded_channel();
         let (wizard_tx, wizard_rx) = mpsc::unbounded_channel();
         let (challenge_tx, challenge_rx) = mpsc::unbounded_channel();
+        let (replay_tx, replay_rx) = mpsc::unbounded_channel();
         Console {
             store,
             plan_id,
@@ -292,6 +326,9 @@ impl Console {
             notices: Vec::new(),
             seen_history: false,
             slots: 1,
+            replay_screen: None,
+            replay_tx,
+            replay_rx,
         }
     }
 
@@ -415,6 +452,18 @@ impl Console {
                     self.state.set_challenge(result);
                     self.dirty = true;
                 }
+                Some((pk, loaded)) = self.replay_rx.recv() => {
+                    match loaded {
+                        Ok((path, emu)) => {
+                            self.state.set_replay(pk, Ok(path));
+                            if self.state.replay.as_ref().is_some_and(|r| r.task_pk == pk) {
+                                self.replay_screen = Some(emu);
+                            }
+                        }
+                        Err(e) => self.state.set_replay(pk, Err(e)),
+                    }
+                    self.dirty = true;
+                }
                 _ = self.wake.notified() => self.dirty = true,
                 _ = session_tick.tick() => self.sync_sessions(),
                 _ = clock_tick.tick(), if !self.state.finished() => self.dirty = true,
@@ -489,10 +538,17 @@ impl Console {
         if self.frozen_now.is_none() {
             self.state.wall = chrono::Utc::now();
         }
+        if self.state.view != super::state::View::Replay {
+            self.replay_screen = None;
+        }
+        let screens = ConsoleScreens {
+            ptys: &self.ptys,
+            replay: self.replay_screen.as_ref(),
+        };
         let ctx = UiContext {
             keymap: &self.opts.keymap,
             theme: &self.opts.theme,
-            screens: &self.ptys,
+            screens: &screens,
         };
         let mut info = FrameInfo::default();
         let state = &self.state;
@@ -908,6 +964,36 @@ impl Console {
                     Err(why) => {
                         let _ = tx.send(Err(why.clone()));
                     }
+                }
+            }
+            Effect::LoadReplay { task_pk, task_id } => {
+                self.replay_screen = None;
+                // The replay fills the body: the terminal less header, footer and borders.
+                let (cols, rows) = crossterm::terminal::size().unwrap_or((120, 40));
+                let size = crate::pty::TermSize::new(
+                    rows.saturating_sub(5).max(1),
+                    cols.saturating_sub(2).max(1),
+                );
+                let store = self.store.clone();
+                let plan = self.plan_id.clone();
+                let tx = self.replay_tx.clone();
+                tokio::spawn(async move {
+                    let loaded = match super::replay::find_log_path(&store, &plan, &task_id).await {
+                        Ok(path) => tokio::task::spawn_blocking(move || {
+                            super::replay::replay_file(&path, size, REPLAY_SCROLLBACK)
+                                .map(|emu| (path, emu))
+                        })
+                        .await
+                        .unwrap_or_else(|e| Err(e.to_string())),
+                        Err(e) => Err(e),
+                    };
+                    let _ = tx.send((task_pk, loaded));
+                });
+            }
+            Effect::ScrollReplay(delta) => {
+                if let Some(emu) = self.replay_screen.as_mut() {
+                    let cur = emu.scrollback_offset() as i64;
+                    emu.set_scrollback_offset((cur + i64::from(delta)).max(0) as usize);
                 }
             }
             Effect::LoadInboxDetail(target) => {

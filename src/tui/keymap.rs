@@ -270,6 +270,7 @@ const DEFAULTS: &[(&str, Action)] = &[
     ("x", Action::Reject),
     ("b", Action::SendBack),
     ("space", Action::Mark),
+    ("o", Action::Replay),
 ];
 
 impl Default for Keymap {

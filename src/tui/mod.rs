@@ -12,6 +12,7 @@ mod decide;
 pub mod grid;
 pub mod inbox;
 pub mod keymap;
+pub mod replay;
 pub mod resize;
 pub mod screens;
 pub mod state;

@@ -34,6 +34,22 @@ pub enum View {
     Wizard,
     /// The agent's challenge of the plan.
     Challenge,
+    /// A finished attempt's log replayed into a pane.
+    Replay,
+}
+
+/// The pane key the replayed log's screen goes by (no task pk is negative).
+pub const REPLAY_PK: i64 = -1;
+
+/// Which log the replay view shows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplayMeta {
+    pub task_pk: i64,
+    pub task_id: String,
+    /// The log file, once found.
+    pub path: Option<std::path::PathBuf>,
+    /// Why there is nothing to show.
+    pub error: Option<String>,
 }
 
 impl View {
@@ -50,6 +66,7 @@ impl View {
             View::Workers => "workers",
             View::Wizard => "PRD wizard",
             View::Challenge => "challenge",
+            View::Replay => "replay",
         }
     }
 
@@ -94,6 +111,7 @@ impl View {
                 SendBack,
                 Inbox,
                 Workers,
+                Replay,
                 TaskDetail,
                 Events,
                 Tasks,
@@ -137,6 +155,7 @@ impl View {
             ],
             // The wizard takes every key itself; its own hints are on screen.
             View::Wizard => &[Quit],
+            View::Replay => &[Quit, Help, ScrollUp, ScrollDown, Replay, Back],
             View::Events | View::TaskDetail | View::Triz | View::Workers | View::Challenge => &[
                 Quit,
                 Help,
@@ -263,6 +282,13 @@ pub enum Effect {
     Wizard(Box<super::wizard::WizardEffect>),
     /// Ask the agent to challenge the plan.
     Challenge,
+    /// Find the task's last attempt log and replay it into the replay pane.
+    LoadReplay {
+        task_pk: i64,
+        task_id: String,
+    },
+    /// Scroll the replay pane (positive = back in time).
+    ScrollReplay(i32),
 }
 
 /// The agent's critique of the plan (`c`).
@@ -358,6 +384,7 @@ pub struct AppState {
     pub workers: Vec<WorkerRecord>,
     pub wizard: Option<Wizard>,
     pub challenge: Option<ChallengeView>,
+    pub replay: Option<ReplayMeta>,
 }
 
 impl AppState {
@@ -393,6 +420,7 @@ impl AppState {
             workers: Vec::new(),
             wizard: None,
             challenge: None,
+            replay: None,
         }
     }
 
@@ -650,6 +678,7 @@ impl AppState {
                 self.switch(View::Inbox);
             }
             Action::Workers => self.switch(View::Workers),
+            Action::Replay => return self.open_replay(),
             Action::Approve => return self.approve(),
             Action::ApproveAll => {
                 let all: Vec<InboxTarget> = self.inbox().iter().map(target_of).collect();
@@ -743,6 +772,9 @@ impl AppState {
                 } else {
                     -SCROLL_STEP
                 };
+                if self.view == View::Replay {
+                    return vec![Effect::ScrollReplay(delta)];
+                }
                 if self.view == View::Main
                     && let Some(p) = self.target_pane().filter(|p| p.has_screen)
                 {
@@ -814,6 +846,47 @@ impl AppState {
                 error: Some(e),
             },
         });
+    }
+
+    fn open_replay(&mut self) -> Vec<Effect> {
+        if self.view == View::Replay {
+            self.view = View::Main;
+            return Vec::new();
+        }
+        let Some(task) = self.selected_task() else {
+            self.set_status("no task selected", Level::Info);
+            return Vec::new();
+        };
+        let (pk, id) = (task.pk, task.id.clone());
+        if self.pane(pk).is_some_and(|p| p.has_screen) {
+            // Still running: its live pane is the better view.
+            self.zoom = Some(pk);
+            self.focus = Focus::Pane(pk);
+            self.view = View::Main;
+            return Vec::new();
+        }
+        self.replay = Some(ReplayMeta {
+            task_pk: pk,
+            task_id: id.clone(),
+            path: None,
+            error: None,
+        });
+        self.takeover = None;
+        self.view = View::Replay;
+        vec![Effect::LoadReplay {
+            task_pk: pk,
+            task_id: id,
+        }]
+    }
+
+    /// The replay's log was found (or not).
+    pub fn set_replay(&mut self, task_pk: i64, result: Result<std::path::PathBuf, String>) {
+        if let Some(r) = self.replay.as_mut().filter(|r| r.task_pk == task_pk) {
+            match result {
+                Ok(p) => r.path = Some(p),
+                Err(e) => r.error = Some(e),
+            }
+        }
     }
 
     fn approve(&mut self) -> Vec<Effect> {
@@ -1015,6 +1088,7 @@ impl AppState {
             | View::Inbox
             | View::Workers
             | View::Challenge
+            | View::Replay
             | View::Wizard => self.scroll_view(delta),
         }
     }
@@ -1034,6 +1108,7 @@ impl AppState {
             | View::Inbox
             | View::Workers
             | View::Challenge
+            | View::Replay
             | View::Wizard => {
                 self.detail_scroll = (i64::from(self.detail_scroll).saturating_add(delta))
                     .clamp(0, i64::from(u16::MAX)) as u16;

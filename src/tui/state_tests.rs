@@ -444,3 +444,30 @@ fn quit_can_let_running_agents_finish_first() {
     assert!(s.stopping);
     assert!(s.popups.is_empty());
 }
+
+#[test]
+fn o_replays_a_finished_task_and_zooms_a_running_one() {
+    let mut s = state();
+    // AUTH-1 is done: its log is looked up.
+    assert_eq!(
+        s.handle(Action::Replay),
+        [Effect::LoadReplay {
+            task_pk: 1,
+            task_id: "AUTH-1".into()
+        }]
+    );
+    assert_eq!(s.view, View::Replay);
+    assert_eq!(
+        s.handle(Action::ScrollUp),
+        [Effect::ScrollReplay(SCROLL_STEP)]
+    );
+    s.set_replay(1, Err("AUTH-1 has no attempt log yet".into()));
+    assert!(s.replay.as_ref().is_some_and(|r| r.error.is_some()));
+    s.handle(Action::Back);
+    assert_eq!(s.view, View::Main);
+    // API-2 runs: `o` zooms its live pane instead.
+    s.handle(Action::MoveDown);
+    assert!(s.handle(Action::Replay).is_empty());
+    assert_eq!(s.zoom, Some(2));
+    assert_eq!(s.view, View::Main);
+}

@@ -45,6 +45,8 @@ pub struct FrameInfo {
     pub task_list: Option<(Rect, usize)>,
     /// Where the pane grid goes in the main view (for sizing agents not yet shown).
     pub pane_area: Option<Rect>,
+    /// The replay view's terminal cells.
+    pub replay: Option<Rect>,
 }
 
 pub fn draw(frame: &mut Frame, state: &AppState, ui: &UiContext) -> FrameInfo {
@@ -79,6 +81,11 @@ pub fn draw(frame: &mut Frame, state: &AppState, ui: &UiContext) -> FrameInfo {
         View::Workers => workers::render(frame, body, state, ui.theme),
         View::Wizard => wizard::render(frame, body, state, ui.theme),
         View::Challenge => stats::render_challenge(frame, body, state, ui.theme),
+        View::Replay => {
+            if let Some(inner) = panes::render_replay(frame, body, state, ui) {
+                info.replay = Some(inner);
+            }
+        }
     }
     header::footer(frame, foot, state, ui);
     popups::render(frame, area, state, ui);

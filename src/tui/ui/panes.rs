@@ -190,3 +190,51 @@ pub fn render_empty(frame: &mut Frame, area: Rect, state: &AppState, theme: &The
         area,
     );
 }
+
+/// The replay view: a finished attempt's log in a pane of the whole body. Returns the inner
+/// rectangle (the loop sizes the replay's emulator to it).
+pub fn render_replay(
+    frame: &mut Frame,
+    area: Rect,
+    state: &AppState,
+    ui: &UiContext,
+) -> Option<Rect> {
+    let theme = ui.theme;
+    let r = state.replay.as_ref()?;
+    let what = match &r.path {
+        Some(p) => p
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        None => "…".to_string(),
+    };
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(theme.dim())
+        .title(Span::styled(
+            format!(
+                " {} · replay of {what} · pgup/pgdn scroll · esc back ",
+                r.task_id
+            ),
+            theme.title(),
+        ));
+    let inner = block.inner(area);
+    let drawn = ui
+        .screens
+        .with_screen(crate::tui::state::REPLAY_PK, &mut |screen| {
+            frame.render_widget(
+                PseudoTerminal::new(screen)
+                    .block(block.clone())
+                    .cursor(Cursor::default().visibility(false)),
+                area,
+            );
+        });
+    if !drawn {
+        let note = match (&r.error, &r.path) {
+            (Some(e), _) => Line::styled(e.clone(), theme.error()),
+            _ => Line::styled("reading the log…", theme.dim()),
+        };
+        frame.render_widget(Paragraph::new(note).block(block), area);
+    }
+    Some(inner)
+}
