@@ -55,6 +55,10 @@ pub enum Action {
     Mark,
     /// Replay the selected task's last attempt log in a pane (`o`).
     Replay,
+    /// Skip the selected task (SKIPPED; its dependants may run), with confirmation (`S`).
+    SkipTask,
+    /// Kill the focused (or selected) task's running agent, with confirmation (`K`).
+    KillAttempt,
     /// Removes a default binding (`"z" = "none"`).
     None,
     // Produced by the input layer (text entry, popup answers); not bindable.
@@ -113,6 +117,8 @@ pub const BINDABLE: &[Action] = &[
     Action::SendBack,
     Action::Mark,
     Action::Replay,
+    Action::SkipTask,
+    Action::KillAttempt,
     Action::None,
 ];
 
@@ -153,6 +159,8 @@ impl Action {
             Action::SendBack => "send_back",
             Action::Mark => "mark",
             Action::Replay => "replay",
+            Action::SkipTask => "skip_task",
+            Action::KillAttempt => "kill_attempt",
             Action::None => "none",
             Action::FilterChar(_)
             | Action::FilterBackspace
@@ -201,6 +209,8 @@ impl Action {
             Action::SendBack => "send back with a comment (another attempt)",
             Action::Mark => "mark / unmark for a batch decision",
             Action::Replay => "replay the selected task's last attempt log",
+            Action::SkipTask => "skip the selected task (asks first)",
+            Action::KillAttempt => "kill the agent of the focused pane (asks first)",
             Action::None | Action::FilterChar(_) | Action::FilterBackspace => "",
             Action::FilterDone | Action::Answer(_) | Action::Resize(..) => "",
             Action::TextChar(_) | Action::TextBackspace | Action::TextSubmit => "",

@@ -899,6 +899,25 @@ impl Console {
                     let _ = notes.send(note);
                 });
             }
+            Effect::SkipTask(id) => {
+                let store = self.store.clone();
+                let plan = self.plan_id.clone();
+                let notes = self.notes_tx.clone();
+                tokio::spawn(async move {
+                    let note = match store.skip_task(&plan, &id, "operator skip (console)").await {
+                        Ok(t) => (format!("{} is {}", t.id, t.status), Level::Info),
+                        Err(e) => (format!("skip {id}: {e}"), Level::Warn),
+                    };
+                    let _ = notes.send(note);
+                });
+            }
+            Effect::KillAttempt(pk) => {
+                if let Some(pty) = self.ptys.get(&pk)
+                    && let Err(e) = pty.kill()
+                {
+                    self.state.set_status(format!("kill: {e}"), Level::Warn);
+                }
+            }
             Effect::SetPaused(paused) => {
                 let store = self.store.clone();
                 let plan = self.plan_id.clone();

@@ -271,6 +271,8 @@ const DEFAULTS: &[(&str, Action)] = &[
     ("b", Action::SendBack),
     ("space", Action::Mark),
     ("o", Action::Replay),
+    ("S", Action::SkipTask),
+    ("K", Action::KillAttempt),
 ];
 
 impl Default for Keymap {

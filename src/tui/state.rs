@@ -119,6 +119,8 @@ impl View {
                 Budget,
                 NewPrd,
                 ResetTask,
+                SkipTask,
+                KillAttempt,
                 Triz,
                 Challenge,
                 TogglePause,
@@ -148,6 +150,8 @@ impl View {
                 Budget,
                 NewPrd,
                 ResetTask,
+                SkipTask,
+                KillAttempt,
                 Triz,
                 Challenge,
                 TogglePause,
@@ -172,6 +176,8 @@ impl View {
                 Budget,
                 NewPrd,
                 ResetTask,
+                SkipTask,
+                KillAttempt,
                 Triz,
                 Challenge,
                 TogglePause,
@@ -193,6 +199,9 @@ pub enum Focus {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Confirm {
     ResetTask(String),
+    SkipTask(String),
+    /// Kill the agent of this pane (task pk, task id).
+    KillAttempt(i64, String),
     /// Quit while agents run: stop them (tasks released) or keep waiting.
     Quit {
         running: usize,
@@ -261,6 +270,8 @@ pub enum Popup {
 /// What the event loop must do after an action.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Effect {
+    SkipTask(String),
+    KillAttempt(i64),
     /// Leave the console (nothing left running, or the run is over).
     Quit,
     /// Stop the engine now (agents killed, their tasks released) and leave once it has ended.
@@ -736,6 +747,25 @@ impl AppState {
                 return vec![Effect::Challenge];
             }
             Action::ResetTask => self.ask_reset(),
+            Action::SkipTask => match self.selected_task() {
+                Some(t) if t.status.is_terminal() => {
+                    let msg = format!("{} is {} already", t.id, t.status);
+                    self.set_status(msg, Level::Info);
+                }
+                Some(t) => {
+                    let id = t.id.clone();
+                    self.popups.push(Popup::Confirm(Confirm::SkipTask(id)));
+                }
+                None => self.set_status("no task selected", Level::Info),
+            },
+            Action::KillAttempt => match self.target_pane().filter(|p| p.has_screen) {
+                Some(p) => {
+                    let (pk, id) = (p.task_pk, p.task_id.clone());
+                    self.popups
+                        .push(Popup::Confirm(Confirm::KillAttempt(pk, id)));
+                }
+                None => self.set_status("no running agent here to kill", Level::Info),
+            },
             Action::TogglePause => {
                 if let Some(plan) = &self.plan {
                     let pause = !plan.paused;
@@ -982,6 +1012,19 @@ impl AppState {
                     (Confirm::Approve(targets), 'y') => {
                         self.popups.pop();
                         self.decide(targets, Decision::Approve)
+                    }
+                    (Confirm::SkipTask(id), 'y') => {
+                        self.popups.pop();
+                        self.set_status(format!("skipping {id}"), Level::Info);
+                        vec![Effect::SkipTask(id)]
+                    }
+                    (Confirm::KillAttempt(pk, id), 'y') => {
+                        self.popups.pop();
+                        self.set_status(
+                            format!("killing {id}'s agent; the attempt counts as failed"),
+                            Level::Warn,
+                        );
+                        vec![Effect::KillAttempt(pk)]
                     }
                     (Confirm::ResetTask(id), 'y') => {
                         self.popups.pop();

@@ -471,3 +471,29 @@ fn o_replays_a_finished_task_and_zooms_a_running_one() {
     assert_eq!(s.zoom, Some(2));
     assert_eq!(s.view, View::Main);
 }
+
+#[test]
+fn skip_and_kill_ask_first() {
+    let mut s = state();
+    // AUTH-1 is DONE: nothing to skip.
+    assert!(s.handle(Action::SkipTask).is_empty());
+    assert!(s.popups.is_empty());
+    s.handle(Action::Last); // E2E-6, pending
+    assert!(s.handle(Action::SkipTask).is_empty());
+    assert!(s.wants_answer());
+    assert_eq!(
+        s.handle(Action::Answer('y')),
+        [Effect::SkipTask("E2E-6".into())]
+    );
+
+    // Kill needs a running agent: the focused pane's.
+    s.handle(Action::First);
+    assert!(s.handle(Action::KillAttempt).is_empty());
+    assert!(s.popups.is_empty(), "AUTH-1 has no agent");
+    s.handle(Action::FocusNext);
+    s.handle(Action::KillAttempt);
+    assert!(s.wants_answer());
+    assert!(s.handle(Action::Answer('n')).is_empty());
+    s.handle(Action::KillAttempt);
+    assert_eq!(s.handle(Action::Answer('y')), [Effect::KillAttempt(2)]);
+}

@@ -136,6 +136,36 @@ fn confirm(frame: &mut Frame, area: Rect, c: &Confirm, ui: &UiContext) {
                 ]),
             ],
         ),
+        Confirm::SkipTask(id) => (
+            " Skip task ",
+            vec![
+                Line::raw(format!(
+                    "Skip {id}? It will not run; tasks that depend on it may start."
+                )),
+                Line::raw(""),
+                Line::from(vec![
+                    Span::styled("y", theme.key()),
+                    Span::raw(" skip   "),
+                    Span::styled("n", theme.key()),
+                    Span::raw("/esc cancel"),
+                ]),
+            ],
+        ),
+        Confirm::KillAttempt(_, id) => (
+            " Kill attempt ",
+            vec![
+                Line::raw(format!(
+                    "Kill {id}'s agent now? The attempt fails and is retried while attempts remain."
+                )),
+                Line::raw(""),
+                Line::from(vec![
+                    Span::styled("y", theme.key()),
+                    Span::raw(" kill   "),
+                    Span::styled("n", theme.key()),
+                    Span::raw("/esc cancel"),
+                ]),
+            ],
+        ),
         Confirm::Approve(targets) => (
             " Approve ",
             vec![
