@@ -167,7 +167,10 @@ fn budget_panel() {
         assert!(out.contains("WARNING"), "{out}");
         assert!(out.contains("burn rate $177.23/h"), "{out}");
         assert!(out.contains("budget lasts ~16s"), "{out}");
+        assert!(out.contains("tokens in 12.4k / out 1.9k"), "{out}");
     }
+    // Per task at 200 columns: tokens in/out and the time its attempts ran.
+    assert!(outs[1].contains("12.4k/1.9k    7s"), "{}", outs[1]);
 }
 
 #[test]

@@ -20,4 +20,5 @@ pub mod terminal;
 pub mod testkit;
 pub mod theme;
 pub mod ui;
+pub mod usage;
 pub mod wizard;

@@ -234,6 +234,10 @@ pub fn demo_state(now: Instant) -> AppState {
             Some(Status::Failed),
         ),
     ];
+    let mut events = events;
+    events[2].payload =
+        serde_json::json!({"usage": {"input_tokens": 12_400, "output_tokens": 1_850}});
+    s.wall = t0() + chrono::Duration::seconds(65);
     s.set_data(plan(Some(4.0), 3.2), tasks, events);
     s.set_panes(vec![
         pane(

@@ -5,6 +5,7 @@ use super::fmt::{money, rough};
 use crate::engine::budget::BudgetState;
 use crate::tui::state::AppState;
 use crate::tui::theme::Theme;
+use crate::tui::usage::{short_count, usage_by_task};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
@@ -25,12 +26,22 @@ pub fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme) {
         BudgetState::Exhausted => Span::styled("EXHAUSTED: agents stopped", theme.error()),
     };
     let reserved = state.plan.as_ref().map(|p| p.reserved).unwrap_or_default();
+    let usage = usage_by_task(&state.events, state.wall);
+    let (tin, tout) = usage.values().fold((0, 0), |(i, o), u| {
+        (i + u.input_tokens, o + u.output_tokens)
+    });
+    let runs: i64 = state.tasks.iter().map(|t| t.attempts).sum();
     let lines = vec![
         Line::from(vec![
             Span::raw(format!("spent {} of {} · ", money(b.spent), limit)),
             state_text,
         ]),
-        Line::raw(format!("reserved by running claims {}", money(reserved))),
+        Line::raw(format!(
+            "reserved by running claims {} · {runs} run(s) · tokens in {} / out {}",
+            money(reserved),
+            short_count(tin),
+            short_count(tout)
+        )),
         Line::raw(format!("burn rate ${:.2}/h", b.burn_per_hour)),
         Line::raw(match (b.limit, b.to_exhaustion) {
             (None, _) => "no limit: never exhausted".to_string(),
@@ -56,11 +67,28 @@ pub fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme) {
     let rows: Vec<Row> = visible
         .iter()
         .map(|t| {
+            let u = usage.get(&t.id).copied().unwrap_or_default();
+            let tokens = if u.input_tokens + u.output_tokens == 0 {
+                "-".to_string()
+            } else {
+                format!(
+                    "{}/{}",
+                    short_count(u.input_tokens),
+                    short_count(u.output_tokens)
+                )
+            };
+            let time = if u.busy.is_zero() {
+                "-".to_string()
+            } else {
+                rough(u.busy)
+            };
             Row::new(vec![
                 Cell::from(t.id.clone()),
                 Cell::from(Span::styled(t.status.as_str(), theme.status(t.status))),
                 Cell::from(format!("{}/{}", t.attempts, t.max_attempts)),
                 Cell::from(money(t.cost)),
+                Cell::from(tokens),
+                Cell::from(time),
                 Cell::from(money(t.reserved)),
                 Cell::from(t.spec.budget_usd.map(money).unwrap_or_else(|| "-".into())),
             ])
@@ -75,11 +103,25 @@ pub fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme) {
             Constraint::Length(11),
             Constraint::Length(5),
             Constraint::Length(9),
+            Constraint::Length(13),
+            Constraint::Length(7),
             Constraint::Length(9),
             Constraint::Length(9),
         ],
     )
-    .header(Row::new(["Task", "Status", "Try", "Cost", "Reserved", "Budget"]).style(theme.dim()))
+    .header(
+        Row::new([
+            "Task",
+            "Status",
+            "Try",
+            "Cost",
+            "Tokens i/o",
+            "Time",
+            "Reserved",
+            "Budget",
+        ])
+        .style(theme.dim()),
+    )
     .row_highlight_style(theme.selected())
     .block(
         Block::default()
