@@ -152,10 +152,14 @@ fn task_detail() {
             "Acceptance criteria",
             "cargo test",
             "src/db-4.rs",
-            "task.failed",
+            "#1 failed (verification_failed) · command · exit 0 · $0.40",
         ] {
             assert!(out.contains(needle), "{needle}: {out}");
         }
+    }
+    // The checks and events follow; at 80×24 they are a scroll away.
+    for needle in ["✗ tests (exit 101)", "error: 1 test failed", "task.failed"] {
+        assert!(outs[1].contains(needle), "{needle}: {}", outs[1]);
     }
 }
 

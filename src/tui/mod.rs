@@ -7,6 +7,7 @@
 
 pub mod action;
 pub mod app;
+pub mod attempts;
 pub mod command;
 mod decide;
 pub mod grid;

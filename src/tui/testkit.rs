@@ -237,6 +237,11 @@ pub fn demo_state(now: Instant) -> AppState {
     let mut events = events;
     events[2].payload =
         serde_json::json!({"usage": {"input_tokens": 12_400, "output_tokens": 1_850}});
+    events[7].payload = serde_json::json!({"reason": "verification_failed", "evidence": {
+        "agent": "command", "exit": "exit 0", "attempt_cost_usd": 0.4,
+        "verification": [{"round": 3, "passed": false, "checks": [
+            {"name": "tests", "passed": false, "exit_code": 101,
+             "output": "running 12 tests\ntest db::migrate ... FAILED\nerror: 1 test failed"}]}]}});
     s.wall = t0() + chrono::Duration::seconds(65);
     s.set_data(plan(Some(4.0), 3.2), tasks, events);
     s.set_panes(vec![

@@ -69,6 +69,47 @@ pub fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme) {
     list(&mut lines, "Key files", &t.spec.key_files);
     list(&mut lines, "Dependencies", &t.spec.dependencies);
     let events = state.task_events(&t.id);
+    let tried = crate::tui::attempts::attempts(&events);
+    if !tried.is_empty() {
+        lines.push(Line::raw(""));
+        lines.push(head("Attempts"));
+        for (i, a) in tried.iter().enumerate() {
+            let mut text = format!("  #{} {}", i + 1, a.ended);
+            if let Some(r) = &a.reason {
+                text.push_str(&format!(" ({r})"));
+            }
+            for part in [a.agent.as_deref(), a.exit.as_deref()]
+                .into_iter()
+                .flatten()
+            {
+                text.push_str(&format!(" · {part}"));
+            }
+            if let Some(c) = a.cost_usd {
+                text.push_str(&format!(" · ${c:.2}"));
+            }
+            let style = if a.ended == "done" {
+                theme.ok()
+            } else {
+                theme.text()
+            };
+            lines.push(Line::styled(text, style));
+            for c in &a.checks {
+                let (mark, style) = if c.passed {
+                    ("✓", theme.ok())
+                } else {
+                    ("✗", theme.error())
+                };
+                let exit = c
+                    .exit_code
+                    .map(|e| format!(" (exit {e})"))
+                    .unwrap_or_default();
+                lines.push(Line::styled(format!("     {mark} {}{exit}", c.name), style));
+                for l in &c.tail {
+                    lines.push(Line::styled(format!("       {l}"), theme.dim()));
+                }
+            }
+        }
+    }
     if !events.is_empty() {
         lines.push(Line::raw(""));
         lines.push(head("Last events"));

@@ -1,0 +1,170 @@
+//! A task's attempts as the detail view lists them, from the evidence its settle events carry:
+//! how each ended, the agent's exit, its cost, and the verification checks with the end of a
+//! failing check's output.
+
+use crate::store::{Event, event_types as et};
+use serde_json::{Map, Value};
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct AttemptLine {
+    /// `done`, `failed`, `retry`, …
+    pub ended: String,
+    pub reason: Option<String>,
+    pub agent: Option<String>,
+    pub exit: Option<String>,
+    pub cost_usd: Option<f64>,
+    pub checks: Vec<CheckLine>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckLine {
+    pub name: String,
+    pub passed: bool,
+    pub exit_code: Option<i64>,
+    /// The last lines of a failing check's output.
+    pub tail: Vec<String>,
+}
+
+const SETTLED: &[&str] = &[
+    et::TASK_DONE,
+    et::TASK_FAILED,
+    et::TASK_RETRY,
+    et::TASK_RELEASED,
+    et::TASK_HUMAN_LOOP,
+    et::TASK_BLOCKED,
+];
+
+/// The attempts of one task's events (oldest first), one per settle event.
+pub fn attempts(events: &[&Event]) -> Vec<AttemptLine> {
+    events
+        .iter()
+        .filter(|e| SETTLED.contains(&e.event_type.as_str()))
+        .map(|e| {
+            let ev = evidence(&e.payload);
+            let s = |m: Option<&Map<String, Value>>, k: &str| {
+                m.and_then(|m| m.get(k))
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+            };
+            AttemptLine {
+                ended: e
+                    .event_type
+                    .strip_prefix("task.")
+                    .unwrap_or(&e.event_type)
+                    .to_string(),
+                reason: s(e.payload.as_object(), "reason"),
+                agent: s(ev, "agent"),
+                exit: s(ev, "exit"),
+                cost_usd: ev
+                    .and_then(|m| m.get("attempt_cost_usd"))
+                    .and_then(Value::as_f64),
+                checks: ev.map(checks).unwrap_or_default(),
+            }
+        })
+        .collect()
+}
+
+/// The object holding the attempt's evidence: the payload itself or a nested `evidence`.
+fn evidence(payload: &Value) -> Option<&Map<String, Value>> {
+    let m = payload.as_object()?;
+    match m.get("evidence").and_then(Value::as_object) {
+        Some(inner) => Some(inner),
+        None => Some(m),
+    }
+}
+
+/// The last verification round's checks.
+fn checks(ev: &Map<String, Value>) -> Vec<CheckLine> {
+    let Some(last) = ev
+        .get("verification")
+        .and_then(Value::as_array)
+        .and_then(|rounds| rounds.last())
+    else {
+        return Vec::new();
+    };
+    last.get("checks")
+        .and_then(Value::as_array)
+        .map(|cs| {
+            cs.iter()
+                .map(|c| {
+                    let passed = c.get("passed").and_then(Value::as_bool).unwrap_or(false);
+                    let tail = if passed {
+                        Vec::new()
+                    } else {
+                        let out = c.get("output").and_then(Value::as_str).unwrap_or("");
+                        let lines: Vec<&str> =
+                            out.lines().filter(|l| !l.trim().is_empty()).collect();
+                        lines[lines.len().saturating_sub(3)..]
+                            .iter()
+                            .map(|l| l.to_string())
+                            .collect()
+                    };
+                    CheckLine {
+                        name: c
+                            .get("name")
+                            .and_then(Value::as_str)
+                            .filter(|n| !n.is_empty())
+                            .or_else(|| c.get("command").and_then(Value::as_str))
+                            .unwrap_or("check")
+                            .to_string(),
+                        passed,
+                        exit_code: c.get("exit_code").and_then(Value::as_i64),
+                        tail,
+                    }
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn ev(kind: &str, payload: Value) -> Event {
+        Event {
+            id: 1,
+            ts: chrono::Utc::now(),
+            event_type: kind.into(),
+            plan_id: Some("p".into()),
+            task_id: Some("T".into()),
+            worker_id: None,
+            epoch: None,
+            from_status: None,
+            to_status: None,
+            payload,
+        }
+    }
+
+    #[test]
+    fn attempts_with_exit_cost_and_checks() {
+        let retry = ev(
+            et::TASK_RETRY,
+            json!({"reason": "verification_failed", "evidence": {
+            "agent": "claude", "exit": "exit 0", "attempt_cost_usd": 0.12,
+            "verification": [{"round": 1, "passed": false, "checks": [
+                {"name": "tests", "passed": false, "exit_code": 101, "output": "a\nb\n\nFAILED: 2 tests\nerror: x"},
+                {"name": "fmt", "passed": true, "exit_code": 0, "output": "ok"}
+            ]}]}}),
+        );
+        let started = ev(et::TASK_STARTED, json!({}));
+        let done = ev(
+            et::TASK_DONE,
+            json!({"agent": "claude", "exit": "exit 0", "attempt_cost_usd": 0.05}),
+        );
+        let got = attempts(&[&started, &retry, &done]);
+        assert_eq!(got.len(), 2);
+        assert_eq!(got[0].ended, "retry");
+        assert_eq!(got[0].reason.as_deref(), Some("verification_failed"));
+        assert_eq!(got[0].cost_usd, Some(0.12));
+        assert_eq!(got[0].checks.len(), 2);
+        assert!(!got[0].checks[0].passed);
+        assert_eq!(got[0].checks[0].exit_code, Some(101));
+        assert_eq!(got[0].checks[0].tail, ["b", "FAILED: 2 tests", "error: x"]);
+        assert!(got[0].checks[1].tail.is_empty());
+        assert_eq!(got[1].ended, "done");
+        assert_eq!(got[1].exit.as_deref(), Some("exit 0"));
+        assert!(got[1].checks.is_empty());
+    }
+}
