@@ -627,3 +627,17 @@ fn replay_view_shows_a_finished_attempts_log() {
         "the log's green"
     );
 }
+
+#[test]
+fn tasks_stats_and_triz_views() {
+    let tasks = snap_views("tasks", &[Action::Tasks]);
+    let stats = snap_views("stats", &[Action::Stats]);
+    let triz = snap_views("triz", &[Action::Triz]);
+    for out in &tasks {
+        assert!(out.contains("E2E-6") && out.contains("wait 2"), "{out}");
+    }
+    for out in stats.iter().chain(triz.iter()) {
+        assert!(out.contains("whilly demo"), "{out}");
+    }
+    assert!(triz[1].contains("TRIZ"), "{}", triz[1]);
+}
