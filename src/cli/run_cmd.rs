@@ -221,17 +221,7 @@ pub async fn worker(ctx: &Context, args: WorkerArgs) -> anyhow::Result<i32> {
     engine_cfg.slots = args.slots.unwrap_or(cfg.run.parallel as usize).max(1);
     engine_cfg.tags = args.tags.clone();
     engine_cfg.exit_when_idle = false;
-    let record = WorkerRecord {
-        id: worker_id.clone(),
-        host: hostname::get()
-            .map(|h| h.to_string_lossy().into_owned())
-            .unwrap_or_default(),
-        slots: engine_cfg.slots as i64,
-        tags: engine_cfg.tags.clone(),
-        started_at: chrono::Utc::now(),
-        heartbeat_at: chrono::Utc::now(),
-    };
-    store.register_worker(&record).await?;
+    let presence = WorkerPresence::start(store.clone(), &engine_cfg).await?;
     eprintln!(
         "whilly worker {worker_id}: {} slots on the {} queue at {}{}",
         engine_cfg.slots,
@@ -242,23 +232,11 @@ pub async fn worker(ctx: &Context, args: WorkerArgs) -> anyhow::Result<i32> {
             .map(|p| format!(", plan {p}"))
             .unwrap_or_default()
     );
-    let beat_store = store.clone();
-    let beat_id = worker_id.clone();
-    let beat_every = engine_cfg.heartbeat;
-    let beat = tokio::spawn(async move {
-        loop {
-            tokio::time::sleep(beat_every).await;
-            if let Err(e) = beat_store.worker_heartbeat(&beat_id).await {
-                tracing::warn!("worker heartbeat: {e}");
-            }
-        }
-    });
     let shutdown = signals::shutdown_channel();
     let summary = Engine::new(store.clone(), Arc::new(executor), engine_cfg, shutdown)
         .run()
         .await;
-    beat.abort();
-    let _ = store.remove_worker(&worker_id).await;
+    presence.stop().await;
     let summary = summary?;
     eprintln!(
         "whilly worker {worker_id}: stopped after {} attempts",
@@ -387,4 +365,52 @@ async fn set_budget(store: &Arc<dyn Store>, plan_id: &str, budget: f64) -> anyho
     };
     store.import_plan(&spec, &opts).await?;
     Ok(())
+}
+
+/// This process on the queue's worker list while it works: registered, heartbeating, removed
+/// when it stops (the workers view of every console sharing the queue shows it).
+pub struct WorkerPresence {
+    store: Arc<dyn Store>,
+    id: String,
+    beat: tokio::task::JoinHandle<()>,
+}
+
+impl WorkerPresence {
+    pub async fn start(
+        store: Arc<dyn Store>,
+        cfg: &EngineConfig,
+    ) -> anyhow::Result<WorkerPresence> {
+        let record = WorkerRecord {
+            id: cfg.worker_id.clone(),
+            host: hostname::get()
+                .map(|h| h.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            slots: cfg.slots as i64,
+            tags: cfg.tags.clone(),
+            started_at: chrono::Utc::now(),
+            heartbeat_at: chrono::Utc::now(),
+        };
+        store.register_worker(&record).await?;
+        let (beat_store, beat_id, every) = (store.clone(), cfg.worker_id.clone(), cfg.heartbeat);
+        let beat = tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(every).await;
+                if let Err(e) = beat_store.worker_heartbeat(&beat_id).await {
+                    tracing::warn!("worker heartbeat: {e}");
+                }
+            }
+        });
+        Ok(WorkerPresence {
+            store,
+            id: cfg.worker_id.clone(),
+            beat,
+        })
+    }
+
+    pub async fn stop(self) {
+        self.beat.abort();
+        if let Err(e) = self.store.remove_worker(&self.id).await {
+            tracing::warn!("removing worker {}: {e}", self.id);
+        }
+    }
 }

@@ -193,9 +193,21 @@ pub async fn run(
     if let Err(e) = console.draw(&mut terminal) {
         tracing::warn!("first frame: {e}");
     }
+    // The console's engine is a worker of the queue like any other: it shows in workers views.
+    let presence =
+        match crate::cli::run_cmd::WorkerPresence::start(engine_store.clone(), &engine_cfg).await {
+            Ok(p) => Some(p),
+            Err(e) => {
+                tracing::warn!("registering as a worker: {e}");
+                None
+            }
+        };
     let engine = Engine::new(engine_store, Arc::new(executor), engine_cfg, shutdown_rx);
     let engine = tokio::spawn(engine.run());
     let result = console.run(terminal, engine).await;
+    if let Some(p) = presence {
+        p.stop().await;
+    }
     // Restore the terminal, then kill whatever agent is left (nothing, normally).
     drop(guard);
     console.stop_input();
