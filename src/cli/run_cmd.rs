@@ -167,19 +167,25 @@ pub async fn run(ctx: &Context, args: RunArgs) -> anyhow::Result<i32> {
         Err(code) => return Ok(code),
     };
     let shutdown = signals::shutdown_channel();
+    let presence = WorkerPresence::start(store.clone(), &engine_cfg).await?;
     let engine = Engine::new(store.clone(), Arc::new(executor), engine_cfg, shutdown);
 
     let mut printer =
         HeadlessPrinter::new(store.clone(), plan_id.clone(), Duration::from_secs(3)).await?;
     let mut handle = tokio::spawn(engine.run());
-    let summary = loop {
+    let summary: anyhow::Result<_> = loop {
         tokio::select! {
-            joined = &mut handle => break joined.context("the engine stopped unexpectedly")??,
+            joined = &mut handle => break joined
+                .context("the engine stopped unexpectedly")
+                .and_then(|r| r.map_err(anyhow::Error::from)),
             _ = tokio::time::sleep(Duration::from_millis(500)) => {
                 printer.pump(&mut std::io::stdout().lock(), false).await?;
             }
         }
     };
+    // Off the workers list however the run ended.
+    presence.stop().await;
+    let summary = summary?;
     let mut out = std::io::stdout().lock();
     printer.pump(&mut out, true).await?;
     writeln!(out, "{}", complete_line(&summary))?;
