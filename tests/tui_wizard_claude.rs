@@ -1,0 +1,199 @@
+//! The console's PRD wizard (`n`) with the real Claude Code CLI against the scripted model server,
+//! driven from the keyboard in tmux: idea → a question → the PRD → the plan → merged into the
+//! running plan, whose new tasks the engine then runs with Claude to DONE.
+
+#[path = "support/claude_env.rs"]
+mod claude_env;
+#[path = "support/engine.rs"]
+mod engine;
+#[path = "support/model_server.rs"]
+mod model_server;
+
+use claude_env::{claude_bin, claude_repo};
+use engine::{plan, task, wait_for};
+use model_server::{ModelServer, Rule, Scenario};
+use std::process::Command;
+use std::time::Duration;
+
+const PLAN: &str = r#"{"project": "x", "plan_id": "y", "tasks": [
+  {"id": "TASK-001", "status": "pending", "priority": "high",
+   "description": "Create the calendar sync module with a fetch and a push function.",
+   "key_files": ["sync.txt"],
+   "acceptance_criteria": ["the module builds"], "test_steps": ["cargo build"]}
+]}"#;
+
+fn rules() -> Vec<Rule> {
+    vec![
+        Rule::new(&["Interview the operator", "A1: "], "DONE"),
+        Rule::new(
+            &["Interview the operator"],
+            "QUESTION: Who will use the calendar sync?",
+        ),
+        Rule::new(
+            &["Write a product requirements document"],
+            "# Calendar Sync\n\n## Problem\nTwo calendars kept by hand.\n",
+        ),
+        Rule::new(&["Turn the product requirements document"], PLAN),
+        // The merged task itself, run by the engine.
+        Rule::new(&["TASK-001"], "Done.\n<promise>COMPLETE</promise>"),
+    ]
+}
+
+fn sh_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+struct Tmux(String);
+
+impl Tmux {
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new("tmux");
+        c.args(["-L", &self.0, "-f", "/dev/null"]).args(args);
+        c
+    }
+    fn keys(&self, keys: &[&str]) {
+        let mut a = vec!["send-keys", "-t", "0"];
+        a.extend(keys);
+        assert!(self.cmd(&a).status().is_ok_and(|s| s.success()));
+    }
+    fn literal(&self, text: &str) {
+        assert!(
+            self.cmd(&["send-keys", "-t", "0", "-l", text])
+                .status()
+                .is_ok_and(|s| s.success())
+        );
+    }
+    fn screen(&self) -> String {
+        let out = self
+            .cmd(&["capture-pane", "-p", "-t", "0"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+    fn wait(&self, what: &str, secs: u64, pred: impl Fn(&str) -> bool) -> String {
+        let mut last = String::new();
+        let got = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            wait_for(Duration::from_secs(secs), what, || {
+                let s = self.screen();
+                let ok = pred(&s);
+                last = s.clone();
+                ok.then_some(s)
+            })
+        }));
+        got.unwrap_or_else(|_| panic!("timed out waiting for {what}; screen:\n{last}"))
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.cmd(&["kill-server"]).output();
+    }
+}
+
+#[test]
+fn console_wizard_with_the_real_cli_merges_tasks_that_then_run() {
+    let Some(bin) = claude_bin() else { return };
+    // The base plan's only task waits for a human, so the run stays open for the wizard.
+    let mut waiting = task("B-1");
+    waiting["agent"] = "handoff".into();
+    let repo = claude_repo(&plan("base", vec![waiting]), &bin, 2);
+    let server = ModelServer::start(Scenario::Rules(rules()));
+
+    let probe = repo.whilly(&[]);
+    let mut env_line = String::from("env -i");
+    for (k, v) in probe.get_envs() {
+        if let Some(v) = v {
+            env_line.push_str(&format!(
+                " {}={}",
+                k.to_string_lossy(),
+                sh_quote(&v.to_string_lossy())
+            ));
+        }
+    }
+    for (k, v) in [
+        ("ANTHROPIC_BASE_URL", server.base_url()),
+        ("ANTHROPIC_API_KEY", "test-key".to_string()),
+        ("DISABLE_AUTOUPDATER", "1".to_string()),
+        ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".to_string()),
+        (
+            "CLAUDE_CONFIG_DIR",
+            repo.home.join(".claude").display().to_string(),
+        ),
+        ("TERM", "xterm-256color".to_string()),
+    ] {
+        env_line.push_str(&format!(" {k}={}", sh_quote(&v)));
+    }
+    let script = repo.home.join("console.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "cd {}\n{env_line} {} tui plan.json\necho \"EXIT=$?\"\n",
+            sh_quote(&repo.repo.to_string_lossy()),
+            sh_quote(env!("CARGO_BIN_EXE_whilly"))
+        ),
+    )
+    .unwrap();
+
+    let tmux = Tmux(format!("whilly-wizard-{}", std::process::id()));
+    let out = tmux
+        .cmd(&["new-session", "-d", "-x", "120", "-y", "40", "-c"])
+        .arg(&repo.repo)
+        .args(["sh", "-c", "PS1='$ ' exec sh"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    tmux.literal(&format!("sh {}", script.display()));
+    tmux.keys(&["Enter"]);
+    tmux.wait("the console, B-1 waiting", 60, |s| s.contains("inbox 1"));
+
+    tmux.literal("n");
+    tmux.wait("wizard", 10, |s| s.contains("step 1/5"));
+    tmux.literal("Sync our two team calendars");
+    tmux.keys(&["C-s"]);
+    tmux.wait("Claude's question", 90, |s| {
+        s.contains("Q: Who will use the calendar sync?")
+    });
+    tmux.literal("the operations team");
+    tmux.keys(&["C-s"]);
+    tmux.wait("the PRD", 90, |s| {
+        s.contains("step 3/5") && s.contains("# Calendar Sync")
+    });
+    tmux.keys(&["C-s"]);
+    tmux.wait("the plan", 90, |s| {
+        s.contains("· ready") && s.contains("TASK-001")
+    });
+    tmux.literal("m");
+    tmux.wait("merged", 30, |s| {
+        s.contains("merged 1 task(s) into plan base")
+    });
+    tmux.literal(" ");
+    // The merged task runs with Claude, in its pane, to DONE.
+    let s = tmux.wait("TASK-001 done", 120, |s| s.contains("DONE TASK-001"));
+    assert!(s.contains("inbox 1"), "B-1 still waits: {s}");
+    assert!(repo.repo.join("docs/PRD-calendar-sync.md").is_file());
+
+    tmux.literal("q");
+    tmux.wait("quit question", 10, |s| s.contains("still running"));
+    tmux.literal("s");
+    tmux.wait("shell", 60, |s| s.lines().any(|l| l.starts_with("EXIT=")));
+    assert_eq!(repo.task("base", "TASK-001")["status"], "DONE");
+    // Every wizard call was read-only: no editing tools offered.
+    let reads: Vec<_> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.main)
+        .filter(|r| {
+            r.body
+                .as_ref()
+                .is_some_and(|b| !b.to_string().contains("autonomous coding agent"))
+        })
+        .collect();
+    assert!(reads.len() >= 4, "{}", server.log());
+    for r in &reads {
+        let tools = r.body.as_ref().unwrap()["tools"].to_string();
+        assert!(
+            !tools.contains("\"Write\""),
+            "Write offered to a wizard call"
+        );
+    }
+}
