@@ -59,6 +59,40 @@ pub struct SqliteStore {
     pending: Vec<i64>,
 }
 
+/// How long opening waits for another process that holds the file while it creates or migrates
+/// it (setting WAL mode on a new file takes an exclusive lock the busy timeout does not cover).
+const OPEN_RETRY_FOR: Duration = Duration::from_secs(10);
+
+/// Connects, retrying while SQLite answers "locked" or "busy": a second `whilly` (say `events
+/// --follow` beside a `run`) must not fail because the first is creating the file.
+async fn connect_retrying(
+    pool: SqlitePoolOptions,
+    opts: &SqliteConnectOptions,
+) -> Result<sqlx::SqlitePool, sqlx::Error> {
+    let give_up = std::time::Instant::now() + OPEN_RETRY_FOR;
+    let mut pause = Duration::from_millis(20);
+    loop {
+        match pool.clone().connect_with(opts.clone()).await {
+            Ok(p) => return Ok(p),
+            Err(e) if is_locked(&e) && std::time::Instant::now() < give_up => {
+                tracing::debug!(error = %e, "the SQLite queue is locked while opening; retrying");
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_millis(250));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+fn is_locked(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::Database(db) => {
+            matches!(db.code().as_deref(), Some("5" | "6" | "517" | "261"))
+        }
+        _ => false,
+    }
+}
+
 impl SqliteStore {
     /// Opens (creating the directory and file, and migrating) the database at `path`. With a
     /// mirror path, every committed event is also appended there as a JSON line.
@@ -82,12 +116,14 @@ impl SqliteStore {
             .synchronous(SqliteSynchronous::Normal)
             .foreign_keys(true)
             .busy_timeout(BUSY_TIMEOUT);
-        let writer = SqlitePoolOptions::new()
-            .max_connections(1)
-            .acquire_timeout(Duration::from_secs(120))
-            .connect_with(opts.clone())
-            .await
-            .map_err(|e| unreachable(e.to_string()))?;
+        let writer = connect_retrying(
+            SqlitePoolOptions::new()
+                .max_connections(1)
+                .acquire_timeout(Duration::from_secs(120)),
+            &opts,
+        )
+        .await
+        .map_err(|e| unreachable(e.to_string()))?;
         if let Err(first) = MIGRATOR.run(&writer).await {
             // Two processes opening a brand-new file race to create the schema; the loser sees
             // it applied on a second look.
@@ -95,12 +131,14 @@ impl SqliteStore {
             tokio::time::sleep(Duration::from_millis(200)).await;
             MIGRATOR.run(&writer).await?;
         }
-        let reader = SqlitePoolOptions::new()
-            .max_connections(4)
-            .acquire_timeout(Duration::from_secs(60))
-            .connect_with(opts)
-            .await
-            .map_err(|e| unreachable(e.to_string()))?;
+        let reader = connect_retrying(
+            SqlitePoolOptions::new()
+                .max_connections(4)
+                .acquire_timeout(Duration::from_secs(60)),
+            &opts,
+        )
+        .await
+        .map_err(|e| unreachable(e.to_string()))?;
         let applied: Vec<i64> = sqlx::query_scalar(
             "SELECT version FROM _sqlx_migrations WHERE success = 1 ORDER BY version",
         )
