@@ -8,12 +8,14 @@
 
 #[path = "support/engine.rs"]
 mod engine;
+#[path = "support/tmux.rs"]
+mod tmux;
 
 use clap::Parser;
 use engine::{Repo, plan, task, wait_for};
-use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
+use tmux::{Tmux, sh_quote};
 
 const CHILD_VAR: &str = "WHILLY_TUI_TEST_CHILD";
 
@@ -54,94 +56,6 @@ fn tui_is_mounted() -> bool {
         .args(["tui", "--help"])
         .output()
         .is_ok_and(|o| o.status.success())
-}
-
-fn sh_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', r"'\''"))
-}
-
-struct Tmux {
-    socket: String,
-}
-
-impl Tmux {
-    fn start(name: &str, cwd: &Path) -> Tmux {
-        let t = Tmux {
-            socket: format!("whilly-test-{}-{name}", std::process::id()),
-        };
-        let out = t
-            .cmd(&["new-session", "-d", "-x", "120", "-y", "40", "-c"])
-            .arg(cwd)
-            .args(["sh", "-c", "PS1='$ ' exec sh"])
-            .output()
-            .expect("tmux");
-        assert!(
-            out.status.success(),
-            "tmux: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        t
-    }
-
-    fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::new("tmux");
-        c.args(["-L", &self.socket, "-f", "/dev/null"]).args(args);
-        c
-    }
-
-    fn keys(&self, keys: &[&str]) {
-        let mut args = vec!["send-keys", "-t", "0"];
-        args.extend(keys);
-        let ok = self.cmd(&args).status().is_ok_and(|s| s.success());
-        assert!(ok, "send-keys {keys:?}");
-    }
-
-    fn literal(&self, text: &str) {
-        let ok = self
-            .cmd(&["send-keys", "-t", "0", "-l", text])
-            .status()
-            .is_ok_and(|s| s.success());
-        assert!(ok, "send-keys -l {text:?}");
-    }
-
-    fn screen(&self) -> String {
-        let out = self
-            .cmd(&["capture-pane", "-p", "-t", "0"])
-            .output()
-            .expect("capture");
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    fn alternate_on(&self) -> String {
-        let out = self
-            .cmd(&["display", "-p", "-t", "0", "#{alternate_on}"])
-            .output()
-            .expect("display");
-        String::from_utf8_lossy(&out.stdout).trim().to_string()
-    }
-
-    /// Waits until the screen satisfies `pred`; fails with the last screen.
-    fn wait(&self, what: &str, secs: u64, pred: impl Fn(&str) -> bool) -> String {
-        let mut last = String::new();
-        let found = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            wait_for(Duration::from_secs(secs), what, || {
-                let s = self.screen();
-                let ok = pred(&s);
-                last = s.clone();
-                ok.then_some(s)
-            })
-        }));
-        match found {
-            Ok(s) => s,
-            Err(_) => panic!("timed out waiting for {what}; screen:\n{last}"),
-        }
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = self.cmd(&["kill-server"]).output();
-    }
 }
 
 /// A script that starts the console in `repo` with the sealed environment of the engine tests.

@@ -8,12 +8,13 @@ mod claude_env;
 mod engine;
 #[path = "support/model_server.rs"]
 mod model_server;
+#[path = "support/tmux.rs"]
+mod tmux;
 
 use claude_env::{claude_bin, claude_repo};
-use engine::{plan, task, wait_for};
+use engine::{plan, task};
 use model_server::{ModelServer, Rule, Scenario};
-use std::process::Command;
-use std::time::Duration;
+use tmux::{Tmux, sh_quote};
 
 const PLAN: &str = r#"{"project": "x", "plan_id": "y", "tasks": [
   {"id": "TASK-001", "status": "pending", "priority": "high",
@@ -37,57 +38,6 @@ fn rules() -> Vec<Rule> {
         // The merged task itself, run by the engine.
         Rule::new(&["TASK-001"], "Done.\n<promise>COMPLETE</promise>"),
     ]
-}
-
-fn sh_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', r"'\''"))
-}
-
-struct Tmux(String);
-
-impl Tmux {
-    fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::new("tmux");
-        c.args(["-L", &self.0, "-f", "/dev/null"]).args(args);
-        c
-    }
-    fn keys(&self, keys: &[&str]) {
-        let mut a = vec!["send-keys", "-t", "0"];
-        a.extend(keys);
-        assert!(self.cmd(&a).status().is_ok_and(|s| s.success()));
-    }
-    fn literal(&self, text: &str) {
-        assert!(
-            self.cmd(&["send-keys", "-t", "0", "-l", text])
-                .status()
-                .is_ok_and(|s| s.success())
-        );
-    }
-    fn screen(&self) -> String {
-        let out = self
-            .cmd(&["capture-pane", "-p", "-t", "0"])
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-    fn wait(&self, what: &str, secs: u64, pred: impl Fn(&str) -> bool) -> String {
-        let mut last = String::new();
-        let got = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            wait_for(Duration::from_secs(secs), what, || {
-                let s = self.screen();
-                let ok = pred(&s);
-                last = s.clone();
-                ok.then_some(s)
-            })
-        }));
-        got.unwrap_or_else(|_| panic!("timed out waiting for {what}; screen:\n{last}"))
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = self.cmd(&["kill-server"]).output();
-    }
 }
 
 #[test]
@@ -134,14 +84,7 @@ fn console_wizard_with_the_real_cli_merges_tasks_that_then_run() {
     )
     .unwrap();
 
-    let tmux = Tmux(format!("whilly-wizard-{}", std::process::id()));
-    let out = tmux
-        .cmd(&["new-session", "-d", "-x", "120", "-y", "40", "-c"])
-        .arg(&repo.repo)
-        .args(["sh", "-c", "PS1='$ ' exec sh"])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
+    let tmux = Tmux::start("wizard-claude", &repo.repo);
     tmux.literal(&format!("sh {}", script.display()));
     tmux.keys(&["Enter"]);
     tmux.wait("the console, B-1 waiting", 60, |s| s.contains("inbox 1"));

@@ -830,24 +830,25 @@ impl AppState {
 
     /// A key for the wizard (the input layer sends every key there while it is open).
     pub fn wizard_key(&mut self, key: crossterm::event::KeyEvent) -> Vec<Effect> {
-        let now = self.now;
-        let Some(w) = self.wizard.as_mut() else {
-            return Vec::new();
-        };
-        let fx = w.handle_key(key, now);
-        self.after_wizard();
-        fx.into_iter()
-            .map(|e| Effect::Wizard(Box::new(e)))
-            .collect()
+        self.drive_wizard(|w, now| w.handle_key(key, now))
     }
 
     /// The outcome of a wizard step.
     pub fn wizard_reply(&mut self, reply: super::wizard::WizardReply) -> Vec<Effect> {
+        self.drive_wizard(|w, now| w.apply(reply, now))
+    }
+
+    /// Runs one step of the open wizard (none: nothing happens), closes it when it is done, and
+    /// turns what it asks for into effects.
+    fn drive_wizard(
+        &mut self,
+        step: impl FnOnce(&mut Wizard, Instant) -> Vec<super::wizard::WizardEffect>,
+    ) -> Vec<Effect> {
         let now = self.now;
         let Some(w) = self.wizard.as_mut() else {
             return Vec::new();
         };
-        let fx = w.apply(reply, now);
+        let fx = step(w, now);
         self.after_wizard();
         fx.into_iter()
             .map(|e| Effect::Wizard(Box::new(e)))
