@@ -7,6 +7,7 @@
 //! process (`true`) + `git worktree remove` through the git CLI. Their ratio is the overhead.
 
 use crate::agent::{self, AgentSettings, Backend, BackendKind, Guards, HandoffDir, PriceTable};
+use crate::bench::git;
 use crate::domain::{PlanSpec, Priority, TaskSpec};
 use crate::engine::attempt::{AgentExecutor, ExecutorConfig};
 use crate::engine::sessions::SessionRegistry;
@@ -406,24 +407,6 @@ fn bench_plan(id: &str, n: usize) -> PlanSpec {
             .collect(),
         ..Default::default()
     }
-}
-
-fn git(repo: &Path, args: &[&str]) -> anyhow::Result<()> {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(repo)
-        .args(args)
-        .output()
-        .with_context(|| format!("cannot run git in {}", repo.display()))?;
-    if !out.status.success() {
-        bail!(
-            "git {} failed in {}: {}",
-            args.join(" "),
-            repo.display(),
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    Ok(())
 }
 
 #[cfg(test)]

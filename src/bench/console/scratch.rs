@@ -2,6 +2,7 @@
 //! whose agents are shell scripts (the `command` backend), plans written as files and imported
 //! with the real binary, and the environment scrubbed so no user setting leaks in.
 
+use crate::bench::git;
 use crate::domain::{PlanSpec, Priority, Status, TaskSpec};
 use crate::store::open::{DatabaseTarget, open, state_dir};
 use crate::store::{Store, TaskRecord};
@@ -241,22 +242,4 @@ pub fn finished(tasks: &[TaskRecord]) -> (bool, Option<&TaskRecord>) {
         .iter()
         .find(|t| t.status.is_terminal() && t.status != Status::Done);
     (ended, bad)
-}
-
-fn git(repo: &Path, args: &[&str]) -> anyhow::Result<()> {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(repo)
-        .args(args)
-        .output()
-        .with_context(|| format!("cannot run git in {}", repo.display()))?;
-    if !out.status.success() {
-        bail!(
-            "git {} failed in {}: {}",
-            args.join(" "),
-            repo.display(),
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    Ok(())
 }
