@@ -327,12 +327,18 @@ async fn title_generation_and_stats() {
         r#"printf '\e]0;my agent\a\e[?2026h'; echo hi; read -r x; printf '\e[?2026l'"#,
     ]);
     let mut changes = s.subscribe();
+    // Output may land before the subscription: only what comes after it must notify.
+    let seen_at_subscribe = s.generation();
     assert!(s.wait_for_text("hi", WAIT).await);
     assert_eq!(s.title(), "my agent");
     assert!(s.sync_output_active());
     assert!(s.sync_output_since().is_some());
     assert!(s.generation() > 0);
-    assert!(changes.has_changed().unwrap_or(false));
+    assert_eq!(
+        changes.has_changed().unwrap_or(false),
+        s.generation() > seen_at_subscribe,
+        "a subscriber is told exactly when the screen changed after it subscribed"
+    );
     changes.borrow_and_update();
     let stats = s.stats();
     assert!(stats.total_bytes >= 4, "{stats:?}");
