@@ -1,62 +1,17 @@
 //! The console end to end: the real binary (`whilly tui plan.json`) in a tmux session with a
 //! `command` agent in a temporary git repository. Panes show the agent's output live, `?` shows
 //! help, `z` zooms, `i` types into the agent and Ctrl-] returns, `q` quits (stopping running
-//! agents when asked) and the terminal is restored: the shell is back, not the alternate screen.
-//!
-//! Until `whilly tui` is mounted in the CLI, the console is started through this test binary
-//! itself (`console_child`, which calls the same `whilly::tui::command::run`).
+//! agents when asked, or leaving them to finish in the background) and the terminal is
+//! restored: the shell is back, not the alternate screen.
 
 #[path = "support/engine.rs"]
 mod engine;
 #[path = "support/tmux.rs"]
 mod tmux;
 
-use clap::Parser;
 use engine::{Repo, plan, task, wait_for};
-use std::process::Command;
 use std::time::Duration;
 use tmux::{Tmux, sh_quote};
-
-const CHILD_VAR: &str = "WHILLY_TUI_TEST_CHILD";
-
-#[derive(Parser)]
-struct ChildCli {
-    #[command(flatten)]
-    global: whilly::cli::args::GlobalArgs,
-    #[command(flatten)]
-    run: whilly::cli::args::RunArgs,
-}
-
-/// Not a test of its own: the console process when this binary is started by the tests below.
-#[test]
-fn console_child() {
-    let Ok(args) = std::env::var(CHILD_VAR) else {
-        return;
-    };
-    let cli = ChildCli::parse_from(
-        std::iter::once("whilly").chain(args.split(' ').filter(|a| !a.is_empty())),
-    );
-    let rt = tokio::runtime::Runtime::new().expect("runtime");
-    let code = rt.block_on(async {
-        let ctx = whilly::cli::context::Context::new(cli.global)?;
-        whilly::tui::command::run(&ctx, cli.run).await
-    });
-    let code = match code {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            1
-        }
-    };
-    std::process::exit(code);
-}
-
-fn tui_is_mounted() -> bool {
-    Command::new(env!("CARGO_BIN_EXE_whilly"))
-        .args(["tui", "--help"])
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
 
 /// A script that starts the console in `repo` with the sealed environment of the engine tests.
 fn console_script(repo: &Repo) -> std::path::PathBuf {
@@ -71,15 +26,7 @@ fn console_script(repo: &Repo) -> std::path::PathBuf {
             ));
         }
     }
-    let program = if tui_is_mounted() {
-        format!("{} tui plan.json", sh_quote(env!("CARGO_BIN_EXE_whilly")))
-    } else {
-        let exe = std::env::current_exe().expect("test exe");
-        format!(
-            "{CHILD_VAR}=plan.json {} console_child --exact --nocapture --test-threads=1 -q",
-            sh_quote(&exe.to_string_lossy())
-        )
-    };
+    let program = format!("{} tui plan.json", sh_quote(env!("CARGO_BIN_EXE_whilly")));
     let script = format!(
         "cd {}\n{env_line} TERM=xterm-256color {program}\necho \"EXIT=$?\"\n",
         sh_quote(&repo.repo.to_string_lossy())
@@ -97,9 +44,6 @@ fn agent_template(rounds: u32) -> String {
 
 #[test]
 fn console_shows_live_panes_help_zoom_takeover_and_quits_cleanly() {
-    if std::env::var(CHILD_VAR).is_ok() {
-        return;
-    }
     let repo = Repo::new(&plan("p", vec![task("A"), task("B")]), &agent_template(120));
     repo.write("whilly.toml", &{
         let mut c = std::fs::read_to_string(repo.repo.join("whilly.toml")).expect("config");
@@ -186,9 +130,6 @@ fn console_shows_live_panes_help_zoom_takeover_and_quits_cleanly() {
 
 #[test]
 fn finished_run_keeps_the_summary_until_q_and_exits_like_headless() {
-    if std::env::var(CHILD_VAR).is_ok() {
-        return;
-    }
     let repo = Repo::new(&plan("p", vec![task("A")]), &agent_template(2));
     let script = console_script(&repo);
     let tmux = Tmux::start("done", &repo.repo);
@@ -209,9 +150,6 @@ fn finished_run_keeps_the_summary_until_q_and_exits_like_headless() {
 /// decisions are events, the tasks end DONE and FAILED, the run exits 1.
 #[test]
 fn inbox_approves_one_handoff_and_rejects_another_with_a_reason() {
-    if std::env::var(CHILD_VAR).is_ok() {
-        return;
-    }
     let mut h1 = task("H1");
     h1["agent"] = "handoff".into();
     let mut h2 = task("H2");
@@ -322,9 +260,6 @@ fn inbox_approves_one_handoff_and_rejects_another_with_a_reason() {
 /// restored; every task, the wizard's included, ends DONE.
 #[test]
 fn demo_from_panes_to_wizard_to_inbox() {
-    if std::env::var(CHILD_VAR).is_ok() {
-        return;
-    }
     let tmp = tempfile::tempdir().expect("tmp");
     let demo = tmp.path().join("demo");
     let tmux = Tmux::start("demo", tmp.path());
@@ -406,4 +341,96 @@ fn demo_from_panes_to_wizard_to_inbox() {
     assert!(s.lines().any(|l| l == "EXIT=0"), "{s}");
     assert!(s.contains("8 done, 0 failed"), "{s}");
     assert_eq!(tmux.alternate_on(), "0");
+}
+
+/// An agent that runs until the test creates `go` (an absolute path), recording its pid.
+fn waiting_agent(repo: &Repo) -> String {
+    let dir = repo.home.display();
+    format!(
+        "sh -c 'echo $$ > {dir}/agent-$WHILLY_TASK_ID.pid; echo waiting on $WHILLY_TASK_ID; while [ ! -e {dir}/go ]; do sleep 0.1; done; echo done > out-$WHILLY_TASK_ID.txt; echo \"<promise>COMPLETE</promise>\"'"
+    )
+}
+
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|st| {
+        !st.rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
+    })
+}
+
+/// Quits with `b` while an agent runs: the prompt comes back at once (exit 0) with the detached
+/// process's pid, the terminal is restored, and the agent runs on, past the grace period of a
+/// graceful stop, until it finishes: its task DONE, the task that never started still PENDING,
+/// and then nothing of the run is left (the process exits, no agent orphaned).
+fn start_then_background(name: &str) -> (Repo, Tmux, i32, i32) {
+    let repo = Repo::new(&plan("p", vec![task("A"), task("B")]), "true");
+    // The base config's grace period is 1 s.
+    repo.write(
+        "whilly.toml",
+        &engine::config(&waiting_agent(&repo), &repo.wt_dir),
+    );
+    let script = console_script(&repo);
+    let tmux = Tmux::start(name, &repo.repo);
+    tmux.literal(&format!("sh {}", script.display()));
+    tmux.keys(&["Enter"]);
+    tmux.wait("A running in its pane", 90, |s| s.contains("waiting on A"));
+    let agent: i32 = wait_for(Duration::from_secs(10), "agent pid file", || {
+        std::fs::read_to_string(repo.home.join("agent-A.pid"))
+            .ok()
+            .and_then(|p| p.trim().parse().ok())
+    });
+    tmux.literal("q");
+    let s = tmux.wait("quit popup", 10, |s| s.contains("b background"));
+    assert!(s.contains("finish, then quit"), "{s}");
+    tmux.literal("b");
+    let s = tmux.wait("shell back", 20, |s| s.contains("EXIT="));
+    assert!(s.contains("EXIT=0"), "{s}");
+    assert_eq!(tmux.alternate_on(), "0", "terminal restored");
+    assert!(s.contains("1 agent keeps running (A) in the background"), "{s}");
+    let pid: i32 = s
+        .split("process ")
+        .nth(1)
+        .and_then(|r| r.split(';').next())
+        .and_then(|p| p.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no pid in:\n{s}"));
+    assert!(alive(pid), "the background process runs");
+    assert!(alive(agent), "the agent runs");
+    (repo, tmux, pid, agent)
+}
+
+#[test]
+fn background_lets_the_running_agent_finish_after_the_prompt_is_back() {
+    let (repo, tmux, pid, agent) = start_then_background("bg");
+    // A graceful stop would have killed the agent 1 s after the quit; it must outlive that.
+    let since = std::time::Instant::now();
+    wait_for(Duration::from_secs(20), "3 s of the agent running detached", || {
+        assert!(alive(agent), "the agent was stopped in the background");
+        assert_eq!(repo.task("p", "A")["status"], "IN_PROGRESS");
+        (since.elapsed() >= Duration::from_secs(3)).then_some(())
+    });
+    // The terminal is the shell's: typing reaches the shell, not the console.
+    tmux.literal("echo shell-is-back");
+    tmux.keys(&["Enter"]);
+    tmux.wait("shell answers", 10, |s| s.contains("\nshell-is-back"));
+
+    std::fs::write(repo.home.join("go"), "").expect("go");
+    wait_for(Duration::from_secs(60), "the background process to exit", || {
+        (!alive(pid)).then_some(())
+    });
+    assert_eq!(repo.task("p", "A")["status"], "DONE");
+    assert_eq!(repo.task("p", "B")["status"], "PENDING", "nothing new started");
+    assert!(repo.marked_pids(&[]).is_empty(), "nothing of the run is left");
+}
+
+#[test]
+fn a_background_run_stops_its_agents_when_signalled() {
+    let (repo, _tmux, pid, agent) = start_then_background("bgkill");
+    // SAFETY: kill(2) on the pid the console printed for itself.
+    unsafe { libc::kill(pid, libc::SIGTERM) };
+    wait_for(Duration::from_secs(30), "the background process to exit", || {
+        (!alive(pid)).then_some(())
+    });
+    assert!(!alive(agent), "the agent was stopped with it");
+    assert_eq!(repo.task("p", "A")["status"], "PENDING", "A went back");
+    assert!(repo.marked_pids(&[]).is_empty(), "nothing of the run is left");
 }

@@ -641,3 +641,16 @@ fn tasks_stats_and_triz_views() {
     }
     assert!(triz[1].contains("TRIZ"), "{}", triz[1]);
 }
+
+#[test]
+fn quit_popup_offers_the_background_with_a_launcher() {
+    let mut s = demo_state(fixed_now());
+    s.can_background = true;
+    s.handle(Action::Quit);
+    for (w, h) in SIZES {
+        let out = render(&s, w, h);
+        insta::assert_snapshot!(format!("quit_background_{w}x{h}"), out);
+        assert!(out.contains("b background"), "{out}");
+        assert!(out.contains("keep going"), "{out}");
+    }
+}

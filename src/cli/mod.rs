@@ -10,6 +10,7 @@ pub mod demo_cmd;
 pub mod events_cmd;
 pub mod exit;
 pub mod handoff_cmd;
+pub mod launcher;
 pub mod logging;
 pub mod plan_cmd;
 pub mod plan_view;
@@ -26,6 +27,7 @@ use std::process::ExitCode;
 
 /// Entry point of the `whilly` binary.
 pub fn main() -> ExitCode {
+    launcher::unblock_inherited();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) => {
@@ -40,6 +42,12 @@ pub fn main() -> ExitCode {
             return ExitCode::from(code as u8);
         }
     };
+    // The console runs in a child so that its agents can outlive the terminal on request.
+    if launcher::wanted(&cli)
+        && let Some(code) = launcher::launch()
+    {
+        return code;
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

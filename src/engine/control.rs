@@ -10,6 +10,9 @@ use tokio::sync::watch;
 pub enum StopLevel {
     /// Keep going.
     Run,
+    /// Claim nothing more; running attempts go on to their natural end (their own timeouts
+    /// still apply): the console's "finish, then quit" and "finish in the background".
+    Drain,
     /// Finish up within the grace period, then stop (first Ctrl-C / SIGTERM).
     Graceful,
     /// Kill the agent's process group now (second Ctrl-C, budget exhausted, run timeout,

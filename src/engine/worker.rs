@@ -94,8 +94,9 @@ pub struct Engine {
 }
 
 impl Engine {
-    /// `shutdown` carries the operator's stop requests (Ctrl-C / SIGTERM): `Graceful` stops
-    /// claiming and lets agents finish within the grace period; `Now` kills them.
+    /// `shutdown` carries the operator's stop requests: `Drain` only stops claiming; `Graceful`
+    /// (Ctrl-C / SIGTERM) stops claiming and lets agents finish within the grace period; `Now`
+    /// kills them.
     pub fn new(
         store: Arc<dyn Store>,
         executor: Arc<dyn Executor>,
@@ -134,7 +135,11 @@ impl Engine {
 
             // The operator's stop requests.
             let level = *self.shutdown.borrow();
-            if level >= StopLevel::Graceful && !stop_claiming {
+            if level >= StopLevel::Drain && !stop_claiming {
+                stop_claiming = true;
+                end.get_or_insert(RunEnd::Interrupted);
+            }
+            if level >= StopLevel::Graceful && graceful_since.is_none() {
                 stop_claiming = true;
                 end.get_or_insert(RunEnd::Interrupted);
                 graceful_since = Some(now);

@@ -455,10 +455,11 @@ impl PtySession {
                     return true;
                 }
                 if run.borrow_and_update().output_closed {
-                    return false;
+                    // The last output may have landed between the check above and the close.
+                    return self.with_screen(&mut pred);
                 }
                 if changes.changed().await.is_err() {
-                    return false;
+                    return self.with_screen(&mut pred);
                 }
             }
         };

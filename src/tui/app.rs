@@ -58,6 +58,15 @@ pub struct ConsoleOptions {
     pub theme: Theme,
     pub fps: u32,
     pub notifier: Notifier,
+    /// Set when quitting may leave agents running in the background (see `tui::detach`).
+    pub background: Option<Background>,
+}
+
+/// What leaving agents in the background needs: the launcher to release and where the log is.
+#[derive(Debug, Clone)]
+pub struct Background {
+    pub launcher: super::detach::Launcher,
+    pub log_dir: std::path::PathBuf,
 }
 
 impl ConsoleOptions {
@@ -77,6 +86,7 @@ impl ConsoleOptions {
             }
             .clamp(1, 240),
             notifier: Notifier::new(cfg.notifications.clone(), NotifyEnv::from_process()),
+            background: None,
         })
     }
 
@@ -94,6 +104,9 @@ pub struct ConsoleOutcome {
     /// The engine's summary (None if it failed or was not awaited).
     pub summary: Option<RunSummary>,
     pub engine_error: Option<String>,
+    /// The operator left the agents to finish in the background: the terminal is no longer
+    /// ours (standard output is `/dev/null`).
+    pub detached: bool,
 }
 
 struct DataMsg {
@@ -186,6 +199,7 @@ pub async fn run(
     let engine_store = store.clone();
     let mut console = Console::new(store, plan_id, sessions, opts, backend, shutdown_tx, around);
     console.slots = slots;
+    console.state.can_background = console.opts.background.is_some();
     if let Some((plan, tasks)) = initial {
         console.state.set_data(plan, tasks, Vec::new());
     }
@@ -203,8 +217,17 @@ pub async fn run(
             }
         };
     let engine = Engine::new(engine_store, Arc::new(executor), engine_cfg, shutdown_rx);
-    let engine = tokio::spawn(engine.run());
-    let result = console.run(terminal, engine).await;
+    let mut engine = tokio::spawn(engine.run());
+    let mut result = console.run(terminal, &mut engine).await;
+    if let Ok(outcome) = &mut result
+        && outcome.detached
+    {
+        // The agents finish in this process; the terminal goes back to the shell first.
+        guard.release_terminal();
+        console.stop_input();
+        console.join_input();
+        console.finish_in_background(outcome, &mut engine).await;
+    }
     if let Some(p) = presence {
         p.stop().await;
     }
@@ -216,7 +239,7 @@ pub async fn run(
 
 async fn stop_engine(
     shutdown: &watch::Sender<StopLevel>,
-    engine: JoinHandle<StoreResult<RunSummary>>,
+    engine: &mut JoinHandle<StoreResult<RunSummary>>,
 ) -> Option<RunSummary> {
     let _ = shutdown.send(StopLevel::Now);
     engine.await.ok().and_then(Result::ok)
@@ -251,6 +274,9 @@ struct Console {
     challenge_tx: mpsc::UnboundedSender<Result<String, String>>,
     challenge_rx: mpsc::UnboundedReceiver<Result<String, String>>,
     input_stop: Arc<AtomicBool>,
+    input_thread: Option<std::thread::JoinHandle<()>>,
+    /// Set when the operator chose to leave the agents to finish in the background.
+    detach: bool,
     around: Surroundings,
     /// Notices waiting to be written to the terminal after the next frame.
     notices: Vec<Notice>,
@@ -334,6 +360,8 @@ impl Console {
             challenge_tx,
             challenge_rx,
             input_stop: Arc::new(AtomicBool::new(false)),
+            input_thread: None,
+            detach: false,
             around,
             notices: Vec::new(),
             seen_history: false,
@@ -348,13 +376,76 @@ impl Console {
         self.input_stop.store(true, Ordering::SeqCst);
     }
 
+    /// Waits for the input thread to stop reading the terminal (within one poll interval).
+    fn join_input(&mut self) {
+        if let Some(t) = self.input_thread.take() {
+            let _ = t.join();
+        }
+    }
+
+    /// Detaches from the terminal and waits, without a screen, for the running agents to finish
+    /// (the engine claims nothing more). SIGTERM, SIGHUP or SIGINT stop them at once, their tasks
+    /// released: detached agents are never orphaned.
+    async fn finish_in_background(
+        &mut self,
+        outcome: &mut ConsoleOutcome,
+        engine: &mut JoinHandle<StoreResult<RunSummary>>,
+    ) {
+        let running: Vec<String> = self.state.panes.iter().map(|p| p.task_id.clone()).collect();
+        let Some(bg) = self.opts.background.clone() else {
+            outcome.summary = stop_engine(&self.shutdown, engine).await;
+            return;
+        };
+        let text = super::detach::message(&running, std::process::id(), &self.plan_id, &bg.log_dir);
+        // Listening before the pid is printed: a signal sent as soon as it is read is not lost.
+        let mut signals = Signals::new();
+        if let Err(e) = bg.launcher.detach(&text) {
+            eprintln!("whilly: cannot leave the agents in the background ({e}); stopping them");
+            tracing::error!("detaching from the terminal: {e}");
+            outcome.summary = stop_engine(&self.shutdown, engine).await;
+            return;
+        }
+        tracing::info!(
+            plan = %self.plan_id,
+            pid = std::process::id(),
+            "detached from the terminal; running agents finish in the background: {}",
+            running.join(", ")
+        );
+        if let Some(t) = self.wizard_task.take() {
+            t.abort();
+        }
+        let joined = tokio::select! {
+            joined = &mut *engine => Some(joined),
+            _ = signals.recv() => None,
+        };
+        let joined = match joined {
+            Some(j) => j,
+            None => {
+                tracing::warn!("signalled in the background: stopping the agents");
+                let _ = self.shutdown.send(StopLevel::Now);
+                engine.await
+            }
+        };
+        match joined {
+            Ok(Ok(summary)) => {
+                tracing::info!(
+                    "{}",
+                    crate::tui::command::summary_line(&self.plan_id, &summary)
+                );
+                outcome.summary = Some(summary);
+            }
+            Ok(Err(e)) => outcome.engine_error = Some(e.to_string()),
+            Err(e) => outcome.engine_error = Some(format!("the engine task failed: {e}")),
+        }
+    }
+
     async fn run(
         &mut self,
         mut terminal: ConsoleTerminal,
-        mut engine: JoinHandle<StoreResult<RunSummary>>,
+        engine: &mut JoinHandle<StoreResult<RunSummary>>,
     ) -> anyhow::Result<ConsoleOutcome> {
         let (input_tx, mut input_rx) = mpsc::unbounded_channel();
-        spawn_input_thread(input_tx, self.input_stop.clone());
+        self.input_thread = spawn_input_thread(input_tx, self.input_stop.clone());
         let (data_tx, mut data_rx) = mpsc::channel(4);
         let reload = Arc::new(Notify::new());
         let loader = tokio::spawn(load_loop(
@@ -374,6 +465,7 @@ impl Console {
         let mut outcome = ConsoleOutcome {
             summary: None,
             engine_error: None,
+            detached: false,
         };
 
         let result: anyhow::Result<()> = loop {
@@ -384,14 +476,14 @@ impl Console {
                     Some(ev) => self.on_input(ev),
                     None => input_open = false,
                 },
-                joined = &mut engine, if !self.engine_done => {
+                joined = &mut *engine, if !self.engine_done => {
                     self.engine_done = true;
                     // The last transitions must show with the summary, not a poll later.
                     reload.notify_one();
                     self.frozen_now = Some(Instant::now());
                     match joined {
                         Ok(Ok(summary)) => {
-                            if !self.state.stopping {
+                            if !self.state.stopping && !self.state.draining {
                                 self.notices.push(Notice::new(
                                     NoticeKind::PlanFinished,
                                     &self.plan_id,
@@ -512,7 +604,9 @@ impl Console {
             }
         };
         loader.abort();
-        if !self.engine_done {
+        if self.detach && !self.engine_done {
+            outcome.detached = true;
+        } else if !self.engine_done {
             // Leaving before the engine ended (forced quit, draw error): no agent may survive.
             outcome.summary = stop_engine(&self.shutdown, engine).await;
         }
@@ -883,11 +977,16 @@ impl Console {
             }
             Effect::FinishAndQuit => {
                 self.state.takeover = None;
-                let _ = self.shutdown.send(StopLevel::Graceful);
+                let _ = self.shutdown.send(StopLevel::Drain);
                 self.quit_after_engine = true;
                 if self.engine_done {
                     self.quit = true;
                 }
+            }
+            Effect::FinishInBackground => {
+                let _ = self.shutdown.send(StopLevel::Drain);
+                self.detach = true;
+                self.quit = true;
             }
             Effect::StopAgentsAndQuit => {
                 self.stop_agents();
@@ -1054,7 +1153,10 @@ async fn sleep_until(deadline: Option<Instant>) {
 }
 
 /// Reads terminal input on a plain thread so heavy pane output never delays a key press.
-fn spawn_input_thread(tx: mpsc::UnboundedSender<Event>, stop: Arc<AtomicBool>) {
+fn spawn_input_thread(
+    tx: mpsc::UnboundedSender<Event>,
+    stop: Arc<AtomicBool>,
+) -> Option<std::thread::JoinHandle<()>> {
     let spawned = std::thread::Builder::new()
         .name("whilly-tui-input".into())
         .spawn(move || {
@@ -1079,8 +1181,12 @@ fn spawn_input_thread(tx: mpsc::UnboundedSender<Event>, stop: Arc<AtomicBool>) {
                 }
             }
         });
-    if let Err(e) = spawned {
-        tracing::error!("cannot start the input thread: {e}");
+    match spawned {
+        Ok(t) => Some(t),
+        Err(e) => {
+            tracing::error!("cannot start the input thread: {e}");
+            None
+        }
     }
 }
 

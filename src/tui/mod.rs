@@ -9,6 +9,7 @@ pub mod action;
 pub mod app;
 pub mod attempts;
 pub mod command;
+pub mod detach;
 mod decide;
 pub mod grid;
 pub mod inbox;

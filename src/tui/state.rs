@@ -202,9 +202,12 @@ pub enum Confirm {
     SkipTask(String),
     /// Kill the agent of this pane (task pk, task id).
     KillAttempt(i64, String),
-    /// Quit while agents run: stop them (tasks released) or keep waiting.
+    /// Quit while agents run: stop them (tasks released), let them finish first, leave them to
+    /// finish in the background (`background`: only when a launcher can take the terminal back)
+    /// or keep waiting.
     Quit {
         running: usize,
+        background: bool,
     },
     /// Approve several inbox items at once.
     Approve(Vec<InboxTarget>),
@@ -278,6 +281,9 @@ pub enum Effect {
     StopAgentsAndQuit,
     /// Claim nothing more, let running agents finish (within the grace period), then leave.
     FinishAndQuit,
+    /// Claim nothing more and give the terminal back: the running agents finish in this process,
+    /// detached from the terminal (see `tui::detach`).
+    FinishInBackground,
     ResetTask(String),
     SetPaused(bool),
     /// Move a pane's scrollback view by `delta` lines (positive = back in time).
@@ -379,6 +385,11 @@ pub struct AppState {
     pub engine_error: Option<String>,
     /// Set once the operator chose to stop running agents.
     pub stopping: bool,
+    /// Set once the operator chose to let running agents finish with nothing new starting.
+    pub draining: bool,
+    /// Whether quitting may leave running agents to finish in the background (the console was
+    /// started by a launcher that can hand the terminal back).
+    pub can_background: bool,
     pub started: Instant,
     /// The clock the renderer uses (set by the loop each frame; fixed in tests).
     pub now: Instant,
@@ -405,6 +416,7 @@ impl AppState {
             tasks: Vec::new(),
             events: Vec::new(),
             backend: backend.into(),
+            can_background: false,
             panes: Vec::new(),
             view: View::Main,
             focus: Focus::TaskList,
@@ -420,6 +432,7 @@ impl AppState {
             summary: None,
             engine_error: None,
             stopping: false,
+            draining: false,
             started: now,
             now,
             wall: chrono::Utc::now(),
@@ -1044,12 +1057,18 @@ impl AppState {
                     }
                     (Confirm::Quit { .. }, 'f') => {
                         self.popups.pop();
-                        self.stopping = true;
+                        self.draining = true;
                         self.set_status(
-                            "nothing new starts; the console quits when the running agents finish",
+                            "nothing new starts; the console quits when the running agents finish (q again to stop them)",
                             Level::Warn,
                         );
                         vec![Effect::FinishAndQuit]
+                    }
+                    (Confirm::Quit { background: true, .. }, 'b') => {
+                        self.popups.pop();
+                        self.draining = true;
+                        self.takeover = None;
+                        vec![Effect::FinishInBackground]
                     }
                     (_, 'n' | 'w') => {
                         self.popups.pop();
@@ -1073,7 +1092,10 @@ impl AppState {
         if running == 0 {
             return vec![Effect::Quit];
         }
-        self.popups.push(Popup::Confirm(Confirm::Quit { running }));
+        self.popups.push(Popup::Confirm(Confirm::Quit {
+            running,
+            background: self.can_background,
+        }));
         Vec::new()
     }
 

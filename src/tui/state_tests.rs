@@ -102,7 +102,10 @@ fn takeover_needs_a_pane_and_release_returns() {
 fn quit_with_agents_running_asks_and_keep_waiting_keeps_them() {
     let mut s = state();
     assert!(s.handle(Action::Quit).is_empty());
-    assert_eq!(s.popups, [Popup::Confirm(Confirm::Quit { running: 2 })]);
+    assert_eq!(s.popups, [Popup::Confirm(Confirm::Quit {
+            running: 2,
+            background: false
+        })]);
     assert!(s.wants_answer());
     assert!(s.handle(Action::Answer('w')).is_empty());
     assert!(s.popups.is_empty());
@@ -441,8 +444,42 @@ fn quit_can_let_running_agents_finish_first() {
     s.handle(Action::Quit);
     assert!(s.wants_answer());
     assert_eq!(s.handle(Action::Answer('f')), [Effect::FinishAndQuit]);
-    assert!(s.stopping);
+    assert!(s.draining);
+    assert!(!s.stopping);
     assert!(s.popups.is_empty());
+    // Finishing can take long: q again still offers to stop them now.
+    s.handle(Action::Quit);
+    assert!(s.wants_answer());
+    assert_eq!(s.handle(Action::Answer('s')), [Effect::StopAgentsAndQuit]);
+    assert!(s.stopping);
+}
+
+#[test]
+fn background_is_offered_only_with_a_launcher() {
+    let mut s = state();
+    s.handle(Action::Quit);
+    assert_eq!(
+        s.popups,
+        [Popup::Confirm(Confirm::Quit {
+            running: 2,
+            background: false
+        })]
+    );
+    assert!(s.handle(Action::Answer('b')).is_empty(), "no launcher: b does nothing");
+    assert_eq!(s.popups.len(), 1);
+    s.handle(Action::Back);
+    s.can_background = true;
+    s.handle(Action::Quit);
+    assert_eq!(
+        s.popups,
+        [Popup::Confirm(Confirm::Quit {
+            running: 2,
+            background: true
+        })]
+    );
+    assert_eq!(s.handle(Action::Answer('b')), [Effect::FinishInBackground]);
+    assert!(s.popups.is_empty());
+    assert!(s.draining);
 }
 
 #[test]

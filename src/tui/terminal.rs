@@ -91,6 +91,14 @@ impl TerminalGuard {
     }
 }
 
+impl TerminalGuard {
+    /// Restores the terminal now, for good: the agents keep running (dropping the guard later
+    /// kills what is left, as always).
+    pub fn release_terminal(&self) {
+        restore();
+    }
+}
+
 impl Drop for TerminalGuard {
     fn drop(&mut self) {
         restore();

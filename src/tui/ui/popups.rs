@@ -187,23 +187,36 @@ fn confirm(frame: &mut Frame, area: Rect, c: &Confirm, ui: &UiContext) {
                 ]),
             ],
         ),
-        Confirm::Quit { running } => (
-            " Quit ",
-            vec![
-                Line::raw(format!(
+        Confirm::Quit {
+            running,
+            background,
+        } => {
+            let mut keys = vec![
+                Span::styled("s", theme.key()),
+                Span::raw(" stop now   "),
+                Span::styled("f", theme.key()),
+                Span::raw(" finish, then quit   "),
+            ];
+            if *background {
+                keys.push(Span::styled("b", theme.key()));
+                keys.push(Span::raw(" background   "));
+            }
+            keys.push(Span::styled("w", theme.key()));
+            keys.push(Span::raw("/esc keep going"));
+            let question = if *background {
+                format!(
+                    "{running} agent(s) still running. Stop them now (their tasks go back to PENDING), let them finish first, or leave them to finish in the background and get the terminal back?"
+                )
+            } else {
+                format!(
                     "{running} agent(s) still running. Stop them now (their tasks go back to PENDING), or let them finish first?"
-                )),
-                Line::raw(""),
-                Line::from(vec![
-                    Span::styled("s", theme.key()),
-                    Span::raw(" stop now   "),
-                    Span::styled("f", theme.key()),
-                    Span::raw(" finish, then quit   "),
-                    Span::styled("w", theme.key()),
-                    Span::raw("/esc keep going"),
-                ]),
-            ],
-        ),
+                )
+            };
+            (
+                " Quit ",
+                vec![Line::raw(question), Line::raw(""), Line::from(keys)],
+            )
+        }
     };
     let rect = centred(area, 64, 8);
     frame.render_widget(Clear, rect);

@@ -1,0 +1,77 @@
+//! Leaving the terminal while agents keep running: the console's half of
+//! [`crate::cli::launcher`]. The console process stays (it owns the agents' PTYs), gives up its
+//! terminal and lets the launcher exit so the shell prompt comes back.
+
+use crate::cli::launcher::LAUNCHER_ENV;
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::{Pid, getppid, setsid};
+use std::fs::OpenOptions;
+use std::io;
+
+/// The launcher this console was started by, if any: only then can the terminal go back to the
+/// shell while the console process lives on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Launcher {
+    pid: Pid,
+}
+
+impl Launcher {
+    /// The launcher named in the environment, if it really is this process's parent (an agent
+    /// inherits the variable; a `whilly` it runs must not take its parent for a launcher).
+    pub fn from_env() -> Option<Launcher> {
+        let pid: i32 = std::env::var(LAUNCHER_ENV).ok()?.trim().parse().ok()?;
+        (pid > 1 && getppid().as_raw() == pid).then_some(Launcher {
+            pid: Pid::from_raw(pid),
+        })
+    }
+
+    /// Prints `message` on the (already restored) terminal, then detaches: a new session with no
+    /// controlling terminal (so a closing terminal or SSH connection does not hang the process
+    /// up), standard input and output on `/dev/null`, and the launcher told to exit.
+    ///
+    /// On error the process may still hold the terminal; the caller stops the agents.
+    pub fn detach(self, message: &str) -> io::Result<()> {
+        eprintln!("{message}");
+        setsid().map_err(io::Error::from)?;
+        let null = OpenOptions::new().read(true).write(true).open("/dev/null")?;
+        nix::unistd::dup2_stdin(&null).map_err(io::Error::from)?;
+        nix::unistd::dup2_stdout(&null).map_err(io::Error::from)?;
+        nix::unistd::dup2_stderr(&null).map_err(io::Error::from)?;
+        kill(self.pid, Signal::SIGUSR1).map_err(io::Error::from)
+    }
+}
+
+/// What the operator reads when the prompt comes back: what still runs, how to follow it and how
+/// to stop it.
+pub fn message(running: &[String], pid: u32, plan_id: &str, log_dir: &std::path::Path) -> String {
+    let what = match running.len() {
+        0 => "no agent is running any more".to_string(),
+        1 => format!("1 agent keeps running ({})", running[0]),
+        n => format!("{n} agents keep running ({})", running.join(", ")),
+    };
+    format!(
+        "whilly: {what} in the background, process {pid}; nothing new starts and the process \
+         exits when they finish.\n  follow: whilly events --plan {plan_id} --follow\n  stop \
+         them: kill {pid}   (their tasks go back to PENDING)\n  log: {}",
+        log_dir.display()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_message_names_the_tasks_the_process_and_how_to_stop_it() {
+        let m = message(
+            &["A".into(), "B".into()],
+            4242,
+            "p",
+            std::path::Path::new("/r/.whilly/logs"),
+        );
+        assert!(m.contains("2 agents keep running (A, B)"), "{m}");
+        assert!(m.contains("kill 4242"), "{m}");
+        assert!(m.contains("whilly events --plan p --follow"), "{m}");
+        assert!(m.contains("/r/.whilly/logs"), "{m}");
+    }
+}
