@@ -381,12 +381,15 @@ fn start_then_background(name: &str) -> (Repo, Tmux, i32, i32) {
     });
     tmux.literal("q");
     let s = tmux.wait("quit popup", 10, |s| s.contains("b background"));
-    assert!(s.contains("finish, then quit"), "{s}");
+    assert!(s.contains("finish first"), "{s}");
     tmux.literal("b");
     let s = tmux.wait("shell back", 20, |s| s.contains("EXIT="));
     assert!(s.contains("EXIT=0"), "{s}");
     assert_eq!(tmux.alternate_on(), "0", "terminal restored");
-    assert!(s.contains("1 agent keeps running (A) in the background"), "{s}");
+    assert!(
+        s.contains("1 agent keeps running (A) in the background"),
+        "{s}"
+    );
     let pid: i32 = s
         .split("process ")
         .nth(1)
@@ -403,23 +406,36 @@ fn background_lets_the_running_agent_finish_after_the_prompt_is_back() {
     let (repo, tmux, pid, agent) = start_then_background("bg");
     // A graceful stop would have killed the agent 1 s after the quit; it must outlive that.
     let since = std::time::Instant::now();
-    wait_for(Duration::from_secs(20), "3 s of the agent running detached", || {
-        assert!(alive(agent), "the agent was stopped in the background");
-        assert_eq!(repo.task("p", "A")["status"], "IN_PROGRESS");
-        (since.elapsed() >= Duration::from_secs(3)).then_some(())
-    });
+    wait_for(
+        Duration::from_secs(20),
+        "3 s of the agent running detached",
+        || {
+            assert!(alive(agent), "the agent was stopped in the background");
+            assert_eq!(repo.task("p", "A")["status"], "IN_PROGRESS");
+            (since.elapsed() >= Duration::from_secs(3)).then_some(())
+        },
+    );
     // The terminal is the shell's: typing reaches the shell, not the console.
     tmux.literal("echo shell-is-back");
     tmux.keys(&["Enter"]);
     tmux.wait("shell answers", 10, |s| s.contains("\nshell-is-back"));
 
     std::fs::write(repo.home.join("go"), "").expect("go");
-    wait_for(Duration::from_secs(60), "the background process to exit", || {
-        (!alive(pid)).then_some(())
-    });
+    wait_for(
+        Duration::from_secs(60),
+        "the background process to exit",
+        || (!alive(pid)).then_some(()),
+    );
     assert_eq!(repo.task("p", "A")["status"], "DONE");
-    assert_eq!(repo.task("p", "B")["status"], "PENDING", "nothing new started");
-    assert!(repo.marked_pids(&[]).is_empty(), "nothing of the run is left");
+    assert_eq!(
+        repo.task("p", "B")["status"],
+        "PENDING",
+        "nothing new started"
+    );
+    assert!(
+        repo.marked_pids(&[]).is_empty(),
+        "nothing of the run is left"
+    );
 }
 
 #[test]
@@ -427,10 +443,15 @@ fn a_background_run_stops_its_agents_when_signalled() {
     let (repo, _tmux, pid, agent) = start_then_background("bgkill");
     // SAFETY: kill(2) on the pid the console printed for itself.
     unsafe { libc::kill(pid, libc::SIGTERM) };
-    wait_for(Duration::from_secs(30), "the background process to exit", || {
-        (!alive(pid)).then_some(())
-    });
+    wait_for(
+        Duration::from_secs(30),
+        "the background process to exit",
+        || (!alive(pid)).then_some(()),
+    );
     assert!(!alive(agent), "the agent was stopped with it");
     assert_eq!(repo.task("p", "A")["status"], "PENDING", "A went back");
-    assert!(repo.marked_pids(&[]).is_empty(), "nothing of the run is left");
+    assert!(
+        repo.marked_pids(&[]).is_empty(),
+        "nothing of the run is left"
+    );
 }

@@ -185,7 +185,7 @@ pub struct RunArgs {
     /// An imported plan's id (with a file: the id to import it as).
     #[arg(long, value_name = "ID")]
     pub plan: Option<String>,
-    /// JSON lines on stdout instead of the console (the console is not built yet: always headless).
+    /// JSON lines on stdout instead of the console (also without a terminal).
     #[arg(long)]
     pub headless: bool,
     /// Agents running at once (default: run.parallel, 3).

@@ -23,6 +23,7 @@ pub async fn run(global: super::args::GlobalArgs, args: DemoArgs) -> anyhow::Res
         repo: Some(dir.clone()),
         ..global
     })?;
+    let _log_guard = super::logging::init(&ctx.state_dir().join("logs"), "info");
     let run_args = RunArgs {
         plan_file: Some(dir.join("plan.json")),
         plan: None,

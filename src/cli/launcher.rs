@@ -67,7 +67,9 @@ pub fn launch() -> Option<ExitCode> {
     let exe = match std::env::current_exe() {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("whilly: running the console without a launcher (cannot find this executable: {e})");
+            eprintln!(
+                "whilly: running the console without a launcher (cannot find this executable: {e})"
+            );
             return None;
         }
     };

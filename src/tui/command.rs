@@ -18,11 +18,10 @@ pub async fn run(ctx: &Context, args: RunArgs) -> anyhow::Result<i32> {
     let cfg = ctx.config()?;
     // Bad `[keys]` are refused before anything is imported or started.
     let mut opts = ConsoleOptions::from_env(&cfg)?;
-    opts.background =
-        super::detach::Launcher::from_env().map(|launcher| super::app::Background {
-            launcher,
-            log_dir: ctx.state_dir().join("logs"),
-        });
+    opts.background = super::detach::Launcher::from_env().map(|launcher| super::app::Background {
+        launcher,
+        log_dir: ctx.state_dir().join("logs"),
+    });
     let store = ctx.store().await?;
     // A refused plan file prints its problems on the normal screen, before the console starts.
     let plan_id = match run_cmd::resolve_plan(ctx, &store, &args).await? {

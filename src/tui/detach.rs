@@ -33,7 +33,10 @@ impl Launcher {
     pub fn detach(self, message: &str) -> io::Result<()> {
         eprintln!("{message}");
         setsid().map_err(io::Error::from)?;
-        let null = OpenOptions::new().read(true).write(true).open("/dev/null")?;
+        let null = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open("/dev/null")?;
         nix::unistd::dup2_stdin(&null).map_err(io::Error::from)?;
         nix::unistd::dup2_stdout(&null).map_err(io::Error::from)?;
         nix::unistd::dup2_stderr(&null).map_err(io::Error::from)?;

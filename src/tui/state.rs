@@ -1064,7 +1064,12 @@ impl AppState {
                         );
                         vec![Effect::FinishAndQuit]
                     }
-                    (Confirm::Quit { background: true, .. }, 'b') => {
+                    (
+                        Confirm::Quit {
+                            background: true, ..
+                        },
+                        'b',
+                    ) => {
                         self.popups.pop();
                         self.draining = true;
                         self.takeover = None;

@@ -102,10 +102,13 @@ fn takeover_needs_a_pane_and_release_returns() {
 fn quit_with_agents_running_asks_and_keep_waiting_keeps_them() {
     let mut s = state();
     assert!(s.handle(Action::Quit).is_empty());
-    assert_eq!(s.popups, [Popup::Confirm(Confirm::Quit {
+    assert_eq!(
+        s.popups,
+        [Popup::Confirm(Confirm::Quit {
             running: 2,
             background: false
-        })]);
+        })]
+    );
     assert!(s.wants_answer());
     assert!(s.handle(Action::Answer('w')).is_empty());
     assert!(s.popups.is_empty());
@@ -465,7 +468,10 @@ fn background_is_offered_only_with_a_launcher() {
             background: false
         })]
     );
-    assert!(s.handle(Action::Answer('b')).is_empty(), "no launcher: b does nothing");
+    assert!(
+        s.handle(Action::Answer('b')).is_empty(),
+        "no launcher: b does nothing"
+    );
     assert_eq!(s.popups.len(), 1);
     s.handle(Action::Back);
     s.can_background = true;

@@ -193,13 +193,13 @@ fn confirm(frame: &mut Frame, area: Rect, c: &Confirm, ui: &UiContext) {
         } => {
             let mut keys = vec![
                 Span::styled("s", theme.key()),
-                Span::raw(" stop now   "),
+                Span::raw(" stop now  "),
                 Span::styled("f", theme.key()),
-                Span::raw(" finish, then quit   "),
+                Span::raw(" finish first  "),
             ];
             if *background {
                 keys.push(Span::styled("b", theme.key()));
-                keys.push(Span::raw(" background   "));
+                keys.push(Span::raw(" background  "));
             }
             keys.push(Span::styled("w", theme.key()));
             keys.push(Span::raw("/esc keep going"));
