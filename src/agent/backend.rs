@@ -169,6 +169,22 @@ pub struct AgentCommand {
 }
 
 impl AgentCommand {
+    /// `program args` run in the invocation's working directory (the task's worktree): what
+    /// every process backend spawns.
+    pub fn in_workdir(
+        program: &std::path::Path,
+        args: Vec<String>,
+        env: Vec<(String, String)>,
+        inv: &Invocation<'_>,
+    ) -> Option<AgentCommand> {
+        Some(AgentCommand {
+            program: program.to_path_buf(),
+            args,
+            env,
+            cwd: inv.workdir.to_path_buf(),
+        })
+    }
+
     /// Program and arguments as one list, for display and for spawners that want argv.
     pub fn argv(&self) -> Vec<String> {
         let mut argv = Vec::with_capacity(self.args.len() + 1);

@@ -89,12 +89,12 @@ impl Backend for ClaudeBackend {
     }
 
     fn command(&self, inv: &Invocation<'_>) -> Result<Option<AgentCommand>, AgentError> {
-        Ok(Some(AgentCommand {
-            program: self.program.clone(),
-            args: self.args(inv),
-            env: self.env(is_root()),
-            cwd: inv.workdir.to_path_buf(),
-        }))
+        Ok(AgentCommand::in_workdir(
+            &self.program,
+            self.args(inv),
+            self.env(is_root()),
+            inv,
+        ))
     }
 
     fn display_filter(&self) -> Option<Box<dyn crate::pty::LineFilter>> {

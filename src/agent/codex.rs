@@ -62,12 +62,12 @@ impl Backend for CodexBackend {
     }
 
     fn command(&self, inv: &Invocation<'_>) -> Result<Option<AgentCommand>, AgentError> {
-        Ok(Some(AgentCommand {
-            program: self.program.clone(),
-            args: self.args(inv),
-            env: base_env(&self.settings),
-            cwd: inv.workdir.to_path_buf(),
-        }))
+        Ok(AgentCommand::in_workdir(
+            &self.program,
+            self.args(inv),
+            base_env(&self.settings),
+            inv,
+        ))
     }
 
     fn parse_result(&self, raw: &[u8], prices: &PriceTable) -> AgentResult {

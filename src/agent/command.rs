@@ -149,12 +149,12 @@ impl Backend for CommandBackend {
     }
 
     fn command(&self, inv: &Invocation<'_>) -> Result<Option<AgentCommand>, AgentError> {
-        Ok(Some(AgentCommand {
-            program: self.program.clone(),
-            args: self.args(inv),
-            env: base_env(&self.settings),
-            cwd: inv.workdir.to_path_buf(),
-        }))
+        Ok(AgentCommand::in_workdir(
+            &self.program,
+            self.args(inv),
+            base_env(&self.settings),
+            inv,
+        ))
     }
 
     /// A command that wraps Claude (prints a `{"type":"result"}` object) is read like Claude.
