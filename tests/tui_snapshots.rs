@@ -654,3 +654,25 @@ fn quit_popup_offers_the_background_with_a_launcher() {
         assert!(out.contains("keep going"), "{out}");
     }
 }
+
+#[test]
+fn tasks_held_by_another_worker_are_named_where_panes_would_be() {
+    let mut s = demo_state(fixed_now());
+    s.own_worker = Some("here/1/a".into());
+    let mut tasks = s.tasks.clone();
+    for t in tasks.iter_mut().filter(|t| t.status.is_leased()) {
+        t.worker_id = Some("there/2/b".into());
+    }
+    let plan = s.plan.clone().expect("plan");
+    s.set_data(plan, tasks, Vec::new());
+    s.set_panes(Vec::new());
+    let out = render(&s, 200, 60);
+    assert!(
+        out.contains("2 task(s) run in another worker: API-2, UI-3."),
+        "{out}"
+    );
+    // The console's own claims (no pane yet while preparing) are not "another worker".
+    s.own_worker = Some("there/2/b".into());
+    let out = render(&s, 200, 60);
+    assert!(out.contains("No agent running yet."), "{out}");
+}

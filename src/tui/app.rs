@@ -115,6 +115,9 @@ struct DataMsg {
     events: Vec<StoreEvent>,
     /// Reloaded with every full reload.
     workers: Option<Vec<WorkerRecord>>,
+    /// With every full reload: this plan's tasks whose handoff waits for a human (any process's:
+    /// a console opened beside a background run answers its handoffs).
+    handoffs: Option<std::collections::BTreeSet<String>>,
 }
 
 /// What the console needs besides the engine: where the handoffs and worktrees live, and the
@@ -200,6 +203,7 @@ pub async fn run(
     let mut console = Console::new(store, plan_id, sessions, opts, backend, shutdown_tx, around);
     console.slots = slots;
     console.state.can_background = console.opts.background.is_some();
+    console.state.own_worker = Some(engine_cfg.worker_id.clone());
     if let Some((plan, tasks)) = initial {
         console.state.set_data(plan, tasks, Vec::new());
     }
@@ -451,6 +455,7 @@ impl Console {
         let loader = tokio::spawn(load_loop(
             self.store.clone(),
             self.plan_id.clone(),
+            self.around.handoff.clone(),
             data_tx,
             reload.clone(),
         ));
@@ -524,6 +529,9 @@ impl Console {
                             }
                             self.seen_history = true;
                             self.state.set_data(d.plan, d.tasks, d.events);
+                            if let Some(h) = d.handoffs {
+                                self.state.waiting_handoffs = h;
+                            }
                             if let Some(w) = d.workers {
                                 self.state.set_workers(w);
                                 // The human may be working in the worktree being read: the diff
@@ -1195,6 +1203,7 @@ fn spawn_input_thread(
 async fn load_loop(
     store: Arc<dyn Store>,
     plan_id: String,
+    handoff: HandoffDir,
     tx: mpsc::Sender<Result<DataMsg, String>>,
     reload: Arc<Notify>,
 ) {
@@ -1224,11 +1233,20 @@ async fn load_loop(
             } else {
                 None
             };
+            let handoffs = if due {
+                let (dir, plan) = (handoff.clone(), plan_id.clone());
+                tokio::task::spawn_blocking(move || waiting_handoffs(&dir, &plan))
+                    .await
+                    .ok()
+            } else {
+                None
+            };
             Ok::<_, crate::store::StoreError>(Some(DataMsg {
                 plan,
                 tasks,
                 events,
                 workers,
+                handoffs,
             }))
         }
         .await;
@@ -1253,6 +1271,19 @@ async fn load_loop(
             _ = reload.notified() => last_full = None,
         }
     }
+}
+
+/// The ids of `plan_id`'s tasks whose handoff directory has no answer yet. Unreadable
+/// directories are left out (the inbox shows what can be answered).
+fn waiting_handoffs(dir: &HandoffDir, plan_id: &str) -> std::collections::BTreeSet<String> {
+    dir.list()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|e| !matches!(e.state, crate::agent::HandoffPoll::Result(_)))
+        .filter_map(|e| e.meta.ok())
+        .filter(|m| m.plan_id == plan_id)
+        .map(|m| m.task_id)
+        .collect()
 }
 
 /// SIGTERM, SIGHUP (the terminal went away) and SIGINT (from `kill`, as raw mode turns Ctrl-C

@@ -5,6 +5,7 @@ use super::state::PaneMeta;
 use crate::domain::Status;
 use crate::engine::sessions::SessionState;
 use crate::store::{Event, TaskRecord, event_types as et};
+use std::collections::BTreeSet;
 
 /// Why a task waits for a human.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,14 +65,21 @@ impl Decision {
     }
 }
 
-/// The items, in task order: handoffs whose session waits for a human, then parked tasks.
-pub fn inbox_items(tasks: &[TaskRecord], panes: &[PaneMeta], events: &[Event]) -> Vec<InboxItem> {
+/// The items, in task order: handoffs waiting for a human (this console's sessions, or any
+/// process's handoff directory: `waiting`), then parked tasks.
+pub fn inbox_items(
+    tasks: &[TaskRecord],
+    panes: &[PaneMeta],
+    events: &[Event],
+    waiting: &BTreeSet<String>,
+) -> Vec<InboxItem> {
     let mut items = Vec::new();
     for t in tasks {
         let waiting_handoff = t.status.is_leased()
-            && panes
-                .iter()
-                .any(|p| p.task_pk == t.pk && p.state == SessionState::WaitingForHuman);
+            && (waiting.contains(&t.id)
+                || panes
+                    .iter()
+                    .any(|p| p.task_pk == t.pk && p.state == SessionState::WaitingForHuman));
         let kind = match t.status {
             _ if waiting_handoff => InboxKind::Handoff,
             Status::HumanLoop => InboxKind::HumanLoop,

@@ -387,6 +387,10 @@ pub struct AppState {
     pub stopping: bool,
     /// Set once the operator chose to let running agents finish with nothing new starting.
     pub draining: bool,
+    /// Ids of tasks whose handoff directory waits for an answer, whichever process runs them.
+    pub waiting_handoffs: BTreeSet<String>,
+    /// This console's engine's worker id: tasks held by other ids run elsewhere.
+    pub own_worker: Option<String>,
     /// Whether quitting may leave running agents to finish in the background (the console was
     /// started by a launcher that can hand the terminal back).
     pub can_background: bool,
@@ -433,6 +437,8 @@ impl AppState {
             engine_error: None,
             stopping: false,
             draining: false,
+            waiting_handoffs: BTreeSet::new(),
+            own_worker: None,
             started: now,
             now,
             wall: chrono::Utc::now(),
@@ -588,7 +594,12 @@ impl AppState {
 
     /// Every task waiting for a human.
     pub fn inbox(&self) -> Vec<InboxItem> {
-        inbox_items(&self.tasks, &self.panes, &self.events)
+        inbox_items(
+            &self.tasks,
+            &self.panes,
+            &self.events,
+            &self.waiting_handoffs,
+        )
     }
 
     /// The inbox item a decision applies to: the selected one in the inbox, else the selected

@@ -293,6 +293,22 @@ mod inbox {
     }
 
     #[test]
+    fn lists_handoffs_another_process_runs_from_their_directories() {
+        let mut s = inbox();
+        // REVIEW-7's session belongs to another process (a background run): no pane here.
+        let panes: Vec<_> = s.panes.iter().filter(|p| p.task_pk != 7).cloned().collect();
+        s.set_panes(panes);
+        let ids =
+            |s: &AppState| -> Vec<String> { s.inbox().into_iter().map(|i| i.task_id).collect() };
+        assert_eq!(ids(&s), ["DOCS-5"]);
+        s.waiting_handoffs.insert("REVIEW-7".into());
+        assert_eq!(ids(&s), ["DOCS-5", "REVIEW-7"]);
+        // A waiting directory of a task that is no longer leased is stale: not listed.
+        s.waiting_handoffs.insert("AUTH-1".into());
+        assert_eq!(ids(&s), ["DOCS-5", "REVIEW-7"]);
+    }
+
+    #[test]
     fn lists_handoffs_and_parked_tasks_with_their_notes() {
         let s = inbox();
         assert_eq!(s.view, View::Inbox);

@@ -178,6 +178,19 @@ pub fn render_empty(frame: &mut Frame, area: Rect, state: &AppState, theme: &The
             "The plan is paused: no new agents start (p resumes).",
             theme.warn(),
         ));
+    } else if let elsewhere @ [_, ..] = &running_elsewhere(state)[..] {
+        lines.push(Line::styled(
+            format!(
+                "{} task(s) run in another worker: {}.",
+                elsewhere.len(),
+                elsewhere.join(", ")
+            ),
+            theme.dim(),
+        ));
+        lines.push(Line::styled(
+            "Their agents run in that process, not on this screen; w lists the workers, H answers their handoffs.",
+            theme.dim(),
+        ));
     } else {
         lines.push(Line::styled("No agent running yet.", theme.dim()));
         lines.push(Line::styled(
@@ -189,6 +202,22 @@ pub fn render_empty(frame: &mut Frame, area: Rect, state: &AppState, theme: &The
         Paragraph::new(lines).wrap(Wrap { trim: true }).block(block),
         area,
     );
+}
+
+/// Tasks held by a worker while no pane of this console shows them (at most a line's worth).
+fn running_elsewhere(state: &AppState) -> Vec<String> {
+    state
+        .tasks
+        .iter()
+        .filter(|t| {
+            t.status.is_leased()
+                && t.worker_id.is_some()
+                && t.worker_id != state.own_worker
+                && !state.panes.iter().any(|p| p.task_pk == t.pk)
+        })
+        .take(8)
+        .map(|t| t.id.clone())
+        .collect()
 }
 
 /// The replay view: a finished attempt's log in a pane of the whole body. Returns the inner
