@@ -40,6 +40,9 @@ const STORE_POLL: Duration = Duration::from_millis(250);
 const FULL_RELOAD: Duration = Duration::from_secs(2);
 /// How often the session registry is looked at.
 const SESSION_POLL: Duration = Duration::from_millis(100);
+/// How often the input thread looks at its stop flag while no key comes (each look is a
+/// wake-up of an idle console).
+const INPUT_STOP_CHECK: Duration = Duration::from_millis(250);
 /// A pane's PTY is resized once its size has been stable this long.
 const RESIZE_DEBOUNCE: Duration = Duration::from_millis(80);
 /// How long a pane inside a synchronized update may hold back the frame.
@@ -522,6 +525,12 @@ impl Console {
                     }
                 }
                 Some(msg) = data_rx.recv() => {
+                    // A periodic reload with nothing new waits for the clock's next frame (at
+                    // most a second): an idle console draws once a second, not once per reload.
+                    let news = match &msg {
+                        Ok(d) => !self.seen_history || !d.events.is_empty() || self.state.finished(),
+                        Err(_) => true,
+                    };
                     match msg {
                         Ok(d) => {
                             if self.seen_history {
@@ -543,7 +552,7 @@ impl Console {
                         }
                         Err(e) => self.state.set_status(format!("queue: {e}"), Level::Warn),
                     }
-                    self.dirty = true;
+                    self.dirty |= news;
                 }
                 Some((text, level)) = self.notes_rx.recv() => {
                     self.state.set_status(text, level);
@@ -1169,7 +1178,8 @@ fn spawn_input_thread(
         .name("whilly-tui-input".into())
         .spawn(move || {
             while !stop.load(Ordering::SeqCst) {
-                match crossterm::event::poll(Duration::from_millis(50)) {
+                // The timeout only bounds how long a stop request waits: keys arrive at once.
+                match crossterm::event::poll(INPUT_STOP_CHECK) {
                     Ok(true) => match crossterm::event::read() {
                         Ok(ev) => {
                             if tx.send(ev).is_err() {

@@ -10,7 +10,8 @@
 //! - first frame: the console started on a paused N-thousand-task plan, timed at its terminal
 //!   until the first frame and until the frame that shows the plan, against a one-task plan.
 //!
-//! CPU and memory come from `/proc/<pid>` of the whilly process; frames are recognised by the
+//! CPU and memory come from `/proc` of the whilly processes (the launcher and the console it
+//! runs; not the agents); frames are recognised by the
 //! synchronized-update brackets the console puts around each (see [`host`]).
 
 pub mod host;
@@ -191,8 +192,10 @@ fn start_console(
     .with_context(|| format!("cannot start {}", opts.whilly.display()))
 }
 
+/// The console: the process the bench started (the launcher) with the console it runs.
 fn sample(pid: u32, who: &str) -> anyhow::Result<procfs::ProcSample> {
-    procfs::sample(pid).with_context(|| format!("cannot read /proc for {who} (pid {pid})"))
+    procfs::sample_with_same_children(pid)
+        .with_context(|| format!("cannot read /proc for {who} (pid {pid})"))
 }
 
 async fn drain_console(

@@ -43,6 +43,35 @@ pub fn sample(pid: u32) -> std::io::Result<ProcSample> {
     })
 }
 
+/// `pid` plus its direct children that run the same program (`comm`): the console is the
+/// launcher's child (`cli::launcher`), and both are what the operator pays for; the agents
+/// (the console's children) are not counted.
+pub fn sample_with_same_children(pid: u32) -> std::io::Result<ProcSample> {
+    let mut total = sample(pid)?;
+    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm"))?;
+    for entry in std::fs::read_dir("/proc")?.flatten() {
+        let Ok(child) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{child}/stat")) else {
+            continue;
+        };
+        if parent_pid(&stat) == Some(pid)
+            && std::fs::read_to_string(format!("/proc/{child}/comm")).is_ok_and(|c| c == comm)
+            && let Ok(s) = sample(child)
+        {
+            total = total.plus(s);
+        }
+    }
+    Ok(total)
+}
+
+/// The parent pid (field 4) of a `/proc/<pid>/stat` line.
+pub fn parent_pid(stat: &str) -> Option<u32> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(1)?.parse().ok()
+}
+
 /// utime + stime (fields 14 and 15) of a `/proc/<pid>/stat` line, in clock ticks. The command
 /// name (field 2) may hold spaces and parentheses, so fields are counted after its last `)`.
 pub fn cpu_ticks(stat: &str) -> Option<u64> {
@@ -78,6 +107,18 @@ fn ticks_to_duration(ticks: u64, hz: u64) -> Duration {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parent_pid_is_the_fourth_field() {
+        let stat = "4242 (what (a) name) S 17 4242 4242 0 -1 0";
+        assert_eq!(parent_pid(stat), Some(17));
+    }
+
+    #[test]
+    fn a_process_with_a_child_of_its_own_program_counts_both() {
+        let me = std::process::id();
+        assert!(sample_with_same_children(me).unwrap().rss_kib >= sample(me).unwrap().rss_kib);
+    }
 
     #[test]
     fn cpu_ticks_survive_odd_process_names() {
