@@ -362,7 +362,7 @@ fn alive(pid: i32) -> bool {
 /// process's pid, the terminal is restored, and the agent runs on, past the grace period of a
 /// graceful stop, until it finishes: its task DONE, the task that never started still PENDING,
 /// and then nothing of the run is left (the process exits, no agent orphaned).
-fn start_then_background(name: &str) -> (Repo, Tmux, i32, i32) {
+fn start_then_background(name: &str, key: &str, told: &str) -> (Repo, Tmux, i32, i32) {
     let repo = Repo::new(&plan("p", vec![task("A"), task("B")]), "true");
     // The base config's grace period is 1 s.
     repo.write(
@@ -380,21 +380,24 @@ fn start_then_background(name: &str) -> (Repo, Tmux, i32, i32) {
             .and_then(|p| p.trim().parse().ok())
     });
     tmux.literal("q");
-    let s = tmux.wait("quit popup", 10, |s| s.contains("b background"));
-    assert!(s.contains("finish first"), "{s}");
-    tmux.literal("b");
+    let s = tmux.wait("quit popup", 10, |s| {
+        s.contains("let them finish in the background")
+    });
+    assert!(s.contains("start nothing new"), "{s}");
+    tmux.literal(key);
     let s = tmux.wait("shell back", 20, |s| s.contains("EXIT="));
     assert!(s.contains("EXIT=0"), "{s}");
     assert_eq!(tmux.alternate_on(), "0", "terminal restored");
-    assert!(
-        s.contains("1 agent keeps running (A) in the background"),
-        "{s}"
-    );
+    assert!(s.contains(told), "{s}");
     let pid: i32 = s
         .split("process ")
         .nth(1)
-        .and_then(|r| r.split(';').next())
-        .and_then(|p| p.trim().parse().ok())
+        .map(|r| {
+            r.chars()
+                .take_while(char::is_ascii_digit)
+                .collect::<String>()
+        })
+        .and_then(|p| p.parse().ok())
         .unwrap_or_else(|| panic!("no pid in:\n{s}"));
     assert!(alive(pid), "the background process runs");
     assert!(alive(agent), "the agent runs");
@@ -403,7 +406,8 @@ fn start_then_background(name: &str) -> (Repo, Tmux, i32, i32) {
 
 #[test]
 fn background_lets_the_running_agent_finish_after_the_prompt_is_back() {
-    let (repo, tmux, pid, agent) = start_then_background("bg");
+    let (repo, tmux, pid, agent) =
+        start_then_background("bg", "b", "1 agent running (A) in the background");
     // A graceful stop would have killed the agent 1 s after the quit; it must outlive that.
     let since = std::time::Instant::now();
     wait_for(
@@ -440,7 +444,8 @@ fn background_lets_the_running_agent_finish_after_the_prompt_is_back() {
 
 #[test]
 fn a_background_run_stops_its_agents_when_signalled() {
-    let (repo, _tmux, pid, agent) = start_then_background("bgkill");
+    let (repo, _tmux, pid, agent) =
+        start_then_background("bgkill", "b", "1 agent running (A) in the background");
     // SAFETY: kill(2) on the pid the console printed for itself.
     unsafe { libc::kill(pid, libc::SIGTERM) };
     wait_for(
@@ -450,6 +455,31 @@ fn a_background_run_stops_its_agents_when_signalled() {
     );
     assert!(!alive(agent), "the agent was stopped with it");
     assert_eq!(repo.task("p", "A")["status"], "PENDING", "A went back");
+    assert!(
+        repo.marked_pids(&[]).is_empty(),
+        "nothing of the run is left"
+    );
+}
+
+/// `d` detaches the whole run: once A finishes, B starts in the background too, and the process
+/// exits when the plan is done.
+#[test]
+fn detach_goes_on_with_the_whole_plan() {
+    let (repo, _tmux, pid, _agent) =
+        start_then_background("detach", "d", "plan p goes on in the background, process");
+    std::fs::write(repo.home.join("go"), "").expect("go");
+    wait_for(
+        Duration::from_secs(60),
+        "the background process to exit",
+        || (!alive(pid)).then_some(()),
+    );
+    assert_eq!(repo.task("p", "A")["status"], "DONE");
+    assert_eq!(
+        repo.task("p", "B")["status"],
+        "DONE",
+        "B ran in the background"
+    );
+    assert!(repo.home.join("agent-B.pid").exists());
     assert!(
         repo.marked_pids(&[]).is_empty(),
         "nothing of the run is left"

@@ -650,7 +650,11 @@ fn quit_popup_offers_the_background_with_a_launcher() {
     for (w, h) in SIZES {
         let out = render(&s, w, h);
         insta::assert_snapshot!(format!("quit_background_{w}x{h}"), out);
-        assert!(out.contains("b background"), "{out}");
+        assert!(out.contains("let them finish in the background"), "{out}");
+        assert!(
+            out.contains("the whole plan goes on in the background"),
+            "{out}"
+        );
         assert!(out.contains("keep going"), "{out}");
     }
 }

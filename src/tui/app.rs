@@ -282,8 +282,8 @@ struct Console {
     challenge_rx: mpsc::UnboundedReceiver<Result<String, String>>,
     input_stop: Arc<AtomicBool>,
     input_thread: Option<std::thread::JoinHandle<()>>,
-    /// Set when the operator chose to leave the agents to finish in the background.
-    detach: bool,
+    /// Set when the operator chose to go on in the background: `Some(whole_plan)`.
+    detach: Option<bool>,
     around: Surroundings,
     /// Notices waiting to be written to the terminal after the next frame.
     notices: Vec<Notice>,
@@ -368,7 +368,7 @@ impl Console {
             challenge_rx,
             input_stop: Arc::new(AtomicBool::new(false)),
             input_thread: None,
-            detach: false,
+            detach: None,
             around,
             notices: Vec::new(),
             seen_history: false,
@@ -403,7 +403,14 @@ impl Console {
             outcome.summary = stop_engine(&self.shutdown, engine).await;
             return;
         };
-        let text = super::detach::message(&running, std::process::id(), &self.plan_id, &bg.log_dir);
+        let whole_plan = self.detach.unwrap_or(false);
+        let text = super::detach::message(
+            &running,
+            whole_plan,
+            std::process::id(),
+            &self.plan_id,
+            &bg.log_dir,
+        );
         // Listening before the pid is printed: a signal sent as soon as it is read is not lost.
         let mut signals = Signals::new();
         if let Err(e) = bg.launcher.detach(&text) {
@@ -415,7 +422,8 @@ impl Console {
         tracing::info!(
             plan = %self.plan_id,
             pid = std::process::id(),
-            "detached from the terminal; running agents finish in the background: {}",
+            whole_plan,
+            "detached from the terminal; going on in the background with: {}",
             running.join(", ")
         );
         if let Some(t) = self.wizard_task.take() {
@@ -621,7 +629,7 @@ impl Console {
             }
         };
         loader.abort();
-        if self.detach && !self.engine_done {
+        if self.detach.is_some() && !self.engine_done {
             outcome.detached = true;
         } else if !self.engine_done {
             // Leaving before the engine ended (forced quit, draw error): no agent may survive.
@@ -1000,9 +1008,11 @@ impl Console {
                     self.quit = true;
                 }
             }
-            Effect::FinishInBackground => {
-                let _ = self.shutdown.send(StopLevel::Drain);
-                self.detach = true;
+            Effect::Background { whole_plan } => {
+                if !whole_plan {
+                    let _ = self.shutdown.send(StopLevel::Drain);
+                }
+                self.detach = Some(whole_plan);
                 self.quit = true;
             }
             Effect::StopAgentsAndQuit => {

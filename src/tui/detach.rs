@@ -46,16 +46,33 @@ impl Launcher {
 
 /// What the operator reads when the prompt comes back: what still runs, how to follow it and how
 /// to stop it.
-pub fn message(running: &[String], pid: u32, plan_id: &str, log_dir: &std::path::Path) -> String {
-    let what = match running.len() {
-        0 => "no agent is running any more".to_string(),
-        1 => format!("1 agent keeps running ({})", running[0]),
-        n => format!("{n} agents keep running ({})", running.join(", ")),
+pub fn message(
+    running: &[String],
+    whole_plan: bool,
+    pid: u32,
+    plan_id: &str,
+    log_dir: &std::path::Path,
+) -> String {
+    let agents = match running.len() {
+        0 => "no agent running now".to_string(),
+        1 => format!("1 agent running ({})", running[0]),
+        n => format!("{n} agents running ({})", running.join(", ")),
+    };
+    let what = if whole_plan {
+        format!(
+            "plan {plan_id} goes on in the background, process {pid}, {agents}; the process \
+             exits when the plan ends."
+        )
+    } else {
+        format!(
+            "{agents} in the background, process {pid}; nothing new starts and the process exits \
+             when they finish."
+        )
     };
     format!(
-        "whilly: {what} in the background, process {pid}; nothing new starts and the process \
-         exits when they finish.\n  follow: whilly events --plan {plan_id} --follow\n  stop \
-         them: kill {pid}   (their tasks go back to PENDING)\n  log: {}",
+        "whilly: {what}\n  follow: whilly events --plan {plan_id} --follow   (or open whilly \
+         again: its inbox answers their handoffs)\n  stop them: kill {pid}   (their tasks go \
+         back to PENDING)\n  log: {}",
         log_dir.display()
     )
 }
@@ -68,13 +85,24 @@ mod tests {
     fn the_message_names_the_tasks_the_process_and_how_to_stop_it() {
         let m = message(
             &["A".into(), "B".into()],
+            false,
             4242,
             "p",
             std::path::Path::new("/r/.whilly/logs"),
         );
-        assert!(m.contains("2 agents keep running (A, B)"), "{m}");
+        assert!(
+            m.contains("2 agents running (A, B) in the background"),
+            "{m}"
+        );
+        assert!(m.contains("nothing new starts"), "{m}");
         assert!(m.contains("kill 4242"), "{m}");
         assert!(m.contains("whilly events --plan p --follow"), "{m}");
         assert!(m.contains("/r/.whilly/logs"), "{m}");
+        let m = message(&[], true, 7, "p", std::path::Path::new("/l"));
+        assert!(
+            m.contains("plan p goes on in the background, process 7"),
+            "{m}"
+        );
+        assert!(m.contains("exits when the plan ends"), "{m}");
     }
 }

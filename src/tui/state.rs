@@ -281,9 +281,12 @@ pub enum Effect {
     StopAgentsAndQuit,
     /// Claim nothing more, let running agents finish (within the grace period), then leave.
     FinishAndQuit,
-    /// Claim nothing more and give the terminal back: the running agents finish in this process,
-    /// detached from the terminal (see `tui::detach`).
-    FinishInBackground,
+    /// Give the terminal back and go on in this process, detached from the terminal (see
+    /// `tui::detach`): only the running agents, to their end (nothing new is claimed), or the
+    /// whole plan (`whole_plan`).
+    Background {
+        whole_plan: bool,
+    },
     ResetTask(String),
     SetPaused(bool),
     /// Move a pane's scrollback view by `delta` lines (positive = back in time).
@@ -1084,7 +1087,17 @@ impl AppState {
                         self.popups.pop();
                         self.draining = true;
                         self.takeover = None;
-                        vec![Effect::FinishInBackground]
+                        vec![Effect::Background { whole_plan: false }]
+                    }
+                    (
+                        Confirm::Quit {
+                            background: true, ..
+                        },
+                        'd',
+                    ) => {
+                        self.popups.pop();
+                        self.takeover = None;
+                        vec![Effect::Background { whole_plan: true }]
                     }
                     (_, 'n' | 'w') => {
                         self.popups.pop();

@@ -499,9 +499,21 @@ fn background_is_offered_only_with_a_launcher() {
             background: true
         })]
     );
-    assert_eq!(s.handle(Action::Answer('b')), [Effect::FinishInBackground]);
+    assert_eq!(
+        s.handle(Action::Answer('b')),
+        [Effect::Background { whole_plan: false }]
+    );
     assert!(s.popups.is_empty());
     assert!(s.draining);
+    // d: the whole plan goes on in the background.
+    let mut s = state();
+    s.can_background = true;
+    s.handle(Action::Quit);
+    assert_eq!(
+        s.handle(Action::Answer('d')),
+        [Effect::Background { whole_plan: true }]
+    );
+    assert!(!s.draining);
 }
 
 #[test]

@@ -191,34 +191,33 @@ fn confirm(frame: &mut Frame, area: Rect, c: &Confirm, ui: &UiContext) {
             running,
             background,
         } => {
-            let mut keys = vec![
-                Span::styled("s", theme.key()),
-                Span::raw(" stop now  "),
-                Span::styled("f", theme.key()),
-                Span::raw(" finish first  "),
+            let option = |key: &'static str, what: &'static str| {
+                Line::from(vec![
+                    Span::styled(format!(" {key:<3} "), theme.key()),
+                    Span::raw(what),
+                ])
+            };
+            let mut lines = vec![
+                Line::raw(format!("{running} agent(s) still running.")),
+                option("s", "stop them now (their tasks go back to PENDING)"),
+                option("f", "let them finish, start nothing new, then quit"),
             ];
             if *background {
-                keys.push(Span::styled("b", theme.key()));
-                keys.push(Span::raw(" background  "));
+                lines.push(option(
+                    "b",
+                    "let them finish in the background; the prompt is back now",
+                ));
+                lines.push(option(
+                    "d",
+                    "detach: the whole plan goes on in the background",
+                ));
             }
-            keys.push(Span::styled("w", theme.key()));
-            keys.push(Span::raw("/esc keep going"));
-            let question = if *background {
-                format!(
-                    "{running} agent(s) still running. Stop them now (their tasks go back to PENDING), let them finish first, or leave them to finish in the background and get the terminal back?"
-                )
-            } else {
-                format!(
-                    "{running} agent(s) still running. Stop them now (their tasks go back to PENDING), or let them finish first?"
-                )
-            };
-            (
-                " Quit ",
-                vec![Line::raw(question), Line::raw(""), Line::from(keys)],
-            )
+            lines.push(option("w", "keep going (esc)"));
+            (" Quit ", lines)
         }
     };
-    let rect = centred(area, 64, 8);
+    // Room for every line (the quit choices), never less than the usual box.
+    let rect = centred(area, 64, (lines.len() as u16 + 2).max(8));
     frame.render_widget(Clear, rect);
     frame.render_widget(
         Paragraph::new(lines).wrap(Wrap { trim: true }).block(
