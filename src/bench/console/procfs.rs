@@ -48,7 +48,18 @@ pub fn sample(pid: u32) -> std::io::Result<ProcSample> {
 /// (the console's children) are not counted.
 pub fn sample_with_same_children(pid: u32) -> std::io::Result<ProcSample> {
     let mut total = sample(pid)?;
+    for child in same_program_children(pid)? {
+        if let Ok(s) = sample(child) {
+            total = total.plus(s);
+        }
+    }
+    Ok(total)
+}
+
+/// The direct children of `pid` whose `comm` is `pid`'s own.
+pub fn same_program_children(pid: u32) -> std::io::Result<Vec<u32>> {
     let comm = std::fs::read_to_string(format!("/proc/{pid}/comm"))?;
+    let mut out = Vec::new();
     for entry in std::fs::read_dir("/proc")?.flatten() {
         let Ok(child) = entry.file_name().to_string_lossy().parse::<u32>() else {
             continue;
@@ -58,12 +69,11 @@ pub fn sample_with_same_children(pid: u32) -> std::io::Result<ProcSample> {
         };
         if parent_pid(&stat) == Some(pid)
             && std::fs::read_to_string(format!("/proc/{child}/comm")).is_ok_and(|c| c == comm)
-            && let Ok(s) = sample(child)
         {
-            total = total.plus(s);
+            out.push(child);
         }
     }
-    Ok(total)
+    Ok(out)
 }
 
 /// The parent pid (field 4) of a `/proc/<pid>/stat` line.
@@ -114,10 +124,53 @@ mod tests {
         assert_eq!(parent_pid(stat), Some(17));
     }
 
+    /// An idle `sh` whose child runs `child`; the caller kills and reaps both.
+    #[allow(clippy::zombie_processes)]
+    fn sh_with_child(child: &str) -> (std::process::Child, u32) {
+        let parent = std::process::Command::new("sh")
+            .args(["-c", &format!("{child} & wait")])
+            .spawn()
+            .unwrap();
+        let pid = parent.id();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let kids = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+                .unwrap_or_default();
+            if let Some(kid) = kids.split_whitespace().next() {
+                let kid: u32 = kid.parse().unwrap();
+                // The child is ready once it runs its own program.
+                let comm = std::fs::read_to_string(format!("/proc/{kid}/comm")).unwrap_or_default();
+                let want = if child.starts_with("sh ") {
+                    "sh\n"
+                } else {
+                    "sleep\n"
+                };
+                if comm == want {
+                    return (parent, kid);
+                }
+            }
+            assert!(std::time::Instant::now() < deadline, "no child of sh");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     #[test]
-    fn a_process_with_a_child_of_its_own_program_counts_both() {
-        let me = std::process::id();
-        assert!(sample_with_same_children(me).unwrap().rss_kib >= sample(me).unwrap().rss_kib);
+    fn only_children_of_the_same_program_are_added() {
+        let (mut other, _) = sh_with_child("sleep 30");
+        assert_eq!(
+            same_program_children(other.id()).unwrap(),
+            Vec::<u32>::new()
+        );
+        let (mut same, kid) = sh_with_child("sh -c 'sleep 30; true'");
+        assert_eq!(same_program_children(same.id()).unwrap(), [kid]);
+        assert!(sample_with_same_children(same.id()).unwrap().rss_kib > 0);
+        for c in [&mut other, &mut same] {
+            let _ = std::process::Command::new("pkill")
+                .args(["-P", &c.id().to_string()])
+                .status();
+            let _ = c.kill();
+            let _ = c.wait();
+        }
     }
 
     #[test]
