@@ -485,3 +485,50 @@ fn detach_goes_on_with_the_whole_plan() {
         "nothing of the run is left"
     );
 }
+
+/// SIGKILL to the console (nothing of it can run): its launcher puts the terminal back (the
+/// shell answers a typed command, so the tty left raw mode), stops the agent it left behind and
+/// exits 137.
+#[test]
+fn a_killed_console_leaves_a_sane_terminal_and_no_agent() {
+    let repo = Repo::new(&plan("p", vec![task("A")]), "true");
+    repo.write(
+        "whilly.toml",
+        &engine::config(&waiting_agent(&repo), &repo.wt_dir),
+    );
+    let script = console_script(&repo);
+    let tmux = Tmux::start("killed", &repo.repo);
+    tmux.literal(&format!("sh {}", script.display()));
+    tmux.keys(&["Enter"]);
+    tmux.wait("A running in its pane", 90, |s| s.contains("waiting on A"));
+    let agent: i32 = wait_for(Duration::from_secs(10), "agent pid file", || {
+        std::fs::read_to_string(repo.home.join("agent-A.pid"))
+            .ok()
+            .and_then(|p| p.trim().parse().ok())
+    });
+    let console: i32 = std::fs::read_to_string(format!("/proc/{agent}/stat"))
+        .ok()
+        .and_then(|st| {
+            st.rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().nth(1).map(str::to_string))
+        })
+        .and_then(|p| p.parse().ok())
+        .expect("the agent's parent");
+    assert_eq!(tmux.alternate_on(), "1");
+    // SAFETY: kill(2) on the agent's parent, the console this test started.
+    unsafe { libc::kill(console, libc::SIGKILL) };
+    let s = tmux.wait("shell back", 30, |s| s.contains("EXIT="));
+    assert!(s.contains("EXIT=137"), "{s}");
+    assert!(s.contains("the console was killed"), "{s}");
+    assert_eq!(tmux.alternate_on(), "0", "alternate screen left");
+    wait_for(Duration::from_secs(10), "the agent to be stopped", || {
+        (!alive(agent)).then_some(())
+    });
+    tmux.literal("echo tty-is-sane");
+    tmux.keys(&["Enter"]);
+    tmux.wait("the shell answers", 10, |s| s.contains("\ntty-is-sane"));
+    assert!(
+        repo.marked_pids(&[]).is_empty(),
+        "nothing of the run is left"
+    );
+}

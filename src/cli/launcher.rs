@@ -8,12 +8,21 @@
 //! controlling terminal: closing the terminal or the SSH connection does not hang it up) and
 //! tells the launcher (SIGUSR1), which exits 0: the shell prompt is back while the console
 //! process finishes the running agents. Otherwise the launcher exits with the console's code.
+//!
+//! The launcher is also the console's safety net. It is a child subreaper, so processes the
+//! console leaves behind (agents of a console killed with SIGKILL, or daemons an agent started)
+//! become its children; when the console has ended it stops them. And if the console died of a
+//! signal it could not handle, the launcher puts the terminal back (modes and escape sequences)
+//! before the shell prompt returns.
 
 use super::args::{Cli, Command};
-use nix::sys::signal::{SigSet, Signal, kill};
+use nix::sys::signal::{SigSet, Signal, kill, killpg};
+use nix::sys::termios::{SetArg, Termios, tcgetattr, tcsetattr};
+use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
+use std::time::{Duration, Instant};
 
 /// Set in the console's environment to the launcher's pid.
 pub const LAUNCHER_ENV: &str = "WHILLY_CONSOLE_LAUNCHER";
@@ -76,11 +85,16 @@ pub fn launch() -> Option<ExitCode> {
     // Blocked before the child exists, so none of these is lost; the child inherits the mask
     // and lifts it first thing (`unblock_inherited`).
     let set = relayed();
+    // Orphans of the console come to us rather than to init, so none outlives the run.
+    if let Err(e) = nix::sys::prctl::set_child_subreaper(true) {
+        eprintln!("whilly: launcher: cannot become a subreaper ({e}); continuing");
+    }
+    let saved_tty = tcgetattr(std::io::stdin()).ok();
     if let Err(e) = set.thread_block() {
         eprintln!("whilly: cannot block signals for the console's launcher: {e}");
         return None;
     }
-    let mut child = match std::process::Command::new(&exe)
+    let child = match std::process::Command::new(&exe)
         .args(std::env::args_os().skip(1))
         .env(LAUNCHER_ENV, std::process::id().to_string())
         .spawn()
@@ -120,34 +134,93 @@ pub fn launch() -> Option<ExitCode> {
     if let Err(e) = relay {
         eprintln!("whilly: launcher: cannot start its signal thread: {e}");
     }
-    match child.wait() {
-        Ok(status) => Some(ExitCode::from(exit_byte(status))),
+    // Reaped here (any child: orphans may end before the console), not through `child`.
+    drop(child);
+    let code = match wait_for(pid) {
+        Ok(Ended::Code(c)) => c.clamp(0, 255) as u8,
+        Ok(Ended::Signal(sig)) => {
+            restore_terminal(saved_tty.as_ref());
+            eprintln!("whilly: the console was killed ({sig}); the terminal was put back");
+            (128 + sig as i32).clamp(0, 255) as u8
+        }
         Err(e) => {
             eprintln!("whilly: waiting for the console failed: {e}");
-            Some(ExitCode::from(super::exit::ENVIRONMENT as u8))
+            super::exit::ENVIRONMENT as u8
+        }
+    };
+    stop_leftovers();
+    Some(ExitCode::from(code))
+}
+
+enum Ended {
+    Code(i32),
+    Signal(Signal),
+}
+
+/// Reaps children until `console` ends (a subreaper also gets orphans to reap).
+fn wait_for(console: Pid) -> nix::Result<Ended> {
+    loop {
+        match waitpid(None, None) {
+            Ok(WaitStatus::Exited(p, code)) if p == console => return Ok(Ended::Code(code)),
+            Ok(WaitStatus::Signaled(p, sig, _)) if p == console => return Ok(Ended::Signal(sig)),
+            Ok(_) | Err(nix::errno::Errno::EINTR) => {}
+            Err(e) => return Err(e),
         }
     }
 }
 
-/// The shell's convention: the code, or 128 + the signal that ended the process.
-fn exit_byte(status: std::process::ExitStatus) -> u8 {
-    use std::os::unix::process::ExitStatusExt;
-    match (status.code(), status.signal()) {
-        (Some(c), _) => c.clamp(0, 255) as u8,
-        (None, Some(s)) => (128 + s).clamp(0, 255) as u8,
-        (None, None) => super::exit::ENVIRONMENT as u8,
+/// What a killed console could not undo: raw mode, the alternate screen, mouse reporting,
+/// bracketed paste, a hidden cursor.
+fn restore_terminal(saved: Option<&Termios>) {
+    let mut out = std::io::stdout();
+    let _ = out.write_all(
+        b"\x1b[?2026l\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?2004l\x1b[?1049l\x1b[?25h",
+    );
+    let _ = out.flush();
+    if let Some(t) = saved {
+        let _ = tcsetattr(std::io::stdin(), SetArg::TCSANOW, t);
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::os::unix::process::ExitStatusExt;
-
-    #[test]
-    fn exit_codes_follow_the_shell() {
-        assert_eq!(exit_byte(std::process::ExitStatus::from_raw(3 << 8)), 3);
-        // Killed by SIGTERM (15).
-        assert_eq!(exit_byte(std::process::ExitStatus::from_raw(15)), 143);
+/// Stops what the console left behind (now our children): SIGTERM to each one's process group
+/// (agents lead their own), SIGKILL to what is left after a grace of 3 s; all reaped.
+fn stop_leftovers() {
+    let me = std::process::id();
+    let left = crate::procinfo::children_of(me);
+    if left.is_empty() {
+        return;
+    }
+    eprintln!(
+        "whilly: stopping {} process(es) the console left behind",
+        left.len()
+    );
+    let signal_all = |sig: Signal| {
+        for p in crate::procinfo::children_of(me) {
+            let pid = Pid::from_raw(p as i32);
+            let _ = killpg(pid, sig);
+            let _ = kill(pid, sig);
+        }
+    };
+    signal_all(Signal::SIGTERM);
+    let mut grace = Instant::now() + Duration::from_secs(3);
+    let mut killed = false;
+    loop {
+        while let Ok(status) = waitpid(None, Some(WaitPidFlag::WNOHANG)) {
+            if status == WaitStatus::StillAlive {
+                break;
+            }
+        }
+        if crate::procinfo::children_of(me).is_empty() {
+            return;
+        }
+        if Instant::now() >= grace {
+            if killed {
+                return;
+            }
+            signal_all(Signal::SIGKILL);
+            killed = true;
+            grace = Instant::now() + Duration::from_secs(2);
+        }
+        std::thread::sleep(Duration::from_millis(50));
     }
 }

@@ -59,27 +59,12 @@ pub fn sample_with_same_children(pid: u32) -> std::io::Result<ProcSample> {
 /// The direct children of `pid` whose `comm` is `pid`'s own.
 pub fn same_program_children(pid: u32) -> std::io::Result<Vec<u32>> {
     let comm = std::fs::read_to_string(format!("/proc/{pid}/comm"))?;
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir("/proc")?.flatten() {
-        let Ok(child) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{child}/stat")) else {
-            continue;
-        };
-        if parent_pid(&stat) == Some(pid)
-            && std::fs::read_to_string(format!("/proc/{child}/comm")).is_ok_and(|c| c == comm)
-        {
-            out.push(child);
-        }
-    }
-    Ok(out)
-}
-
-/// The parent pid (field 4) of a `/proc/<pid>/stat` line.
-pub fn parent_pid(stat: &str) -> Option<u32> {
-    let rest = &stat[stat.rfind(')')? + 1..];
-    rest.split_whitespace().nth(1)?.parse().ok()
+    Ok(crate::procinfo::children_of(pid)
+        .into_iter()
+        .filter(|child| {
+            std::fs::read_to_string(format!("/proc/{child}/comm")).is_ok_and(|c| c == comm)
+        })
+        .collect())
 }
 
 /// utime + stime (fields 14 and 15) of a `/proc/<pid>/stat` line, in clock ticks. The command
@@ -117,12 +102,6 @@ fn ticks_to_duration(ticks: u64, hz: u64) -> Duration {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn parent_pid_is_the_fourth_field() {
-        let stat = "4242 (what (a) name) S 17 4242 4242 0 -1 0";
-        assert_eq!(parent_pid(stat), Some(17));
-    }
 
     /// An idle `sh` whose child runs `child`; the caller kills and reaps both.
     #[allow(clippy::zombie_processes)]
