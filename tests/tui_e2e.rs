@@ -351,6 +351,24 @@ fn waiting_agent(repo: &Repo) -> String {
     )
 }
 
+/// The pid the waiting agent of `task` recorded.
+fn agent_pid(repo: &Repo, task: &str) -> i32 {
+    wait_for(Duration::from_secs(10), "agent pid file", || {
+        std::fs::read_to_string(repo.home.join(format!("agent-{task}.pid")))
+            .ok()
+            .and_then(|p| p.trim().parse().ok())
+    })
+}
+
+/// Waits until `pid` has exited (a zombie counts as gone).
+fn wait_gone(pid: i32, secs: u64, what: &str) {
+    wait_for(
+        Duration::from_secs(secs),
+        &format!("{what} to exit"),
+        || (!alive(pid)).then_some(()),
+    );
+}
+
 fn alive(pid: i32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|st| {
         !st.rsplit_once(')')
@@ -374,11 +392,7 @@ fn start_then_background(name: &str, key: &str, told: &str) -> (Repo, Tmux, i32,
     tmux.literal(&format!("sh {}", script.display()));
     tmux.keys(&["Enter"]);
     tmux.wait("A running in its pane", 90, |s| s.contains("waiting on A"));
-    let agent: i32 = wait_for(Duration::from_secs(10), "agent pid file", || {
-        std::fs::read_to_string(repo.home.join("agent-A.pid"))
-            .ok()
-            .and_then(|p| p.trim().parse().ok())
-    });
+    let agent = agent_pid(&repo, "A");
     tmux.literal("q");
     let s = tmux.wait("quit popup", 10, |s| {
         s.contains("let them finish in the background")
@@ -425,11 +439,7 @@ fn background_lets_the_running_agent_finish_after_the_prompt_is_back() {
     tmux.wait("shell answers", 10, |s| s.contains("\nshell-is-back"));
 
     std::fs::write(repo.home.join("go"), "").expect("go");
-    wait_for(
-        Duration::from_secs(60),
-        "the background process to exit",
-        || (!alive(pid)).then_some(()),
-    );
+    wait_gone(pid, 60, "the background process");
     assert_eq!(repo.task("p", "A")["status"], "DONE");
     assert_eq!(
         repo.task("p", "B")["status"],
@@ -448,11 +458,7 @@ fn a_background_run_stops_its_agents_when_signalled() {
         start_then_background("bgkill", "b", "1 agent running (A) in the background");
     // SAFETY: kill(2) on the pid the console printed for itself.
     unsafe { libc::kill(pid, libc::SIGTERM) };
-    wait_for(
-        Duration::from_secs(30),
-        "the background process to exit",
-        || (!alive(pid)).then_some(()),
-    );
+    wait_gone(pid, 30, "the background process");
     assert!(!alive(agent), "the agent was stopped with it");
     assert_eq!(repo.task("p", "A")["status"], "PENDING", "A went back");
     assert!(
@@ -468,11 +474,7 @@ fn detach_goes_on_with_the_whole_plan() {
     let (repo, _tmux, pid, _agent) =
         start_then_background("detach", "d", "plan p goes on in the background, process");
     std::fs::write(repo.home.join("go"), "").expect("go");
-    wait_for(
-        Duration::from_secs(60),
-        "the background process to exit",
-        || (!alive(pid)).then_some(()),
-    );
+    wait_gone(pid, 60, "the background process");
     assert_eq!(repo.task("p", "A")["status"], "DONE");
     assert_eq!(
         repo.task("p", "B")["status"],
@@ -501,11 +503,7 @@ fn a_killed_console_leaves_a_sane_terminal_and_no_agent() {
     tmux.literal(&format!("sh {}", script.display()));
     tmux.keys(&["Enter"]);
     tmux.wait("A running in its pane", 90, |s| s.contains("waiting on A"));
-    let agent: i32 = wait_for(Duration::from_secs(10), "agent pid file", || {
-        std::fs::read_to_string(repo.home.join("agent-A.pid"))
-            .ok()
-            .and_then(|p| p.trim().parse().ok())
-    });
+    let agent = agent_pid(&repo, "A");
     let console: i32 = std::fs::read_to_string(format!("/proc/{agent}/stat"))
         .ok()
         .and_then(|st| {
@@ -521,9 +519,7 @@ fn a_killed_console_leaves_a_sane_terminal_and_no_agent() {
     assert!(s.contains("EXIT=137"), "{s}");
     assert!(s.contains("the console was killed"), "{s}");
     assert_eq!(tmux.alternate_on(), "0", "alternate screen left");
-    wait_for(Duration::from_secs(10), "the agent to be stopped", || {
-        (!alive(agent)).then_some(())
-    });
+    wait_gone(agent, 10, "the agent");
     tmux.literal("echo tty-is-sane");
     tmux.keys(&["Enter"]);
     tmux.wait("the shell answers", 10, |s| s.contains("\ntty-is-sane"));
