@@ -369,6 +369,40 @@ pub fn millis(d: std::time::Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }
 
+/// How a task row changes in one move (`apply_move` of either store's transaction): the new
+/// status, the event recorded with it, and the counters it touches.
+#[derive(Debug, Clone)]
+pub struct Move {
+    pub to: Status,
+    pub event_type: String,
+    pub payload: Value,
+    /// Actual spend added to the task and its plan.
+    pub cost: Usd,
+    pub reason: Option<String>,
+    pub attempts_delta: i64,
+    pub reset_attempts: bool,
+    /// Zeroes the task's cost (plan reset; the plan's counters are reset by the caller).
+    pub reset_cost: bool,
+    /// Fences out a worker that still holds the lease (operator moves).
+    pub bump_epoch: bool,
+}
+
+impl Move {
+    pub fn new(to: Status, event_type: &str, payload: Value) -> Move {
+        Move {
+            to,
+            event_type: event_type.to_string(),
+            payload,
+            cost: Usd::ZERO,
+            reason: None,
+            attempts_delta: 0,
+            reset_attempts: false,
+            reset_cost: false,
+            bump_epoch: false,
+        }
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {

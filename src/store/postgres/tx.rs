@@ -264,35 +264,4 @@ impl Tx {
     }
 }
 
-/// How [`Tx::apply_move`] changes a row.
-#[derive(Debug, Clone)]
-pub struct Move {
-    pub to: Status,
-    pub event_type: String,
-    pub payload: serde_json::Value,
-    /// Actual spend added to the task and its plan.
-    pub cost: Usd,
-    pub reason: Option<String>,
-    pub attempts_delta: i64,
-    pub reset_attempts: bool,
-    /// Zeroes the task's cost (plan reset; the plan's counters are reset by the caller).
-    pub reset_cost: bool,
-    /// Fences out a worker that still holds the lease (operator moves).
-    pub bump_epoch: bool,
-}
-
-impl Move {
-    pub fn new(to: Status, event_type: &str, payload: serde_json::Value) -> Move {
-        Move {
-            to,
-            event_type: event_type.to_string(),
-            payload,
-            cost: Usd::ZERO,
-            reason: None,
-            attempts_delta: 0,
-            reset_attempts: false,
-            reset_cost: false,
-            bump_epoch: false,
-        }
-    }
-}
+pub use crate::store::sql_common::Move;

@@ -293,34 +293,4 @@ impl<'s> WriteTx<'s> {
     }
 }
 
-/// How [`WriteTx::apply_move`] changes a row.
-#[derive(Debug, Clone)]
-pub struct Move {
-    pub to: Status,
-    pub event_type: String,
-    pub payload: Value,
-    /// Actual spend added to the task and its plan.
-    pub cost: Usd,
-    pub reason: Option<String>,
-    pub attempts_delta: i64,
-    pub reset_attempts: bool,
-    pub reset_cost: bool,
-    /// Fences out a worker that still holds the lease (operator moves).
-    pub bump_epoch: bool,
-}
-
-impl Move {
-    pub fn new(to: Status, event_type: &str, payload: Value) -> Move {
-        Move {
-            to,
-            event_type: event_type.to_string(),
-            payload,
-            cost: Usd::ZERO,
-            reason: None,
-            attempts_delta: 0,
-            reset_attempts: false,
-            reset_cost: false,
-            bump_epoch: false,
-        }
-    }
-}
+pub use crate::store::sql_common::Move;
