@@ -1,49 +1,25 @@
 //! The real Claude Code CLI against the scripted model server: argv from our backend, real tool
 //! execution in a temporary git repository, and our parser/classifier on its real output.
 //!
-//! The binary comes from `WHILLY_CLAUDE_BIN`, `/work/claude-cli/node_modules/.bin/claude`, or
-//! `claude` on PATH. Without one these tests fail (set `WHILLY_SKIP_REAL_AGENT=1` to skip them).
+//! The binary comes from `WHILLY_CLAUDE_BIN`, the install `.ci/run` makes
+//! (`~/.cache/whilly-ci/claude-cli`), `/work/claude-cli/node_modules/.bin/claude`, or `claude` on
+//! PATH. Without one these tests fail (set `WHILLY_SKIP_REAL_AGENT=1` to skip them).
 
+#[path = "support/claude_bin.rs"]
+mod claude_bin;
 #[path = "support/model_server.rs"]
 mod model_server;
 
+use claude_bin::claude_bin;
+
 use model_server::{INPUT_TOKENS, MARKER, ModelServer, OUTPUT_TOKENS, Scenario};
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use whilly::agent::backend::{AgentSettings, BackendKind, Invocation, OutputMode, PermissionMode};
 use whilly::agent::{AgentResult, CostSource, ErrorClass, PriceTable, build_backend};
 use whilly::domain::Usd;
-
-const INSTALL_HINT: &str = "the real Claude Code CLI is needed for this test and was not found.\n\
-     Install it outside the repository:\n  cd /work && mkdir -p claude-cli && cd claude-cli && npm install @anthropic-ai/claude-code\n\
-     or point WHILLY_CLAUDE_BIN at a `claude` binary, or set WHILLY_SKIP_REAL_AGENT=1 to skip these tests.";
-
-/// The CLI to run, `None` when skipping was asked for; panics when it is missing otherwise.
-fn claude_bin() -> Option<PathBuf> {
-    if std::env::var("WHILLY_SKIP_REAL_AGENT").is_ok_and(|v| v == "1") {
-        eprintln!("WHILLY_SKIP_REAL_AGENT=1: skipping a real Claude CLI test");
-        return None;
-    }
-    if let Some(p) = std::env::var_os("WHILLY_CLAUDE_BIN") {
-        let p = PathBuf::from(p);
-        assert!(
-            p.is_file(),
-            "WHILLY_CLAUDE_BIN={} is not a file; {INSTALL_HINT}",
-            p.display()
-        );
-        return Some(p);
-    }
-    let local = PathBuf::from("/work/claude-cli/node_modules/.bin/claude");
-    if local.is_file() {
-        return Some(local);
-    }
-    match whilly::agent::resolve_binary("claude", "") {
-        Ok(p) => Some(p),
-        Err(e) => panic!("{e}\n{INSTALL_HINT}"),
-    }
-}
 
 /// Generous for a shared debug-build machine; a healthy run takes a few seconds.
 const RUN_TIMEOUT: Duration = Duration::from_secs(120);

@@ -3,6 +3,8 @@
 //! once in tmux, and the two screens read the same. The CLI talks to the local scripted model
 //! server; onboarding and the trust dialog are marked done in a private config dir.
 
+#[path = "support/claude_bin.rs"]
+mod claude_bin;
 #[path = "support/claude_env.rs"]
 mod claude_env;
 #[path = "support/engine.rs"]

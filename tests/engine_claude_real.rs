@@ -4,6 +4,8 @@
 //! The CLI comes from `WHILLY_CLAUDE_BIN`, `/work/claude-cli/node_modules/.bin/claude`, or
 //! `claude` on PATH; without one these tests fail (`WHILLY_SKIP_REAL_AGENT=1` skips them).
 
+#[path = "support/claude_bin.rs"]
+mod claude_bin;
 #[path = "support/claude_env.rs"]
 mod claude_env;
 #[path = "support/engine.rs"]

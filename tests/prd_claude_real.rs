@@ -3,6 +3,8 @@
 //! imported plan. The CLI comes from `WHILLY_CLAUDE_BIN`, `/work/claude-cli/node_modules/.bin/
 //! claude`, or PATH (`WHILLY_SKIP_REAL_AGENT=1` skips).
 
+#[path = "support/claude_bin.rs"]
+mod claude_bin;
 #[path = "support/claude_env.rs"]
 mod claude_env;
 #[path = "support/engine.rs"]

@@ -2,6 +2,8 @@
 //! driven from the keyboard in tmux: idea → a question → the PRD → the plan → merged into the
 //! running plan, whose new tasks the engine then runs with Claude to DONE.
 
+#[path = "support/claude_bin.rs"]
+mod claude_bin;
 #[path = "support/claude_env.rs"]
 mod claude_env;
 #[path = "support/engine.rs"]
