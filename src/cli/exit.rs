@@ -19,6 +19,21 @@ pub struct EnvironmentError(pub String);
 #[error("interrupted")]
 pub struct Interrupted;
 
+/// The error and its causes on one line, each cause once: many of our errors already name their
+/// source in their own message (`cannot read plan file x: No such file…`), which `{:#}` would
+/// repeat.
+pub fn describe(err: &anyhow::Error) -> String {
+    let mut out = err.to_string();
+    for cause in err.chain().skip(1) {
+        let text = cause.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+    }
+    out
+}
+
 /// The exit code an error that reached `main` should end the process with.
 pub fn code_for(err: &anyhow::Error) -> i32 {
     for cause in err.chain() {
@@ -37,4 +52,30 @@ pub fn code_for(err: &anyhow::Error) -> i32 {
         }
     }
     FAILED
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("cannot read plan file x.json: {source}")]
+    struct Named {
+        #[source]
+        source: std::io::Error,
+    }
+
+    #[test]
+    fn a_cause_already_in_the_message_is_not_repeated() {
+        let io = std::io::Error::new(std::io::ErrorKind::NotFound, "No such file");
+        let err = anyhow::Error::new(Named { source: io });
+        assert_eq!(describe(&err), "cannot read plan file x.json: No such file");
+        let err = err.context("importing");
+        assert_eq!(
+            describe(&err),
+            "importing: cannot read plan file x.json: No such file"
+        );
+        let plain = anyhow::anyhow!("the database is gone").context("opening the queue");
+        assert_eq!(describe(&plain), "opening the queue: the database is gone");
+    }
 }

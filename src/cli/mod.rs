@@ -62,7 +62,7 @@ pub fn main() -> ExitCode {
         match dispatch(cli).await {
             Ok(code) => code,
             Err(err) => {
-                eprintln!("error: {err:#}");
+                eprintln!("error: {}", exit::describe(&err));
                 exit::code_for(&err)
             }
         }

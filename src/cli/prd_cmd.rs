@@ -217,7 +217,7 @@ async fn plan_and_place(
         Ok(g) => g.clone(),
         Err(e) => {
             if let Some(PrdError::PlanInvalid { .. }) = e.downcast_ref::<PrdError>() {
-                eprintln!("error: {e:#}");
+                eprintln!("error: {}", exit::describe(&e));
                 return Ok(exit::FAILED);
             }
             return Err(e);
