@@ -381,7 +381,16 @@ fn alive(pid: i32) -> bool {
 /// graceful stop, until it finishes: its task DONE, the task that never started still PENDING,
 /// and then nothing of the run is left (the process exits, no agent orphaned).
 fn start_then_background(name: &str, key: &str, told: &str) -> (Repo, Tmux, i32, i32) {
-    let repo = Repo::new(&plan("p", vec![task("A"), task("B")]), "true");
+    start_plan_then_background(name, key, told, vec![task("A"), task("B")])
+}
+
+fn start_plan_then_background(
+    name: &str,
+    key: &str,
+    told: &str,
+    tasks: Vec<serde_json::Value>,
+) -> (Repo, Tmux, i32, i32) {
+    let repo = Repo::new(&plan("p", tasks), "true");
     // The base config's grace period is 1 s.
     repo.write(
         "whilly.toml",
@@ -523,6 +532,48 @@ fn a_killed_console_leaves_a_sane_terminal_and_no_agent() {
     tmux.literal("echo tty-is-sane");
     tmux.keys(&["Enter"]);
     tmux.wait("the shell answers", 10, |s| s.contains("\ntty-is-sane"));
+    assert!(
+        repo.marked_pids(&[]).is_empty(),
+        "nothing of the run is left"
+    );
+}
+
+/// A console opened beside a background run names the task that run holds and shows its agent's
+/// output live with `o` (the log that process is writing); quitting it leaves that agent alone.
+#[test]
+fn a_second_console_watches_the_background_agent() {
+    // B waits for A, so the second console has no agent of its own.
+    let mut b = task("B");
+    b["dependencies"] = serde_json::json!(["A"]);
+    let (repo, tmux, pid, agent) = start_plan_then_background(
+        "watch",
+        "b",
+        "1 agent running (A) in the background",
+        vec![task("A"), b],
+    );
+    tmux.literal(&format!("sh {}", console_script(&repo).display()));
+    tmux.keys(&["Enter"]);
+    let s = tmux.wait("the second console", 60, |s| {
+        s.contains("run in another worker: A")
+    });
+    assert!(s.contains("RUN  A"), "{s}");
+    // A is first in the list and selected: its live log, refreshed while it runs.
+    tmux.literal("o");
+    tmux.wait("A's output in the replay", 20, |s| {
+        s.contains("waiting on A")
+    });
+    tmux.literal("o");
+    // No agent of this console runs: q quits at once, the background agent untouched.
+    tmux.literal("q");
+    let s = tmux.wait("shell back", 30, |s| s.matches("EXIT=").count() >= 2);
+    assert_eq!(tmux.alternate_on(), "0", "{s}");
+    assert!(
+        alive(pid) && alive(agent),
+        "the background run is untouched"
+    );
+    std::fs::write(repo.home.join("go"), "").expect("go");
+    wait_gone(pid, 60, "the background process");
+    assert_eq!(repo.task("p", "A")["status"], "DONE");
     assert!(
         repo.marked_pids(&[]).is_empty(),
         "nothing of the run is left"

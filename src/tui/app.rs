@@ -127,6 +127,8 @@ struct DataMsg {
 /// agent for the PRD wizard and the challenge (or why there is none).
 struct Surroundings {
     handoff: HandoffDir,
+    /// `.whilly/runs`: attempt logs, for replays of attempts other processes are running.
+    runs: std::path::PathBuf,
     workspaces: Arc<Workspaces>,
     wizard: Result<WizardContext, String>,
 }
@@ -196,6 +198,7 @@ pub async fn run(
     } = setup;
     let around = Surroundings {
         handoff: HandoffDir::in_project(&repo_root),
+        runs: crate::store::open::state_dir(&repo_root).join("runs"),
         workspaces,
         wizard: wizard_context(&config, &repo_root, &store, &plan_id),
     };
@@ -295,6 +298,8 @@ struct Console {
     replay_screen: Option<crate::pty::Emulator>,
     replay_tx: mpsc::UnboundedSender<ReplayLoaded>,
     replay_rx: mpsc::UnboundedReceiver<ReplayLoaded>,
+    /// The size of the live replay's log when it was last loaded.
+    replay_len: Option<u64>,
 }
 
 /// A replay's log, found and replayed (or why not), for task pk.
@@ -376,11 +381,81 @@ impl Console {
             replay_screen: None,
             replay_tx,
             replay_rx,
+            replay_len: None,
         }
     }
 
     fn stop_input(&self) {
         self.input_stop.store(true, Ordering::SeqCst);
+    }
+
+    /// Finds the task's log and replays it into an emulator of the body's size, off the loop;
+    /// the result arrives on `replay_rx` (the screen shown meanwhile is kept).
+    fn load_replay(&mut self, task_pk: i64, task_id: String) {
+        // The replay fills the body: the terminal less header, footer and borders.
+        let (cols, rows) = crossterm::terminal::size().unwrap_or((120, 40));
+        let size =
+            crate::pty::TermSize::new(rows.saturating_sub(5).max(1), cols.saturating_sub(2).max(1));
+        let store = self.store.clone();
+        let plan = self.plan_id.clone();
+        let tx = self.replay_tx.clone();
+        let live = self.state.running_elsewhere(task_pk);
+        let runs = self.around.runs.clone();
+        tokio::spawn(async move {
+            // An attempt running in another process: the log it is writing now.
+            let on_disk = if live {
+                let (runs, plan, id) = (runs, plan.clone(), task_id.clone());
+                tokio::task::spawn_blocking(move || {
+                    super::replay::newest_log_on_disk(&runs, &plan, &id)
+                })
+                .await
+                .ok()
+                .flatten()
+            } else {
+                None
+            };
+            let found = match on_disk {
+                Some(p) => Ok(p),
+                None => super::replay::find_log_path(&store, &plan, &task_id).await,
+            };
+            let loaded = match found {
+                Ok(path) => tokio::task::spawn_blocking(move || {
+                    super::replay::replay_file(&path, size, REPLAY_SCROLLBACK)
+                        .map(|emu| (path, emu))
+                })
+                .await
+                .unwrap_or_else(|e| Err(e.to_string())),
+                Err(e) => Err(e),
+            };
+            let _ = tx.send((task_pk, loaded));
+        });
+    }
+
+    /// Reloads the replay of an attempt another process is running, once a second, unless the
+    /// operator scrolled back in it: a live view of a background agent.
+    fn refresh_live_replay(&mut self) {
+        let Some(r) = self.state.replay.as_ref() else {
+            return;
+        };
+        let at_bottom = self
+            .replay_screen
+            .as_ref()
+            .is_none_or(|e| e.scrollback_offset() == 0);
+        // Only when the log grew: replaying up to 8 MiB each second for nothing costs CPU.
+        let len = r
+            .path
+            .as_ref()
+            .and_then(|p| std::fs::metadata(p).ok())
+            .map(|m| m.len());
+        if self.state.view == super::state::View::Replay
+            && at_bottom
+            && self.state.running_elsewhere(r.task_pk)
+            && (len.is_none() || len != self.replay_len)
+        {
+            self.replay_len = len;
+            let (task_pk, task_id) = (r.task_pk, r.task_id.clone());
+            self.load_replay(task_pk, task_id);
+        }
     }
 
     /// Waits for the input thread to stop reading the terminal (within one poll interval).
@@ -595,7 +670,10 @@ impl Console {
                 }
                 _ = self.wake.notified() => self.dirty = true,
                 _ = session_tick.tick() => self.sync_sessions(),
-                _ = clock_tick.tick(), if !self.state.finished() => self.dirty = true,
+                _ = clock_tick.tick(), if !self.state.finished() => {
+                    self.dirty = true;
+                    self.refresh_live_replay();
+                }
                 _ = sleep_until(deadline), if deadline.is_some() => {}
             }
             if self.quit {
@@ -1125,27 +1203,7 @@ impl Console {
             }
             Effect::LoadReplay { task_pk, task_id } => {
                 self.replay_screen = None;
-                // The replay fills the body: the terminal less header, footer and borders.
-                let (cols, rows) = crossterm::terminal::size().unwrap_or((120, 40));
-                let size = crate::pty::TermSize::new(
-                    rows.saturating_sub(5).max(1),
-                    cols.saturating_sub(2).max(1),
-                );
-                let store = self.store.clone();
-                let plan = self.plan_id.clone();
-                let tx = self.replay_tx.clone();
-                tokio::spawn(async move {
-                    let loaded = match super::replay::find_log_path(&store, &plan, &task_id).await {
-                        Ok(path) => tokio::task::spawn_blocking(move || {
-                            super::replay::replay_file(&path, size, REPLAY_SCROLLBACK)
-                                .map(|emu| (path, emu))
-                        })
-                        .await
-                        .unwrap_or_else(|e| Err(e.to_string())),
-                        Err(e) => Err(e),
-                    };
-                    let _ = tx.send((task_pk, loaded));
-                });
+                self.load_replay(task_pk, task_id);
             }
             Effect::ScrollReplay(delta) => {
                 if let Some(emu) = self.replay_screen.as_mut() {

@@ -33,6 +33,30 @@ fn find_log(v: &Value) -> Option<String> {
     }
 }
 
+/// The newest attempt log of `task_id` on disk, across runs (`<runs>/<run>/<plan>/<task>/*.log`):
+/// how a console finds the log of an attempt another process is running right now (its path is
+/// recorded only when the attempt ends).
+pub fn newest_log_on_disk(runs: &Path, plan_id: &str, task_id: &str) -> Option<PathBuf> {
+    let (plan, task) = (
+        crate::domain::safe_id(plan_id),
+        crate::domain::safe_id(task_id),
+    );
+    std::fs::read_dir(runs)
+        .ok()?
+        .flatten()
+        .flat_map(|run| {
+            std::fs::read_dir(run.path().join(&plan).join(&task))
+                .into_iter()
+                .flatten()
+                .flatten()
+        })
+        .map(|f| f.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "log"))
+        .filter_map(|p| Some((std::fs::metadata(&p).ok()?.modified().ok()?, p)))
+        .max()
+        .map(|(_, p)| p)
+}
+
 /// Finds `task_id`'s last log through the store.
 pub async fn find_log_path(
     store: &Arc<dyn Store>,
@@ -100,6 +124,32 @@ fn read_tail(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn the_newest_log_on_disk_is_found_across_runs() {
+        let runs = tempfile::tempdir().unwrap();
+        assert_eq!(newest_log_on_disk(runs.path(), "p", "T"), None);
+        let old = runs.path().join("20260101T000000Z/p/T");
+        let new = runs.path().join("20260102T000000Z/p/T");
+        std::fs::create_dir_all(&old).unwrap();
+        std::fs::create_dir_all(&new).unwrap();
+        std::fs::write(old.join("1.log"), "old").unwrap();
+        std::fs::write(old.join("1.prompt.md"), "not a log").unwrap();
+        let past = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+        std::fs::File::options()
+            .write(true)
+            .open(old.join("1.log"))
+            .unwrap()
+            .set_modified(past)
+            .unwrap();
+        std::fs::write(new.join("2.log"), "new").unwrap();
+        assert_eq!(
+            newest_log_on_disk(runs.path(), "p", "T"),
+            Some(new.join("2.log"))
+        );
+        // Another task's logs are not taken.
+        assert_eq!(newest_log_on_disk(runs.path(), "p", "U"), None);
+    }
 
     fn ev(id: i64, payload: Value) -> Event {
         Event {

@@ -937,6 +937,23 @@ impl AppState {
         }]
     }
 
+    /// Whether task `pk` is held by another worker while no pane of this console shows it.
+    pub fn running_elsewhere(&self, pk: i64) -> bool {
+        self.tasks
+            .iter()
+            .find(|t| t.pk == pk)
+            .is_some_and(|t| self.held_elsewhere(t))
+    }
+
+    /// [`Self::running_elsewhere`] for a task at hand.
+    pub fn held_elsewhere(&self, t: &TaskRecord) -> bool {
+        t.status.is_leased()
+            && self.own_worker.is_some()
+            && t.worker_id.is_some()
+            && t.worker_id != self.own_worker
+            && !self.panes.iter().any(|p| p.task_pk == t.pk)
+    }
+
     /// The replay's log was found (or not).
     pub fn set_replay(&mut self, task_pk: i64, result: Result<std::path::PathBuf, String>) {
         if let Some(r) = self.replay.as_mut().filter(|r| r.task_pk == task_pk) {
@@ -1117,7 +1134,13 @@ impl AppState {
             self.set_status("still stopping agents…", Level::Warn);
             return Vec::new();
         }
-        let running = self.panes.len().max(self.counts().running);
+        // This console's agents: another process's are not ours to stop or wait for.
+        let claimed_here = self
+            .tasks
+            .iter()
+            .filter(|t| t.status.is_leased() && !self.held_elsewhere(t))
+            .count();
+        let running = self.panes.len().max(claimed_here);
         if running == 0 {
             return vec![Effect::Quit];
         }

@@ -474,6 +474,31 @@ fn quit_can_let_running_agents_finish_first() {
 }
 
 #[test]
+fn quit_does_not_wait_for_another_workers_agents() {
+    let held_by = |worker: &str| {
+        let mut s = state();
+        let mut tasks = s.tasks.clone();
+        for t in tasks.iter_mut().filter(|t| t.status.is_leased()) {
+            t.worker_id = Some(worker.into());
+        }
+        let plan = s.plan.clone().expect("plan");
+        s.set_data(plan, tasks, Vec::new());
+        s.own_worker = Some("here/1/a".into());
+        s.set_panes(Vec::new());
+        s
+    };
+    // Every running task is held by another process; none has a pane here.
+    let mut s = held_by("there/2/b");
+    assert!(s.running_elsewhere(s.tasks[1].pk));
+    assert_eq!(s.handle(Action::Quit), [Effect::Quit]);
+    // The same tasks held by this console's own engine (no pane yet) are waited for.
+    let mut s = held_by("here/1/a");
+    assert!(!s.running_elsewhere(s.tasks[1].pk));
+    assert!(s.handle(Action::Quit).is_empty());
+    assert!(s.wants_answer());
+}
+
+#[test]
 fn background_is_offered_only_with_a_launcher() {
     let mut s = state();
     s.handle(Action::Quit);

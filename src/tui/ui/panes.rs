@@ -209,12 +209,7 @@ fn running_elsewhere(state: &AppState) -> Vec<String> {
     state
         .tasks
         .iter()
-        .filter(|t| {
-            t.status.is_leased()
-                && t.worker_id.is_some()
-                && t.worker_id != state.own_worker
-                && !state.panes.iter().any(|p| p.task_pk == t.pk)
-        })
+        .filter(|t| state.held_elsewhere(t))
         .take(8)
         .map(|t| t.id.clone())
         .collect()
