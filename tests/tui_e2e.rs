@@ -343,6 +343,24 @@ fn demo_from_panes_to_wizard_to_inbox() {
     assert_eq!(tmux.alternate_on(), "0");
 }
 
+/// A detached console: stopped (SIGTERM, which stops its agents) when the test ends, so a failing
+/// test leaves nothing running.
+struct Detached {
+    pid: i32,
+}
+
+impl Drop for Detached {
+    fn drop(&mut self) {
+        // Still the console (a finished test's pid may be reused by then).
+        let ours = std::fs::read(format!("/proc/{}/cmdline", self.pid))
+            .is_ok_and(|c| String::from_utf8_lossy(&c).contains("whilly"));
+        if ours && alive(self.pid) {
+            // SAFETY: kill(2) on the pid the console printed for itself.
+            unsafe { libc::kill(self.pid, libc::SIGTERM) };
+        }
+    }
+}
+
 /// An agent that runs until the test creates `go` (an absolute path), recording its pid.
 fn waiting_agent(repo: &Repo) -> String {
     let dir = repo.home.display();
@@ -380,7 +398,7 @@ fn alive(pid: i32) -> bool {
 /// process's pid, the terminal is restored, and the agent runs on, past the grace period of a
 /// graceful stop, until it finishes: its task DONE, the task that never started still PENDING,
 /// and then nothing of the run is left (the process exits, no agent orphaned).
-fn start_then_background(name: &str, key: &str, told: &str) -> (Repo, Tmux, i32, i32) {
+fn start_then_background(name: &str, key: &str, told: &str) -> (Repo, Tmux, Detached, i32) {
     start_plan_then_background(name, key, told, vec![task("A"), task("B")])
 }
 
@@ -389,7 +407,7 @@ fn start_plan_then_background(
     key: &str,
     told: &str,
     tasks: Vec<serde_json::Value>,
-) -> (Repo, Tmux, i32, i32) {
+) -> (Repo, Tmux, Detached, i32) {
     let repo = Repo::new(&plan("p", tasks), "true");
     // The base config's grace period is 1 s.
     repo.write(
@@ -424,13 +442,14 @@ fn start_plan_then_background(
         .unwrap_or_else(|| panic!("no pid in:\n{s}"));
     assert!(alive(pid), "the background process runs");
     assert!(alive(agent), "the agent runs");
-    (repo, tmux, pid, agent)
+    (repo, tmux, Detached { pid }, agent)
 }
 
 #[test]
 fn background_lets_the_running_agent_finish_after_the_prompt_is_back() {
-    let (repo, tmux, pid, agent) =
+    let (repo, tmux, bg, agent) =
         start_then_background("bg", "b", "1 agent running (A) in the background");
+    let pid = bg.pid;
     // A graceful stop would have killed the agent 1 s after the quit; it must outlive that.
     let since = std::time::Instant::now();
     wait_for(
@@ -463,8 +482,9 @@ fn background_lets_the_running_agent_finish_after_the_prompt_is_back() {
 
 #[test]
 fn a_background_run_stops_its_agents_when_signalled() {
-    let (repo, _tmux, pid, agent) =
+    let (repo, _tmux, bg, agent) =
         start_then_background("bgkill", "b", "1 agent running (A) in the background");
+    let pid = bg.pid;
     // SAFETY: kill(2) on the pid the console printed for itself.
     unsafe { libc::kill(pid, libc::SIGTERM) };
     wait_gone(pid, 30, "the background process");
@@ -480,8 +500,9 @@ fn a_background_run_stops_its_agents_when_signalled() {
 /// exits when the plan is done.
 #[test]
 fn detach_goes_on_with_the_whole_plan() {
-    let (repo, _tmux, pid, _agent) =
+    let (repo, _tmux, bg, _agent) =
         start_then_background("detach", "d", "plan p goes on in the background, process");
+    let pid = bg.pid;
     std::fs::write(repo.home.join("go"), "").expect("go");
     wait_gone(pid, 60, "the background process");
     assert_eq!(repo.task("p", "A")["status"], "DONE");
@@ -545,12 +566,13 @@ fn a_second_console_watches_the_background_agent() {
     // B waits for A, so the second console has no agent of its own.
     let mut b = task("B");
     b["dependencies"] = serde_json::json!(["A"]);
-    let (repo, tmux, pid, agent) = start_plan_then_background(
+    let (repo, tmux, bg, agent) = start_plan_then_background(
         "watch",
         "b",
         "1 agent running (A) in the background",
         vec![task("A"), b],
     );
+    let pid = bg.pid;
     tmux.literal(&format!("sh {}", console_script(&repo).display()));
     tmux.keys(&["Enter"]);
     let s = tmux.wait("the second console", 60, |s| {
