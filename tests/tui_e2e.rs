@@ -302,7 +302,10 @@ fn demo_from_panes_to_wizard_to_inbox() {
     tmux.wait("second question", 30, |s| s.contains("Q: Which one check"));
     tmux.literal("FAQ.md exists");
     tmux.keys(&["C-s"]);
-    let s = tmux.wait("the PRD to edit", 30, |s| s.contains("step 3/5"));
+    // Step 3 also covers the PRD being written: wait for the written file, not the step.
+    let s = tmux.wait("the PRD to edit", 30, |s| {
+        s.contains("step 3/5") && s.contains("PRD-a-faq-for-newcomers.md")
+    });
     assert!(s.contains("PRD-a-faq-for-newcomers.md"), "{s}");
     tmux.keys(&["C-s"]);
     let s = tmux.wait("the plan", 30, |s| s.contains("· ready"));
