@@ -5,7 +5,6 @@ use super::args::{DemoArgs, RunArgs};
 use super::context::Context;
 use crate::agent::{HandoffDir, HandoffStatus};
 use anyhow::Context as _;
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -34,7 +33,7 @@ pub async fn run(global: super::args::GlobalArgs, args: DemoArgs) -> anyhow::Res
         timeout: None,
         resume: false,
     };
-    let interactive = !args.headless && std::io::stdout().is_terminal();
+    let interactive = !args.headless && crate::tui::terminal::available();
     // The demo plays the human of the handoff task DEMO-006 as far as it should: it drafts
     // REVIEW.md in the task's worktree. Headless, nobody is at the keyboard, so it also answers
     // the handoff; in the console the operator reads the draft in the inbox (H) and approves it.

@@ -20,7 +20,7 @@ use nix::sys::signal::{SigSet, Signal, kill, killpg};
 use nix::sys::termios::{SetArg, Termios, tcgetattr, tcsetattr};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -41,7 +41,7 @@ pub fn wanted(cli: &Cli) -> bool {
         Some(Command::Demo(a)) => !a.headless,
         Some(_) => false,
     };
-    console && std::io::stdout().is_terminal() && std::io::stdin().is_terminal()
+    console && crate::tui::terminal::available()
 }
 
 /// The signals the launcher takes for itself.

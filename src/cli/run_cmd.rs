@@ -193,9 +193,9 @@ pub async fn run(ctx: &Context, args: RunArgs) -> anyhow::Result<i32> {
     Ok(summary.exit_code)
 }
 
-/// The console when stdout is a terminal and `--headless` was not given; headless otherwise.
+/// The console on a terminal (`tui::terminal::available`) unless `--headless`; headless otherwise.
 pub async fn run_interactive(ctx: &Context, args: RunArgs) -> anyhow::Result<i32> {
-    if !args.headless && std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+    if !args.headless && crate::tui::terminal::available() {
         return super::tui_cmd::run(ctx, args).await;
     }
     run(ctx, args).await

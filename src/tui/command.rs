@@ -1,6 +1,6 @@
 //! `whilly tui [same args as run]` (mounted by `cli::tui_cmd`): the plan run with the operator
 //! console on the terminal.
-//! Without a terminal (piped, CI) it falls back to the headless run.
+//! Without a terminal (piped, CI: `terminal::available`) it falls back to the headless run.
 
 use super::app::{self, ConsoleOptions};
 use super::terminal::TerminalGuard;
@@ -9,10 +9,10 @@ use crate::cli::context::Context;
 use crate::cli::run_cmd;
 use crate::engine::RunSummary;
 use crate::engine::sessions::SessionRegistry;
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 
 pub async fn run(ctx: &Context, args: RunArgs) -> anyhow::Result<i32> {
-    if args.headless || !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+    if args.headless || !super::terminal::available() {
         return run_cmd::run(ctx, args).await;
     }
     let cfg = ctx.config()?;

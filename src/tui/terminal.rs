@@ -28,6 +28,13 @@ static ACTIVE: AtomicBool = AtomicBool::new(false);
 static PANIC_SESSIONS: Mutex<Option<SessionRegistry>> = Mutex::new(None);
 static HOOK: Once = Once::new();
 
+/// Whether the console can run here: it draws on standard output and reads keys from standard
+/// input, so both must be terminals (otherwise commands fall back to their headless form).
+pub fn available() -> bool {
+    use std::io::IsTerminal;
+    io::stdout().is_terminal() && io::stdin().is_terminal()
+}
+
 /// Puts the terminal back as it was. Idempotent; safe from a panic hook.
 pub fn restore() {
     if !ACTIVE.swap(false, Ordering::SeqCst) {
@@ -89,9 +96,7 @@ impl TerminalGuard {
         terminal.clear()?;
         Ok((guard, terminal))
     }
-}
 
-impl TerminalGuard {
     /// Restores the terminal now, for good: the agents keep running (dropping the guard later
     /// kills what is left, as always).
     pub fn release_terminal(&self) {
