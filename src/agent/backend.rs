@@ -176,13 +176,13 @@ impl AgentCommand {
         args: Vec<String>,
         env: Vec<(String, String)>,
         inv: &Invocation<'_>,
-    ) -> Option<AgentCommand> {
-        Some(AgentCommand {
+    ) -> AgentCommand {
+        AgentCommand {
             program: program.to_path_buf(),
             args,
             env,
             cwd: inv.workdir.to_path_buf(),
-        })
+        }
     }
 
     /// Program and arguments as one list, for display and for spawners that want argv.

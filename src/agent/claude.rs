@@ -89,12 +89,12 @@ impl Backend for ClaudeBackend {
     }
 
     fn command(&self, inv: &Invocation<'_>) -> Result<Option<AgentCommand>, AgentError> {
-        Ok(AgentCommand::in_workdir(
+        Ok(Some(AgentCommand::in_workdir(
             &self.program,
             self.args(inv),
             self.env(is_root()),
             inv,
-        ))
+        )))
     }
 
     fn display_filter(&self) -> Option<Box<dyn crate::pty::LineFilter>> {

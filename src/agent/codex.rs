@@ -62,12 +62,12 @@ impl Backend for CodexBackend {
     }
 
     fn command(&self, inv: &Invocation<'_>) -> Result<Option<AgentCommand>, AgentError> {
-        Ok(AgentCommand::in_workdir(
+        Ok(Some(AgentCommand::in_workdir(
             &self.program,
             self.args(inv),
             base_env(&self.settings),
             inv,
-        ))
+        )))
     }
 
     fn parse_result(&self, raw: &[u8], prices: &PriceTable) -> AgentResult {

@@ -149,12 +149,12 @@ impl Backend for CommandBackend {
     }
 
     fn command(&self, inv: &Invocation<'_>) -> Result<Option<AgentCommand>, AgentError> {
-        Ok(AgentCommand::in_workdir(
+        Ok(Some(AgentCommand::in_workdir(
             &self.program,
             self.args(inv),
             base_env(&self.settings),
             inv,
-        ))
+        )))
     }
 
     /// A command that wraps Claude (prints a `{"type":"result"}` object) is read like Claude.

@@ -139,9 +139,8 @@ impl Engine {
                 stop_claiming = true;
                 end.get_or_insert(RunEnd::Interrupted);
             }
+            // Graceful implies Drain, handled just above.
             if level >= StopLevel::Graceful && graceful_since.is_none() {
-                stop_claiming = true;
-                end.get_or_insert(RunEnd::Interrupted);
                 graceful_since = Some(now);
                 for r in running.values() {
                     r.handle.stop(StopLevel::Graceful, StopReason::Shutdown);

@@ -247,6 +247,17 @@ pub async fn run(
     result
 }
 
+/// How the engine task ended: its summary, or what went wrong (its own error or the task's).
+fn engine_end(
+    joined: Result<StoreResult<RunSummary>, tokio::task::JoinError>,
+) -> Result<RunSummary, String> {
+    match joined {
+        Ok(Ok(summary)) => Ok(summary),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(e) => Err(format!("the engine task failed: {e}")),
+    }
+}
+
 async fn stop_engine(
     shutdown: &watch::Sender<StopLevel>,
     engine: &mut JoinHandle<StoreResult<RunSummary>>,
@@ -391,7 +402,7 @@ impl Console {
 
     /// Finds the task's log and replays it into an emulator of the body's size, off the loop;
     /// the result arrives on `replay_rx` (the screen shown meanwhile is kept).
-    fn load_replay(&mut self, task_pk: i64, task_id: String) {
+    fn load_replay(&self, task_pk: i64, task_id: String) {
         // The replay fills the body: the terminal less header, footer and borders.
         let (cols, rows) = crossterm::terminal::size().unwrap_or((120, 40));
         let size =
@@ -516,16 +527,15 @@ impl Console {
                 engine.await
             }
         };
-        match joined {
-            Ok(Ok(summary)) => {
+        match engine_end(joined) {
+            Ok(summary) => {
                 tracing::info!(
                     "{}",
                     crate::tui::command::summary_line(&self.plan_id, &summary)
                 );
                 outcome.summary = Some(summary);
             }
-            Ok(Err(e)) => outcome.engine_error = Some(e.to_string()),
-            Err(e) => outcome.engine_error = Some(format!("the engine task failed: {e}")),
+            Err(e) => outcome.engine_error = Some(e),
         }
     }
 
@@ -572,8 +582,8 @@ impl Console {
                     // The last transitions must show with the summary, not a poll later.
                     reload.notify_one();
                     self.frozen_now = Some(Instant::now());
-                    match joined {
-                        Ok(Ok(summary)) => {
+                    match engine_end(joined) {
+                        Ok(summary) => {
                             if !self.state.stopping && !self.state.draining {
                                 self.notices.push(Notice::new(
                                     NoticeKind::PlanFinished,
@@ -584,13 +594,9 @@ impl Console {
                             outcome.summary = Some(summary.clone());
                             self.state.set_finished(summary);
                         }
-                        Ok(Err(e)) => {
-                            outcome.engine_error = Some(e.to_string());
-                            self.state.set_engine_error(e.to_string());
-                        }
                         Err(e) => {
-                            outcome.engine_error = Some(format!("the engine task failed: {e}"));
-                            self.state.set_engine_error(format!("the engine task failed: {e}"));
+                            outcome.engine_error = Some(e.clone());
+                            self.state.set_engine_error(e);
                         }
                     }
                     self.sync_sessions();
@@ -1203,6 +1209,7 @@ impl Console {
             }
             Effect::LoadReplay { task_pk, task_id } => {
                 self.replay_screen = None;
+                self.replay_len = None;
                 self.load_replay(task_pk, task_id);
             }
             Effect::ScrollReplay(delta) => {

@@ -279,7 +279,8 @@ pub enum Effect {
     Quit,
     /// Stop the engine now (agents killed, their tasks released) and leave once it has ended.
     StopAgentsAndQuit,
-    /// Claim nothing more, let running agents finish (within the grace period), then leave.
+    /// Claim nothing more, let running agents finish (no grace period: their own timeouts
+    /// apply), then leave.
     FinishAndQuit,
     /// Give the terminal back and go on in this process, detached from the terminal (see
     /// `tui::detach`): only the running agents, to their end (nothing new is claimed), or the
@@ -1099,22 +1100,14 @@ impl AppState {
                         Confirm::Quit {
                             background: true, ..
                         },
-                        'b',
+                        key @ ('b' | 'd'),
                     ) => {
+                        // b: only the running agents, to their end; d: the whole plan.
+                        let whole_plan = key == 'd';
                         self.popups.pop();
-                        self.draining = true;
+                        self.draining = !whole_plan;
                         self.takeover = None;
-                        vec![Effect::Background { whole_plan: false }]
-                    }
-                    (
-                        Confirm::Quit {
-                            background: true, ..
-                        },
-                        'd',
-                    ) => {
-                        self.popups.pop();
-                        self.takeover = None;
-                        vec![Effect::Background { whole_plan: true }]
+                        vec![Effect::Background { whole_plan }]
                     }
                     (_, 'n' | 'w') => {
                         self.popups.pop();
