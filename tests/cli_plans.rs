@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Instant;
 
-const COMPAT: &str = "../shared/compat/original-plans";
+const COMPAT: &str = "tests/fixtures/original-plans";
 
 fn whilly(dir: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_whilly"))

@@ -7,7 +7,7 @@ use whilly::domain::{PlanFormat, PlanSpec, Priority, Status, TaskSpec, Usd};
 use whilly::plan::{self, Severity, TrizSeverity, Verdict};
 
 fn compat_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/compat/original-plans")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/original-plans")
 }
 
 fn fixture(name: &str) -> PathBuf {
@@ -18,7 +18,7 @@ fn fixture(name: &str) -> PathBuf {
 
 fn compat_files() -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(compat_dir())
-        .expect("../shared/compat/original-plans must exist next to the project")
+        .expect("tests/fixtures/original-plans must exist")
         .map(|e| e.expect("dir entry").path())
         .filter(|p| p.extension().is_some_and(|e| e == "json"))
         .collect();
