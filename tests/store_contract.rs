@@ -321,6 +321,10 @@ contract!(
     ten_thousand_task_import_is_fast,
     claims_are_exclusive_across_handles,
     wait_for_work_sees_other_handles,
+    key_files_keep_claims_apart,
+    key_files_keep_concurrent_claimers_apart,
+    key_files_are_scoped_by_repo_target,
+    silent_workers_are_marked_offline,
 );
 
 async fn import_writes_rows_edges_and_events(c: &Ctx) {
@@ -1578,6 +1582,7 @@ async fn workers_register_heartbeat_and_leave(c: &Ctx) {
         tags: vec!["gpu".into()],
         started_at: now,
         heartbeat_at: now,
+        offline: false,
     };
     s.register_worker(&w).await.expect("register");
     s.register_worker(&WorkerRecord {
@@ -1900,4 +1905,199 @@ mod sqlite_only {
             "not a SQLite file"
         );
     }
+}
+
+fn keyed(id: &str, keys: &[&str]) -> TaskSpec {
+    TaskSpec {
+        key_files: keys.iter().map(|k| k.to_string()).collect(),
+        ..task(id, &[])
+    }
+}
+
+async fn key_files_keep_claims_apart(c: &Ctx) {
+    let s = &*c.store;
+    // Two plans in one queue: key files are shared across plans of one repository target.
+    import(
+        s,
+        &plan(
+            "p",
+            vec![
+                keyed("a", &["src/shared.rs", "x"]),
+                keyed("b", &["./src/shared.rs"]),
+            ],
+        ),
+    )
+    .await;
+    import(
+        s,
+        &plan("q", vec![keyed("c", &["src/shared.rs/"]), task("d", &[])]),
+    )
+    .await;
+    let a = claim(s, &req("w1")).await;
+    assert_eq!(a.task.id, "a");
+    // b and c hold src/shared.rs (written differently): only d is claimable.
+    let other = c.second_store().await;
+    assert_eq!(claim(&*other, &req("w2")).await.task.id, "d");
+    assert!(other.claim(&req("w2")).await.expect("claim").is_none());
+    // Started and still running: still held.
+    s.start(a.lease, None).await.expect("start");
+    assert!(other.claim(&req("w2")).await.expect("claim").is_none());
+    // Released: free again, and only one of b and c at a time.
+    s.complete(a.lease, &Outcome::default())
+        .await
+        .expect("done");
+    let next = claim(&*other, &req("w2")).await;
+    assert!(
+        ["b", "c"].contains(&next.task.id.as_str()),
+        "{}",
+        next.task.id
+    );
+    assert!(s.claim(&req("w1")).await.expect("claim").is_none());
+    // A lease that expired no longer holds its keys (the reaper is about to return it).
+    let expired = {
+        s.fail(next.lease, FailMode::Retry, &Outcome::reason("x"))
+            .await
+            .expect("retry");
+        claim(s, &short("w3")).await
+    };
+    tokio::time::sleep(Duration::from_millis(350)).await;
+    let after = claim(&*other, &req("w2")).await;
+    assert_ne!(after.task.id, expired.task.id);
+    other.close().await;
+}
+
+async fn key_files_keep_concurrent_claimers_apart(c: &Ctx) {
+    // Forty tasks on four files, claimed by eight claimers on two handles at once: at no time
+    // may two live claims share a file.
+    let tasks: Vec<_> = (0..40)
+        .map(|i| keyed(&format!("t{i:02}"), &[&format!("f{}", i % 4)]))
+        .collect();
+    import(&*c.store, &plan("p", tasks)).await;
+    let other = c.second_store().await;
+    let held: Arc<std::sync::Mutex<HashSet<String>>> = Arc::default();
+    let mut handles = Vec::new();
+    for (i, st) in [c.store.clone(), other.clone()]
+        .into_iter()
+        .cycle()
+        .take(8)
+        .enumerate()
+    {
+        let held = held.clone();
+        handles.push(tokio::spawn(async move {
+            let r = req(&format!("w{i}"));
+            let mut done = 0;
+            loop {
+                let Some(cl) = st.claim(&r).await.expect("claim") else {
+                    // Everything left may be held by others right now.
+                    if st.counts("p").await.expect("counts").get(Status::Pending) == 0 {
+                        return done;
+                    }
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                    continue;
+                };
+                let key = cl.task.spec.key_files[0].clone();
+                assert!(
+                    held.lock().expect("lock").insert(key.clone()),
+                    "{key} claimed twice at once"
+                );
+                tokio::time::sleep(Duration::from_millis(3)).await;
+                held.lock().expect("lock").remove(&key);
+                st.complete(cl.lease, &Outcome::default())
+                    .await
+                    .expect("complete");
+                done += 1;
+            }
+        }));
+    }
+    let mut total = 0;
+    for h in handles {
+        total += h.await.expect("join");
+    }
+    assert_eq!(total, 40);
+    other.close().await;
+}
+
+async fn key_files_are_scoped_by_repo_target(c: &Ctx) {
+    let s = &*c.store;
+    let web = TaskSpec {
+        repo_target_id: Some("web".into()),
+        ..keyed("w", &["README.md"])
+    };
+    let api = TaskSpec {
+        repo_target_id: Some("api".into()),
+        ..keyed("a", &["README.md"])
+    };
+    import(
+        s,
+        &plan("p", vec![web, api, keyed("plain", &["README.md"])]),
+    )
+    .await;
+    let first = claim(s, &req("w1")).await;
+    let second = claim(s, &req("w2")).await;
+    let third = claim(s, &req("w3")).await;
+    let mut ids = [first.task.id, second.task.id, third.task.id];
+    ids.sort();
+    assert_eq!(
+        ids,
+        ["a", "plain", "w"],
+        "different repositories never conflict"
+    );
+}
+
+async fn silent_workers_are_marked_offline(c: &Ctx) {
+    let s = &*c.store;
+    let now = chrono::Utc::now();
+    for id in ["alive", "dead"] {
+        s.register_worker(&WorkerRecord {
+            id: id.into(),
+            host: "box".into(),
+            slots: 1,
+            tags: vec![],
+            started_at: now,
+            heartbeat_at: now,
+            offline: false,
+        })
+        .await
+        .expect("register");
+    }
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    s.worker_heartbeat("alive").await.expect("beat");
+    let gone = s
+        .mark_offline_workers(Duration::from_millis(300))
+        .await
+        .expect("mark");
+    assert_eq!(gone, vec!["dead".to_string()]);
+    assert!(
+        s.mark_offline_workers(Duration::from_millis(300))
+            .await
+            .expect("mark again")
+            .is_empty(),
+        "marked once"
+    );
+    let all = s.list_workers().await.expect("list");
+    let offline: Vec<_> = all.iter().map(|w| (w.id.as_str(), w.offline)).collect();
+    assert_eq!(offline, [("alive", false), ("dead", true)]);
+    let now = chrono::Utc::now();
+    let online: Vec<_> = all
+        .iter()
+        .filter(|w| w.online(now, Duration::from_secs(120)))
+        .map(|w| w.id.as_str())
+        .collect();
+    assert_eq!(online, ["alive"]);
+    let evs = all_events(s).await;
+    assert_eq!(
+        evs.iter()
+            .filter(|e| e.event_type == et::WORKER_OFFLINE)
+            .count(),
+        1
+    );
+    // A heartbeat brings it back.
+    s.worker_heartbeat("dead").await.expect("beat");
+    assert!(
+        s.list_workers()
+            .await
+            .expect("list")
+            .iter()
+            .all(|w| !w.offline)
+    );
 }

@@ -230,6 +230,10 @@ pub struct WorkerArgs {
     pub tags: Vec<String>,
     #[arg(long, value_name = "NAME")]
     pub agent: Option<String>,
+    /// Exit when nothing is left that this worker could do (exit 0; 2 when what is left waits
+    /// only for budget), instead of waiting for new work.
+    #[arg(long)]
+    pub until_idle: bool,
 }
 
 #[derive(Debug, Subcommand)]

@@ -14,7 +14,7 @@ use crate::domain::Usd;
 use crate::engine::attempt::{AgentExecutor, ExecutorConfig, agent_name_for};
 use crate::engine::progress::{HeadlessPrinter, complete_line};
 use crate::engine::sessions::SessionRegistry;
-use crate::engine::{Engine, EngineConfig};
+use crate::engine::{Engine, EngineConfig, RunEnd};
 use crate::pty::TermSize;
 use crate::store::{ImportOptions, Lease, Outcome, PlanRecord, Store, TaskRecord, WorkerRecord};
 use crate::workspace::Workspaces;
@@ -226,7 +226,7 @@ pub async fn worker(ctx: &Context, args: WorkerArgs) -> anyhow::Result<i32> {
     engine_cfg.plan_id = args.plan.clone();
     engine_cfg.slots = args.slots.unwrap_or(cfg.run.parallel as usize).max(1);
     engine_cfg.tags = args.tags.clone();
-    engine_cfg.exit_when_idle = false;
+    engine_cfg.exit_when_idle = args.until_idle;
     let presence = WorkerPresence::start(store.clone(), &engine_cfg).await?;
     eprintln!(
         "whilly worker {worker_id}: {} slots on the {} queue at {}{}",
@@ -244,11 +244,26 @@ pub async fn worker(ctx: &Context, args: WorkerArgs) -> anyhow::Result<i32> {
         .await;
     presence.stop().await;
     let summary = summary?;
+    let (code, why) = worker_exit(summary.end);
     eprintln!(
-        "whilly worker {worker_id}: stopped after {} attempts",
+        "whilly worker {worker_id}: {why} after {} attempts",
         summary.attempts
     );
-    Ok(exit::INTERRUPTED)
+    Ok(code)
+}
+
+/// A worker's exit code and what to say: 0 when nothing was left (failed tasks are their plans'
+/// business, not the worker's), 2 when only budget-blocked work was left, 130 when stopped.
+fn worker_exit(end: RunEnd) -> (i32, &'static str) {
+    match end {
+        RunEnd::Interrupted => (exit::INTERRUPTED, "stopped"),
+        RunEnd::BudgetExhausted => (
+            exit::ENVIRONMENT,
+            "stopped: the work left waits for budget (raise it with `whilly plan import FILE --budget USD`)",
+        ),
+        RunEnd::TimedOut => (3, "stopped: run timeout"),
+        RunEnd::AllDone | RunEnd::SomeFailed => (exit::OK, "nothing left to do"),
+    }
 }
 
 fn build_executor(
@@ -304,6 +319,8 @@ fn engine_config(cfg: &Config, worker_id: String) -> EngineConfig {
     e.grace = Duration::from_secs(cfg.run.grace_period_secs);
     e.default_estimate = Usd::from_f64(cfg.queue.default_task_estimate_usd);
     e.retry_backoff = cfg.retry.backoff_secs.clone();
+    e.store_outage = Duration::from_secs(cfg.queue.outage_secs.max(1));
+    e.offline_after = Duration::from_secs(cfg.queue.worker_offline_secs);
     e
 }
 
@@ -395,6 +412,7 @@ impl WorkerPresence {
             tags: cfg.tags.clone(),
             started_at: chrono::Utc::now(),
             heartbeat_at: chrono::Utc::now(),
+            offline: false,
         };
         store.register_worker(&record).await?;
         let (beat_store, beat_id, every) = (store.clone(), cfg.worker_id.clone(), cfg.heartbeat);

@@ -74,6 +74,10 @@ pub struct QueueConfig {
     pub notify_debounce_ms: u64,
     pub default_max_attempts: u32,
     pub default_task_estimate_usd: f64,
+    /// How long the queue may not answer before an engine stops its agents and exits 2.
+    pub outage_secs: u64,
+    /// A worker without a heartbeat for this long is marked offline (and not counted).
+    pub worker_offline_secs: u64,
 }
 
 impl Default for QueueConfig {
@@ -87,6 +91,8 @@ impl Default for QueueConfig {
             notify_debounce_ms: 20,
             default_max_attempts: 3,
             default_task_estimate_usd: 0.0,
+            outage_secs: 300,
+            worker_offline_secs: 120,
         }
     }
 }

@@ -33,6 +33,8 @@ pub const FIXED_KEYS: &[(&str, Kind)] = &[
     ("queue.notify_debounce_ms", Kind::Int),
     ("queue.default_max_attempts", Kind::Int),
     ("queue.default_task_estimate_usd", Kind::Float),
+    ("queue.outage_secs", Kind::Int),
+    ("queue.worker_offline_secs", Kind::Int),
     ("run.parallel", Kind::Int),
     ("run.agent", Kind::Str),
     ("run.budget_usd", Kind::Float),

@@ -27,6 +27,16 @@ pub fn check(config: &Config) -> Vec<(String, String)> {
             ),
         );
     }
+    if q.worker_offline_secs <= q.heartbeat_secs {
+        // A live worker between two heartbeats must never look dead.
+        bad(
+            "queue.worker_offline_secs",
+            format!(
+                "must be greater than queue.heartbeat_secs ({}), got {}",
+                q.heartbeat_secs, q.worker_offline_secs
+            ),
+        );
+    }
     if q.reaper_interval_secs == 0 {
         bad("queue.reaper_interval_secs", "must be at least 1".into());
     }

@@ -338,6 +338,25 @@ pub fn normalize_key_file(path: &str) -> String {
     p.to_string()
 }
 
+/// What a task holds while it runs, as the queue compares them across processes: each key file
+/// (normalised) within its repository target. Tasks without a `repo_target_id` share one scope,
+/// so two plans run from the same checkout keep apart on `src/main.rs`; a queue shared by many
+/// repositories only over-serialises identical paths, never lets two writers meet. Sorted and
+/// deduplicated, so stores can lock them in one order.
+pub fn claim_keys(task: &crate::domain::TaskSpec) -> Vec<String> {
+    let scope = task.repo_target_id.as_deref().unwrap_or("");
+    let mut keys: Vec<String> = task
+        .key_files
+        .iter()
+        .map(|k| normalize_key_file(k))
+        .filter(|k| !k.is_empty())
+        .map(|k| format!("{scope}\t{k}"))
+        .collect();
+    keys.sort();
+    keys.dedup();
+    keys
+}
+
 /// The key files held by `running` tasks, normalised.
 pub fn held_key_files<T: Schedulable>(running: &[T]) -> HashSet<String> {
     running
@@ -520,5 +539,19 @@ mod tests {
         assert_eq!(normalize_key_file(" ./src/a.rs "), "src/a.rs");
         assert_eq!(normalize_key_file(".//x/"), "x");
         assert_eq!(normalize_key_file("docs/"), "docs");
+    }
+
+    #[test]
+    fn claim_keys_are_normalised_scoped_sorted_and_unique() {
+        let mut a = t(
+            "A",
+            Priority::Medium,
+            &[],
+            &["./src/b.rs", "src/a.rs", "src/b.rs", " "],
+        );
+        assert_eq!(claim_keys(&a), vec!["\tsrc/a.rs", "\tsrc/b.rs"]);
+        a.repo_target_id = Some("web".into());
+        assert_eq!(claim_keys(&a), vec!["web\tsrc/a.rs", "web\tsrc/b.rs"]);
+        assert!(claim_keys(&m("B", &[])).is_empty());
     }
 }

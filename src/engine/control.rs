@@ -30,6 +30,8 @@ pub enum StopReason {
     OperatorKill,
     /// The task's own `budget_usd` is spent.
     TaskBudget,
+    /// The queue has not answered for longer than the engine waits.
+    StoreOutage,
 }
 
 impl StopReason {
@@ -41,6 +43,7 @@ impl StopReason {
             StopReason::LeaseLost => "lease_lost",
             StopReason::OperatorKill => "operator_kill",
             StopReason::TaskBudget => "task_budget_exceeded",
+            StopReason::StoreOutage => "store_outage",
         }
     }
 }

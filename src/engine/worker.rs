@@ -4,8 +4,8 @@
 use super::budget::{BudgetState, budget_state, task_over_budget};
 use super::control::{AttemptHandle, StopLevel, StopReason, attempt_control};
 use super::executor::{AttemptOutcome, Executor};
+use super::outage::Outage;
 use super::outcome::RunEnd;
-use crate::domain::graph::normalize_key_file;
 use crate::domain::{Status, Usd};
 use crate::store::{
     ClaimRequest, FailMode, Lease, NewEvent, Outcome, PlanRecord, Store, StoreError, StoreResult,
@@ -34,8 +34,15 @@ pub struct EngineConfig {
     pub default_estimate: Usd,
     /// Backoff before a retried task may be claimed again, by failed attempt (seconds).
     pub retry_backoff: Vec<u64>,
-    /// `run` ends when its plan has nothing left to do; a `worker` keeps waiting for work.
+    /// `run` ends when its plan has nothing left to do; a `worker` keeps waiting for work
+    /// (unless `--until-idle`).
     pub exit_when_idle: bool,
+    /// How long the store may fail with transient errors before the engine stops its agents and
+    /// gives up; agents keep running meanwhile.
+    pub store_outage: Duration,
+    /// Workers whose heartbeat is older than this are marked offline by the reaper pass
+    /// (zero: never).
+    pub offline_after: Duration,
 }
 
 impl EngineConfig {
@@ -54,6 +61,8 @@ impl EngineConfig {
             default_estimate: Usd::ZERO,
             retry_backoff: vec![5, 10, 20, 40, 60],
             exit_when_idle: true,
+            store_outage: super::outage::DEFAULT_OUTAGE_LIMIT,
+            offline_after: Duration::from_secs(120),
         }
     }
 }
@@ -79,11 +88,38 @@ struct Running {
     plan_id: String,
     task_id: String,
     handle: AttemptHandle,
-    key_files: Vec<String>,
     task_budget: Option<Usd>,
     /// Spend already written to the store with `add_cost`.
     reported: Usd,
     abandoned: bool,
+}
+
+/// The loop's state between turns.
+struct Turn {
+    running: HashMap<i64, Running>,
+    /// Attempts that ended and whose outcome the store has not taken yet (it did not answer):
+    /// kept, in order, until it does. Their leases stay ours meanwhile (or expire, and then the
+    /// write is refused as stale and the reaper's word counts).
+    unsettled: Vec<(Running, AttemptOutcome)>,
+    not_before: HashMap<i64, Instant>,
+    end: Option<RunEnd>,
+    stop_claiming: bool,
+    attempts: u64,
+    warned_budget: HashSet<String>,
+    /// Plans a plan-less worker stopped taking tasks from because their budget is spent.
+    exhausted: HashSet<String>,
+    idle_check: bool,
+    outage: Outage,
+    /// The outage lasted too long: everything is being stopped, then this is returned.
+    fatal: Option<StoreError>,
+}
+
+impl Turn {
+    fn stop_all(&self, level: StopLevel, reason: StopReason) {
+        for r in self.running.values() {
+            r.handle.stop(level, reason);
+        }
+    }
 }
 
 pub struct Engine {
@@ -115,19 +151,24 @@ impl Engine {
         let started = Instant::now();
         let slots = self.cfg.slots.max(1);
         let run_deadline = self.cfg.run_timeout.map(|t| started + t);
-        let mut running: HashMap<i64, Running> = HashMap::new();
         let mut joins: JoinSet<(i64, AttemptOutcome)> = JoinSet::new();
         let mut task_ids: HashMap<tokio::task::Id, i64> = HashMap::new();
-        let mut not_before: HashMap<i64, Instant> = HashMap::new();
-        let mut key_files = self.load_key_files().await?;
-        let mut end: Option<RunEnd> = None;
-        let mut stop_claiming = false;
+        let mut t = Turn {
+            running: HashMap::new(),
+            unsettled: Vec::new(),
+            not_before: HashMap::new(),
+            end: None,
+            stop_claiming: false,
+            attempts: 0,
+            warned_budget: HashSet::new(),
+            exhausted: HashSet::new(),
+            idle_check: true,
+            outage: Outage::new(self.cfg.store_outage, &self.store.info()),
+            fatal: None,
+        };
         let mut graceful_since: Option<Instant> = None;
-        let mut attempts = 0u64;
-        let mut warned_budget: HashSet<String> = HashSet::new();
         let mut next_heartbeat = Instant::now() + self.cfg.heartbeat;
         let mut next_reap = Instant::now();
-        let mut idle_check = true;
         let mut shutdown_closed = false;
 
         loop {
@@ -135,137 +176,154 @@ impl Engine {
 
             // The operator's stop requests.
             let level = *self.shutdown.borrow();
-            if level >= StopLevel::Drain && !stop_claiming {
-                stop_claiming = true;
-                end.get_or_insert(RunEnd::Interrupted);
+            if level >= StopLevel::Drain && !t.stop_claiming {
+                t.stop_claiming = true;
+                t.end.get_or_insert(RunEnd::Interrupted);
             }
             // Graceful implies Drain, handled just above.
             if level >= StopLevel::Graceful && graceful_since.is_none() {
                 graceful_since = Some(now);
-                for r in running.values() {
-                    r.handle.stop(StopLevel::Graceful, StopReason::Shutdown);
-                }
+                t.stop_all(StopLevel::Graceful, StopReason::Shutdown);
             }
             if level >= StopLevel::Now
-                || graceful_since.is_some_and(|t| now.duration_since(t) >= self.cfg.grace)
+                || graceful_since.is_some_and(|g| now.duration_since(g) >= self.cfg.grace)
             {
-                for r in running.values() {
-                    r.handle.stop(StopLevel::Now, StopReason::Shutdown);
-                }
+                t.stop_all(StopLevel::Now, StopReason::Shutdown);
             }
 
             // The run's own clock.
             if let Some(deadline) = run_deadline
                 && now >= deadline
-                && end != Some(RunEnd::TimedOut)
-                && !matches!(end, Some(RunEnd::Interrupted | RunEnd::BudgetExhausted))
+                && t.end != Some(RunEnd::TimedOut)
+                && !matches!(t.end, Some(RunEnd::Interrupted | RunEnd::BudgetExhausted))
             {
-                end = Some(RunEnd::TimedOut);
-                stop_claiming = true;
-                for r in running.values() {
-                    r.handle.stop(StopLevel::Now, StopReason::RunTimeout);
-                }
+                t.end = Some(RunEnd::TimedOut);
+                t.stop_claiming = true;
+                t.stop_all(StopLevel::Now, StopReason::RunTimeout);
             }
 
-            if now >= next_reap {
+            // A store that has not answered for too long: stop everything and give up.
+            if t.fatal.is_none() && t.outage.exceeded() {
+                let e = t.outage.gave_up();
+                tracing::error!("{e}");
+                t.fatal = Some(e);
+                t.stop_claiming = true;
+                t.stop_all(StopLevel::Now, StopReason::StoreOutage);
+            }
+
+            if now >= next_reap && !t.outage.waiting() {
                 next_reap = now + self.cfg.reaper_interval;
                 match self.store.reap().await {
                     Ok(report) => {
+                        t.outage.ok();
                         if !report.requeued.is_empty()
                             || !report.failed.is_empty()
                             || !report.timed_out.is_empty()
                         {
                             tracing::info!(?report, "reaper returned tasks");
-                            idle_check = true;
+                            t.idle_check = true;
                         }
                     }
-                    Err(e) => tracing::warn!("reaper: {e}"),
+                    Err(e) => soft(&mut t.outage, "reaper", e),
+                }
+                if self.cfg.offline_after > Duration::ZERO {
+                    match self
+                        .store
+                        .mark_offline_workers(self.cfg.offline_after)
+                        .await
+                    {
+                        Ok(gone) if !gone.is_empty() => {
+                            tracing::warn!(workers = ?gone, "workers marked offline (no heartbeat)");
+                        }
+                        Ok(_) => {}
+                        Err(e) => soft(&mut t.outage, "marking workers offline", e),
+                    }
                 }
             }
 
             if now >= next_heartbeat {
                 next_heartbeat = now + self.cfg.heartbeat;
-                for r in running.values_mut() {
+                for r in t.running.values_mut() {
                     if r.abandoned {
                         continue;
                     }
                     match self.store.heartbeat(r.lease, self.cfg.lease).await {
-                        Ok(()) => {}
+                        Ok(()) => t.outage.ok(),
                         Err(StoreError::Stale { .. }) => {
                             tracing::warn!(task = %r.task_id, "lease lost; stopping the attempt");
                             r.abandoned = true;
                             r.handle.stop(StopLevel::Now, StopReason::LeaseLost);
                         }
-                        Err(e) => tracing::warn!(task = %r.task_id, "heartbeat failed: {e}"),
+                        Err(e) => soft(&mut t.outage, &format!("heartbeat of {}", r.task_id), e),
                     }
                 }
             }
 
             // Spend while agents run: written to the store, checked against both budgets.
-            if self.watch_budget(&mut running, &mut warned_budget).await?
-                && end != Some(RunEnd::BudgetExhausted)
-            {
-                end = Some(RunEnd::BudgetExhausted);
-                stop_claiming = true;
-                for r in running.values() {
-                    r.handle.stop(StopLevel::Now, StopReason::BudgetExhausted);
-                }
+            if !t.outage.waiting() {
+                self.watch_budget(&mut t).await?;
+            }
+
+            // Outcomes of finished attempts, in the order they ended.
+            if !t.unsettled.is_empty() && !t.outage.waiting() {
+                self.settle_pending(&mut t).await?;
             }
 
             // Fill free slots.
             let mut claimed_any = false;
-            while !stop_claiming && running.len() < slots {
-                not_before.retain(|_, t| *t > Instant::now());
-                let held: HashSet<String> = running
-                    .values()
-                    .flat_map(|r| r.key_files.iter().cloned())
-                    .collect();
-                let mut exclude: Vec<i64> = not_before.keys().copied().collect();
-                if !held.is_empty() {
-                    exclude.extend(
-                        key_files
-                            .iter()
-                            .filter(|(_, files)| files.iter().any(|f| held.contains(f)))
-                            .map(|(pk, _)| *pk),
-                    );
-                }
-                exclude.extend(running.keys().copied());
+            while !t.stop_claiming
+                && t.running.len() + t.unsettled.len() < slots
+                && !t.outage.waiting()
+            {
+                t.not_before.retain(|_, nb| *nb > Instant::now());
+                let mut exclude: Vec<i64> = t.not_before.keys().copied().collect();
+                exclude.extend(t.running.keys().copied());
+                exclude.extend(t.unsettled.iter().map(|(r, _)| r.lease.task_pk));
                 let mut req = ClaimRequest::new(self.cfg.worker_id.clone());
                 req.plan_id = self.cfg.plan_id.clone();
                 req.tags = self.cfg.tags.clone();
                 req.lease = self.cfg.lease;
                 req.default_estimate = self.cfg.default_estimate;
                 req.exclude = exclude;
-                let Some(claimed) = self.store.claim(&req).await? else {
-                    break;
+                let claimed = match self.store.claim(&req).await {
+                    Ok(Some(c)) => c,
+                    Ok(None) => {
+                        t.outage.ok();
+                        break;
+                    }
+                    Err(e) => {
+                        t.outage.absorb("claim", e)?;
+                        break;
+                    }
                 };
+                t.outage.ok();
                 claimed_any = true;
-                attempts += 1;
-                let plan = self.store.get_plan(&claimed.task.plan_id).await?;
+                t.attempts += 1;
                 let pk = claimed.lease.task_pk;
-                key_files.entry(pk).or_insert_with(|| {
-                    claimed
-                        .task
-                        .spec
-                        .key_files
-                        .iter()
-                        .map(|f| normalize_key_file(f))
-                        .collect()
-                });
                 let (handle, ctl) = attempt_control();
-                running.insert(
-                    pk,
-                    Running {
-                        lease: claimed.lease,
-                        plan_id: claimed.task.plan_id.clone(),
-                        task_id: claimed.task.id.clone(),
-                        handle,
-                        key_files: key_files.get(&pk).cloned().unwrap_or_default(),
-                        task_budget: claimed.task.spec.budget_usd,
-                        reported: Usd::ZERO,
-                        abandoned: false,
-                    },
-                );
+                let r = Running {
+                    lease: claimed.lease,
+                    plan_id: claimed.task.plan_id.clone(),
+                    task_id: claimed.task.id.clone(),
+                    handle,
+                    task_budget: claimed.task.spec.budget_usd,
+                    reported: Usd::ZERO,
+                    abandoned: false,
+                };
+                let plan = match self.store.get_plan(&claimed.task.plan_id).await {
+                    Ok(p) => p,
+                    Err(e) => {
+                        // Claimed but cannot be run without its plan: give it back.
+                        soft(&mut t.outage, "reading a claimed task's plan", e);
+                        let back = AttemptOutcome::Released {
+                            cost: Usd::ZERO,
+                            reason: "store_error".into(),
+                        };
+                        t.unsettled.push((r, back));
+                        break;
+                    }
+                };
+                t.running.insert(pk, r);
                 let executor = self.executor.clone();
                 let abort =
                     joins.spawn(async move { (pk, executor.execute(claimed, plan, ctl).await) });
@@ -273,63 +331,64 @@ impl Engine {
             }
 
             // Finished?
-            if running.is_empty() {
-                if stop_claiming {
+            if t.running.is_empty() && t.unsettled.is_empty() {
+                if t.stop_claiming {
                     break;
                 }
-                if self.cfg.exit_when_idle && (idle_check || !claimed_any) {
-                    idle_check = false;
-                    if let Some(done) = self.plan_finished(&not_before).await? {
-                        end = Some(done);
-                        break;
+                if self.cfg.exit_when_idle && (t.idle_check || !claimed_any) && !t.outage.waiting()
+                {
+                    t.idle_check = false;
+                    match self.finished(&t).await {
+                        Ok(Some(done)) => {
+                            t.outage.ok();
+                            t.end = Some(done);
+                            break;
+                        }
+                        Ok(None) => t.outage.ok(),
+                        Err(e) => {
+                            t.idle_check = true;
+                            t.outage.absorb("checking whether the work is done", e)?;
+                        }
                     }
                 }
             }
 
             // Wait for something to happen.
             let mut wake = (now + self.cfg.poll).min(next_heartbeat).min(next_reap);
-            if let Some(t) = not_before.values().min() {
-                wake = wake.min(*t);
+            if let Some(nb) = t.not_before.values().min() {
+                wake = wake.min(*nb);
             }
             if let Some(d) = run_deadline {
                 wake = wake.min(d);
             }
-            if let Some(t) = graceful_since {
-                wake = wake.min(t + self.cfg.grace);
+            if let Some(g) = graceful_since {
+                wake = wake.min(g + self.cfg.grace);
             }
-            if !running.is_empty() {
+            if t.outage.in_outage() {
+                wake = wake.min(t.outage.next_try());
+            }
+            if !t.running.is_empty() {
                 // Spend is checked at least every second while agents run.
                 wake = wake.min(Instant::now() + Duration::from_secs(1));
             }
             let sleep = wake.saturating_duration_since(Instant::now());
-            let can_claim = !stop_claiming && running.len() < slots;
+            let can_claim = !t.stop_claiming
+                && t.running.len() + t.unsettled.len() < slots
+                && !t.outage.in_outage();
             tokio::select! {
                 Some(joined) = joins.join_next_with_id(), if !joins.is_empty() => {
                     match joined {
                         Ok((id, (pk, outcome))) => {
                             task_ids.remove(&id);
-                            if let Some(r) = running.remove(&pk) {
-                                if let Some(backoff) = self.settle(&r, outcome).await? {
-                                    not_before.insert(pk, Instant::now() + backoff);
-                                }
-                                // Spend settled at the end of an attempt crosses thresholds too.
-                                let plan = self.store.get_plan(&r.plan_id).await?;
-                                if self.note_budget(&plan, &mut warned_budget).await?
-                                    && end != Some(RunEnd::BudgetExhausted)
-                                {
-                                    end = Some(RunEnd::BudgetExhausted);
-                                    stop_claiming = true;
-                                    for r in running.values() {
-                                        r.handle.stop(StopLevel::Now, StopReason::BudgetExhausted);
-                                    }
-                                }
+                            if let Some(r) = t.running.remove(&pk) {
+                                t.unsettled.push((r, outcome));
                             }
                         }
                         Err(e) => {
                             // A panicking attempt must not lose its task: send it back for a retry.
                             tracing::error!("attempt task panicked: {e}");
                             if let Some(pk) = task_ids.remove(&e.id())
-                                && let Some(r) = running.remove(&pk)
+                                && let Some(r) = t.running.remove(&pk)
                             {
                                 let outcome = AttemptOutcome::Failed {
                                     cost: r.handle.spent(),
@@ -337,11 +396,11 @@ impl Engine {
                                     retry: true,
                                     evidence: serde_json::json!({ "panic": e.to_string() }),
                                 };
-                                self.settle(&r, outcome).await?;
+                                t.unsettled.push((r, outcome));
                             }
                         }
                     }
-                    idle_check = true;
+                    t.idle_check = true;
                 }
                 // Waiting for work only makes sense with a slot to fill: the store answers at
                 // once while events are newer than the last fruitless claim, and with every
@@ -355,47 +414,111 @@ impl Engine {
             }
         }
 
-        // Nothing may be left leased by us.
+        // Nothing may be left leased by us: every attempt ends, every outcome is written (as
+        // long as the store answers within the outage limit).
         while let Some(joined) = joins.join_next().await {
             if let Ok((pk, outcome)) = joined
-                && let Some(r) = running.remove(&pk)
+                && let Some(r) = t.running.remove(&pk)
             {
-                self.settle(&r, outcome).await?;
+                t.unsettled.push((r, outcome));
             }
         }
-        self.summary(end.unwrap_or(RunEnd::AllDone), attempts, started)
-            .await
+        while !t.unsettled.is_empty() && !t.outage.exceeded() {
+            if t.outage.waiting() {
+                tokio::time::sleep_until(t.outage.next_try().into()).await;
+            }
+            self.settle_pending(&mut t).await?;
+        }
+        if let Some(e) = t.fatal.take() {
+            return Err(e);
+        }
+        if t.outage.exceeded() {
+            let e = t.outage.gave_up();
+            tracing::error!("{e}");
+            return Err(e);
+        }
+        let end = t.end.unwrap_or(RunEnd::AllDone);
+        loop {
+            match self.summary(end, t.attempts, started).await {
+                Ok(s) => return Ok(s),
+                Err(e) => {
+                    t.outage.absorb("summing up the run", e)?;
+                    if t.outage.exceeded() {
+                        return Err(t.outage.gave_up());
+                    }
+                    tokio::time::sleep_until(t.outage.next_try().into()).await;
+                }
+            }
+        }
     }
 
-    async fn load_key_files(&self) -> StoreResult<HashMap<i64, Vec<String>>> {
-        let Some(plan_id) = &self.cfg.plan_id else {
-            return Ok(HashMap::new());
-        };
-        let tasks = self.store.list_tasks(plan_id).await?;
-        Ok(tasks
-            .into_iter()
-            .filter(|t| !t.status.is_terminal())
-            .map(|t| {
-                (
-                    t.pk,
-                    t.spec
-                        .key_files
-                        .iter()
-                        .map(|f| normalize_key_file(f))
-                        .collect(),
-                )
-            })
-            .collect())
+    /// Writes the outcomes of ended attempts, oldest first, until the store stops answering.
+    async fn settle_pending(&self, t: &mut Turn) -> StoreResult<()> {
+        while !t.unsettled.is_empty() {
+            let result = {
+                let (r, outcome) = &t.unsettled[0];
+                self.settle(r, outcome.clone()).await
+            };
+            let task_id = t.unsettled[0].0.task_id.clone();
+            match result {
+                Ok(backoff) => {
+                    t.outage.ok();
+                    let (r, _) = t.unsettled.remove(0);
+                    if let Some(b) = backoff {
+                        t.not_before.insert(r.lease.task_pk, Instant::now() + b);
+                    }
+                    // Spend settled at the end of an attempt crosses thresholds too.
+                    match self.store.get_plan(&r.plan_id).await {
+                        Ok(plan) => {
+                            if self.note_budget(&plan, &mut t.warned_budget).await? {
+                                self.plan_exhausted(t, &plan.id);
+                            }
+                        }
+                        Err(e) => soft(&mut t.outage, "reading the plan's budget", e),
+                    }
+                }
+                Err(e) if e.is_transient() => {
+                    t.outage.absorb(&format!("settling {task_id}"), e)?;
+                    return Ok(());
+                }
+                Err(e) => {
+                    // An answer, not a fault: nothing will make it succeed. The lease expires
+                    // and the reaper returns the task.
+                    tracing::error!(task = %task_id, "the queue refused the attempt's outcome: {e}");
+                    t.unsettled.remove(0);
+                }
+            }
+        }
+        Ok(())
     }
 
-    /// Writes running spend to the store; returns true when a plan budget is exhausted.
-    async fn watch_budget(
-        &self,
-        running: &mut HashMap<i64, Running>,
-        warned: &mut HashSet<String>,
-    ) -> StoreResult<bool> {
-        let mut exhausted = false;
-        for r in running.values_mut() {
+    /// A plan's budget is spent: a run of that plan stops; a worker serving many plans stops
+    /// only that plan's attempts (the claim no longer offers its tasks) and goes on with the rest.
+    fn plan_exhausted(&self, t: &mut Turn, plan_id: &str) {
+        if self.cfg.plan_id.is_some() {
+            if t.end != Some(RunEnd::BudgetExhausted) {
+                t.end = Some(RunEnd::BudgetExhausted);
+                t.stop_claiming = true;
+                t.stop_all(StopLevel::Now, StopReason::BudgetExhausted);
+            }
+            return;
+        }
+        if t.exhausted.insert(plan_id.to_string()) {
+            tracing::warn!(
+                plan = plan_id,
+                "plan {plan_id}: budget exhausted; its running attempts are stopped and no more \
+                 of its tasks are taken; serving the other plans"
+            );
+        }
+        for r in t.running.values().filter(|r| r.plan_id == plan_id) {
+            r.handle.stop(StopLevel::Now, StopReason::BudgetExhausted);
+        }
+    }
+
+    /// Writes running spend to the store and checks both budgets (the task's, the plan's).
+    async fn watch_budget(&self, t: &mut Turn) -> StoreResult<()> {
+        let mut exhausted: Vec<String> = Vec::new();
+        for r in t.running.values_mut() {
             if r.abandoned {
                 continue;
             }
@@ -407,18 +530,29 @@ impl Engine {
                 let delta = spent - r.reported;
                 match self.store.add_cost(r.lease, delta).await {
                     Ok(plan) => {
+                        t.outage.ok();
                         r.reported = spent;
-                        exhausted |= self.note_budget(&plan, warned).await?;
+                        if self.note_budget(&plan, &mut t.warned_budget).await? {
+                            exhausted.push(plan.id.clone());
+                        }
                     }
                     Err(StoreError::Stale { .. }) => {
                         r.abandoned = true;
                         r.handle.stop(StopLevel::Now, StopReason::LeaseLost);
                     }
-                    Err(e) => return Err(e),
+                    Err(e) => {
+                        // The spend stays unreported and is written with the next success.
+                        t.outage
+                            .absorb(&format!("recording the spend of {}", r.task_id), e)?;
+                        break;
+                    }
                 }
             }
         }
-        Ok(exhausted)
+        for plan_id in exhausted {
+            self.plan_exhausted(t, &plan_id);
+        }
+        Ok(())
     }
 
     /// Emits the 80 % warning once per plan; true when the plan is exhausted.
@@ -431,22 +565,24 @@ impl Engine {
             BudgetState::Ok => Ok(false),
             BudgetState::Warning => {
                 if warned.insert(plan.id.clone()) {
-                    self.budget_event(plan, event_types::BUDGET_WARNING).await?;
+                    self.budget_event(plan, event_types::BUDGET_WARNING).await;
                 }
                 Ok(false)
             }
             BudgetState::Exhausted => {
                 if warned.insert(format!("{}\u{0}exhausted", plan.id)) {
-                    self.budget_event(plan, event_types::BUDGET_EXHAUSTED)
-                        .await?;
+                    self.budget_event(plan, event_types::BUDGET_EXHAUSTED).await;
                 }
                 Ok(true)
             }
         }
     }
 
-    async fn budget_event(&self, plan: &PlanRecord, kind: &str) -> StoreResult<()> {
-        self.store
+    /// Budget events are notices: a store that cannot take one now costs the notice, never
+    /// the run.
+    async fn budget_event(&self, plan: &PlanRecord, kind: &str) {
+        let appended = self
+            .store
             .append_event(NewEvent {
                 event_type: kind.to_string(),
                 plan_id: Some(plan.id.clone()),
@@ -457,8 +593,10 @@ impl Engine {
                 }),
                 ..Default::default()
             })
-            .await?;
-        Ok(())
+            .await;
+        if let Err(e) = appended {
+            tracing::warn!(plan = %plan.id, "recording {kind}: {e}");
+        }
     }
 
     /// Writes an attempt's outcome; returns a backoff when the task was sent back for a retry.
@@ -531,17 +669,39 @@ impl Engine {
         }
     }
 
-    /// `Some(end)` when the plan has nothing left that this run could do.
-    async fn plan_finished(
-        &self,
-        not_before: &HashMap<i64, Instant>,
-    ) -> StoreResult<Option<RunEnd>> {
-        let Some(plan_id) = &self.cfg.plan_id else {
-            return Ok(None);
-        };
-        if !not_before.is_empty() {
+    /// `Some(end)` when nothing is left that this engine could do: its plan's, or (a worker
+    /// serving every plan) any plan's.
+    async fn finished(&self, t: &Turn) -> StoreResult<Option<RunEnd>> {
+        if !t.not_before.is_empty() {
             return Ok(None);
         }
+        if let Some(plan_id) = &self.cfg.plan_id {
+            return self.plan_state(plan_id, false).await;
+        }
+        let mut budget_blocked = false;
+        for p in self.store.list_plans().await? {
+            let c = &p.counts;
+            let open = c.get(Status::Pending) + c.get(Status::Claimed) + c.get(Status::InProgress);
+            if open == 0 {
+                continue;
+            }
+            match self.plan_state(&p.plan.id, true).await? {
+                None => return Ok(None),
+                Some(RunEnd::BudgetExhausted) => budget_blocked = true,
+                Some(_) => {}
+            }
+        }
+        // Work is left only where the budget is spent: that is the one thing that stopped us.
+        Ok(Some(if budget_blocked {
+            RunEnd::BudgetExhausted
+        } else {
+            RunEnd::AllDone
+        }))
+    }
+
+    /// `Some(end)` when `plan_id` has nothing left that this engine could do. `among_many`: a
+    /// worker serving every plan does not wait for a paused one.
+    async fn plan_state(&self, plan_id: &str, among_many: bool) -> StoreResult<Option<RunEnd>> {
         let tasks = self.store.list_tasks(plan_id).await?;
         let plan = self.store.get_plan(plan_id).await?;
         let leased = tasks.iter().any(|t| t.status.is_leased());
@@ -553,7 +713,8 @@ impl Engine {
             .any(|t| t.status == Status::Pending && t.pending_deps == 0);
         if ready {
             if plan.paused {
-                return Ok(None); // waits for `plan resume`
+                // waits for `plan resume`
+                return Ok((among_many).then_some(RunEnd::AllDone));
             }
             // Ready work that this worker could not claim: the budget refused it, or its tags do
             // not match (then another worker must take it, and this run cannot finish it).
@@ -612,5 +773,13 @@ impl Engine {
                 .collect();
         }
         Ok(s)
+    }
+}
+
+/// A store error where the engine can do without the answer: transient ones count towards the
+/// outage, answers are logged.
+fn soft(outage: &mut Outage, what: &str, e: StoreError) {
+    if let Err(e) = outage.absorb(what, e) {
+        tracing::warn!("{what}: {e}");
     }
 }

@@ -12,6 +12,19 @@ pub enum StoreError {
         hint: String,
     },
 
+    /// The store kept failing with transient errors for longer than the engine waits.
+    #[error(
+        "the {backend} queue at {location} did not answer for {waited_secs} s (last error: {last})\n  \
+         check that the database is up and reachable; running agents were stopped and their tasks \
+         go back to PENDING when their leases expire"
+    )]
+    Outage {
+        backend: &'static str,
+        location: String,
+        waited_secs: u64,
+        last: String,
+    },
+
     #[error("{kind} {id:?} not found")]
     NotFound { kind: &'static str, id: String },
 
@@ -54,8 +67,54 @@ pub enum StoreError {
 impl StoreError {
     /// Environment errors end a command with exit 2; the rest with 1.
     pub fn is_environment(&self) -> bool {
-        matches!(self, StoreError::Unreachable { .. })
-            || matches!(self, StoreError::Db(e) if matches!(e, sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Tls(_)))
+        matches!(
+            self,
+            StoreError::Unreachable { .. } | StoreError::Outage { .. }
+        ) || matches!(self, StoreError::Db(e) if matches!(e, sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Tls(_)))
+    }
+}
+
+impl StoreError {
+    /// A fault that may go away by itself: the connection was lost or refused, the server is
+    /// restarting or full, the pool had no connection to give, SQLite was busy. The engine
+    /// retries these (with backoff) instead of ending; everything else is an answer.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            StoreError::Unreachable { .. } => true,
+            StoreError::Db(e) => sqlx_transient(e),
+            _ => false,
+        }
+    }
+}
+
+fn sqlx_transient(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::Io(_)
+        | sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::WorkerCrashed
+        | sqlx::Error::Tls(_) => true,
+        // A connection closed under a statement surfaces as a protocol error in some paths.
+        sqlx::Error::Protocol(msg) => {
+            let m = msg.to_ascii_lowercase();
+            m.contains("connection") || m.contains("unexpected eof") || m.contains("closed")
+        }
+        sqlx::Error::Database(db)
+            if db.try_downcast_ref::<sqlx::sqlite::SqliteError>().is_some() =>
+        {
+            // SQLITE_BUSY (5) and SQLITE_LOCKED (6), with their extended codes.
+            let code = db.code().and_then(|c| c.parse::<i64>().ok());
+            matches!(code.map(|c| c & 0xff), Some(5 | 6))
+        }
+        sqlx::Error::Database(db) => match db.code().as_deref() {
+            // Postgres: connection exceptions (08…), operator intervention — admin or crash
+            // shutdown, cannot connect now (57P01–57P03), too many connections (53300),
+            // serialization failure / deadlock (40001 / 40P01) when retries ran out.
+            Some(code) if code.starts_with("08") => true,
+            Some("57P01" | "57P02" | "57P03" | "53300" | "53400" | "40001" | "40P01") => true,
+            _ => false,
+        },
+        _ => false,
     }
 }
 

@@ -33,6 +33,8 @@ pub const BUDGET_EXHAUSTED: &str = "budget.exhausted";
 
 pub const WORKER_REGISTERED: &str = "worker.registered";
 pub const WORKER_STOPPED: &str = "worker.stopped";
+/// A worker's heartbeat is older than the offline threshold (it was killed, or cut off).
+pub const WORKER_OFFLINE: &str = "worker.offline";
 
 /// The operator decided about a task waiting for a human (approve / reject / send back).
 pub const OPERATOR_DECISION: &str = "operator.decision";

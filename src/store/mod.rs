@@ -114,6 +114,9 @@ pub trait Store: Send + Sync {
     async fn worker_heartbeat(&self, worker_id: &str) -> StoreResult<()>;
     async fn list_workers(&self) -> StoreResult<Vec<WorkerRecord>>;
     async fn remove_worker(&self, worker_id: &str) -> StoreResult<()>;
+    /// Marks workers whose heartbeat is older than `older_than` offline (one event each) and
+    /// returns their ids; a later heartbeat brings a worker back online.
+    async fn mark_offline_workers(&self, older_than: Duration) -> StoreResult<Vec<String>>;
 
     /// Resolves when work may have become claimable (a notification, or the polling fallback
     /// after `max_wait`). Spurious wakeups are allowed; missed ones are not.

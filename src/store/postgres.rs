@@ -390,6 +390,9 @@ impl Store for PgStore {
         operator::worker_heartbeat(&self.inner, worker_id).await
     }
 
+    async fn mark_offline_workers(&self, older_than: Duration) -> StoreResult<Vec<String>> {
+        operator::mark_offline_workers(&self.inner, older_than).await
+    }
     async fn list_workers(&self) -> StoreResult<Vec<WorkerRecord>> {
         query::list_workers(&self.inner).await
     }

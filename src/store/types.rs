@@ -241,6 +241,17 @@ pub struct WorkerRecord {
     pub tags: Vec<String>,
     pub started_at: DateTime<Utc>,
     pub heartbeat_at: DateTime<Utc>,
+    /// Marked offline by a reaper pass: no heartbeat for longer than the offline threshold.
+    pub offline: bool,
+}
+
+impl WorkerRecord {
+    /// Counted as working at `now`: not marked offline, and heard from within `offline_after`
+    /// (a worker killed with SIGKILL never removes itself, and no reaper may have run yet).
+    pub fn online(&self, now: DateTime<Utc>, offline_after: std::time::Duration) -> bool {
+        let silent = (now - self.heartbeat_at).to_std().unwrap_or_default();
+        !self.offline && silent <= offline_after
+    }
 }
 
 /// Which backend a store is and where it lives, for messages and `db status`.

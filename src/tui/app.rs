@@ -63,6 +63,8 @@ pub struct ConsoleOptions {
     pub notifier: Notifier,
     /// Set when quitting may leave agents running in the background (see `tui::detach`).
     pub background: Option<Background>,
+    /// `[queue] worker_offline_secs`: workers silent for longer are not counted.
+    pub worker_offline_after: Duration,
 }
 
 /// What leaving agents in the background needs: the launcher to release and where the log is.
@@ -90,6 +92,7 @@ impl ConsoleOptions {
             .clamp(1, 240),
             notifier: Notifier::new(cfg.notifications.clone(), NotifyEnv::from_process()),
             background: None,
+            worker_offline_after: Duration::from_secs(cfg.queue.worker_offline_secs),
         })
     }
 
@@ -163,6 +166,7 @@ pub fn draw_splash(
     backend: &str,
 ) -> std::io::Result<()> {
     let mut state = AppState::new(backend, Instant::now());
+    state.worker_offline_after = opts.worker_offline_after;
     state.set_data(plan, Vec::new(), Vec::new());
     state.set_status("loading the plan's tasks…", Level::Info);
     let screens: BTreeMap<i64, Arc<PtySession>> = BTreeMap::new();
@@ -355,13 +359,18 @@ impl Console {
         let (wizard_tx, wizard_rx) = mpsc::unbounded_channel();
         let (challenge_tx, challenge_rx) = mpsc::unbounded_channel();
         let (replay_tx, replay_rx) = mpsc::unbounded_channel();
+        let offline_after = opts.worker_offline_after;
         Console {
             store,
             plan_id,
             sessions,
             opts,
             shutdown,
-            state: AppState::new(backend, Instant::now()),
+            state: {
+                let mut state = AppState::new(backend, Instant::now());
+                state.worker_offline_after = offline_after;
+                state
+            },
             ptys: BTreeMap::new(),
             wake: Arc::new(Notify::new()),
             resizes: ResizeCoalescer::new(RESIZE_DEBOUNCE),

@@ -412,6 +412,8 @@ pub struct AppState {
     pub inbox_detail: Option<InboxDetail>,
     /// Workers registered on the queue (Postgres; the local process on SQLite).
     pub workers: Vec<WorkerRecord>,
+    /// `[queue] worker_offline_secs`: workers silent for longer are not shown.
+    pub worker_offline_after: std::time::Duration,
     pub wizard: Option<Wizard>,
     pub challenge: Option<ChallengeView>,
     pub replay: Option<ReplayMeta>,
@@ -452,6 +454,7 @@ impl AppState {
             inbox_open: None,
             inbox_detail: None,
             workers: Vec::new(),
+            worker_offline_after: std::time::Duration::from_secs(120),
             wizard: None,
             challenge: None,
             replay: None,
@@ -474,6 +477,13 @@ impl AppState {
 
     pub fn set_workers(&mut self, workers: Vec<WorkerRecord>) {
         self.workers = workers;
+    }
+
+    /// The workers counted and listed: dead ones (offline, or silent for longer than the
+    /// offline threshold) leave the view.
+    pub fn online_workers(&self) -> impl Iterator<Item = &WorkerRecord> {
+        let (now, after) = (self.wall, self.worker_offline_after);
+        self.workers.iter().filter(move |w| w.online(now, after))
     }
 
     /// The loaded detail of an inbox item; ignored if the operator moved on meanwhile.

@@ -121,6 +121,7 @@ pub fn inbox_state(now: Instant) -> AppState {
             tags: vec!["linux".into()],
             started_at: t0(),
             heartbeat_at: t0() + chrono::Duration::seconds(115),
+            offline: false,
         },
         WorkerRecord {
             id: "build-2/77/c3d4".into(),
@@ -129,6 +130,7 @@ pub fn inbox_state(now: Instant) -> AppState {
             tags: Vec::new(),
             started_at: t0(),
             heartbeat_at: t0(),
+            offline: false,
         },
     ]);
     s

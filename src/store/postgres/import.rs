@@ -6,6 +6,7 @@
 use super::Inner;
 use super::rows::{PlanRow, parse_status, plan_cols};
 use super::tx::{Ev, Tx};
+use crate::domain::graph::claim_keys;
 use crate::domain::{PlanSpec, Status, TaskSpec};
 use crate::store::event_types as et;
 use crate::store::sql_common::{
@@ -32,6 +33,7 @@ struct TaskColumns {
     reason: Vec<Option<String>>,
     tags: Vec<String>,
     spec: Vec<String>,
+    claim_keys: Vec<String>,
 }
 
 impl TaskColumns {
@@ -56,6 +58,8 @@ impl TaskColumns {
         self.tags.push(to_json(&t.tags, "task tags")?.to_string());
         self.spec
             .push(to_json(t, &format!("task {}", t.id))?.to_string());
+        self.claim_keys
+            .push(to_json(&claim_keys(t), "task claim keys")?.to_string());
         Ok(())
     }
 
@@ -232,12 +236,13 @@ async fn import_once(
     if !creates.is_empty() {
         let rows: Vec<(i64, String)> = sqlx::query_as(
             "INSERT INTO tasks (plan_id, task_id, ord, status, priority_rank, max_attempts, estimate_micros, \
-               reason, required_tags, spec) \
+               reason, required_tags, spec, claim_keys) \
              SELECT $1, u.task_id, u.ord, u.status, u.priority_rank, u.max_attempts, u.estimate, u.reason, \
-               ARRAY(SELECT jsonb_array_elements_text(u.tags::jsonb)), u.spec::jsonb \
+               ARRAY(SELECT jsonb_array_elements_text(u.tags::jsonb)), u.spec::jsonb, \
+               ARRAY(SELECT jsonb_array_elements_text(u.keys::jsonb)) \
              FROM UNNEST($2::text[], $3::bigint[], $4::text[], $5::bigint[], $6::bigint[], $7::bigint[], \
-                         $8::text[], $9::text[], $10::text[]) \
-               AS u(task_id, ord, status, priority_rank, max_attempts, estimate, reason, tags, spec) \
+                         $8::text[], $9::text[], $10::text[], $11::text[]) \
+               AS u(task_id, ord, status, priority_rank, max_attempts, estimate, reason, tags, spec, keys) \
              RETURNING pk, task_id",
         )
         .bind(&plan_id)
@@ -250,6 +255,7 @@ async fn import_once(
         .bind(&creates.reason)
         .bind(&creates.tags)
         .bind(&creates.spec)
+        .bind(&creates.claim_keys)
         .fetch_all(&mut *tx.tx)
         .await?;
         new_pks.extend(rows.into_iter().map(|(pk, id)| (id, pk)));
@@ -259,10 +265,10 @@ async fn import_once(
             "UPDATE tasks t SET ord = u.ord, status = u.status, priority_rank = u.priority_rank, \
                max_attempts = u.max_attempts, estimate_micros = u.estimate, reason = u.reason, \
                required_tags = ARRAY(SELECT jsonb_array_elements_text(u.tags::jsonb)), spec = u.spec::jsonb, \
-               updated_at = now() \
+               claim_keys = ARRAY(SELECT jsonb_array_elements_text(u.keys::jsonb)), updated_at = now() \
              FROM UNNEST($1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[], \
-                         $7::text[], $8::text[], $9::text[]) \
-               AS u(pk, ord, status, priority_rank, max_attempts, estimate, reason, tags, spec) \
+                         $7::text[], $8::text[], $9::text[], $10::text[]) \
+               AS u(pk, ord, status, priority_rank, max_attempts, estimate, reason, tags, spec, keys) \
              WHERE t.pk = u.pk",
         )
         .bind(&updates.pk)
@@ -274,6 +280,7 @@ async fn import_once(
         .bind(&updates.reason)
         .bind(&updates.tags)
         .bind(&updates.spec)
+        .bind(&updates.claim_keys)
         .execute(&mut *tx.tx)
         .await?;
         sqlx::query("DELETE FROM task_deps WHERE task_pk = ANY($1)")

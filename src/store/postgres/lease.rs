@@ -51,10 +51,29 @@ struct Candidate {
     plan_id: String,
     estimate_micros: Option<i64>,
     has_budget: bool,
+    claim_keys: Vec<String>,
 }
 
-const SELECT_CANDIDATES: &str = "WITH cand AS MATERIALIZED ( \
-       SELECT t.pk, t.plan_id, t.estimate_micros, t.priority_rank, t.task_id, \
+/// A running task holds the keys of `t`: claimed or in progress with a live lease. Tasks never
+/// share keys across a claim: this filter skips what is held, and a claim of a task with keys
+/// takes a transaction advisory lock per key before it checks again (`keys_free`), so two
+/// claimers of different tasks with one key cannot both pass the check.
+macro_rules! held_elsewhere {
+    ($t:literal) => {
+        concat!(
+            "EXISTS (SELECT 1 FROM tasks r WHERE r.status IN ('CLAIMED', 'IN_PROGRESS') \
+               AND r.lease_expires_at > now() AND r.pk <> ",
+            $t,
+            ".pk AND r.claim_keys && ",
+            $t,
+            ".claim_keys)"
+        )
+    };
+}
+
+const SELECT_CANDIDATES: &str = concat!(
+    "WITH cand AS MATERIALIZED ( \
+       SELECT t.pk, t.plan_id, t.estimate_micros, t.priority_rank, t.task_id, t.claim_keys, \
               p.budget_micros IS NOT NULL AS has_budget \
        FROM tasks t JOIN plans p ON p.id = t.plan_id \
        WHERE t.status = 'PENDING' AND t.pending_deps = 0 AND NOT p.paused \
@@ -62,17 +81,48 @@ const SELECT_CANDIDATES: &str = "WITH cand AS MATERIALIZED ( \
          AND t.pk <> ALL($2::bigint[]) \
          AND t.required_tags <@ $3::text[] \
          AND (p.budget_micros IS NULL OR p.spent_micros + p.reserved_micros < p.budget_micros) \
+         AND (cardinality(t.claim_keys) = 0 OR NOT ",
+    held_elsewhere!("t"),
+    ") \
        ORDER BY t.priority_rank, t.task_id \
        LIMIT $4 \
        FOR UPDATE OF t SKIP LOCKED) \
-     SELECT pk, plan_id, estimate_micros, has_budget FROM cand ORDER BY priority_rank, task_id";
+     SELECT pk, plan_id, estimate_micros, has_budget, claim_keys FROM cand \
+     ORDER BY priority_rank, task_id"
+);
+
+/// Takes the keys' advisory locks (held to the end of the transaction; keys come sorted, so
+/// claimers lock in one order) and then looks again, in a statement of its own: under READ
+/// COMMITTED it sees every claim committed before the locks were ours.
+async fn keys_free(
+    tx: &mut sqlx::Transaction<'static, sqlx::Postgres>,
+    pk: i64,
+    keys: &[String],
+) -> StoreResult<bool> {
+    sqlx::query(
+        "SELECT pg_advisory_xact_lock(hashtextextended(k, 0)) FROM unnest($1::text[]) AS k",
+    )
+    .bind(keys)
+    .execute(&mut **tx)
+    .await?;
+    let held: bool = sqlx::query_scalar(concat!(
+        "SELECT ",
+        held_elsewhere!("t"),
+        " FROM tasks t WHERE t.pk = $1"
+    ))
+    .bind(pk)
+    .fetch_one(&mut **tx)
+    .await?;
+    Ok(!held)
+}
 
 /// The common claim as ONE statement (one round trip, one implicit transaction): lock the best
-/// ready task, and when its plan has no budget to check, claim it, reserve and write the event
-/// right there. Lock order is the same as everywhere: task, then plan.
+/// ready task, and when its plan has no budget to check and it holds no key files, claim it,
+/// reserve and write the event right there. Lock order is the same as everywhere: task, then
+/// plan.
 const FAST_CLAIM: &str = concat!(
     "WITH cand AS MATERIALIZED ( \
-       SELECT t.pk, p.budget_micros IS NULL AS free \
+       SELECT t.pk, p.budget_micros IS NULL AND cardinality(t.claim_keys) = 0 AS free \
        FROM tasks t JOIN plans p ON p.id = t.plan_id \
        WHERE t.status = 'PENDING' AND t.pending_deps = 0 AND NOT p.paused \
          AND ($1::text IS NULL OR t.plan_id = $1) \
@@ -109,15 +159,16 @@ pub async fn claim(inner: &Inner, req: &ClaimRequest) -> StoreResult<Option<Clai
     match retrying(|| fast_claim(inner, req)).await? {
         FastClaim::Claimed(c) => Ok(Some(*c)),
         FastClaim::Nothing => Ok(None),
-        FastClaim::NeedsBudget => retrying(|| claim_once(inner, req)).await,
+        FastClaim::NeedsFull => retrying(|| claim_once(inner, req)).await,
     }
 }
 
 enum FastClaim {
     Claimed(Box<Claimed>),
     Nothing,
-    /// The best ready task is in a plan with a budget: the full transaction decides.
-    NeedsBudget,
+    /// The best ready task is in a plan with a budget, or holds key files: the full transaction
+    /// decides.
+    NeedsFull,
 }
 
 async fn fast_claim(inner: &Inner, req: &ClaimRequest) -> StoreResult<FastClaim> {
@@ -142,7 +193,7 @@ async fn fast_claim(inner: &Inner, req: &ClaimRequest) -> StoreResult<FastClaim>
         return Ok(FastClaim::Nothing);
     };
     if !row.try_get::<bool, _>("free")? {
-        return Ok(FastClaim::NeedsBudget);
+        return Ok(FastClaim::NeedsFull);
     }
     let task = TaskRow::from_row(&row)?.into_record()?;
     let event = crate::store::Event {
@@ -180,6 +231,10 @@ async fn claim_once(inner: &Inner, req: &ClaimRequest) -> StoreResult<Option<Cla
         .await?;
     for c in cands {
         let estimate = c.estimate_micros.map(Usd).unwrap_or(req.default_estimate);
+        // Lock order task → keys → plan, the same in every claimer.
+        if !c.claim_keys.is_empty() && !keys_free(&mut tx.tx, c.pk, &c.claim_keys).await? {
+            continue;
+        }
         if c.has_budget {
             // Lock order task → plan: the candidate rows are already ours.
             let plan: Option<PlanRow> = sqlx::query_as(concat!(

@@ -7,9 +7,10 @@ use super::rows::{PlanRow, TaskRow, plan_cols, task_cols};
 use super::tx::{Ev, Move, Tx};
 use crate::domain::{Action, Status, transition};
 use crate::store::event_types as et;
-use crate::store::sql_common::payload;
+use crate::store::sql_common::{millis, payload};
 use crate::store::{Event, NewEvent, ResetMode, StoreError, StoreResult, TaskRecord, WorkerRecord};
 use serde_json::json;
+use std::time::Duration;
 
 async fn lock_plan(tx: &mut Tx, plan_id: &str) -> StoreResult<PlanRow> {
     let row: Option<PlanRow> = sqlx::query_as(concat!(
@@ -262,7 +263,7 @@ pub async fn register_worker(inner: &Inner, w: &WorkerRecord) -> StoreResult<()>
 }
 
 pub async fn worker_heartbeat(inner: &Inner, worker_id: &str) -> StoreResult<()> {
-    let n = sqlx::query("UPDATE workers SET heartbeat_at = now() WHERE id = $1")
+    let n = sqlx::query("UPDATE workers SET heartbeat_at = now(), offline_at = NULL WHERE id = $1")
         .bind(worker_id)
         .execute(&inner.pool)
         .await?
@@ -274,6 +275,32 @@ pub async fn worker_heartbeat(inner: &Inner, worker_id: &str) -> StoreResult<()>
         });
     }
     Ok(())
+}
+
+pub async fn mark_offline_workers(inner: &Inner, older_than: Duration) -> StoreResult<Vec<String>> {
+    let mut tx = Tx::begin(inner).await?;
+    let gone: Vec<(String, i64)> = sqlx::query_as(
+        "UPDATE workers SET offline_at = now() \
+         WHERE offline_at IS NULL AND heartbeat_at < now() - $1 * interval '1 millisecond' \
+         RETURNING id, (extract(epoch FROM now() - heartbeat_at) * 1000)::bigint",
+    )
+    .bind(millis(older_than))
+    .fetch_all(&mut *tx.tx)
+    .await?;
+    if gone.is_empty() {
+        return Ok(Vec::new());
+    }
+    for (id, silent_ms) in &gone {
+        let ev = Ev {
+            event_type: et::WORKER_OFFLINE.to_string(),
+            worker_id: Some(id.clone()),
+            payload: json!({ "silent_ms": silent_ms }),
+            ..Ev::default()
+        };
+        tx.event(ev).await?;
+    }
+    tx.commit(inner).await?;
+    Ok(gone.into_iter().map(|(id, _)| id).collect())
 }
 
 pub async fn remove_worker(inner: &Inner, worker_id: &str) -> StoreResult<()> {

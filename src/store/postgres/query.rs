@@ -178,7 +178,8 @@ pub async fn events(inner: &Inner, f: &EventFilter) -> StoreResult<Vec<Event>> {
 
 pub async fn list_workers(inner: &Inner) -> StoreResult<Vec<WorkerRecord>> {
     let rows: Vec<WorkerRow> = sqlx::query_as(
-        "SELECT id, host, slots, tags, started_at, heartbeat_at FROM workers ORDER BY id",
+        "SELECT id, host, slots, tags, started_at, heartbeat_at, offline_at IS NOT NULL AS offline \
+         FROM workers ORDER BY id",
     )
     .fetch_all(&inner.pool)
     .await?;

@@ -172,6 +172,7 @@ pub struct WorkerRow {
     pub tags: Vec<String>,
     pub started_at: DateTime<Utc>,
     pub heartbeat_at: DateTime<Utc>,
+    pub offline: bool,
 }
 
 impl From<WorkerRow> for WorkerRecord {
@@ -183,6 +184,7 @@ impl From<WorkerRow> for WorkerRecord {
             tags: r.tags,
             started_at: r.started_at,
             heartbeat_at: r.heartbeat_at,
+            offline: r.offline,
         }
     }
 }

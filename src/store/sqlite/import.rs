@@ -2,6 +2,7 @@
 
 use super::Shared;
 use super::tx::{Ev, WriteTx};
+use crate::domain::graph::claim_keys;
 use crate::domain::{PlanSpec, Status, TaskSpec};
 use crate::store::error::StoreResult;
 use crate::store::event_types as et;
@@ -22,6 +23,7 @@ struct NewRow {
     max_attempts: i64,
     tags: String,
     spec: String,
+    claim_keys: String,
 }
 
 pub async fn import_plan(
@@ -143,6 +145,7 @@ pub async fn import_plan(
                     max_attempts: max_attempts_for(t, opts.default_max_attempts),
                     tags: encode_json(&t.tags, "task tags")?,
                     spec: encode_json(t, "task spec")?,
+                    claim_keys: encode_json(&claim_keys(t), "task claim keys")?,
                 });
                 rewire.push(t);
                 create_evs.push(base(
@@ -171,8 +174,8 @@ pub async fn import_plan(
                 };
                 sqlx::query(
                     "UPDATE tasks SET status = ?, priority_rank = ?, max_attempts = ?, \
-                     estimate_micros = ?, reason = ?, required_tags = ?, spec = ?, updated_at = ? \
-                     WHERE pk = ?",
+                     estimate_micros = ?, reason = ?, required_tags = ?, spec = ?, claim_keys = ?, \
+                     updated_at = ? WHERE pk = ?",
                 )
                 .bind(status.as_str())
                 .bind(t.priority.rank())
@@ -181,6 +184,7 @@ pub async fn import_plan(
                 .bind(reason)
                 .bind(encode_json(&t.tags, "task tags")?)
                 .bind(encode_json(t, "task spec")?)
+                .bind(encode_json(&claim_keys(t), "task claim keys")?)
                 .bind(tx.now)
                 .bind(old.pk)
                 .execute(tx.conn())
@@ -260,14 +264,14 @@ async fn insert_tasks(
     plan: &PlanSpec,
     rows: &[NewRow],
 ) -> StoreResult<()> {
-    // 12 values per row: well under SQLite's 32,766 bound parameters.
+    // 13 values per row: well under SQLite's 32,766 bound parameters.
     const CHUNK: usize = 2_000;
     let by_ord: Vec<&TaskSpec> = plan.tasks.iter().collect();
     let now = tx.now;
     for chunk in rows.chunks(CHUNK) {
         let mut qb = QueryBuilder::<Sqlite>::new(
             "INSERT INTO tasks (plan_id, task_id, ord, status, priority_rank, max_attempts, \
-             estimate_micros, reason, required_tags, spec, updated_at, pending_deps) ",
+             estimate_micros, reason, required_tags, spec, claim_keys, updated_at, pending_deps) ",
         );
         qb.push_values(chunk, |mut b, r| {
             let t = by_ord[usize::try_from(r.ord).unwrap_or(0)];
@@ -281,6 +285,7 @@ async fn insert_tasks(
                 .push_bind(r.reason.clone())
                 .push_bind(r.tags.clone())
                 .push_bind(r.spec.clone())
+                .push_bind(r.claim_keys.clone())
                 .push_bind(now)
                 .push_bind(0i64);
         });

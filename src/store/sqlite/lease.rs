@@ -25,7 +25,10 @@ fn check(t: &TaskRecord, action: Action) -> StoreResult<Status> {
 }
 
 /// Ready tasks that fit the request, best first. The budget rule is applied in SQL to skip what
-/// cannot fit; the caller applies it again with the one shared rule (`budget_allows`).
+/// cannot fit; the caller applies it again with the one shared rule (`budget_allows`). A task
+/// whose key files a running task holds (claimed or in progress, lease live at `?6`) is not a
+/// candidate: inside the claim's `BEGIN IMMEDIATE` this check and the claim are one step for
+/// every process on the file.
 const CANDIDATES: &str = "SELECT t.pk, t.estimate_micros, p.budget_micros, p.spent_micros, \
        p.reserved_micros \
      FROM tasks t JOIN plans p ON p.id = t.plan_id \
@@ -38,6 +41,10 @@ const CANDIDATES: &str = "SELECT t.pk, t.estimate_micros, p.budget_micros, p.spe
             THEN p.spent_micros + p.reserved_micros < p.budget_micros \
             ELSE p.spent_micros + p.reserved_micros + COALESCE(t.estimate_micros, ?4) \
                  <= p.budget_micros END) \
+       AND NOT EXISTS (SELECT 1 FROM json_each(t.claim_keys) mine \
+                       JOIN tasks r ON r.status IN ('CLAIMED', 'IN_PROGRESS') \
+                         AND r.lease_expires_at > ?6 AND r.pk <> t.pk \
+                       JOIN json_each(r.claim_keys) theirs ON theirs.value = mine.value) \
      ORDER BY t.priority_rank, t.task_id, t.plan_id LIMIT ?5";
 
 /// The first candidate the budget allows: its pk and the estimate to reserve.
@@ -56,7 +63,12 @@ fn pick(candidates: &[SqliteRow], req: &ClaimRequest) -> StoreResult<Option<(i64
     Ok(None)
 }
 
-async fn candidates<'e, E>(e: E, req: &ClaimRequest, window: i64) -> StoreResult<Vec<SqliteRow>>
+async fn candidates<'e, E>(
+    e: E,
+    req: &ClaimRequest,
+    window: i64,
+    now_ms: i64,
+) -> StoreResult<Vec<SqliteRow>>
 where
     E: sqlx::Executor<'e, Database = Sqlite>,
 {
@@ -68,6 +80,7 @@ where
         .bind(tags)
         .bind(req.default_estimate.micros())
         .bind(window)
+        .bind(now_ms)
         .fetch_all(e)
         .await?)
 }
@@ -76,7 +89,13 @@ pub async fn claim(s: &Shared, req: &ClaimRequest) -> StoreResult<Option<Claimed
     // Idle workers poll: look without the write lock first, so they do not queue up behind (and
     // in front of) the writers doing real work.
     let seen = super::read::last_event_id(s).await;
-    if pick(&candidates(&s.reader, req, CLAIM_WINDOW).await?, req)?.is_none() {
+    let now_ms = chrono::Utc::now().timestamp_millis();
+    if pick(
+        &candidates(&s.reader, req, CLAIM_WINDOW, now_ms).await?,
+        req,
+    )?
+    .is_none()
+    {
         if let Some(id) = seen {
             s.seen_event_id
                 .store(id, std::sync::atomic::Ordering::SeqCst);
@@ -84,7 +103,9 @@ pub async fn claim(s: &Shared, req: &ClaimRequest) -> StoreResult<Option<Claimed
         return Ok(None);
     }
     let mut tx = WriteTx::begin(s).await?;
-    let Some((pk, estimate)) = pick(&candidates(tx.conn(), req, CLAIM_WINDOW).await?, req)? else {
+    let now = tx.now;
+    let Some((pk, estimate)) = pick(&candidates(tx.conn(), req, CLAIM_WINDOW, now).await?, req)?
+    else {
         return Ok(None);
     };
     let Some(before) = tx.task_by_pk(pk).await? else {

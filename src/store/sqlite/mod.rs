@@ -345,6 +345,9 @@ impl Store for SqliteStore {
     async fn worker_heartbeat(&self, worker_id: &str) -> StoreResult<()> {
         operator::worker_heartbeat(self.shared(), worker_id).await
     }
+    async fn mark_offline_workers(&self, older_than: Duration) -> StoreResult<Vec<String>> {
+        operator::mark_offline_workers(self.shared(), older_than).await
+    }
     async fn list_workers(&self) -> StoreResult<Vec<WorkerRecord>> {
         read::list_workers(self.shared()).await
     }

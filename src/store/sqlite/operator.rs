@@ -7,10 +7,11 @@ use crate::domain::{Action, Status, transition};
 use crate::store::NewEvent;
 use crate::store::error::{StoreError, StoreResult};
 use crate::store::event_types as et;
-use crate::store::sql_common::{encode_json, payload};
+use crate::store::sql_common::{encode_json, millis, payload};
 use crate::store::types::*;
 use serde_json::{Value, json};
 use sqlx::AssertSqlSafe;
+use std::time::Duration;
 
 fn check(t: &TaskRecord, action: Action) -> StoreResult<Status> {
     transition(t.status, action).map_err(|source| StoreError::Illegal {
@@ -264,7 +265,7 @@ pub async fn register_worker(s: &Shared, w: &WorkerRecord) -> StoreResult<()> {
 
 pub async fn worker_heartbeat(s: &Shared, worker_id: &str) -> StoreResult<()> {
     let mut tx = WriteTx::begin(s).await?;
-    let done = sqlx::query("UPDATE workers SET heartbeat_at = ? WHERE id = ?")
+    let done = sqlx::query("UPDATE workers SET heartbeat_at = ?, offline_at = NULL WHERE id = ?")
         .bind(tx.now)
         .bind(worker_id)
         .execute(tx.conn())
@@ -277,6 +278,41 @@ pub async fn worker_heartbeat(s: &Shared, worker_id: &str) -> StoreResult<()> {
     }
     tx.commit().await?;
     Ok(())
+}
+
+pub async fn mark_offline_workers(s: &Shared, older_than: Duration) -> StoreResult<Vec<String>> {
+    // Read first: an idle queue has nothing to mark, and that must not take the write lock.
+    let cutoff = chrono::Utc::now().timestamp_millis() - millis(older_than);
+    let any: Option<String> = sqlx::query_scalar(
+        "SELECT id FROM workers WHERE offline_at IS NULL AND heartbeat_at < ? LIMIT 1",
+    )
+    .bind(cutoff)
+    .fetch_optional(&s.reader)
+    .await?;
+    if any.is_none() {
+        return Ok(Vec::new());
+    }
+    let mut tx = WriteTx::begin(s).await?;
+    let cutoff = tx.now - millis(older_than);
+    let gone: Vec<(String, i64)> = sqlx::query_as(
+        "UPDATE workers SET offline_at = ?1 WHERE offline_at IS NULL AND heartbeat_at < ?2 \
+         RETURNING id, ?1 - heartbeat_at",
+    )
+    .bind(tx.now)
+    .bind(cutoff)
+    .fetch_all(tx.conn())
+    .await?;
+    for (id, silent_ms) in &gone {
+        let ev = Ev {
+            event_type: et::WORKER_OFFLINE.to_string(),
+            worker_id: Some(id.clone()),
+            payload: json!({ "silent_ms": silent_ms }),
+            ..Default::default()
+        };
+        tx.event(ev).await?;
+    }
+    tx.commit().await?;
+    Ok(gone.into_iter().map(|(id, _)| id).collect())
 }
 
 pub async fn remove_worker(s: &Shared, worker_id: &str) -> StoreResult<()> {

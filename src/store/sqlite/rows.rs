@@ -22,7 +22,7 @@ pub const PLAN_COLS: &str = "id, project, paused, budget_micros, spent_micros, r
 pub const EVENT_COLS: &str =
     "id, ts, event_type, plan_id, task_id, worker_id, epoch, from_status, to_status, payload";
 
-pub const WORKER_COLS: &str = "id, host, slots, tags, started_at, heartbeat_at";
+pub const WORKER_COLS: &str = "id, host, slots, tags, started_at, heartbeat_at, offline_at";
 
 pub fn time(ms: i64) -> StoreResult<DateTime<Utc>> {
     Utc.timestamp_millis_opt(ms)
@@ -105,5 +105,6 @@ pub fn worker(r: &SqliteRow) -> StoreResult<WorkerRecord> {
         tags: decode_json(&tags, "workers.tags")?,
         started_at: time(r.try_get("started_at")?)?,
         heartbeat_at: time(r.try_get("heartbeat_at")?)?,
+        offline: r.try_get::<Option<i64>, _>("offline_at")?.is_some(),
     })
 }

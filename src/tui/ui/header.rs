@@ -67,11 +67,9 @@ pub fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme) {
     spans.push(Span::raw(clock(state.elapsed())));
     spans.push(sep());
     spans.push(Span::styled(state.backend.clone(), theme.dim()));
-    if !state.workers.is_empty() {
-        spans.push(Span::styled(
-            format!(" {} worker(s)", state.workers.len()),
-            theme.dim(),
-        ));
+    let online = state.online_workers().count();
+    if online > 0 {
+        spans.push(Span::styled(format!(" {online} worker(s)"), theme.dim()));
     }
     frame.render_widget(Paragraph::new(Line::from(spans)), top);
 

@@ -22,11 +22,11 @@ pub fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme) {
             format!(
                 " Workers on the {} queue: {} ",
                 state.backend,
-                state.workers.len()
+                state.online_workers().count()
             ),
             theme.title(),
         ));
-    if state.workers.is_empty() {
+    if state.online_workers().next().is_none() {
         frame.render_widget(
             Paragraph::new(Line::styled("no worker registered yet", theme.dim())).block(block),
             area,
@@ -41,8 +41,7 @@ pub fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme) {
             .count()
     };
     let rows: Vec<Row> = state
-        .workers
-        .iter()
+        .online_workers()
         .map(|w| {
             let age = (now - w.heartbeat_at).num_seconds().max(0);
             let beat = rough(std::time::Duration::from_secs(age as u64));
