@@ -349,6 +349,7 @@ async fn engine_rounds(
         merge: MergeMode::Ff,
         base_commit,
         default_task_timeout: Some(Duration::from_secs(60)),
+        lease: EngineConfig::new("").lease,
     };
     let executor = AgentExecutor::new(
         exec_cfg,

@@ -62,7 +62,10 @@ pub fn main() -> ExitCode {
         match dispatch(cli).await {
             Ok(code) => code,
             Err(err) => {
-                eprintln!("error: {}", exit::describe(&err));
+                let text = exit::describe(&err);
+                // The log file keeps what ended the command, next to what led to it.
+                tracing::error!("command failed: {text}");
+                eprintln!("error: {text}");
                 exit::code_for(&err)
             }
         }

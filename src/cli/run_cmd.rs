@@ -301,6 +301,7 @@ fn build_executor(
         merge: merge_mode(cfg),
         base_commit,
         default_task_timeout: None,
+        lease: Duration::from_secs(cfg.queue.lease_secs.max(1)),
     };
     Ok(AgentExecutor::new(
         exec_cfg,

@@ -5,6 +5,7 @@
 //! the outcome in the store; this file never writes task state itself.
 
 use super::control::{AttemptControl, StopLevel, StopReason};
+use super::fence::StoreFence;
 use super::executor::{AttemptOutcome, Executor};
 use super::sessions::{SessionInfo, SessionRegistry, SessionState};
 use super::verify::{Verification, run_checks};
@@ -51,6 +52,8 @@ pub struct ExecutorConfig {
     /// The commit tasks start from when the base branch's head cannot be read.
     pub base_commit: String,
     pub default_task_timeout: Option<Duration>,
+    /// The engine's lease length: what the delivery fence's heartbeat extends the lease by.
+    pub lease: Duration,
 }
 
 pub struct AgentExecutor {
@@ -255,6 +258,39 @@ impl AgentExecutor {
         }
         let deadline_at = deadline.map(|d| Instant::now() + d);
 
+        // An earlier attempt may have landed this task's work and lost its lease (or the store)
+        // before the queue recorded it: then the task is finished, and nothing runs again.
+        let landed = {
+            let ws = self.workspaces.clone();
+            let fence = self.fence(cx);
+            let (plan_id, task_id) = (cx.claimed.task.plan_id.clone(), cx.task.id.clone());
+            tokio::task::spawn_blocking(move || ws.unrecorded_landing(&plan_id, &task_id, &fence))
+                .await
+        };
+        match landed {
+            Ok(Ok(None)) => {}
+            Ok(Ok(Some(l))) => {
+                tracing::warn!(
+                    task = %cx.task.id,
+                    commit = %l.commit,
+                    "the task's work already landed (attempt at epoch {}) but was never recorded; finishing it without running again",
+                    l.epoch
+                );
+                let d = Delivery::AlreadyLanded {
+                    base_branch: l.base_branch,
+                    commit: l.commit,
+                    epoch: l.epoch,
+                };
+                cx.evidence.insert("delivery".into(), delivery_json(&d));
+                return AttemptOutcome::Done {
+                    cost: cx.spent,
+                    evidence: cx.evidence(),
+                };
+            }
+            Ok(Err(e)) => return fail(cx, "workspace_error", e.is_transient(), e.to_string()),
+            Err(e) => return fail(cx, "workspace_error", true, e.to_string()),
+        }
+
         // The worktree.
         let wt = {
             let ws = self.workspaces.clone();
@@ -272,7 +308,9 @@ impl AgentExecutor {
             };
             match tokio::task::spawn_blocking(prepare).await {
                 Ok(Ok(wt)) => wt,
-                Ok(Err(e)) => return fail(cx, "workspace_error", false, e.to_string()),
+                Ok(Err(e)) => {
+                    return fail(cx, "workspace_error", e.is_transient(), e.to_string());
+                }
                 Err(e) => return fail(cx, "workspace_error", true, e.to_string()),
             }
         };
@@ -688,9 +726,14 @@ impl AgentExecutor {
             cx.claimed.task.attempts.max(1) as u32,
         );
         let mode = self.cfg.merge;
+        let fence = self.fence(cx);
         let joined = tokio::task::spawn_blocking(move || {
             let commit = ws.commit(&wt, &message)?;
-            let delivery = ws.deliver(&wt, mode)?;
+            let delivery = ws.deliver_fenced(&wt, mode, &fence)?;
+            if delivery == Delivery::LeaseLost {
+                // The task is someone else's now, and so is its worktree.
+                return Ok((commit, delivery));
+            }
             let keep_branch = !matches!(
                 delivery,
                 Delivery::FastForwarded { .. } | Delivery::Merged { .. } | Delivery::NothingToDo
@@ -700,6 +743,10 @@ impl AgentExecutor {
         })
         .await;
         match joined {
+            Ok(Ok((_, Delivery::LeaseLost))) => {
+                tracing::warn!(task = %cx.task.id, "lease lost before delivery; nothing delivered");
+                AttemptOutcome::Abandoned
+            }
             Ok(Ok((commit, delivery))) => {
                 cx.evidence.insert("commit".into(), json!(commit));
                 cx.evidence
@@ -709,9 +756,19 @@ impl AgentExecutor {
                     evidence: cx.evidence(),
                 }
             }
-            Ok(Err(e)) => fail(cx, "delivery_failed", false, e.to_string()),
+            Ok(Err(e)) => fail(cx, "delivery_failed", e.is_transient(), e.to_string()),
             Err(e) => fail(cx, "delivery_failed", true, e.to_string()),
         }
+    }
+
+    fn fence(&self, cx: &Ctx<'_>) -> StoreFence {
+        StoreFence::new(
+            self.store.clone(),
+            cx.claimed.lease,
+            self.cfg.lease,
+            &cx.claimed.task.plan_id,
+            &cx.task.id,
+        )
     }
 }
 
@@ -805,6 +862,13 @@ fn delivery_json(d: &Delivery) -> Value {
             json!({"kind": "base_dirty", "branch": branch, "base_branch": base_branch, "worktree": worktree, "files": files})
         }
         Delivery::NothingToDo => json!({"kind": "nothing_to_do"}),
+        Delivery::AlreadyLanded {
+            base_branch,
+            commit,
+            epoch,
+        } => json!({"kind": "already_landed", "base_branch": base_branch, "commit": commit,
+            "landed_by_epoch": epoch, "note": "an earlier attempt landed this work; nothing landed again"}),
+        Delivery::LeaseLost => json!({"kind": "lease_lost"}),
     }
 }
 

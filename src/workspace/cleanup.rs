@@ -53,7 +53,7 @@ pub(super) fn remove(
     delete_branch: bool,
 ) -> Result<(), WorkspaceError> {
     let repo = ws.open()?;
-    let _guard = lock::admin();
+    let _guard = lock::admin(&ws.common_dir, ws.cfg.merge_lock_timeout)?;
     remove_locked(ws, &repo, name, path)?;
     if delete_branch {
         match repo.find_branch(branch, BranchType::Local) {
@@ -264,7 +264,7 @@ pub(super) fn prune(
     let repo = ws.open()?;
     let mut report = PruneReport::default();
     {
-        let _guard = lock::admin();
+        let _guard = lock::admin(&ws.common_dir, ws.cfg.merge_lock_timeout)?;
         for info in infos {
             // A worktree locked with `git worktree lock` is kept whatever the selection.
             let selected = !info.locked

@@ -9,12 +9,18 @@ use git2::{BranchType, Oid, Repository, Sort, StatusOptions, build::CheckoutBuil
 use super::commit::signature;
 use super::error::WorkspaceError;
 use super::prepare::checked_out_in;
+use super::landed::{self, DeliveryFence, Landed};
 use super::{Delivery, MergeMode, Workspaces, Worktree, lock};
 
+/// Under the merge lock: an earlier landing of this task that the queue never recorded ends
+/// delivery (`AlreadyLanded`: nothing lands twice); then the fence is asked whether the lease
+/// is still ours right before the base moves (`LeaseLost` otherwise: a worker presumed dead
+/// delivers nothing); a landing leaves its note.
 pub(super) fn deliver(
     ws: &Workspaces,
     wt: &Worktree,
     mode: MergeMode,
+    fence: &dyn DeliveryFence,
 ) -> Result<Delivery, WorkspaceError> {
     let repo = ws.open()?;
     let tip = repo
@@ -56,6 +62,14 @@ pub(super) fn deliver(
         .map_err(WorkspaceError::git(format!(
             "find base branch {base_branch}"
         )))?;
+    let note = landed::read(&ws.common_dir, &wt.plan_id, &wt.task_id);
+    if let Some(l) = landed::unrecorded_landing(&repo, note, base_tip, fence)? {
+        return Ok(Delivery::AlreadyLanded {
+            base_branch: l.base_branch,
+            commit: l.commit,
+            epoch: l.epoch,
+        });
+    }
     let gerr = || WorkspaceError::git("compare the task branch with the base branch");
     if tip == base_tip || repo.graph_descendant_of(base_tip, tip).map_err(gerr())? {
         return Ok(Delivery::NothingToDo);
@@ -86,6 +100,11 @@ pub(super) fn deliver(
         "cherry-pick"
     };
     let msg = format!("whilly: {what} {} ({})", wt.branch, wt.task_id);
+    match fence.still_ours() {
+        Ok(true) => {}
+        Ok(false) => return Ok(Delivery::LeaseLost),
+        Err(detail) => return Err(WorkspaceError::FenceUnanswered { detail }),
+    }
     if let Some(dirty) = update_base(&repo, &base_ref, base_tip, new_tip, &msg, &base_branch)? {
         return Ok(Delivery::BaseDirty {
             branch: wt.branch.clone(),
@@ -93,6 +112,15 @@ pub(super) fn deliver(
             worktree: dirty.0,
             files: dirty.1,
         });
+    }
+    let note = Landed {
+        commit: new_tip.to_string(),
+        base_branch: base_branch.clone(),
+        epoch: fence.epoch(),
+    };
+    if let Err(e) = landed::write(&ws.common_dir, &wt.plan_id, &wt.task_id, &note) {
+        // The work landed; only the guard against a second landing is missing.
+        tracing::error!(task = %wt.task_id, "writing the landing note: {e}");
     }
     Ok(if fast_forward {
         Delivery::FastForwarded {

@@ -71,12 +71,34 @@ pub enum WorkspaceError {
     )]
     BaseMoved { branch: String },
     #[error(
-        "could not take the merge lock {path} within {waited:?}: another whilly process is merging; if none is running, try again"
+        "could not take the {what} lock {path} within {waited:?}: another whilly process holds it; if none is running, try again"
     )]
-    MergeLockTimeout { path: PathBuf, waited: Duration },
+    LockTimeout {
+        what: &'static str,
+        path: PathBuf,
+        waited: Duration,
+    },
+    #[error("the queue did not answer whether this attempt may still deliver: {detail}")]
+    FenceUnanswered { detail: String },
 }
 
 impl WorkspaceError {
+    /// A fault that may pass if the attempt is tried again: a lock another process held too
+    /// long, an I/O error, a git lock file left by a concurrent writer. Conflicts with the
+    /// repository's state (a branch checked out elsewhere, a bad base commit) are not.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            WorkspaceError::LockTimeout { .. }
+            | WorkspaceError::Io { .. }
+            | WorkspaceError::FenceUnanswered { .. } => true,
+            WorkspaceError::Git { source, .. } => matches!(
+                source.code(),
+                git2::ErrorCode::Locked | git2::ErrorCode::Modified | git2::ErrorCode::Exists
+            ),
+            _ => false,
+        }
+    }
+
     pub(crate) fn git(context: impl Into<String>) -> impl FnOnce(git2::Error) -> WorkspaceError {
         let context = context.into();
         move |source| WorkspaceError::Git { context, source }

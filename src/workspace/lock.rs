@@ -1,6 +1,9 @@
-//! Serialises merges into base branches: a process-wide mutex for the slots of one engine, and
-//! an advisory `flock` on `.git/whilly-merge.lock` for other whilly processes. flock is released
-//! by the kernel when a process dies, so a crash never leaves a stale lock behind.
+//! Serialises what two attempts must not do at once in one repository, whichever process they
+//! run in: merges into base branches, and creating or removing worktrees (libgit2 writes
+//! `.git/worktrees/` and refs there; two at once trip over each other's lock files, seen as
+//! "reference … is already checked out"). Each is a process-wide mutex for the slots of one
+//! engine plus an advisory `flock` on a file in the shared git directory for other processes.
+//! flock is released by the kernel when a process dies, so a crash never leaves a stale lock.
 
 use std::fs::{File, OpenOptions};
 use std::path::Path;
@@ -13,29 +16,41 @@ static PROCESS_MERGE: Mutex<()> = Mutex::new(());
 static PROCESS_ADMIN: Mutex<()> = Mutex::new(());
 
 pub const LOCK_FILE: &str = "whilly-merge.lock";
+pub const ADMIN_LOCK_FILE: &str = "whilly-worktrees.lock";
 
-/// Held while a merge runs. Field order matters: the file lock is released before the mutex.
-pub struct MergeLock {
+/// Held while the guarded work runs. Field order matters: the file lock is released before the
+/// mutex.
+pub struct RepoLock {
     _file: File,
     _guard: MutexGuard<'static, ()>,
 }
 
-/// Guards worktree creation and removal in this process: libgit2 writes `.git/worktrees/` and
-/// refs there, and two slots doing so at once could trip over each other's lock files.
-pub fn admin() -> MutexGuard<'static, ()> {
-    // A panic in another holder leaves nothing half-done that the next holder would misread.
-    PROCESS_ADMIN.lock().unwrap_or_else(|p| p.into_inner())
+/// Held while a merge runs.
+pub fn merge(common_dir: &Path, timeout: Duration) -> Result<RepoLock, WorkspaceError> {
+    hold(&PROCESS_MERGE, common_dir, LOCK_FILE, "merge", timeout)
 }
 
-pub fn merge(common_dir: &Path, timeout: Duration) -> Result<MergeLock, WorkspaceError> {
-    let guard = PROCESS_MERGE.lock().unwrap_or_else(|p| p.into_inner());
-    let path = common_dir.join(LOCK_FILE);
+/// Held while worktrees are created, reset, removed or pruned.
+pub fn admin(common_dir: &Path, timeout: Duration) -> Result<RepoLock, WorkspaceError> {
+    hold(&PROCESS_ADMIN, common_dir, ADMIN_LOCK_FILE, "worktree", timeout)
+}
+
+fn hold(
+    mutex: &'static Mutex<()>,
+    common_dir: &Path,
+    file_name: &str,
+    what: &'static str,
+    timeout: Duration,
+) -> Result<RepoLock, WorkspaceError> {
+    // A panic in another holder leaves nothing half-done that the next holder would misread.
+    let guard = mutex.lock().unwrap_or_else(|p| p.into_inner());
+    let path = common_dir.join(file_name);
     let file = OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
         .open(&path)
-        .map_err(WorkspaceError::io("could not open the merge lock", &path))?;
+        .map_err(WorkspaceError::io("could not open the lock file", &path))?;
     let deadline = Instant::now() + timeout;
     loop {
         match try_flock(&file) {
@@ -45,7 +60,8 @@ pub fn merge(common_dir: &Path, timeout: Duration) -> Result<MergeLock, Workspac
                 std::thread::sleep(Duration::from_millis(20));
             }
             Ok(false) => {
-                return Err(WorkspaceError::MergeLockTimeout {
+                return Err(WorkspaceError::LockTimeout {
+                    what,
                     path,
                     waited: timeout,
                 });
@@ -53,7 +69,7 @@ pub fn merge(common_dir: &Path, timeout: Duration) -> Result<MergeLock, Workspac
             Err(e) => return Err(WorkspaceError::io("could not lock", &path)(e)),
         }
     }
-    Ok(MergeLock {
+    Ok(RepoLock {
         _file: file,
         _guard: guard,
     })
@@ -99,11 +115,28 @@ mod tests {
         assert!(try_flock(&other).unwrap());
         let err = merge(dir.path(), Duration::from_millis(100)).err().unwrap();
         assert!(
-            matches!(err, WorkspaceError::MergeLockTimeout { .. }),
+            matches!(err, WorkspaceError::LockTimeout { .. }),
             "{err}"
         );
         drop(other);
         let held = merge(dir.path(), Duration::from_secs(5)).unwrap();
         drop(held);
+    }
+
+    #[test]
+    fn the_worktree_lock_is_held_across_processes_too() {
+        let dir = tempfile::tempdir().unwrap();
+        let other = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(dir.path().join(ADMIN_LOCK_FILE))
+            .unwrap();
+        assert!(try_flock(&other).unwrap());
+        let err = admin(dir.path(), Duration::from_millis(60)).err().unwrap();
+        assert!(err.to_string().contains("worktree lock"), "{err}");
+        assert!(err.is_transient());
+        drop(other);
+        drop(admin(dir.path(), Duration::from_secs(5)).unwrap());
     }
 }

@@ -35,6 +35,7 @@ mod diff;
 mod error;
 mod glob;
 mod include;
+mod landed;
 mod layout;
 mod lock;
 mod meta;
@@ -50,6 +51,7 @@ pub use cleanup::{PruneReport, PruneSelection, WorktreeInfo};
 pub use config::{MergeMode, WorkspaceConfig};
 pub use diff::{WorktreeDiff, diff_worktree};
 pub use error::WorkspaceError;
+pub use landed::{AlwaysOurs, DeliveryFence, Landed};
 pub use layout::{branch_name, commit_message};
 
 /// A prepared worktree for one task attempt.
@@ -100,6 +102,15 @@ pub enum Delivery {
     },
     /// The branch has no commits the base lacks.
     NothingToDo,
+    /// An earlier attempt (lease `epoch`) landed this task's work as `commit` and the queue
+    /// never recorded it: the task is finished by that landing, nothing lands again.
+    AlreadyLanded {
+        base_branch: String,
+        commit: String,
+        epoch: i64,
+    },
+    /// The lease was no longer ours when the base was about to move: nothing was delivered.
+    LeaseLost,
 }
 
 /// The worktrees of one repository.
@@ -266,9 +277,39 @@ impl Workspaces {
         commit::commit(self, wt, message, true)
     }
 
-    /// Brings the task branch's commits into its base branch per `mode`.
+    /// Brings the task branch's commits into its base branch per `mode`, outside any queue.
     pub fn deliver(&self, wt: &Worktree, mode: MergeMode) -> Result<Delivery, WorkspaceError> {
-        deliver::deliver(self, wt, mode)
+        deliver::deliver(self, wt, mode, &AlwaysOurs)
+    }
+
+    /// Brings the task branch's commits into its base branch per `mode`, at most once per task
+    /// and only while `fence` says the attempt still holds its lease (see [`landed`]).
+    pub fn deliver_fenced(
+        &self,
+        wt: &Worktree,
+        mode: MergeMode,
+        fence: &dyn DeliveryFence,
+    ) -> Result<Delivery, WorkspaceError> {
+        deliver::deliver(self, wt, mode, fence)
+    }
+
+    /// An earlier landing of this task that the queue never recorded (its attempt lost the
+    /// lease, or the store, after merging): the task is finished by it. Checked before an
+    /// attempt spends anything.
+    pub fn unrecorded_landing(
+        &self,
+        plan_id: &str,
+        task_id: &str,
+        fence: &dyn DeliveryFence,
+    ) -> Result<Option<Landed>, WorkspaceError> {
+        let Some(note) = landed::read(&self.common_dir, plan_id, task_id) else {
+            return Ok(None);
+        };
+        let repo = self.open()?;
+        let Ok(base_tip) = repo.refname_to_id(&format!("refs/heads/{}", note.base_branch)) else {
+            return Ok(None);
+        };
+        landed::unrecorded_landing(&repo, Some(note), base_tip, fence)
     }
 
     /// Deletes the worktree directory and its admin entry, and the branch if asked.

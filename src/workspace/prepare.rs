@@ -26,7 +26,7 @@ pub(super) fn prepare(
     let base_branch = current_branch(&ws.open_head_root()?);
 
     let reused = {
-        let _guard = lock::admin();
+        let _guard = lock::admin(&ws.common_dir, ws.cfg.merge_lock_timeout)?;
         if layout::is_within(&ws.base_dir, &ws.root) {
             exclude_from_repo(&ws.common_dir, &ws.root, &ws.base_dir)?;
         }
