@@ -15,6 +15,7 @@ pub mod fsutil;
 pub mod notify;
 pub mod plan;
 pub mod prd;
+pub mod procguard;
 pub mod procinfo;
 pub mod pty;
 pub mod store;

@@ -1,4 +1,5 @@
-//! Process relations read from `/proc` (Linux): who is whose child.
+//! Process relations read from `/proc` (Linux): who is whose child, who is in a process group,
+//! where a process works.
 
 /// The parent pid (field 4) of a `/proc/<pid>/stat` line. The command name (field 2) may hold
 /// spaces and parentheses, so fields are counted after its last `)`.
@@ -19,6 +20,48 @@ pub fn children_of(pid: u32) -> Vec<u32> {
                 .is_ok_and(|stat| parent_pid(&stat) == Some(pid))
         })
         .collect()
+}
+
+/// Live (non-zombie) members of process group `pgid`, from /proc. Used to tell whether signals
+/// still have something to reach, and by tests to prove nothing was orphaned.
+pub fn group_members(pgid: i32) -> Vec<i32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut members = Vec::new();
+    for entry in dir.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // The command name is in parentheses and may contain anything; fields follow the last ')'.
+        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
+            continue;
+        };
+        let mut fields = rest.split_whitespace();
+        let state = fields.next();
+        let _ppid = fields.next();
+        let group = fields.next().and_then(|s| s.parse::<i32>().ok());
+        if group == Some(pgid) && !matches!(state, Some("Z" | "X")) {
+            members.push(pid);
+        }
+    }
+    members
+}
+
+/// True when `pid`'s working directory is `dir` or inside it (false when it cannot be read).
+pub fn cwd_within(pid: i32, dir: &std::path::Path) -> bool {
+    let Ok(cwd) = std::fs::read_link(format!("/proc/{pid}/cwd")) else {
+        return false;
+    };
+    let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    cwd.starts_with(&dir)
 }
 
 #[cfg(test)]

@@ -707,6 +707,8 @@ fn same_task_id_waiting_in_two_plans() {
     let repo = handoff_repo();
     let mut t = task("T-1");
     t["agent"] = "handoff".into();
+    // Its own file: tasks of two plans in one repository that share a key file never run at once.
+    t["key_files"] = serde_json::json!(["files/T-1-q.txt"]);
     repo.write(
         "plan2.json",
         &serde_json::to_string_pretty(&plan("q", vec![t])).unwrap(),

@@ -27,6 +27,17 @@ use std::process::ExitCode;
 
 /// Entry point of the `whilly` binary.
 pub fn main() -> ExitCode {
+    // The guard every agent runs under: before anything else (it forks, single-threaded).
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if args
+        .get(1)
+        .is_some_and(|a| a == crate::procguard::GUARD_ARG)
+    {
+        crate::procguard::run(&args[2..]);
+    }
+    if let Ok(exe) = std::env::current_exe() {
+        crate::procguard::enable(exe);
+    }
     launcher::unblock_inherited();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,

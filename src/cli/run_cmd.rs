@@ -43,7 +43,7 @@ pub struct RunSetup {
 /// Imports the plan file if given, resumes if asked, builds agents and the executor.
 /// `Err(code)` when the plan file was refused (the problems are already printed).
 pub async fn prepare_run(ctx: &Context, args: &RunArgs) -> anyhow::Result<Result<RunSetup, i32>> {
-    let store = ctx.store().await?;
+    let store = patiently("opening the queue", || ctx.store()).await?;
     let plan_id = match resolve_plan(ctx, &store, args).await? {
         Ok(id) => id,
         Err(code) => return Ok(Err(code)),
@@ -167,7 +167,10 @@ pub async fn run(ctx: &Context, args: RunArgs) -> anyhow::Result<i32> {
         Err(code) => return Ok(code),
     };
     let shutdown = signals::shutdown_channel();
-    let presence = WorkerPresence::start(store.clone(), &engine_cfg).await?;
+    let presence = patiently("registering the worker", || {
+        WorkerPresence::start(store.clone(), &engine_cfg)
+    })
+    .await?;
     let engine = Engine::new(store.clone(), Arc::new(executor), engine_cfg, shutdown);
 
     let mut printer =
@@ -203,7 +206,7 @@ pub async fn run_interactive(ctx: &Context, args: RunArgs) -> anyhow::Result<i32
 
 pub async fn worker(ctx: &Context, args: WorkerArgs) -> anyhow::Result<i32> {
     let cfg = ctx.config()?;
-    let store = ctx.store().await?;
+    let store = patiently("opening the queue", || ctx.store()).await?;
     let worker_id = worker_id();
     let default_agent = args.agent.clone().unwrap_or_else(|| cfg.run.agent.clone());
     let mut names: BTreeSet<String> = cfg.agents.keys().cloned().collect();
@@ -227,7 +230,10 @@ pub async fn worker(ctx: &Context, args: WorkerArgs) -> anyhow::Result<i32> {
     engine_cfg.slots = args.slots.unwrap_or(cfg.run.parallel as usize).max(1);
     engine_cfg.tags = args.tags.clone();
     engine_cfg.exit_when_idle = args.until_idle;
-    let presence = WorkerPresence::start(store.clone(), &engine_cfg).await?;
+    let presence = patiently("registering the worker", || {
+        WorkerPresence::start(store.clone(), &engine_cfg)
+    })
+    .await?;
     eprintln!(
         "whilly worker {worker_id}: {} slots on the {} queue at {}{}",
         engine_cfg.slots,
@@ -389,6 +395,46 @@ async fn set_budget(store: &Arc<dyn Store>, plan_id: &str, budget: f64) -> anyho
     };
     store.import_plan(&spec, &opts).await?;
     Ok(())
+}
+
+/// How long the engine commands wait, at start, for a queue that does not answer yet (a server
+/// restarting or out of connections); an unreachable one still ends them with exit 2 after it.
+const STARTUP_WAIT: Duration = Duration::from_secs(30);
+
+/// Runs `f` again while it fails with a transient store error, for up to [`STARTUP_WAIT`],
+/// saying once on stderr that it waits.
+async fn patiently<T, F, Fut>(what: &str, mut f: F) -> anyhow::Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<T>>,
+{
+    let started = std::time::Instant::now();
+    let mut failures = 0u32;
+    loop {
+        match f().await {
+            Ok(v) => return Ok(v),
+            Err(e) => {
+                let transient = e
+                    .chain()
+                    .find_map(|c| c.downcast_ref::<crate::store::StoreError>())
+                    .is_some_and(|s| s.is_transient());
+                if !transient || started.elapsed() >= STARTUP_WAIT {
+                    return Err(e);
+                }
+                failures += 1;
+                tracing::warn!("{what}: {}", exit::describe(&e));
+                if failures == 1 {
+                    eprintln!(
+                        "whilly: {what}: the queue does not answer yet ({}); retrying for up to {} s",
+                        exit::describe(&e),
+                        STARTUP_WAIT.as_secs()
+                    );
+                }
+                let wait = crate::engine::outage::backoff(failures, rand::random::<f64>());
+                tokio::time::sleep(wait).await;
+            }
+        }
+    }
 }
 
 /// This process on the queue's worker list while it works: registered, heartbeating, removed

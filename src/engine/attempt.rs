@@ -5,8 +5,8 @@
 //! the outcome in the store; this file never writes task state itself.
 
 use super::control::{AttemptControl, StopLevel, StopReason};
-use super::fence::StoreFence;
 use super::executor::{AttemptOutcome, Executor};
+use super::fence::StoreFence;
 use super::sessions::{SessionInfo, SessionRegistry, SessionState};
 use super::verify::{Verification, run_checks};
 use crate::agent::{
@@ -251,9 +251,17 @@ impl AgentExecutor {
         // lies past our own timer (plus the time to stop the agent) so the reaper never takes a
         // task this process is still ending.
         let db_deadline = deadline.map(|d| d + Duration::from_secs(30));
-        match self.store.start(cx.claimed.lease, db_deadline).await {
+        let start = || self.store.start(cx.claimed.lease, db_deadline);
+        match super::outage::retry_transient(6, start).await {
             Ok(()) => {}
             Err(StoreError::Stale { .. }) => return AttemptOutcome::Abandoned,
+            // Nothing was spent: give the task back without counting the attempt.
+            Err(e) if e.is_transient() => {
+                return AttemptOutcome::Released {
+                    cost: cx.spent,
+                    reason: "store_error".into(),
+                };
+            }
             Err(e) => return fail(cx, "store_error", true, e.to_string()),
         }
         let deadline_at = deadline.map(|d| Instant::now() + d);
@@ -466,6 +474,8 @@ impl AgentExecutor {
                 return Step::Outcome(fail(cx, "spawn_failed", retry, e.to_string()));
             }
         };
+        // Whoever prepares this worktree next waits while this group still works in it.
+        self.workspaces.note_agent(wt, session.pid());
         cx.evidence.insert("log".into(), json!(log_path));
         self.sessions.update(cx.claimed.lease.task_pk, |s| {
             s.state = SessionState::Running;
@@ -728,8 +738,7 @@ impl AgentExecutor {
         let mode = self.cfg.merge;
         let fence = self.fence(cx);
         let joined = tokio::task::spawn_blocking(move || {
-            let commit = ws.commit(&wt, &message)?;
-            let delivery = ws.deliver_fenced(&wt, mode, &fence)?;
+            let (commit, delivery) = ws.commit_and_deliver(&wt, &message, mode, &fence)?;
             if delivery == Delivery::LeaseLost {
                 // The task is someone else's now, and so is its worktree.
                 return Ok((commit, delivery));
@@ -748,6 +757,7 @@ impl AgentExecutor {
                 AttemptOutcome::Abandoned
             }
             Ok(Ok((commit, delivery))) => {
+                super::failpoint::crash_if("after_delivery");
                 cx.evidence.insert("commit".into(), json!(commit));
                 cx.evidence
                     .insert("delivery".into(), delivery_json(&delivery));

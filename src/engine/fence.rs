@@ -4,7 +4,11 @@
 //! Delivery runs in a blocking thread (git2 is synchronous), so these calls block on the
 //! runtime's handle; they are two small queries.
 
+use super::outage::retry_transient;
 use crate::store::{EventFilter, Lease, Store, StoreError, event_types};
+
+/// A dropped connection costs a retry, not the attempt's delivery.
+const FENCE_TRIES: u32 = 6;
 use crate::workspace::DeliveryFence;
 use std::sync::Arc;
 use std::time::Duration;
@@ -48,10 +52,8 @@ impl DeliveryFence for StoreFence {
     fn still_ours(&self) -> Result<bool, String> {
         // A heartbeat is the fenced write that proves the lease: it changes nothing but the
         // expiry, and only while (task, epoch) is still the task's lease.
-        match self
-            .rt
-            .block_on(self.store.heartbeat(self.lease, self.extend))
-        {
+        let beat = || self.store.heartbeat(self.lease, self.extend);
+        match self.rt.block_on(retry_transient(FENCE_TRIES, beat)) {
             Ok(()) => Ok(true),
             Err(StoreError::Stale { .. }) => Ok(false),
             Err(e) => Err(e.to_string()),
@@ -66,7 +68,7 @@ impl DeliveryFence for StoreFence {
         };
         let events = self
             .rt
-            .block_on(self.store.events(&filter))
+            .block_on(retry_transient(FENCE_TRIES, || self.store.events(&filter)))
             .map_err(|e| e.to_string())?;
         Ok(events
             .iter()

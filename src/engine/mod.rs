@@ -7,6 +7,7 @@ pub mod attempt;
 pub mod budget;
 pub mod control;
 pub mod executor;
+pub mod failpoint;
 pub mod fence;
 pub mod outage;
 pub mod outcome;

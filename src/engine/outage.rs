@@ -104,6 +104,27 @@ impl Outage {
     }
 }
 
+/// Tries `f` up to `tries` times while it fails with a transient store error, waiting the
+/// backoff in between (about 3 s for 6 tries): for the calls in the middle of an attempt, where
+/// one dropped connection must not cost the attempt its work.
+pub async fn retry_transient<T, F, Fut>(tries: u32, mut f: F) -> Result<T, StoreError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, StoreError>>,
+{
+    let mut n = 0;
+    loop {
+        match f().await {
+            Err(e) if e.is_transient() && n + 1 < tries => {
+                n += 1;
+                tracing::warn!("the queue did not answer (try {n} of {tries}): {e}");
+                tokio::time::sleep(backoff(n + 2, rand::random::<f64>())).await;
+            }
+            other => return other,
+        }
+    }
+}
+
 /// Exponential backoff with jitter: `jitter` in [0, 1) spreads the wait over [½, 1] of the
 /// step so that workers cut off together do not come back together.
 pub fn backoff(failures: u32, jitter: f64) -> Duration {

@@ -115,7 +115,8 @@ async fn run_one(
         duration_ms: 0,
         output: String::new(),
     };
-    let mut cmd = tokio::process::Command::new("sh");
+    // Through the guard: if whilly is killed, the check's process group goes with it.
+    let mut cmd = crate::procguard::tokio_command("sh");
     cmd.arg("-c")
         .arg(&vc.command)
         .current_dir(dir)

@@ -168,7 +168,8 @@ impl OneShot {
             return Err(OneShotError::NotAProcess { agent });
         };
         let started = Instant::now();
-        let mut command = tokio::process::Command::new(&cmd.program);
+        // Through the guard (when the program exists): a killed whilly takes the call with it.
+        let mut command = crate::procguard::tokio_command(&cmd.program);
         command
             .args(&cmd.args)
             .envs(cmd.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))

@@ -59,38 +59,7 @@ pub fn process_group_of(pid: i32) -> Option<i32> {
     (pgid >= 0).then_some(pgid)
 }
 
-/// Live (non-zombie) members of process group `pgid`, from /proc. Used to tell whether signals
-/// still have something to reach, and by tests to prove nothing was orphaned.
-pub fn group_members(pgid: i32) -> Vec<i32> {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    let mut members = Vec::new();
-    for entry in dir.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        // The command name is in parentheses and may contain anything; fields follow the last ')'.
-        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
-            continue;
-        };
-        let mut fields = rest.split_whitespace();
-        let state = fields.next();
-        let _ppid = fields.next();
-        let group = fields.next().and_then(|s| s.parse::<i32>().ok());
-        if group == Some(pgid) && !matches!(state, Some("Z" | "X")) {
-            members.push(pid);
-        }
-    }
-    members
-}
+pub use crate::procinfo::group_members;
 
 /// True while some non-zombie process is still in group `pgid`.
 pub fn group_alive(pgid: i32) -> bool {

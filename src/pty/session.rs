@@ -128,7 +128,15 @@ fn pipe_cloexec() -> std::io::Result<(OwnedFd, OwnedFd)> {
 }
 
 fn command_for(spec: &SpawnSpec, cwd: &Path) -> CommandBuilder {
-    let mut cmd = CommandBuilder::from_argv(spec.argv.clone());
+    // Through the guard: whatever kills whilly, the agent's process group goes with it.
+    let path = spec
+        .env
+        .iter()
+        .rev()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| v.clone());
+    let argv = crate::procguard::guarded_argv(&spec.argv, path.as_deref(), cwd);
+    let mut cmd = CommandBuilder::from_argv(argv);
     cmd.cwd(cwd.as_os_str());
     cmd.env_remove("COLUMNS");
     cmd.env_remove("LINES");

@@ -82,6 +82,11 @@ impl StoreError {
         match self {
             StoreError::Unreachable { .. } => true,
             StoreError::Db(e) => sqlx_transient(e),
+            // Every process migrates on open; losing the connection while it checks is a fault.
+            StoreError::Migrate(
+                sqlx::migrate::MigrateError::Execute(e)
+                | sqlx::migrate::MigrateError::ExecuteMigration(e, _),
+            ) => sqlx_transient(e),
             _ => false,
         }
     }

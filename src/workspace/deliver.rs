@@ -6,17 +6,47 @@ use std::path::{Path, PathBuf};
 
 use git2::{BranchType, Oid, Repository, Sort, StatusOptions, build::CheckoutBuilder};
 
-use super::commit::signature;
+use super::commit::{self, signature};
 use super::error::WorkspaceError;
+use super::landed::{self, AlwaysOurs, DeliveryFence, Landed};
 use super::prepare::checked_out_in;
-use super::landed::{self, DeliveryFence, Landed};
 use super::{Delivery, MergeMode, Workspaces, Worktree, lock};
 
-/// Under the merge lock: an earlier landing of this task that the queue never recorded ends
-/// delivery (`AlreadyLanded`: nothing lands twice); then the fence is asked whether the lease
-/// is still ours right before the base moves (`LeaseLost` otherwise: a worker presumed dead
-/// delivers nothing); a landing leaves its note.
+/// Commits an attempt's work and delivers it, fenced. Under the merge lock, first the fence is
+/// asked whether the lease is still ours (`LeaseLost` otherwise, and nothing is committed: an
+/// attempt presumed dead leaves no commit on the task branch for the next attempt to carry
+/// along); then an earlier landing of this task that the queue never recorded ends delivery
+/// (`AlreadyLanded`: nothing lands twice); a landing leaves its note. Whoever takes the task
+/// over must take the merge lock to deliver, and then finds the note.
+pub(super) fn commit_and_deliver(
+    ws: &Workspaces,
+    wt: &Worktree,
+    message: &str,
+    mode: MergeMode,
+    fence: &dyn DeliveryFence,
+) -> Result<(Option<String>, Delivery), WorkspaceError> {
+    let _lock = lock::merge(&ws.common_dir, ws.cfg.merge_lock_timeout)?;
+    match fence.still_ours() {
+        Ok(true) => {}
+        Ok(false) => return Ok((None, Delivery::LeaseLost)),
+        Err(detail) => return Err(WorkspaceError::FenceUnanswered { detail }),
+    }
+    let commit = commit::commit(ws, wt, message, false)?;
+    Ok((commit, deliver_locked(ws, wt, mode, fence)?))
+}
+
+/// Delivers outside any queue.
 pub(super) fn deliver(
+    ws: &Workspaces,
+    wt: &Worktree,
+    mode: MergeMode,
+) -> Result<Delivery, WorkspaceError> {
+    let _lock = lock::merge(&ws.common_dir, ws.cfg.merge_lock_timeout)?;
+    deliver_locked(ws, wt, mode, &AlwaysOurs)
+}
+
+/// The delivery itself; the caller holds the merge lock.
+fn deliver_locked(
     ws: &Workspaces,
     wt: &Worktree,
     mode: MergeMode,
@@ -56,7 +86,6 @@ pub(super) fn deliver(
         })?;
     let base_ref = format!("refs/heads/{base_branch}");
 
-    let _lock = lock::merge(&ws.common_dir, ws.cfg.merge_lock_timeout)?;
     let base_tip = repo
         .refname_to_id(&base_ref)
         .map_err(WorkspaceError::git(format!(
@@ -100,11 +129,6 @@ pub(super) fn deliver(
         "cherry-pick"
     };
     let msg = format!("whilly: {what} {} ({})", wt.branch, wt.task_id);
-    match fence.still_ours() {
-        Ok(true) => {}
-        Ok(false) => return Ok(Delivery::LeaseLost),
-        Err(detail) => return Err(WorkspaceError::FenceUnanswered { detail }),
-    }
     if let Some(dirty) = update_base(&repo, &base_ref, base_tip, new_tip, &msg, &base_branch)? {
         return Ok(Delivery::BaseDirty {
             branch: wt.branch.clone(),

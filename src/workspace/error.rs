@@ -80,6 +80,14 @@ pub enum WorkspaceError {
     },
     #[error("the queue did not answer whether this attempt may still deliver: {detail}")]
     FenceUnanswered { detail: String },
+    #[error(
+        "an earlier agent (process group {pgid}, pids {pids:?}) still runs in {path}; the task is tried again once it has ended"
+    )]
+    StillOccupied {
+        path: PathBuf,
+        pgid: i32,
+        pids: Vec<i32>,
+    },
 }
 
 impl WorkspaceError {
@@ -90,7 +98,8 @@ impl WorkspaceError {
         match self {
             WorkspaceError::LockTimeout { .. }
             | WorkspaceError::Io { .. }
-            | WorkspaceError::FenceUnanswered { .. } => true,
+            | WorkspaceError::FenceUnanswered { .. }
+            | WorkspaceError::StillOccupied { .. } => true,
             WorkspaceError::Git { source, .. } => matches!(
                 source.code(),
                 git2::ErrorCode::Locked | git2::ErrorCode::Modified | git2::ErrorCode::Exists

@@ -70,7 +70,11 @@ pub(super) fn read(common_dir: &Path, plan_id: &str, task_id: &str) -> Option<La
     match serde_json::from_str(&text) {
         Ok(l) => Some(l),
         Err(e) => {
-            tracing::warn!(plan = plan_id, task = task_id, "unreadable landing note: {e}");
+            tracing::warn!(
+                plan = plan_id,
+                task = task_id,
+                "unreadable landing note: {e}"
+            );
             None
         }
     }

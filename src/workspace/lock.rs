@@ -32,7 +32,13 @@ pub fn merge(common_dir: &Path, timeout: Duration) -> Result<RepoLock, Workspace
 
 /// Held while worktrees are created, reset, removed or pruned.
 pub fn admin(common_dir: &Path, timeout: Duration) -> Result<RepoLock, WorkspaceError> {
-    hold(&PROCESS_ADMIN, common_dir, ADMIN_LOCK_FILE, "worktree", timeout)
+    hold(
+        &PROCESS_ADMIN,
+        common_dir,
+        ADMIN_LOCK_FILE,
+        "worktree",
+        timeout,
+    )
 }
 
 fn hold(
@@ -114,10 +120,7 @@ mod tests {
             .unwrap();
         assert!(try_flock(&other).unwrap());
         let err = merge(dir.path(), Duration::from_millis(100)).err().unwrap();
-        assert!(
-            matches!(err, WorkspaceError::LockTimeout { .. }),
-            "{err}"
-        );
+        assert!(matches!(err, WorkspaceError::LockTimeout { .. }), "{err}");
         drop(other);
         let held = merge(dir.path(), Duration::from_secs(5)).unwrap();
         drop(held);

@@ -39,6 +39,7 @@ mod landed;
 mod layout;
 mod lock;
 mod meta;
+mod occupant;
 mod prepare;
 mod setup;
 
@@ -279,18 +280,20 @@ impl Workspaces {
 
     /// Brings the task branch's commits into its base branch per `mode`, outside any queue.
     pub fn deliver(&self, wt: &Worktree, mode: MergeMode) -> Result<Delivery, WorkspaceError> {
-        deliver::deliver(self, wt, mode, &AlwaysOurs)
+        deliver::deliver(self, wt, mode)
     }
 
-    /// Brings the task branch's commits into its base branch per `mode`, at most once per task
-    /// and only while `fence` says the attempt still holds its lease (see [`landed`]).
-    pub fn deliver_fenced(
+    /// Commits the attempt's work on the task branch and brings it into the base branch per
+    /// `mode`: at most once per task, and only while `fence` says the attempt still holds its
+    /// lease (see [`landed`]). Returns the commit made (if anything changed) and the delivery.
+    pub fn commit_and_deliver(
         &self,
         wt: &Worktree,
+        message: &str,
         mode: MergeMode,
         fence: &dyn DeliveryFence,
-    ) -> Result<Delivery, WorkspaceError> {
-        deliver::deliver(self, wt, mode, fence)
+    ) -> Result<(Option<String>, Delivery), WorkspaceError> {
+        deliver::commit_and_deliver(self, wt, message, mode, fence)
     }
 
     /// An earlier landing of this task that the queue never recorded (its attempt lost the
@@ -310,6 +313,11 @@ impl Workspaces {
             return Ok(None);
         };
         landed::unrecorded_landing(&repo, Some(note), base_tip, fence)
+    }
+
+    /// Notes the process group of the agent now running in `wt` (see [`occupant`]).
+    pub fn note_agent(&self, wt: &Worktree, pgid: i32) {
+        occupant::note(&meta::admin_dir(&self.common_dir, &wt.name), pgid);
     }
 
     /// Deletes the worktree directory and its admin entry, and the branch if asked.

@@ -9,7 +9,11 @@ use git2::{
 };
 
 use super::error::WorkspaceError;
-use super::{Workspaces, Worktree, current_branch, include, layout, lock, meta, setup};
+use super::{Workspaces, Worktree, current_branch, include, layout, lock, meta, occupant, setup};
+
+/// How long preparing waits for an earlier agent of the worktree to end. The guard whilly runs
+/// agents under stops them within a few seconds of whilly's death.
+const OCCUPANT_WAIT: std::time::Duration = std::time::Duration::from_secs(15);
 
 pub(super) fn prepare(
     ws: &Workspaces,
@@ -25,6 +29,9 @@ pub(super) fn prepare(
     let admin = meta::admin_dir(&ws.common_dir, &name);
     let base_branch = current_branch(&ws.open_head_root()?);
 
+    // Never reset a worktree under a running agent: an earlier attempt's agent may still be
+    // stopping (its whilly was killed). Waited for outside the lock, which others need.
+    occupant::wait_gone(&admin, &path, OCCUPANT_WAIT)?;
     let reused = {
         let _guard = lock::admin(&ws.common_dir, ws.cfg.merge_lock_timeout)?;
         if layout::is_within(&ws.base_dir, &ws.root) {

@@ -3,7 +3,7 @@
 
 use std::io::Read;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -29,7 +29,8 @@ pub fn run_setup(
     let writer2 = writer
         .try_clone()
         .map_err(WorkspaceError::io("could not create a pipe for", dir))?;
-    let mut cmd = Command::new("sh");
+    // Through the guard: if whilly is killed, the setup's process group goes with it.
+    let mut cmd = crate::procguard::std_command("sh");
     cmd.arg("-c")
         .arg(command)
         .current_dir(dir)

@@ -291,6 +291,11 @@ impl Repo {
 
     /// Starts `whilly ARGS` in the background.
     pub fn spawn(&self, args: &[&str]) -> Running {
+        self.spawn_in(&self.repo, args, &[])
+    }
+
+    /// Starts `whilly ARGS` in the background in `dir` (a clone, say), with extra environment.
+    pub fn spawn_in(&self, dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Running {
         let n = std::fs::read_dir(&self.shared)
             .map(|d| d.count())
             .unwrap_or(0);
@@ -307,6 +312,8 @@ impl Repo {
         let stderr = out_dir.join(format!("{stamp}.err"));
         let child = self
             .whilly(args)
+            .current_dir(dir)
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(std::fs::File::create(&stdout).unwrap())
             .stderr(std::fs::File::create(&stderr).unwrap())

@@ -75,7 +75,7 @@ fn loud_unreachable(base: &str, err: &dyn std::fmt::Display) -> ! {
     )
 }
 
-async fn admin_connection(base: &str) -> PgConnection {
+pub async fn admin_connection(base: &str) -> PgConnection {
     let opts = match PgConnectOptions::from_str(base) {
         Ok(o) => o,
         Err(e) => panic!("WHILLY_TEST_PG_URL / base URL {base:?} is not a valid Postgres URL: {e}"),

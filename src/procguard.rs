@@ -1,0 +1,272 @@
+//! No orphans, whatever kills whilly: every agent, check and setup command is started through a
+//! small guard, the `whilly` binary itself re-executed as `whilly __guard PID -- PROGRAM ARGS…`.
+//!
+//! The guard forks the program (same process group, same terminal, same environment), passes
+//! its exit status through unchanged (an exit code, or death by the same signal), and watches
+//! its parent: once whilly is gone (`getppid()` changes — killed with SIGKILL, say), it sends
+//! SIGTERM to the whole process group and SIGKILL a few seconds later. That reaches what the
+//! program started in its group too, SIGHUP-ignoring or not.
+//!
+//! Why not `PR_SET_PDEATHSIG` alone: it fires when the *thread* that forked the child ends
+//! (tokio's blocking threads come and go), it reaches only the direct child, and portable-pty's
+//! `CommandBuilder` offers no pre-exec hook to set it. `getppid()` speaks of the process.
+//!
+//! The guard ignores SIGINT, SIGTERM, SIGHUP and SIGQUIT (whilly signals the process group, and
+//! the program must get them, not the guard); the program starts with default dispositions and
+//! the signal mask whilly spawned with.
+//!
+//! Guarding is on when the binary calls [`enable`] with its own path (the `whilly` binary does,
+//! first thing); a library user without it spawns programs directly.
+
+use std::ffi::{CString, OsStr, OsString};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// The hidden subcommand.
+pub const GUARD_ARG: &str = "__guard";
+
+/// How long the group has between SIGTERM and SIGKILL once whilly is gone.
+const GRACE: Duration = Duration::from_secs(3);
+/// How often the guard looks at its parent when the program says nothing.
+const TICK: Duration = Duration::from_millis(100);
+
+static GUARD_EXE: OnceLock<PathBuf> = OnceLock::new();
+
+/// Turns guarding on for this process: programs are started through `exe __guard`.
+pub fn enable(exe: PathBuf) {
+    let _ = GUARD_EXE.set(exe);
+}
+
+/// The argv that runs `argv` under the guard, when guarding is on and the program can be found
+/// (`path`: the PATH the program will be looked up in; `cwd`: where a relative program is).
+/// Otherwise `argv` itself, so that a missing program fails to spawn exactly as before.
+pub fn guarded_argv(argv: &[OsString], path: Option<&OsStr>, cwd: &Path) -> Vec<OsString> {
+    let (Some(exe), Some(program)) = (GUARD_EXE.get(), argv.first()) else {
+        return argv.to_vec();
+    };
+    let Some(resolved) = resolve(program, path, cwd) else {
+        return argv.to_vec();
+    };
+    let mut out = Vec::with_capacity(argv.len() + 4);
+    out.push(exe.clone().into_os_string());
+    out.push(GUARD_ARG.into());
+    out.push(std::process::id().to_string().into());
+    out.push("--".into());
+    out.push(resolved.into_os_string());
+    out.extend(argv[1..].iter().cloned());
+    out
+}
+
+/// A tokio command for `program` (looked up on this process's PATH), through the guard when
+/// guarding is on and the program exists. Arguments, cwd, env and process group are set on it
+/// as usual.
+pub fn tokio_command(program: impl AsRef<OsStr>) -> tokio::process::Command {
+    tokio::process::Command::from(std_command(program))
+}
+
+/// A std command for `program`, through the guard when guarding is on and the program exists.
+pub fn std_command(program: impl AsRef<OsStr>) -> std::process::Command {
+    let program = program.as_ref();
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+    let argv = guarded_argv(&[program.to_os_string()], None, &cwd);
+    let mut cmd = std::process::Command::new(&argv[0]);
+    cmd.args(&argv[1..]);
+    cmd
+}
+
+/// Where `program` would be executed from: a path as given (relative to `cwd`), or the first
+/// executable file of that name on `path`.
+fn resolve(program: &OsStr, path: Option<&OsStr>, cwd: &Path) -> Option<PathBuf> {
+    let p = Path::new(program);
+    if program.as_bytes().contains(&b'/') {
+        let full = if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            cwd.join(p)
+        };
+        return is_executable(&full).then_some(full);
+    }
+    let path = path
+        .map(OsStr::to_os_string)
+        .or_else(|| std::env::var_os("PATH"))?;
+    std::env::split_paths(&path)
+        .map(|dir| {
+            if dir.is_absolute() {
+                dir.join(p)
+            } else {
+                cwd.join(dir).join(p)
+            }
+        })
+        .find(|c| is_executable(c))
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// `whilly __guard PID -- PROGRAM ARGS…`: runs the guard; never returns. Must be called before
+/// the process starts any thread (it forks).
+pub fn run(args: &[OsString]) -> ! {
+    let parent: Option<i32> = args.first().and_then(|a| a.to_str()?.parse().ok());
+    let rest = match args.get(1).map(|a| a.as_bytes()) {
+        Some(b"--") => &args[2..],
+        _ => &[][..],
+    };
+    let (Some(parent), false) = (parent, rest.is_empty()) else {
+        eprintln!("whilly: usage: whilly {GUARD_ARG} PARENT_PID -- PROGRAM [ARGS…]");
+        std::process::exit(2);
+    };
+    // SAFETY: getppid has no preconditions.
+    if unsafe { libc::getppid() } != parent {
+        // Whilly died between spawning us and now: start nothing.
+        std::process::exit(125);
+    }
+    let argv: Vec<CString> = match rest
+        .iter()
+        .map(|a| CString::new(a.clone().into_vec()))
+        .collect::<Result<_, _>>()
+    {
+        Ok(v) => v,
+        Err(_) => {
+            eprintln!("whilly: an argument contains a NUL byte");
+            std::process::exit(2);
+        }
+    };
+    // SAFETY: single-threaded here (called first thing in main); every call below is a plain
+    // libc call on values we own, and the child only calls async-signal-safe functions before
+    // exec (signal, sigprocmask, execvp, write, _exit).
+    unsafe {
+        let mut chld: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut chld);
+        libc::sigaddset(&mut chld, libc::SIGCHLD);
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigprocmask(libc::SIG_BLOCK, &chld, &mut old);
+        for s in FORWARDED {
+            libc::signal(s, libc::SIG_IGN);
+        }
+        let mut ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
+        ptrs.push(std::ptr::null());
+        let pid = libc::fork();
+        if pid < 0 {
+            eprintln!(
+                "whilly: cannot start {}: {}",
+                rest[0].to_string_lossy(),
+                std::io::Error::last_os_error()
+            );
+            std::process::exit(126);
+        }
+        if pid == 0 {
+            for s in FORWARDED {
+                libc::signal(s, libc::SIG_DFL);
+            }
+            libc::sigprocmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+            libc::execvp(ptrs[0], ptrs.as_ptr());
+            let msg = b"whilly: cannot execute the program\n";
+            libc::write(2, msg.as_ptr().cast(), msg.len());
+            libc::_exit(127);
+        }
+        watch(pid, parent, &chld)
+    }
+}
+
+/// Signals the program must receive and the guard must not die of.
+const FORWARDED: [libc::c_int; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
+
+/// # Safety
+/// `pid` is our child; `chld` holds SIGCHLD, blocked.
+unsafe fn watch(pid: libc::pid_t, parent: libc::pid_t, chld: &libc::sigset_t) -> ! {
+    let tick = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: TICK.as_nanos() as libc::c_long,
+    };
+    let mut orphaned_at: Option<Instant> = None;
+    loop {
+        // SAFETY: per this function's contract.
+        unsafe {
+            libc::sigtimedwait(chld, std::ptr::null_mut(), &tick);
+            let mut status = 0;
+            if libc::waitpid(pid, &mut status, libc::WNOHANG) == pid {
+                if orphaned_at.is_some() {
+                    // Nobody is waiting for our status; finish the group off.
+                    libc::kill(0, libc::SIGKILL);
+                }
+                pass_on(status);
+            }
+            if orphaned_at.is_none() && libc::getppid() != parent {
+                orphaned_at = Some(Instant::now());
+                libc::kill(0, libc::SIGTERM);
+                libc::kill(0, libc::SIGHUP);
+            }
+            if orphaned_at.is_some_and(|t| t.elapsed() >= GRACE) {
+                // The guard is in the group: this ends it too.
+                libc::kill(0, libc::SIGKILL);
+            }
+        }
+    }
+}
+
+/// Ends the guard the way its program ended.
+///
+/// # Safety
+/// Plain libc calls; `status` is a `waitpid` status.
+unsafe fn pass_on(status: libc::c_int) -> ! {
+    if libc::WIFSIGNALED(status) {
+        let sig = libc::WTERMSIG(status);
+        // SAFETY: restoring the default disposition and unblocking it, then raising it on
+        // ourselves, so our parent sees the same death.
+        unsafe {
+            libc::signal(sig, libc::SIG_DFL);
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            libc::sigaddset(&mut set, sig);
+            libc::sigprocmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+            libc::raise(sig);
+        }
+        std::process::exit(128 + sig);
+    }
+    std::process::exit(libc::WEXITSTATUS(status));
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn programs_resolve_on_path_or_relative_to_cwd() {
+        let dir = tempfile::tempdir().unwrap();
+        let bin = dir.path().join("bin");
+        std::fs::create_dir(&bin).unwrap();
+        let tool = bin.join("tool");
+        std::fs::write(&tool, "#!/bin/sh\n").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let path = OsString::from(format!("/nonexistent:{}", bin.display()));
+        assert_eq!(
+            resolve(OsStr::new("tool"), Some(&path), dir.path()),
+            Some(tool.clone())
+        );
+        assert_eq!(
+            resolve(OsStr::new("bin/tool"), None, dir.path()),
+            Some(tool.clone())
+        );
+        assert_eq!(
+            resolve(OsStr::new("missing"), Some(&path), dir.path()),
+            None
+        );
+        // Not executable: not a program.
+        std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert_eq!(resolve(OsStr::new("tool"), Some(&path), dir.path()), None);
+    }
+
+    #[test]
+    fn without_enable_argv_is_unchanged() {
+        let argv = vec![OsString::from("sh"), OsString::from("-c")];
+        if GUARD_EXE.get().is_none() {
+            assert_eq!(guarded_argv(&argv, None, Path::new("/")), argv);
+        }
+    }
+}
