@@ -1139,3 +1139,92 @@ fn resume_after_sigkill_never_runs_two_agents_in_one_worktree() {
     }
     .print();
 }
+
+/// A queue that stops answering for good: the worker keeps its agent running while it retries,
+/// then, after `[queue] outage_secs`, stops the agent and exits 2 naming the database.
+#[test]
+fn a_lasting_outage_stops_the_agents_and_exits_2_naming_the_database() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let db = rt.block_on(pg::fresh_database());
+    let (t, _) = keyed("out", "T-1", &["src/t1.rs"]);
+    let (repo, ledger_path) = ledger_repo(&plan("out", vec![t]), "60", "", "");
+    let role = format!("{}_out", db.name());
+    let admin = |sql: String| {
+        rt.block_on(async {
+            let mut c = pg::admin_connection(&db.admin_url()).await;
+            sqlx::query(sqlx::AssertSqlSafe(sql))
+                .execute(&mut c)
+                .await
+                .unwrap();
+        })
+    };
+    admin(format!("CREATE ROLE {role} LOGIN"));
+    admin(format!("ALTER DATABASE {} OWNER TO {role}", db.name()));
+    let url = with_user(&db.url(), &role);
+    import(&repo, Some(&url));
+    let worker = spawn(
+        &repo,
+        &repo.repo,
+        Some(&url),
+        &[
+            "-c",
+            "queue.outage_secs=4",
+            "worker",
+            "--plan",
+            "out",
+            "--slots",
+            "1",
+        ],
+    );
+    let run = wait_for(Duration::from_secs(30), "the agent", || {
+        read_ledger(&ledger_path).runs.first().cloned()
+    });
+    // The database refuses the role from now on, and its open connections are cut.
+    admin(format!("ALTER ROLE {role} CONNECTION LIMIT 0"));
+    let cut = Instant::now();
+    rt.block_on(pg::terminate_backends(&db.admin_url(), db.name()));
+    // The agent keeps running through the first seconds of the outage.
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(
+        unsafe { libc::kill(run.pid, 0) },
+        0,
+        "the agent runs on meanwhile"
+    );
+    let out = worker.wait(Duration::from_secs(60));
+    let gave_up = cut.elapsed();
+    assert_eq!(out.code, Some(2), "{out}");
+    assert!(
+        out.stderr.contains("did not answer for") && out.stderr.contains(db.name()),
+        "the message names the database: {out}"
+    );
+    wait_for(Duration::from_secs(5), "the agent to be stopped", || {
+        (unsafe { libc::kill(run.pid, 0) } != 0).then_some(())
+    });
+    let log = logs_text(&repo.repo);
+    assert!(
+        log.contains("the queue did not answer"),
+        "the log has the errors"
+    );
+    Figures {
+        scenario: "lasting outage, Postgres: the worker's role refused (outage_secs = 4)",
+        tasks: 1,
+        processes: 1,
+        faults: format!(
+            "connections cut and refused; exit 2 after {:.1} s",
+            gave_up.as_secs_f64()
+        ),
+        lost: 0,
+        duplicated: 0,
+        overlaps: 0,
+        recovery: None,
+    }
+    .print();
+    admin(format!("ALTER ROLE {role} CONNECTION LIMIT -1"));
+    let admin_url = db.admin_url();
+    drop(db);
+    rt.block_on(async {
+        let mut c = pg::admin_connection(&admin_url).await;
+        let sql = format!("DROP ROLE IF EXISTS {role}");
+        let _ = sqlx::query(sqlx::AssertSqlSafe(sql)).execute(&mut c).await;
+    });
+}

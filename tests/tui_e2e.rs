@@ -537,14 +537,24 @@ fn a_killed_console_leaves_a_sane_terminal_and_no_agent() {
     tmux.keys(&["Enter"]);
     tmux.wait("A running in its pane", 90, |s| s.contains("waiting on A"));
     let agent = agent_pid(&repo, "A");
-    let console: i32 = std::fs::read_to_string(format!("/proc/{agent}/stat"))
-        .ok()
-        .and_then(|st| {
-            st.rsplit_once(')')
-                .and_then(|(_, rest)| rest.split_whitespace().nth(1).map(str::to_string))
-        })
-        .and_then(|p| p.parse().ok())
-        .expect("the agent's parent");
+    let parent_of = |pid: i32| -> i32 {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|st| {
+                st.rsplit_once(')')
+                    .and_then(|(_, rest)| rest.split_whitespace().nth(1).map(str::to_string))
+            })
+            .and_then(|p| p.parse().ok())
+            .expect("a parent")
+    };
+    // The agent runs under its guard (`whilly __guard`), a child of the console.
+    let guard = parent_of(agent);
+    let cmdline = std::fs::read(format!("/proc/{guard}/cmdline")).unwrap_or_default();
+    assert!(
+        String::from_utf8_lossy(&cmdline).contains("__guard"),
+        "the agent's parent is its guard"
+    );
+    let console = parent_of(guard);
     assert_eq!(tmux.alternate_on(), "1");
     // SAFETY: kill(2) on the agent's parent, the console this test started.
     unsafe { libc::kill(console, libc::SIGKILL) };

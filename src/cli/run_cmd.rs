@@ -480,8 +480,13 @@ impl WorkerPresence {
 
     pub async fn stop(self) {
         self.beat.abort();
-        if let Err(e) = self.store.remove_worker(&self.id).await {
-            tracing::warn!("removing worker {}: {e}", self.id);
+        // A queue that does not answer must not hold the exit up: the row then goes offline.
+        let removed =
+            tokio::time::timeout(Duration::from_secs(2), self.store.remove_worker(&self.id));
+        match removed.await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::warn!("removing worker {}: {e}", self.id),
+            Err(_) => tracing::warn!("removing worker {}: the queue did not answer", self.id),
         }
     }
 }

@@ -21,6 +21,9 @@ pub struct Outage {
     backend: &'static str,
     location: String,
     since: Option<Instant>,
+    /// When the store last answered: an outage is dated from here, not from the first failed
+    /// call's end (a call can hang for the pool's acquire timeout before it fails).
+    last_ok: Instant,
     failures: u32,
     last: String,
     next_try: Instant,
@@ -33,6 +36,7 @@ impl Outage {
             backend: info.backend,
             location: info.location.clone(),
             since: None,
+            last_ok: Instant::now(),
             failures: 0,
             last: String::new(),
             next_try: Instant::now(),
@@ -41,6 +45,7 @@ impl Outage {
 
     /// The store answered.
     pub fn ok(&mut self) {
+        self.last_ok = Instant::now();
         if let Some(since) = self.since.take() {
             tracing::warn!(
                 backend = self.backend,
@@ -61,7 +66,7 @@ impl Outage {
             return Err(e);
         }
         let now = Instant::now();
-        self.since.get_or_insert(now);
+        self.since.get_or_insert(self.last_ok);
         self.failures = self.failures.saturating_add(1);
         self.last = e.to_string();
         tracing::warn!(

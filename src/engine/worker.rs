@@ -226,7 +226,7 @@ impl Engine {
                     }
                     Err(e) => soft(&mut t.outage, "reaper", e),
                 }
-                if self.cfg.offline_after > Duration::ZERO {
+                if self.cfg.offline_after > Duration::ZERO && !t.outage.waiting() {
                     match self
                         .store
                         .mark_offline_workers(self.cfg.offline_after)
@@ -246,6 +246,11 @@ impl Engine {
                 for r in t.running.values_mut() {
                     if r.abandoned {
                         continue;
+                    }
+                    // One call that hung for the pool's timeout is enough to know: the others
+                    // wait for the backoff instead of hanging the loop in turn.
+                    if t.outage.waiting() {
+                        break;
                     }
                     match self.store.heartbeat(r.lease, self.cfg.lease).await {
                         Ok(()) => t.outage.ok(),
@@ -330,7 +335,11 @@ impl Engine {
                 task_ids.insert(abort.id(), pk);
             }
 
-            // Finished?
+            // Finished? Giving up waits only for the agents to stop: their outcomes cannot be
+            // written, and their leases expire.
+            if t.fatal.is_some() && t.running.is_empty() {
+                break;
+            }
             if t.running.is_empty() && t.unsettled.is_empty() {
                 if t.stop_claiming {
                     break;
