@@ -21,6 +21,9 @@ pub struct QueueBenchOptions {
     pub workers: usize,
     pub wake_samples: usize,
     pub sqlite: bool,
+    /// Each task lists one of this many key files (0: none), so claims take the key check; the
+    /// raw ceiling does not check keys, so the ratio is what the check costs.
+    pub key_files: usize,
     /// Server URL for Postgres (a scratch database is created on it and dropped); `None` skips it.
     pub postgres: Option<String>,
 }
@@ -127,7 +130,7 @@ enum Raw {
     Postgres(sqlx::PgPool),
 }
 
-fn plan(id: &str, n: usize) -> PlanSpec {
+fn plan(id: &str, n: usize, key_files: usize) -> PlanSpec {
     PlanSpec {
         id: id.to_string(),
         project: id.to_string(),
@@ -138,6 +141,11 @@ fn plan(id: &str, n: usize) -> PlanSpec {
                 description: format!("benchmark task {i} with a long enough description"),
                 acceptance_criteria: vec!["done".into()],
                 test_steps: vec!["true".into()],
+                key_files: if key_files > 0 {
+                    vec![format!("src/k{}.rs", i % key_files)]
+                } else {
+                    Vec::new()
+                },
                 ..Default::default()
             })
             .collect(),
@@ -160,20 +168,38 @@ async fn bench_backend(
     // Whilly's Store.
     let started = Instant::now();
     store
-        .import_plan(&plan("bench-store", opts.tasks), &opts_import)
+        .import_plan(
+            &plan("bench-store", opts.tasks, opts.key_files),
+            &opts_import,
+        )
         .await?;
     let import_ms = started.elapsed().as_secs_f64() * 1000.0;
     let started = Instant::now();
     let mut joins = tokio::task::JoinSet::new();
+    let finished = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     for w in 0..workers {
         let store = store.clone();
+        let finished = finished.clone();
+        let total = opts.tasks;
         joins.spawn(async move {
+            use std::sync::atomic::Ordering;
             let mut req = ClaimRequest::new(format!("bench-{w}"));
             req.plan_id = Some("bench-store".into());
             let mut n = 0usize;
-            while let Some(c) = store.claim(&req).await? {
-                store.complete(c.lease, &Outcome::default()).await?;
-                n += 1;
+            loop {
+                match store.claim(&req).await? {
+                    Some(c) => {
+                        store.complete(c.lease, &Outcome::default()).await?;
+                        finished.fetch_add(1, Ordering::Relaxed);
+                        n += 1;
+                    }
+                    // With key files, what is left may be held by the other workers' claims
+                    // for a moment: wait as the engine does, until everything is done.
+                    None if finished.load(Ordering::Relaxed) < total => {
+                        store.wait_for_work(Duration::from_millis(20)).await;
+                    }
+                    None => break,
+                }
             }
             Ok::<_, crate::store::StoreError>(n)
         });
@@ -191,7 +217,7 @@ async fn bench_backend(
 
     // The raw-SQL ceiling, on rows the same import wrote.
     store
-        .import_plan(&plan("bench-raw", opts.tasks), &opts_import)
+        .import_plan(&plan("bench-raw", opts.tasks, opts.key_files), &opts_import)
         .await?;
     let started = Instant::now();
     let raw_done = match &raw {
@@ -400,7 +426,7 @@ async fn wake_latency(store: &Arc<dyn Store>, samples: usize) -> anyhow::Result<
         let t0 = Instant::now();
         store
             .import_plan(
-                &plan(&id, 1),
+                &plan(&id, 1, 0),
                 &ImportOptions {
                     default_max_attempts: 3,
                     ..Default::default()

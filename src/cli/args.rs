@@ -523,6 +523,9 @@ pub struct BenchQueueArgs {
     /// Wake-latency samples.
     #[arg(long, default_value_t = 200)]
     pub wake_samples: usize,
+    /// Give each task one of N key files, so every claim takes the key_files check.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub key_files: usize,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

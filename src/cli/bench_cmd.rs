@@ -31,6 +31,7 @@ pub async fn run(ctx: &Context, cmd: BenchCommand) -> anyhow::Result<i32> {
                 workers: args.workers,
                 wake_samples: args.wake_samples,
                 sqlite: args.backend != BenchBackend::Postgres,
+                key_files: args.key_files,
                 postgres: pg,
             };
             for figures in crate::bench::queue::run(&opts).await? {

@@ -69,6 +69,10 @@ pub(crate) struct Inner {
     notify: AtomicBool,
     mirror: Option<JsonlMirror>,
     hub: Arc<wake::WakeHub>,
+    /// The last claim needed the full transaction (keys or a budget): the next one goes there
+    /// straight away, skipping a one-statement try that would lock a row (and sync the WAL)
+    /// only to hand over.
+    claim_full: AtomicBool,
     location: String,
     migrations: RwLock<(Vec<i64>, Vec<i64>)>,
     shutdown: watch::Sender<bool>,
@@ -146,6 +150,7 @@ impl PgStore {
             notify: AtomicBool::new(opts.notify),
             mirror: mirror.map(JsonlMirror::new),
             hub: Arc::new(wake::WakeHub::default()),
+            claim_full: AtomicBool::new(false),
             location,
             migrations: RwLock::new((Vec::new(), Vec::new())),
             shutdown,

@@ -71,40 +71,49 @@ macro_rules! held_elsewhere {
     };
 }
 
-const SELECT_CANDIDATES: &str = concat!(
-    "WITH cand AS MATERIALIZED ( \
+/// The candidates' filter is a plain per-row test against the keys held right now (gathered
+/// once from the few leased rows): a correlated `EXISTS` per candidate lets the planner turn the
+/// scan into an anti-join over every ready task, which grows with the queue.
+const SELECT_CANDIDATES: &str = "WITH held AS ( \
+       SELECT COALESCE(array_agg(k), '{}'::text[]) AS keys \
+       FROM tasks r, unnest(r.claim_keys) AS k \
+       WHERE r.status IN ('CLAIMED', 'IN_PROGRESS') AND r.lease_expires_at > now()), \
+     cand AS MATERIALIZED ( \
        SELECT t.pk, t.plan_id, t.estimate_micros, t.priority_rank, t.task_id, t.claim_keys, \
               p.budget_micros IS NOT NULL AS has_budget \
-       FROM tasks t JOIN plans p ON p.id = t.plan_id \
+       FROM tasks t JOIN plans p ON p.id = t.plan_id CROSS JOIN held \
        WHERE t.status = 'PENDING' AND t.pending_deps = 0 AND NOT p.paused \
          AND ($1::text IS NULL OR t.plan_id = $1) \
          AND t.pk <> ALL($2::bigint[]) \
          AND t.required_tags <@ $3::text[] \
          AND (p.budget_micros IS NULL OR p.spent_micros + p.reserved_micros < p.budget_micros) \
-         AND (cardinality(t.claim_keys) = 0 OR NOT ",
-    held_elsewhere!("t"),
-    ") \
+         AND NOT (t.claim_keys && held.keys) \
        ORDER BY t.priority_rank, t.task_id \
        LIMIT $4 \
        FOR UPDATE OF t SKIP LOCKED) \
      SELECT pk, plan_id, estimate_micros, has_budget, claim_keys FROM cand \
-     ORDER BY priority_rank, task_id"
-);
+     ORDER BY priority_rank, task_id";
 
-/// Takes the keys' advisory locks (held to the end of the transaction; keys come sorted, so
-/// claimers lock in one order) and then looks again, in a statement of its own: under READ
-/// COMMITTED it sees every claim committed before the locks were ours.
+/// Takes the keys' advisory locks (held to the end of the transaction) and then looks again, in
+/// a statement of its own: under READ COMMITTED it sees every claim committed before the locks
+/// were ours. A key another claimer is locking right now means that claimer is taking a task
+/// with it, so this candidate would be held anyway: try, never wait (waiting serialised every
+/// claimer behind every other one in plans where all tasks have keys).
 async fn keys_free(
     tx: &mut sqlx::Transaction<'static, sqlx::Postgres>,
     pk: i64,
     keys: &[String],
 ) -> StoreResult<bool> {
-    sqlx::query(
-        "SELECT pg_advisory_xact_lock(hashtextextended(k, 0)) FROM unnest($1::text[]) AS k",
+    let locked: bool = sqlx::query_scalar(
+        "SELECT COALESCE(bool_and(pg_try_advisory_xact_lock(hashtextextended(k, 0))), true) \
+         FROM unnest($1::text[]) AS k",
     )
     .bind(keys)
-    .execute(&mut **tx)
+    .fetch_one(&mut **tx)
     .await?;
+    if !locked {
+        return Ok(false);
+    }
     let held: bool = sqlx::query_scalar(concat!(
         "SELECT ",
         held_elsewhere!("t"),
@@ -155,11 +164,27 @@ const FAST_CLAIM: &str = concat!(
 );
 
 pub async fn claim(inner: &Inner, req: &ClaimRequest) -> StoreResult<Option<Claimed>> {
+    use std::sync::atomic::Ordering;
     inner.hub.note_claim_start();
+    if inner.claim_full.load(Ordering::Relaxed) {
+        // Plans with key files or a budget keep taking the full path; a claim of a task that
+        // needed neither sends the next one back to the fast statement.
+        let claimed = retrying(|| claim_once(inner, req)).await?;
+        if claimed
+            .as_ref()
+            .is_some_and(|c| c.task.spec.key_files.is_empty())
+        {
+            inner.claim_full.store(false, Ordering::Relaxed);
+        }
+        return Ok(claimed);
+    }
     match retrying(|| fast_claim(inner, req)).await? {
         FastClaim::Claimed(c) => Ok(Some(*c)),
         FastClaim::Nothing => Ok(None),
-        FastClaim::NeedsFull => retrying(|| claim_once(inner, req)).await,
+        FastClaim::NeedsFull => {
+            inner.claim_full.store(true, Ordering::Relaxed);
+            retrying(|| claim_once(inner, req)).await
+        }
     }
 }
 
