@@ -257,6 +257,42 @@ fn odd_values_survive_export() {
     assert_eq!(plan::canonical_json(&back), text);
 }
 
+#[test]
+fn nul_characters_are_refused_where_they_are() {
+    let text = r#"{
+  "project": "p",
+  "tasks": [
+    {"id": "T-1", "status": "pending", "priority": "high",
+     "description": "before \u0000 after, long enough to pass the gate of vague tasks",
+     "acceptance_criteria": ["ok"], "test_steps": ["true"], "key_files": ["a\u0000b"],
+     "dependencies": []}
+  ]
+}"#;
+    let r = plan::check_plan(text.as_bytes(), "nul.json", false);
+    assert_eq!(
+        found(&r),
+        [
+            ("nul_byte", "/tasks/0/description".to_string()),
+            ("nul_byte", "/tasks/0/key_files/0".to_string())
+        ]
+    );
+    assert!(r.has_errors(), "nothing is imported");
+    let shown = plan::render_check(&r, false);
+    assert!(shown.contains("nul.json:5:"), "{shown}");
+    assert!(shown.contains("NUL"), "{shown}");
+}
+
+#[test]
+fn lone_surrogates_are_refused_with_their_position() {
+    let text =
+        "{\"project\": \"p\", \"tasks\": [{\"id\": \"T-1\", \"description\": \"x\\ud800y\"}]}";
+    let r = plan::check_plan(text.as_bytes(), "s.json", false);
+    let got = found(&r);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(got[0].0, "json_syntax");
+    assert!(got[0].1.starts_with("1:"), "{got:?}");
+}
+
 fn json_leaf() -> impl Strategy<Value = Value> {
     prop_oneof![
         Just(Value::Null),
@@ -277,6 +313,12 @@ fn json_leaf() -> impl Strategy<Value = Value> {
             "A",
             "B",
             "C",
+            // NULs, control characters and escapes: refused or kept, never a panic.
+            "\u{0}",
+            "before \u{0} after",
+            "\u{1b}[31mred\u{1b}[0m",
+            "\u{7f}\u{1}\u{1f}",
+            "\t\r\n",
         ])
         .prop_map(|s| Value::String(s.to_string())),
     ]

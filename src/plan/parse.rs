@@ -150,7 +150,12 @@ pub fn parse_plan(bytes: &[u8], file: &str) -> Parsed {
             return out;
         }
     };
-    let mut w = Walker { diags: Vec::new() };
+    // Postgres refuses NUL in text, git in commit messages, exec in arguments: a plan that
+    // carries one would fail later and somewhere else, so it is an error here, where it is
+    // (reported with the plan's other problems; errors refuse the import).
+    let mut nul = Vec::new();
+    nul_bytes(&root, "", &mut nul);
+    let mut w = Walker { diags: nul };
     let (plan, source) = match w.plan(root) {
         Some((p, s)) => (Some(p), s),
         None => (None, SourceMap::default()),
@@ -159,6 +164,36 @@ pub fn parse_plan(bytes: &[u8], file: &str) -> Parsed {
     out.source = source;
     out.diagnostics = w.diags;
     out
+}
+
+/// Every string (and key) of the document that holds a NUL character, by JSON pointer.
+fn nul_bytes(v: &Value, at: &str, out: &mut Vec<Diagnostic>) {
+    let refuse = |pointer: &str, what: &str| {
+        Diagnostic::at(
+            "nul_byte",
+            pointer,
+            format!("{what} contains a NUL character (\\u0000)"),
+        )
+        .with_hint("remove it: no field of a plan may hold NUL characters")
+    };
+    match v {
+        Value::String(s) if s.contains('\0') => out.push(refuse(at, "this text")),
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                nul_bytes(item, &pointer_index(at, i), out);
+            }
+        }
+        Value::Object(map) => {
+            for (k, item) in map {
+                let here = pointer_join(at, k);
+                if k.contains('\0') {
+                    out.push(refuse(&here, "this key"));
+                }
+                nul_bytes(item, &here, out);
+            }
+        }
+        _ => {}
+    }
 }
 
 /// serde_json's message ends in "at line L column C"; we report the position separately.
