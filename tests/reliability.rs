@@ -1018,6 +1018,16 @@ fn work_that_landed_before_a_crash_is_not_landed_again() {
         done["payload"]["delivery"]["kind"], "already_landed",
         "{done}"
     );
+    // A queue started afresh (the database removed) runs the task again: the note belongs to
+    // the old queue's plan, not to this one.
+    std::fs::remove_dir_all(repo.repo.join(".whilly")).unwrap();
+    let again = repo.run(&["run", "plan.json", "--headless"], Duration::from_secs(60));
+    assert_eq!(again.code, Some(0), "{again}");
+    assert_eq!(
+        read_ledger(&ledger_path).runs.len(),
+        2,
+        "the agent ran again"
+    );
     Figures {
         scenario: "crash between landing and recording, SQLite, --resume",
         tasks: 1,

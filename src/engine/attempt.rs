@@ -776,7 +776,7 @@ impl AgentExecutor {
             self.store.clone(),
             cx.claimed.lease,
             self.cfg.lease,
-            &cx.claimed.task.plan_id,
+            cx.plan,
             &cx.task.id,
         )
     }

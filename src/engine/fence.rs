@@ -21,6 +21,8 @@ pub struct StoreFence {
     extend: Duration,
     plan_id: String,
     task_id: String,
+    /// See `DeliveryFence::queue_mark`.
+    mark: String,
     rt: Handle,
 }
 
@@ -30,10 +32,18 @@ impl StoreFence {
         store: Arc<dyn Store>,
         lease: Lease,
         extend: Duration,
-        plan_id: &str,
+        plan: &crate::store::PlanRecord,
         task_id: &str,
     ) -> StoreFence {
+        let plan_id = plan.id.as_str();
+        let mark = format!(
+            "{}:{}:{}",
+            store.info().backend,
+            store.info().location,
+            plan.created_at.timestamp_micros()
+        );
         StoreFence {
+            mark,
             store,
             lease,
             extend,
@@ -47,6 +57,10 @@ impl StoreFence {
 impl DeliveryFence for StoreFence {
     fn epoch(&self) -> i64 {
         self.lease.epoch
+    }
+
+    fn queue_mark(&self) -> String {
+        self.mark.clone()
     }
 
     fn still_ours(&self) -> Result<bool, String> {

@@ -141,6 +141,7 @@ fn deliver_locked(
         commit: new_tip.to_string(),
         base_branch: base_branch.clone(),
         epoch: fence.epoch(),
+        queue: fence.queue_mark(),
     };
     if let Err(e) = landed::write(&ws.common_dir, &wt.plan_id, &wt.task_id, &note) {
         // The work landed; only the guard against a second landing is missing.

@@ -27,6 +27,11 @@ pub struct Landed {
     pub base_branch: String,
     /// The lease epoch of the attempt that landed it.
     pub epoch: i64,
+    /// Which queue's plan it was ([`DeliveryFence::queue_mark`]): a note from another queue (a
+    /// database started afresh, another plan of the same id) is history, not a landing to
+    /// finish the task with.
+    #[serde(default)]
+    pub queue: String,
 }
 
 /// What delivery asks the queue, under the merge lock: the answers decide whether the base
@@ -34,6 +39,9 @@ pub struct Landed {
 pub trait DeliveryFence: Send + Sync {
     /// The lease epoch of this attempt.
     fn epoch(&self) -> i64;
+    /// Names the queue's plan this attempt belongs to (where it lives and when the plan was
+    /// created there), written into the landing note.
+    fn queue_mark(&self) -> String;
     /// Whether this attempt still holds its lease. `Err`: the queue did not answer (delivery
     /// then fails and is retried; the base is not touched).
     fn still_ours(&self) -> Result<bool, String>;
@@ -48,6 +56,9 @@ pub struct AlwaysOurs;
 impl DeliveryFence for AlwaysOurs {
     fn epoch(&self) -> i64 {
         0
+    }
+    fn queue_mark(&self) -> String {
+        String::new()
     }
     fn still_ours(&self) -> Result<bool, String> {
         Ok(true)
@@ -105,6 +116,9 @@ pub(super) fn unrecorded_landing(
     fence: &dyn DeliveryFence,
 ) -> Result<Option<Landed>, WorkspaceError> {
     let Some(note) = note else { return Ok(None) };
+    if note.queue != fence.queue_mark() {
+        return Ok(None);
+    }
     let Ok(commit) = Oid::from_str(&note.commit) else {
         return Ok(None);
     };
