@@ -761,6 +761,15 @@ fn same_task_id_waiting_in_two_plans() {
     );
 
     assert!(answer(Some("q"), "blocked").status.success());
+    // The command line records the decision as the console does.
+    let decisions: Vec<Value> = repo
+        .events_of_type("operator.decision")
+        .into_iter()
+        .filter(|e| e["plan_id"] == "q" && e["task_id"] == "T-1")
+        .collect();
+    assert_eq!(decisions.len(), 1, "{decisions:?}");
+    assert_eq!(decisions[0]["payload"]["decision"], "block");
+    assert_eq!(decisions[0]["payload"]["source"], "cli");
     let out_q = run_q.wait(Duration::from_secs(20));
     assert_eq!(out_q.code, Some(1), "{out_q}");
     assert_eq!(repo.task("q", "T-1")["status"], "BLOCKED");
@@ -770,4 +779,92 @@ fn same_task_id_waiting_in_two_plans() {
     let out_p = run_p.wait(Duration::from_secs(20));
     assert_eq!(out_p.code, Some(0), "{out_p}");
     assert_eq!(repo.task("p", "T-1")["status"], "DONE");
+}
+
+// An unavailable default agent matters only to tasks that fall back to it: every task here
+// names its own agent, so a missing `claude` (the default) does not stop the run.
+#[test]
+fn a_missing_default_agent_is_not_needed_when_every_task_names_its_own() {
+    let mut t = task("T-1");
+    t["agent"] = "fake".into();
+    let repo = Repo::new(&plan("p", vec![t]), &sh("engine/cost.sh", "0 T-1"));
+    let out = repo
+        .run_plan(
+            &["run.agent=claude", "agents.claude.bin=/nonexistent/claude"],
+            &[],
+        )
+        .wait(Duration::from_secs(60));
+    assert_eq!(out.code, Some(0), "{out}");
+    assert_eq!(repo.task("p", "T-1")["status"], "DONE");
+    // A task that does fall back to it is refused up front, naming the agent.
+    let repo = Repo::new(
+        &plan("p", vec![task("T-1")]),
+        &sh("engine/cost.sh", "0 T-1"),
+    );
+    let out = repo
+        .run_plan(
+            &["run.agent=claude", "agents.claude.bin=/nonexistent/claude"],
+            &[],
+        )
+        .wait(Duration::from_secs(60));
+    assert_eq!(out.code, Some(2), "{out}");
+    assert!(out.stderr.contains("claude"), "{out}");
+}
+
+// A token an agent prints reaches neither the attempt log, nor events.jsonl, nor the database;
+// and what whilly keeps under .whilly/ is the user's alone.
+#[test]
+fn secrets_an_agent_prints_are_redacted_on_disk_and_state_is_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let token = "ghp_Zq8shortTok3n";
+    let repo = Repo::new(
+        &plan("p", vec![task("T-1")]),
+        &format!(
+            "bash -c 'echo leaking {token}; mkdir -p files; echo x > files/T-1.txt; echo \"<promise>COMPLETE</promise>\"'"
+        ),
+    );
+    let out = repo.run_plan(&[], &[]).wait(Duration::from_secs(60));
+    assert_eq!(out.code, Some(0), "{out}");
+    let state = repo.repo.join(".whilly");
+    let mut seen = 0;
+    for entry in walk(&state) {
+        let bytes = std::fs::read(&entry).unwrap_or_default();
+        assert!(
+            !String::from_utf8_lossy(&bytes).contains(token),
+            "{} holds the token",
+            entry.display()
+        );
+        seen += 1;
+    }
+    assert!(
+        seen >= 3,
+        "the log, the mirror and the database were looked at"
+    );
+    let log = repo.attempt_files("p", "T-1");
+    let text: String = log
+        .iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "log"))
+        .map(|p| std::fs::read_to_string(p).unwrap_or_default())
+        .collect();
+    assert!(text.contains("leaking [REDACTED:github_token]"), "{text}");
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&state), 0o700, ".whilly/");
+    assert_eq!(mode(&state.join("whilly.db")), 0o600, "whilly.db");
+    assert_eq!(mode(&state.join("events.jsonl")), 0o600, "events.jsonl");
+    for p in log {
+        assert_eq!(mode(&p) & 0o077, 0, "{}", p.display());
+    }
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
 }

@@ -3,6 +3,8 @@
 //! everything that reaches logs, events and panes.
 
 use crate::domain::TaskSpec;
+use crate::domain::secrets::find_secrets;
+pub use crate::domain::secrets::{SecretKind, redact_secrets};
 use regex::Regex;
 use std::fmt;
 use std::sync::LazyLock;
@@ -53,38 +55,6 @@ impl fmt::Display for BlockReason {
 
 impl std::error::Error for BlockReason {}
 
-/// The kinds of secret the lint knows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum SecretKind {
-    AwsAccessKey,
-    GithubToken,
-    AnthropicKey,
-    OpenAiKey,
-    PrivateKey,
-    DsnPassword,
-    SlackToken,
-}
-
-impl SecretKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SecretKind::AwsAccessKey => "aws_access_key",
-            SecretKind::GithubToken => "github_token",
-            SecretKind::AnthropicKey => "anthropic_api_key",
-            SecretKind::OpenAiKey => "openai_api_key",
-            SecretKind::PrivateKey => "private_key",
-            SecretKind::DsnPassword => "dsn_password",
-            SecretKind::SlackToken => "slack_token",
-        }
-    }
-}
-
-impl fmt::Display for SecretKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
 /// Why configured patterns were refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("guards.injection_patterns[{index}] {pattern:?} is not a valid regex: {message}")]
@@ -119,134 +89,6 @@ const INJECTION_PATTERNS: &[&str] = &[
 
 static INJECTION: LazyLock<Vec<Regex>> =
     LazyLock::new(|| INJECTION_PATTERNS.iter().map(|p| re(p)).collect());
-
-/// Secret patterns: kind and regex. Order matters where they overlap (`sk-ant-` before `sk-`).
-static SECRETS: LazyLock<Vec<(SecretKind, Regex)>> = LazyLock::new(|| {
-    vec![
-        (
-            SecretKind::PrivateKey,
-            re(
-                r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?:[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----)?",
-            ),
-        ),
-        (
-            SecretKind::AwsAccessKey,
-            re(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
-        ),
-        (
-            SecretKind::GithubToken,
-            re(r"(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})"),
-        ),
-        (
-            SecretKind::AnthropicKey,
-            re(r"\bsk-ant-[A-Za-z0-9_\-]{20,}"),
-        ),
-        (
-            SecretKind::OpenAiKey,
-            re(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}"),
-        ),
-        (
-            SecretKind::SlackToken,
-            re(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),
-        ),
-        (
-            SecretKind::DsnPassword,
-            re(r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s:/@]+:([^\s@/]+)@[^\s/]+"),
-        ),
-    ]
-});
-
-/// Values that look like a password in a DSN but are placeholders in documentation.
-fn is_placeholder_password(p: &str) -> bool {
-    let lower = p.to_ascii_lowercase();
-    p.starts_with('$')
-        || p.starts_with('<')
-        || p.starts_with('{')
-        || p.starts_with('%')
-        || p.chars().all(|c| c == '*' || c == 'x' || c == 'X')
-        || matches!(
-            lower.as_str(),
-            "pass"
-                | "password"
-                | "passwd"
-                | "pw"
-                | "pwd"
-                | "secret"
-                | "changeme"
-                | "redacted"
-                | "example"
-        )
-}
-
-/// Where the secrets are in `text`: (kind, byte range). Overlapping findings keep the first.
-fn find_secrets(text: &str) -> Vec<(SecretKind, std::ops::Range<usize>)> {
-    let mut found: Vec<(SecretKind, std::ops::Range<usize>)> = Vec::new();
-    for (kind, regex) in SECRETS.iter() {
-        for cap in regex.captures_iter(text) {
-            let (range, secret_range) = match (*kind, cap.get(1)) {
-                (SecretKind::DsnPassword, Some(pw)) => {
-                    if is_placeholder_password(pw.as_str()) {
-                        continue;
-                    }
-                    (pw.range(), pw.range())
-                }
-                _ => {
-                    let Some(m) = cap.get(0) else { continue };
-                    (m.range(), m.range())
-                }
-            };
-            if found
-                .iter()
-                .any(|(_, r)| r.start < range.end && range.start < r.end)
-            {
-                continue;
-            }
-            found.push((*kind, secret_range));
-        }
-    }
-    found.sort_by_key(|(_, r)| r.start);
-    found
-}
-
-/// `text` with every secret replaced by `[REDACTED:<kind>]` (a DSN keeps its user and host,
-/// only the password goes), and `key=value` / `Bearer …` credentials masked as well.
-pub fn redact_secrets(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut at = 0;
-    for (kind, range) in find_secrets(text) {
-        out.push_str(&text[at..range.start]);
-        let _ = fmt::Write::write_fmt(&mut out, format_args!("[REDACTED:{kind}]"));
-        at = range.end;
-    }
-    out.push_str(&text[at..]);
-    redact_assignments(&out)
-}
-
-static ASSIGNMENT: LazyLock<Regex> = LazyLock::new(|| {
-    re(
-        r#"(?i)((?:api[_-]?key|access[_-]?key|secret(?:[_-]?key)?|token|auth[_-]?token|password|passwd|client[_-]?secret)["']?\s*[:=]\s*["']?)([^\s"',;]{8,})|(\bBearer\s+)([A-Za-z0-9._~+/\-]{16,}=*)"#,
-    )
-});
-
-/// Masks values of credential-looking assignments; only values with both letters and digits,
-/// so `token = required` or `password: ********` are left alone.
-fn redact_assignments(text: &str) -> String {
-    ASSIGNMENT
-        .replace_all(text, |c: &regex::Captures<'_>| {
-            let (prefix, value) = match (c.get(1), c.get(2), c.get(3), c.get(4)) {
-                (Some(p), Some(v), _, _) | (_, _, Some(p), Some(v)) => (p.as_str(), v.as_str()),
-                _ => return c[0].to_string(),
-            };
-            let looks_secret = value.chars().any(|ch| ch.is_ascii_digit())
-                && value.chars().any(|ch| ch.is_ascii_alphabetic());
-            if looks_secret && !value.starts_with("[REDACTED") && !value.starts_with('$') {
-                format!("{prefix}[REDACTED]")
-            } else {
-                c[0].to_string()
-            }
-        })
-        .into_owned()
-}
 
 /// The secret lint: the first secret in `text`, as a [`BlockReason::SecretInPrompt`] with an
 /// excerpt of the redacted text around it.

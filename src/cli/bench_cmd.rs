@@ -8,7 +8,7 @@ pub async fn run(ctx: &Context, cmd: BenchCommand) -> anyhow::Result<i32> {
     match cmd {
         BenchCommand::Pty(args) => {
             let report = crate::pty::bench::bench_drain(args.mb as u64).await?;
-            println!("{report}");
+            outln!("{report}");
             Ok(exit::OK)
         }
         BenchCommand::Queue(args) => {
@@ -35,7 +35,7 @@ pub async fn run(ctx: &Context, cmd: BenchCommand) -> anyhow::Result<i32> {
                 postgres: pg,
             };
             for figures in crate::bench::queue::run(&opts).await? {
-                println!("{figures}\n");
+                outln!("{figures}\n");
             }
             Ok(exit::OK)
         }
@@ -51,15 +51,15 @@ pub async fn run(ctx: &Context, cmd: BenchCommand) -> anyhow::Result<i32> {
             opts.tmux = !args.no_tmux;
             let report = crate::bench::console::run(&opts).await?;
             if args.json {
-                println!("{}", serde_json::to_string_pretty(&report)?);
+                outln!("{}", serde_json::to_string_pretty(&report)?);
             } else {
-                println!("{report}");
+                outln!("{report}");
             }
             Ok(exit::OK)
         }
         BenchCommand::Engine(args) => {
             let report = crate::bench::engine::run(args.tasks, args.slots).await?;
-            println!("{report}");
+            outln!("{report}");
             Ok(exit::OK)
         }
     }

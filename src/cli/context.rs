@@ -53,7 +53,7 @@ impl Context {
         }
         let loaded = config::load(&self.load_options)?;
         for w in &loaded.warnings {
-            eprintln!("warning: {w}");
+            errln!("warning: {w}");
         }
         Ok(self.config.get_or_init(|| loaded.config).clone())
     }

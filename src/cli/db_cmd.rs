@@ -10,7 +10,7 @@ pub async fn run(ctx: &Context, cmd: DbCommand) -> anyhow::Result<i32> {
     let info = store.info();
     match cmd {
         DbCommand::Migrate => {
-            println!(
+            outln!(
                 "{} queue at {}: {} migrations applied, {} pending",
                 info.backend,
                 info.location,
@@ -20,16 +20,17 @@ pub async fn run(ctx: &Context, cmd: DbCommand) -> anyhow::Result<i32> {
         }
         DbCommand::Status { json } => {
             if json {
-                println!("{}", serde_json::to_string_pretty(&info)?);
+                outln!("{}", serde_json::to_string_pretty(&info)?);
             } else {
-                println!("backend:    {}", info.backend);
-                println!("location:   {}", info.location);
-                println!(
+                outln!("backend:    {}", info.backend);
+                outln!("location:   {}", info.location);
+                outln!(
                     "migrations: {:?} applied, {:?} pending",
-                    info.applied_migrations, info.pending_migrations
+                    info.applied_migrations,
+                    info.pending_migrations
                 );
                 let plans = store.list_plans().await?;
-                println!("plans:      {}", plans.len());
+                outln!("plans:      {}", plans.len());
             }
         }
     }

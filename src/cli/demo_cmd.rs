@@ -17,7 +17,7 @@ pub async fn run(global: super::args::GlobalArgs, args: DemoArgs) -> anyhow::Res
         None => std::env::temp_dir().join(format!("whilly-demo-{}", std::process::id())),
     };
     let dir = create_demo_repo(&dir, args.agent.as_deref())?;
-    eprintln!("demo repository: {}", dir.display());
+    errln!("demo repository: {}", dir.display());
     let ctx = Context::new(super::args::GlobalArgs {
         repo: Some(dir.clone()),
         ..global
@@ -60,7 +60,7 @@ pub async fn run(global: super::args::GlobalArgs, args: DemoArgs) -> anyhow::Res
                 "approved (headless demo)",
                 None,
             );
-            eprintln!(
+            errln!(
                 "demo: answered the handoff of DEMO-006 as the human would (`whilly handoff complete`)"
             );
             return;

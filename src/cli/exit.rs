@@ -34,6 +34,14 @@ pub fn describe(err: &anyhow::Error) -> String {
     out
 }
 
+/// True when the error is a write to a reader that went away (`whilly … | head`).
+pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
 /// The exit code an error that reached `main` should end the process with.
 pub fn code_for(err: &anyhow::Error) -> i32 {
     for cause in err.chain() {

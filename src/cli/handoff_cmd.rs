@@ -28,11 +28,11 @@ pub async fn run(ctx: &Context, cmd: HandoffCommand) -> anyhow::Result<i32> {
                         })
                     })
                     .collect();
-                println!("{}", serde_json::to_string_pretty(&v)?);
+                outln!("{}", serde_json::to_string_pretty(&v)?);
                 return Ok(exit::OK);
             }
             if entries.is_empty() {
-                println!("No task is waiting for a human.");
+                outln!("No task is waiting for a human.");
                 return Ok(exit::OK);
             }
             let mut rows = vec![vec![
@@ -57,8 +57,8 @@ pub async fn run(ctx: &Context, cmd: HandoffCommand) -> anyhow::Result<i32> {
                     ]),
                 }
             }
-            print!("{}", table(&rows));
-            println!(
+            out!("{}", table(&rows));
+            outln!(
                 "\nAnswer one with: whilly handoff complete TASK_ID [--plan ID] --status complete|failed|blocked|human_loop|partial [--message …]"
             );
             Ok(exit::OK)
@@ -67,14 +67,16 @@ pub async fn run(ctx: &Context, cmd: HandoffCommand) -> anyhow::Result<i32> {
             let task_dir = dir.find(&task_id, plan.as_deref())?;
             let meta = read_meta(&task_dir)?;
             let prompt = read_prompt(&task_dir).unwrap_or_default();
-            println!(
+            outln!(
                 "task {}  plan {}  since {}",
-                meta.task_id, meta.plan_id, meta.started_at
+                meta.task_id,
+                meta.plan_id,
+                meta.started_at
             );
-            println!("work in: {}", meta.cwd.display());
-            println!("answer:  {}", task_dir.join("result.json").display());
-            println!("state:   {}\n", state_text(&poll_dir(&task_dir)));
-            print!("{prompt}");
+            outln!("work in: {}", meta.cwd.display());
+            outln!("answer:  {}", task_dir.join("result.json").display());
+            outln!("state:   {}\n", state_text(&poll_dir(&task_dir)));
+            out!("{prompt}");
             Ok(exit::OK)
         }
         HandoffCommand::Complete {
@@ -93,13 +95,34 @@ pub async fn run(ctx: &Context, cmd: HandoffCommand) -> anyhow::Result<i32> {
                 anyhow::bail!("--cost-usd {c}: expected a non-negative number of US dollars");
             }
             let task_dir = dir.find(&task_id, plan.as_deref())?;
+            // The same record the console's inbox writes, before the answer is given: the audit
+            // trail says who decided, and a send-back comment reaches the next attempt.
+            let meta = read_meta(&task_dir)?;
+            let verb = match status {
+                HandoffStatus::Complete => "approve",
+                HandoffStatus::Failed => "reject",
+                HandoffStatus::Partial => "send_back",
+                HandoffStatus::Blocked => "block",
+                HandoffStatus::HumanLoop => "human_loop",
+            };
+            let store = ctx.store().await?;
+            crate::engine::decision::record(
+                store.as_ref(),
+                &meta.plan_id,
+                &meta.task_id,
+                verb,
+                message.as_deref().unwrap_or(""),
+                "handoff",
+                crate::engine::decision::Source::Cli,
+            )
+            .await?;
             let path = complete(
                 &task_dir,
                 status,
                 message.as_deref().unwrap_or(""),
                 cost_usd.map(Usd::from_f64),
             )?;
-            println!(
+            outln!(
                 "wrote {}; the waiting worker applies it within a second",
                 path.display()
             );

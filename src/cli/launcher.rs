@@ -66,7 +66,7 @@ pub fn unblock_inherited() {
     if std::env::var_os(LAUNCHER_ENV).is_some()
         && let Err(e) = relayed().thread_unblock()
     {
-        eprintln!("whilly: cannot unblock signals: {e}");
+        errln!("whilly: cannot unblock signals: {e}");
     }
 }
 
@@ -76,7 +76,7 @@ pub fn launch() -> Option<ExitCode> {
     let exe = match std::env::current_exe() {
         Ok(p) => p,
         Err(e) => {
-            eprintln!(
+            errln!(
                 "whilly: running the console without a launcher (cannot find this executable: {e})"
             );
             return None;
@@ -87,11 +87,11 @@ pub fn launch() -> Option<ExitCode> {
     let set = relayed();
     // Orphans of the console come to us rather than to init, so none outlives the run.
     if let Err(e) = nix::sys::prctl::set_child_subreaper(true) {
-        eprintln!("whilly: launcher: cannot become a subreaper ({e}); continuing");
+        errln!("whilly: launcher: cannot become a subreaper ({e}); continuing");
     }
     let saved_tty = tcgetattr(std::io::stdin()).ok();
     if let Err(e) = set.thread_block() {
-        eprintln!("whilly: cannot block signals for the console's launcher: {e}");
+        errln!("whilly: cannot block signals for the console's launcher: {e}");
         return None;
     }
     let child = match std::process::Command::new(&exe)
@@ -102,7 +102,7 @@ pub fn launch() -> Option<ExitCode> {
         Ok(c) => c,
         Err(e) => {
             let _ = set.thread_unblock();
-            eprintln!(
+            errln!(
                 "whilly: cannot start the console ({}): {e}; running it without a launcher",
                 exe.display()
             );
@@ -125,14 +125,14 @@ pub fn launch() -> Option<ExitCode> {
                     // process group); relaying would deliver them twice.
                     Ok(_) => {}
                     Err(e) => {
-                        eprintln!("whilly: launcher: waiting for signals failed: {e}");
+                        errln!("whilly: launcher: waiting for signals failed: {e}");
                         return;
                     }
                 }
             }
         });
     if let Err(e) = relay {
-        eprintln!("whilly: launcher: cannot start its signal thread: {e}");
+        errln!("whilly: launcher: cannot start its signal thread: {e}");
     }
     // Reaped here (any child: orphans may end before the console), not through `child`.
     drop(child);
@@ -140,11 +140,11 @@ pub fn launch() -> Option<ExitCode> {
         Ok(Ended::Code(c)) => c.clamp(0, 255) as u8,
         Ok(Ended::Signal(sig)) => {
             restore_terminal(saved_tty.as_ref());
-            eprintln!("whilly: the console was killed ({sig}); the terminal was put back");
+            errln!("whilly: the console was killed ({sig}); the terminal was put back");
             (128 + sig as i32).clamp(0, 255) as u8
         }
         Err(e) => {
-            eprintln!("whilly: waiting for the console failed: {e}");
+            errln!("whilly: waiting for the console failed: {e}");
             super::exit::ENVIRONMENT as u8
         }
     };
@@ -190,7 +190,7 @@ fn stop_leftovers() {
     if left.is_empty() {
         return;
     }
-    eprintln!(
+    errln!(
         "whilly: stopping {} process(es) the console left behind",
         left.len()
     );

@@ -8,7 +8,7 @@ use tracing_subscriber::EnvFilter;
 /// `whilly=trace`) overrides `default_level`. Returns the guard that flushes on drop; `None` when
 /// the log directory cannot be created (logging is then off rather than failing the command).
 pub fn init(dir: &Path, default_level: &str) -> Option<WorkerGuard> {
-    if std::fs::create_dir_all(dir).is_err() {
+    if crate::fsutil::private_dir(dir).is_err() {
         return None;
     }
     let appender = tracing_appender::rolling::Builder::new()

@@ -1,5 +1,31 @@
 //! The command line: parse, set up logging, dispatch, map errors to exit codes.
 
+/// `println!` that hands the write error back instead of panicking: a reader that went away
+/// (`whilly … | head -1`) ends the command quietly (see [`main`]), never with a panic.
+macro_rules! outln {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout(), $($t)*)?
+    }};
+}
+
+/// `print!` likewise.
+macro_rules! out {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        write!(std::io::stdout(), $($t)*)?
+    }};
+}
+
+/// `eprintln!` that never panics: a closed stderr (`2>&1 | tee log` after Ctrl-C) must not stop
+/// what the message is about, such as forwarding a stop to the engine.
+macro_rules! errln {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($t)*);
+    }};
+}
+
 pub mod agents_setup;
 pub mod args;
 pub mod bench_cmd;
@@ -65,18 +91,20 @@ pub fn main() -> ExitCode {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
+            errln!("error: cannot start the async runtime: {e}");
             return ExitCode::from(exit::ENVIRONMENT as u8);
         }
     };
     let code = runtime.block_on(async {
         match dispatch(cli).await {
             Ok(code) => code,
+            // The reader of our output went away (`| head`): not an error of ours.
+            Err(err) if exit::is_broken_pipe(&err) => exit::OK,
             Err(err) => {
                 let text = exit::describe(&err);
                 // The log file keeps what ended the command, next to what led to it.
                 tracing::error!("command failed: {text}");
-                eprintln!("error: {text}");
+                errln!("error: {text}");
                 exit::code_for(&err)
             }
         }
@@ -106,7 +134,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         }
     };
     if let Command::Completions { shell } = command {
-        print_completions(shell);
+        print_completions(shell)?;
         return Ok(exit::OK);
     }
     if let Command::Demo(args) = command {
@@ -131,12 +159,16 @@ async fn dispatch(cli: Cli) -> anyhow::Result<i32> {
     }
 }
 
-fn print_completions(shell: args::Shell) {
+fn print_completions(shell: args::Shell) -> std::io::Result<()> {
+    use std::io::Write as _;
     let mut cmd = Cli::command();
     let shell = match shell {
         args::Shell::Bash => clap_complete::Shell::Bash,
         args::Shell::Zsh => clap_complete::Shell::Zsh,
         args::Shell::Fish => clap_complete::Shell::Fish,
     };
-    clap_complete::generate(shell, &mut cmd, "whilly", &mut std::io::stdout());
+    // clap_complete panics when its writer fails; it writes to memory, we write that out.
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut cmd, "whilly", &mut script);
+    std::io::stdout().write_all(&script)
 }

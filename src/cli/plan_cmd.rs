@@ -31,9 +31,9 @@ pub async fn run(ctx: &Context, cmd: PlanCommand) -> anyhow::Result<i32> {
             let store = ctx.store().await?;
             let plans = store.list_plans().await?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&plans)?);
+                outln!("{}", serde_json::to_string_pretty(&plans)?);
             } else {
-                print!("{}", plan_view::render_plan_list(&plans));
+                out!("{}", plan_view::render_plan_list(&plans));
             }
             Ok(exit::OK)
         }
@@ -46,13 +46,13 @@ pub async fn run(ctx: &Context, cmd: PlanCommand) -> anyhow::Result<i32> {
                 Some(path) => {
                     crate::fsutil::atomic_write(&path, text.as_bytes())
                         .with_context(|| format!("cannot write {}", path.display()))?;
-                    eprintln!(
+                    errln!(
                         "exported plan {plan_id} ({} tasks) to {}",
                         spec.tasks.len(),
                         path.display()
                     );
                 }
-                None => print!("{text}"),
+                None => out!("{text}"),
             }
             Ok(exit::OK)
         }
@@ -64,7 +64,7 @@ pub async fn run(ctx: &Context, cmd: PlanCommand) -> anyhow::Result<i32> {
                 ResetMode::KeepTasks
             };
             store.reset_plan(&plan_id, mode).await?;
-            println!(
+            outln!(
                 "plan {plan_id}: {}",
                 if hard {
                     "tasks deleted (events kept)"
@@ -77,7 +77,7 @@ pub async fn run(ctx: &Context, cmd: PlanCommand) -> anyhow::Result<i32> {
         PlanCommand::Pause { plan_id } => {
             let store = ctx.store().await?;
             store.set_plan_paused(&plan_id, true).await?;
-            println!("plan {plan_id} paused: no new tasks will be claimed (running ones finish)");
+            outln!("plan {plan_id} paused: no new tasks will be claimed (running ones finish)");
             Ok(exit::OK)
         }
         PlanCommand::Challenge {
@@ -88,7 +88,7 @@ pub async fn run(ctx: &Context, cmd: PlanCommand) -> anyhow::Result<i32> {
         PlanCommand::Resume { plan_id } => {
             let store = ctx.store().await?;
             store.set_plan_paused(&plan_id, false).await?;
-            println!("plan {plan_id} resumed");
+            outln!("plan {plan_id} resumed");
             Ok(exit::OK)
         }
     }
@@ -96,7 +96,7 @@ pub async fn run(ctx: &Context, cmd: PlanCommand) -> anyhow::Result<i32> {
 
 fn check(file: &Path, strict: bool, json: bool) -> anyhow::Result<i32> {
     let report = plan::load_plan_file(file, strict)?;
-    print!("{}", plan::render_check(&report, json));
+    out!("{}", plan::render_check(&report, json));
     Ok(if report.has_errors() {
         exit::FAILED
     } else {
@@ -124,7 +124,7 @@ async fn triz(ctx: &Context, target: &str, json: bool, strict: bool) -> anyhow::
         })?
     };
     let report = plan::triz_report(&spec);
-    print!("{}", plan::render_triz(&report, json));
+    out!("{}", plan::render_triz(&report, json));
     Ok(if strict && !report.approved() {
         exit::FAILED
     } else {
@@ -144,9 +144,9 @@ async fn import(
     match import_file(&store, file, strict, budget, plan_id, json).await? {
         Ok(result) => {
             if json {
-                println!("{}", serde_json::to_string_pretty(&result)?);
+                outln!("{}", serde_json::to_string_pretty(&result)?);
             } else {
-                print!("{}", describe_import(&result, store.as_ref()));
+                out!("{}", describe_import(&result, store.as_ref()));
             }
             Ok(exit::OK)
         }
@@ -189,7 +189,7 @@ async fn import_file(
         (Some(spec), false) => spec.clone(),
         _ => {
             eprint!("{}", plan::render_check(&report, false));
-            eprintln!("nothing was imported");
+            errln!("nothing was imported");
             return Ok(Err(exit::FAILED));
         }
     };
@@ -211,7 +211,7 @@ async fn import_file(
             skip.insert(task.id.clone(), plan::GATE_SKIP_REASON.to_string());
         } else if !quiet_warnings {
             let why: Vec<String> = failures.iter().map(|f| f.to_string()).collect();
-            eprintln!("warning: {}: decision gate: {}", task.id, why.join("; "));
+            errln!("warning: {}: decision gate: {}", task.id, why.join("; "));
         }
     }
     // A budget set earlier with --budget is not in the file; re-importing the file without
@@ -292,22 +292,22 @@ async fn show(ctx: &Context, plan_id: &str, json: bool) -> anyhow::Result<i32> {
     let tasks = store.list_tasks(plan_id).await?;
     if json {
         let v = serde_json::json!({ "plan": plan, "tasks": tasks });
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        outln!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(exit::OK);
     }
     let counts = store.counts(plan_id).await?;
-    println!("plan {}  ({})", plan.id, plan.project);
-    println!(
+    outln!("plan {}  ({})", plan.id, plan.project);
+    outln!(
         "state: {}   tasks: {} done / {} total   budget: {}",
         if plan.paused { "paused" } else { "active" },
         counts.get(crate::domain::Status::Done),
         counts.total,
         plan_view::budget_text(&plan)
     );
-    println!();
-    print!("{}", plan_view::render_task_table(&tasks));
-    println!();
-    println!("dependencies:");
-    print!("{}", plan_view::render_dep_tree(&tasks));
+    outln!();
+    out!("{}", plan_view::render_task_table(&tasks));
+    outln!();
+    outln!("dependencies:");
+    out!("{}", plan_view::render_dep_tree(&tasks));
     Ok(exit::OK)
 }

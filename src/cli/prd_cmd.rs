@@ -40,15 +40,15 @@ pub async fn run(ctx: &Context, cmd: PrdCommand) -> anyhow::Result<i32> {
             let agent = one_shot(ctx, &agent)?;
             let mut wizard = Wizard::new(agent, &ctx.repo_root, idea.clone(), opts);
             interview(&mut wizard, answers).await?;
-            eprintln!("writing the PRD…");
+            errln!("writing the PRD…");
             let prd_path = interruptible(wizard.write_prd()).await?;
-            println!("prd: {}", prd_path.display());
+            outln!("prd: {}", prd_path.display());
             if no_plan {
-                println!("cost: {}", wizard.cost());
+                outln!("cost: {}", wizard.cost());
                 return Ok(exit::OK);
             }
             let code = plan_and_place(ctx, &mut wizard, &out).await?;
-            println!("cost: {}", wizard.cost());
+            outln!("cost: {}", wizard.cost());
             Ok(code)
         }
         PrdCommand::Plan {
@@ -69,7 +69,7 @@ pub async fn run(ctx: &Context, cmd: PrdCommand) -> anyhow::Result<i32> {
             let mut wizard = Wizard::new(agent, &ctx.repo_root, "", opts);
             wizard.use_prd_file(&prd_file);
             let code = plan_and_place(ctx, &mut wizard, &out).await?;
-            println!("cost: {}", wizard.cost());
+            outln!("cost: {}", wizard.cost());
             Ok(code)
         }
     }
@@ -150,7 +150,7 @@ async fn interview(wizard: &mut Wizard, answers: Answers) -> anyhow::Result<()> 
         return Ok(());
     }
     loop {
-        eprintln!(
+        errln!(
             "asking the agent for question {}…",
             wizard.answers().len() + 1
         );
@@ -168,7 +168,7 @@ async fn interview(wizard: &mut Wizard, answers: Answers) -> anyhow::Result<()> 
                 }
             },
             None => {
-                eprintln!(
+                errln!(
                     "Q{n}: {question}\n(answer on one line; empty: let the agent decide; Ctrl-D: enough questions)"
                 );
                 match read_terminal_line().await? {
@@ -180,8 +180,8 @@ async fn interview(wizard: &mut Wizard, answers: Answers) -> anyhow::Result<()> 
                 }
             }
         };
-        println!("Q{n}: {question}");
-        println!("A{n}: {answer}");
+        outln!("Q{n}: {question}");
+        outln!("A{n}: {answer}");
         wizard.answer(answer)?;
         if file_answers.as_ref().is_some_and(|a| a.len() == 0) {
             wizard.finish_interview();
@@ -212,18 +212,18 @@ async fn plan_and_place(
     wizard: &mut Wizard,
     out: &PlanOutArgs,
 ) -> anyhow::Result<i32> {
-    eprintln!("asking the agent for the plan…");
+    errln!("asking the agent for the plan…");
     let generated: GeneratedPlan = match interruptible(wizard.generate_plan()).await {
         Ok(g) => g.clone(),
         Err(e) => {
             if let Some(PrdError::PlanInvalid { .. }) = e.downcast_ref::<PrdError>() {
-                eprintln!("error: {}", exit::describe(&e));
+                errln!("error: {}", exit::describe(&e));
                 return Ok(exit::FAILED);
             }
             return Err(e);
         }
     };
-    println!(
+    outln!(
         "plan {}: {} tasks ({} agent call{})",
         generated.spec.id,
         generated.spec.tasks.len(),
@@ -232,7 +232,7 @@ async fn plan_and_place(
     );
     for g in &generated.gate {
         let why: Vec<String> = g.failures.iter().map(|f| f.to_string()).collect();
-        println!("gate: {} fails: {}", g.task_id, why.join("; "));
+        outln!("gate: {} fails: {}", g.task_id, why.join("; "));
     }
     if let Some(target) = &out.merge_into {
         if let Some(path) = &out.plan_out {
@@ -241,7 +241,7 @@ async fn plan_and_place(
                 crate::plan::canonical_json(&generated.spec).as_bytes(),
             )
             .with_context(|| format!("cannot write {}", path.display()))?;
-            println!("plan file: {}", path.display());
+            outln!("plan file: {}", path.display());
         }
         let store = ctx.store().await?;
         let (merged, report) = wizard
@@ -249,9 +249,9 @@ async fn plan_and_place(
             .await
             .map_err(lift)?;
         for (from, to) in &merged.renamed {
-            println!("renamed: {from} -> {to}");
+            outln!("renamed: {from} -> {to}");
         }
-        println!(
+        outln!(
             "merged into plan {}: {} tasks added ({})",
             report.plan_id,
             merged.added.len(),
@@ -265,8 +265,8 @@ async fn plan_and_place(
             .save_as_new_plan(store.as_ref(), out.plan_out.as_deref())
             .await
             .map_err(lift)?;
-        println!("plan file: {}", path.display());
-        println!(
+        outln!("plan file: {}", path.display());
+        outln!(
             "imported plan {} with {} tasks",
             spec.id,
             report.created.len()
@@ -283,7 +283,7 @@ async fn plan_and_place(
         crate::plan::canonical_json(&generated.spec).as_bytes(),
     )
     .with_context(|| format!("cannot write {}", path.display()))?;
-    println!("plan file: {}", path.display());
+    outln!("plan file: {}", path.display());
     Ok(exit::OK)
 }
 
@@ -309,13 +309,13 @@ pub async fn challenge(
         (None, None) => bail!("give a plan file or --plan ID"),
     };
     let agent = one_shot(ctx, agent)?;
-    eprintln!(
+    errln!(
         "asking {} to challenge plan {}…",
         agent.agent_name(),
         spec.id
     );
     let challenge = interruptible(prd::challenge_plan(&agent, &ctx.repo_root, &spec)).await?;
-    println!("{}", challenge.text.trim_end());
-    eprintln!("cost: {}", challenge.cost);
+    outln!("{}", challenge.text.trim_end());
+    errln!("cost: {}", challenge.cost);
     Ok(exit::OK)
 }

@@ -115,12 +115,20 @@ pub async fn prepare_run_in(
     let plan = store.get_plan(&plan_id).await?;
     let tasks = store.list_tasks(&plan_id).await?;
     let default_agent = args.agent.clone().unwrap_or_else(|| cfg.run.agent.clone());
-    let names: BTreeSet<String> = tasks
+    // Only the agents the plan's open tasks name are required: a missing default agent matters
+    // only when some task falls back to it. It is still offered when it can be built (tasks
+    // merged in later may use it).
+    let mut names: BTreeSet<String> = tasks
         .iter()
         .filter(|t| !t.status.is_terminal())
         .map(|t| agent_name_for(&t.spec, &plan.spec, &default_agent))
-        .chain(std::iter::once(default_agent.clone()))
         .collect();
+    if !names.contains(&default_agent)
+        && super::agents_setup::agent_settings(&cfg, &default_agent)
+            .is_ok_and(|s| crate::agent::build_backend(&s).is_ok())
+    {
+        names.insert(default_agent.clone());
+    }
     let executor = build_executor(
         ctx,
         &cfg,
@@ -182,7 +190,11 @@ pub async fn run(ctx: &Context, args: RunArgs) -> anyhow::Result<i32> {
                 .context("the engine stopped unexpectedly")
                 .and_then(|r| r.map_err(anyhow::Error::from)),
             _ = tokio::time::sleep(Duration::from_millis(500)) => {
-                printer.pump(&mut std::io::stdout().lock(), false).await?;
+                // Progress lines are a view: a store that does not answer for a moment (the
+                // engine rides that out) or a closed stdout must not end the run.
+                if let Err(e) = printer.pump(&mut std::io::stdout().lock(), false).await {
+                    tracing::warn!("progress lines: {e}");
+                }
             }
         }
     };
@@ -190,9 +202,12 @@ pub async fn run(ctx: &Context, args: RunArgs) -> anyhow::Result<i32> {
     presence.stop().await;
     let summary = summary?;
     let mut out = std::io::stdout().lock();
-    printer.pump(&mut out, true).await?;
-    writeln!(out, "{}", complete_line(&summary))?;
-    out.flush()?;
+    if let Err(e) = printer.pump(&mut out, true).await {
+        tracing::warn!("progress lines: {e}");
+    }
+    // The exit code says how the run went, whether or not anyone still reads stdout.
+    let _ = writeln!(out, "{}", complete_line(&summary));
+    let _ = out.flush();
     Ok(summary.exit_code)
 }
 
@@ -234,7 +249,7 @@ pub async fn worker(ctx: &Context, args: WorkerArgs) -> anyhow::Result<i32> {
         WorkerPresence::start(store.clone(), &engine_cfg)
     })
     .await?;
-    eprintln!(
+    errln!(
         "whilly worker {worker_id}: {} slots on the {} queue at {}{}",
         engine_cfg.slots,
         store.info().backend,
@@ -251,7 +266,7 @@ pub async fn worker(ctx: &Context, args: WorkerArgs) -> anyhow::Result<i32> {
     presence.stop().await;
     let summary = summary?;
     let (code, why) = worker_exit(summary.end);
-    eprintln!(
+    errln!(
         "whilly worker {worker_id}: {why} after {} attempts",
         summary.attempts
     );
@@ -366,7 +381,7 @@ async fn resume(store: &Arc<dyn Store>, plan_id: &str) -> anyhow::Result<()> {
             epoch: t.epoch,
         };
         match store.release(lease, &Outcome::reason("worker_dead")).await {
-            Ok(_) => eprintln!(
+            Ok(_) => errln!(
                 "resume: {} was held by dead process {pid}; back to PENDING",
                 t.id
             ),
@@ -424,7 +439,7 @@ where
                 failures += 1;
                 tracing::warn!("{what}: {}", exit::describe(&e));
                 if failures == 1 {
-                    eprintln!(
+                    errln!(
                         "whilly: {what}: the queue does not answer yet ({}); retrying for up to {} s",
                         exit::describe(&e),
                         STARTUP_WAIT.as_secs()

@@ -27,14 +27,17 @@ pub fn shutdown_channel() -> watch::Receiver<StopLevel> {
             } else {
                 StopLevel::Now
             };
+            // The stop first: with stderr in a closed pipe the message cannot be written, and
+            // the stop must happen anyway.
+            let sent = tx.send(level).is_ok();
             if count == 1 {
-                eprintln!(
+                errln!(
                     "whilly: stopping: no new tasks; running agents may finish (press Ctrl-C again to kill them)"
                 );
             } else {
-                eprintln!("whilly: killing running agents");
+                errln!("whilly: killing running agents");
             }
-            if tx.send(level).is_err() || level == StopLevel::Now {
+            if !sent || level == StopLevel::Now {
                 return;
             }
         }

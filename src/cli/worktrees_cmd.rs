@@ -17,11 +17,11 @@ pub async fn run(ctx: &Context, cmd: WorktreesCommand) -> anyhow::Result<i32> {
             let list = ws.list()?;
             if json {
                 let v: Vec<_> = list.iter().map(info_json).collect();
-                println!("{}", serde_json::to_string_pretty(&v)?);
+                outln!("{}", serde_json::to_string_pretty(&v)?);
                 return Ok(exit::OK);
             }
             if list.is_empty() {
-                println!(
+                outln!(
                     "No whilly worktrees for {} (they live under {}).",
                     ctx.repo_root.display(),
                     ws.worktrees_dir().display()
@@ -56,8 +56,8 @@ pub async fn run(ctx: &Context, cmd: WorktreesCommand) -> anyhow::Result<i32> {
                     w.path.display().to_string(),
                 ]);
             }
-            print!("{}", table(&rows));
-            println!("{} worktrees, {} on disk", list.len(), human_size(total));
+            out!("{}", table(&rows));
+            outln!("{} worktrees, {} on disk", list.len(), human_size(total));
             Ok(exit::OK)
         }
         WorktreesCommand::Prune {
@@ -83,9 +83,9 @@ pub async fn run(ctx: &Context, cmd: WorktreesCommand) -> anyhow::Result<i32> {
             let report = ws.prune(which, delete_branches)?;
             let freed: u64 = report.removed.iter().map(|w| w.size_bytes).sum();
             for w in &report.removed {
-                println!("removed {}", w.path.display());
+                outln!("removed {}", w.path.display());
             }
-            println!(
+            outln!(
                 "{} removed ({} freed), {} kept{}",
                 report.removed.len(),
                 human_size(freed),

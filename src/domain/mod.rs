@@ -4,6 +4,7 @@ pub mod graph;
 pub mod ids;
 pub mod model;
 pub mod money;
+pub mod secrets;
 pub mod status;
 
 pub use ids::{IdError, safe_id, validate_id};

@@ -6,6 +6,7 @@
 pub mod attempt;
 pub mod budget;
 pub mod control;
+pub mod decision;
 pub mod executor;
 pub mod failpoint;
 pub mod fence;

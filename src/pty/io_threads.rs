@@ -26,7 +26,13 @@ pub(crate) struct LogSink {
     path: PathBuf,
     out: BufWriter<File>,
     failed: bool,
+    /// The end of the output that is not a whole line yet: secrets are redacted line by line,
+    /// so one split across two reads is still caught.
+    pending: Vec<u8>,
 }
+
+/// A partial line longer than this is written out without waiting for its end.
+const MAX_PENDING: usize = 16 * 1024;
 
 impl LogSink {
     pub(crate) fn new(path: PathBuf, file: File) -> Self {
@@ -34,12 +40,27 @@ impl LogSink {
             path,
             out: BufWriter::with_capacity(LOG_BUFFER, file),
             failed: false,
+            pending: Vec::new(),
         }
     }
 
+    /// Logs `bytes`, whole lines at once and redacted (`domain::secrets`): what an agent prints
+    /// never reaches the disk with a token in it. Parsers read the log, so they see the same.
     fn write(&mut self, bytes: &[u8]) {
+        self.pending.extend_from_slice(bytes);
+        let cut = match self.pending.iter().rposition(|b| *b == b'\n') {
+            Some(i) => i + 1,
+            None if self.pending.len() >= MAX_PENDING => self.pending.len(),
+            None => return,
+        };
+        let lines: Vec<u8> = self.pending.drain(..cut).collect();
+        self.emit(&lines);
+    }
+
+    fn emit(&mut self, bytes: &[u8]) {
+        let redacted = redact_bytes(bytes);
         if !self.failed
-            && let Err(err) = self.out.write_all(bytes)
+            && let Err(err) = self.out.write_all(&redacted)
         {
             // A full disk must not stop the agent: keep emulating, stop logging, say so once.
             tracing::warn!(path = %self.path.display(), %err, "session log write failed; logging stopped");
@@ -47,12 +68,46 @@ impl LogSink {
         }
     }
 
+    /// Writes out what is pending (the output went quiet: a prompt without a newline is a
+    /// whole thing too) and flushes.
     fn flush(&mut self) {
+        if !self.pending.is_empty() {
+            let rest = std::mem::take(&mut self.pending);
+            self.emit(&rest);
+        }
         if !self.failed
             && let Err(err) = self.out.flush()
         {
             tracing::warn!(path = %self.path.display(), %err, "session log flush failed; logging stopped");
             self.failed = true;
+        }
+    }
+}
+
+impl Drop for LogSink {
+    fn drop(&mut self) {
+        self.flush();
+    }
+}
+
+/// `bytes` with every secret redacted. Output that is not UTF-8 is kept byte for byte unless a
+/// secret shows in its lossy reading (then that reading, redacted, is what is kept).
+fn redact_bytes(bytes: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    use crate::domain::secrets::redact_secrets;
+    use std::borrow::Cow;
+    match std::str::from_utf8(bytes) {
+        Ok(text) => match redact_secrets(text) {
+            r if r == text => Cow::Borrowed(bytes),
+            r => Cow::Owned(r.into_bytes()),
+        },
+        Err(_) => {
+            let lossy = String::from_utf8_lossy(bytes);
+            let r = redact_secrets(&lossy);
+            if r == lossy {
+                Cow::Borrowed(bytes)
+            } else {
+                Cow::Owned(r.into_bytes())
+            }
         }
     }
 }

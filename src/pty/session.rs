@@ -96,13 +96,9 @@ fn open_log(path: &Path) -> Result<std::fs::File, PtyError> {
         source,
     };
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent).map_err(log_err)?;
+        crate::fsutil::private_dir(parent).map_err(log_err)?;
     }
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .map_err(log_err)
+    crate::fsutil::private_append(path).map_err(log_err)
 }
 
 /// A close-on-exec duplicate of `fd`, owned.

@@ -7,7 +7,6 @@
 use super::types::Event;
 use chrono::SecondsFormat;
 use serde_json::{Value, json};
-use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -46,12 +45,9 @@ impl JsonlMirror {
         }
         let buf = render_lines(events);
         if let Some(parent) = self.path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent)?;
+            crate::fsutil::private_dir(parent)?;
         }
-        let mut file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.path)?;
+        let mut file = crate::fsutil::private_append(&self.path)?;
         // `write_all` could split into several writes on a short write; a single `write` that
         // comes back short is reported instead of finished non-atomically.
         let written = file.write(buf.as_bytes())?;

@@ -5,7 +5,7 @@
 use super::inbox::{Decision, InboxKind};
 use super::state::{InboxDetail, InboxTarget};
 use crate::agent::{HandoffDir, HandoffStatus};
-use crate::store::{NewEvent, Store, TaskRecord, event_types as et};
+use crate::store::{Store, TaskRecord};
 use crate::workspace::{Workspaces, diff_worktree};
 use serde_json::json;
 use std::sync::Arc;
@@ -22,22 +22,17 @@ pub async fn apply(
     decision: &Decision,
 ) -> Result<String, String> {
     let id = target.task_id.as_str();
-    store
-        .append_event(NewEvent {
-            event_type: et::OPERATOR_DECISION.to_string(),
-            plan_id: Some(plan_id.to_string()),
-            task_id: Some(id.to_string()),
-            worker_id: None,
-            epoch: None,
-            payload: json!({
-                "decision": decision.verb().replace(' ', "_"),
-                "message": decision.text(),
-                "waited_as": target.kind.label(),
-                "source": "console",
-            }),
-        })
-        .await
-        .map_err(|e| format!("{id}: recording the decision: {e}"))?;
+    crate::engine::decision::record(
+        store.as_ref(),
+        plan_id,
+        id,
+        &decision.verb().replace(' ', "_"),
+        decision.text(),
+        target.kind.label(),
+        crate::engine::decision::Source::Console,
+    )
+    .await
+    .map_err(|e| format!("{id}: recording the decision: {e}"))?;
     match target.kind {
         InboxKind::Handoff => {
             let (status, message) = match decision {

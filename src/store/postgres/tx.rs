@@ -97,7 +97,10 @@ impl Tx {
         let mut froms = Vec::with_capacity(n);
         let mut tos = Vec::with_capacity(n);
         let mut payloads = Vec::with_capacity(n);
-        for e in evs {
+        for mut e in evs {
+            // Whatever an event carries (agent output, operator text, evidence) is redacted
+            // here, the one place every event passes through.
+            crate::domain::secrets::redact_json(&mut e.payload);
             types.push(e.event_type);
             plans.push(e.plan_id);
             tasks.push(e.task_id);

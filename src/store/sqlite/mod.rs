@@ -106,7 +106,7 @@ impl SqliteStore {
                 .to_string(),
         };
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)
+            crate::fsutil::private_dir(dir)
                 .map_err(|e| unreachable(format!("cannot create {}: {e}", dir.display())))?;
         }
         let opts = SqliteConnectOptions::new()
@@ -124,6 +124,10 @@ impl SqliteStore {
         )
         .await
         .map_err(|e| unreachable(e.to_string()))?;
+        // SQLite creates the file (and its -wal/-shm, which take its mode) world-readable.
+        if let Err(e) = crate::fsutil::make_private(path) {
+            tracing::warn!("making {} private: {e}", path.display());
+        }
         if let Err(first) = MIGRATOR.run(&writer).await {
             // Two processes opening a brand-new file race to create the schema; the loser sees
             // it applied on a second look.

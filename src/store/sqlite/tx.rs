@@ -93,7 +93,10 @@ impl<'s> WriteTx<'s> {
         Ok(self.events)
     }
 
-    pub async fn event(&mut self, ev: Ev) -> StoreResult<Event> {
+    pub async fn event(&mut self, mut ev: Ev) -> StoreResult<Event> {
+        // Whatever an event carries (agent output, operator text, evidence) is redacted here,
+        // the one place every event passes through.
+        crate::domain::secrets::redact_json(&mut ev.payload);
         let payload = encode_json(&ev.payload, "event payload")?;
         let sql = format!(
             "INSERT INTO events (ts, event_type, plan_id, task_id, worker_id, epoch, from_status, \
@@ -123,9 +126,10 @@ impl<'s> WriteTx<'s> {
         let ts = rows::time(self.now)?;
         let mut evs = evs.into_iter().peekable();
         while evs.peek().is_some() {
-            let chunk: Vec<Ev> = evs.by_ref().take(CHUNK).collect();
+            let mut chunk: Vec<Ev> = evs.by_ref().take(CHUNK).collect();
             let mut payloads = Vec::with_capacity(chunk.len());
-            for ev in &chunk {
+            for ev in &mut chunk {
+                crate::domain::secrets::redact_json(&mut ev.payload);
                 payloads.push(encode_json(&ev.payload, "event payload")?);
             }
             let mut qb = QueryBuilder::<Sqlite>::new(
