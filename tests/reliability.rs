@@ -136,6 +136,22 @@ fn keyed(plan_id: &str, id: &str, keys: &[&str]) -> (Value, (String, Vec<String>
     (t, (full, keys.iter().map(|k| k.to_string()).collect()))
 }
 
+/// `n` tasks `T-<i>` (zero-padded to `width`), each with a key file of its own, and their keys.
+fn own_files(plan_id: &str, n: usize, width: usize) -> (Vec<Value>, HashMap<String, Vec<String>>) {
+    let mut tasks = Vec::new();
+    let mut keys = HashMap::new();
+    for i in 1..=n {
+        let (t, k) = keyed(
+            plan_id,
+            &format!("T-{i:0width$}"),
+            &[&format!("src/t{i}.rs")],
+        );
+        tasks.push(t);
+        keys.insert(k.0, k.1);
+    }
+    (tasks, keys)
+}
+
 fn clone_of(repo: &Repo, name: &str) -> PathBuf {
     let dir = repo.shared.parent().unwrap().join(name);
     let out = std::process::Command::new("git")
@@ -536,13 +552,7 @@ fn postgres_workers_survive_terminated_connections() {
     let db = rt.block_on(pg::fresh_database());
     let url = db.url();
     let n = 30;
-    let mut tasks = Vec::new();
-    let mut keys = HashMap::new();
-    for i in 1..=n {
-        let (t, k) = keyed("ch", &format!("T-{i:02}"), &[&format!("src/t{i}.rs")]);
-        tasks.push(t);
-        keys.insert(k.0, k.1);
-    }
+    let (tasks, keys) = own_files("ch", n, 2);
     let (repo, ledger_path) = ledger_repo(&plan("ch", tasks), "0.3", "", "");
     import(&repo, Some(&url));
     let procs: Vec<Running> = (0..6)
@@ -617,13 +627,7 @@ fn postgres_workers_survive_the_connection_cap() {
     let db = rt.block_on(pg::fresh_database());
     let url = db.url();
     let n = 16;
-    let mut tasks = Vec::new();
-    let mut keys = HashMap::new();
-    for i in 1..=n {
-        let (t, k) = keyed("cap", &format!("T-{i:02}"), &[&format!("src/t{i}.rs")]);
-        tasks.push(t);
-        keys.insert(k.0, k.1);
-    }
+    let (tasks, keys) = own_files("cap", n, 2);
     let (repo, ledger_path) = ledger_repo(&plan("cap", tasks), "0.2", "", "");
     // Superusers are exempt from connection limits: the workers connect as a role of their own
     // that owns the database and may hold 7 connections. Each worker holds a pool connection
@@ -700,13 +704,7 @@ fn with_user(url: &str, user: &str) -> String {
 #[test]
 fn sqlite_runs_survive_a_database_held_busy() {
     let n = 16;
-    let mut tasks = Vec::new();
-    let mut keys = HashMap::new();
-    for i in 1..=n {
-        let (t, k) = keyed("busy", &format!("T-{i:02}"), &[&format!("src/t{i}.rs")]);
-        tasks.push(t);
-        keys.insert(k.0, k.1);
-    }
+    let (tasks, keys) = own_files("busy", n, 2);
     let (repo, ledger_path) = ledger_repo(&plan("busy", tasks), "0.3", "", "");
     import(&repo, None);
     let procs = vec![
@@ -775,13 +773,7 @@ fn sigkill_of_a_worker_and_of_an_agent_loses_nothing() {
     let db = rt.block_on(pg::fresh_database());
     let url = db.url();
     let n = 8;
-    let mut tasks = Vec::new();
-    let mut keys = HashMap::new();
-    for i in 1..=n {
-        let (t, k) = keyed("kill", &format!("T-{i}"), &[&format!("src/t{i}.rs")]);
-        tasks.push(t);
-        keys.insert(k.0, k.1);
-    }
+    let (tasks, keys) = own_files("kill", n, 0);
     let (repo, ledger_path) = ledger_repo(&plan("kill", tasks), "3", "", "");
     import(&repo, Some(&url));
     let worker = |slots: &str| {
@@ -912,13 +904,7 @@ fn sigkill_of_a_worker_and_of_an_agent_loses_nothing() {
 #[test]
 fn two_runs_on_one_repository_share_its_worktrees_safely() {
     let n = 60;
-    let mut tasks = Vec::new();
-    let mut keys = HashMap::new();
-    for i in 1..=n {
-        let (t, k) = keyed("wt", &format!("T-{i:03}"), &[&format!("src/t{i}.rs")]);
-        tasks.push(t);
-        keys.insert(k.0, k.1);
-    }
+    let (tasks, keys) = own_files("wt", n, 3);
     let (repo, ledger_path) = ledger_repo(&plan("wt", tasks), "0", "", "");
     import(&repo, None);
     let procs = vec![

@@ -800,3 +800,30 @@ fn the_api_can_be_shared_across_threads() {
     fn assert_error<T: std::error::Error + Send + Sync + 'static>() {}
     assert_error::<WorkspaceError>();
 }
+
+#[test]
+fn caches_and_dependencies_are_never_committed_unless_the_base_tracks_them() {
+    let fx = Fixture::new();
+    // The base tracks one vendored dependency file; a change to it is work.
+    let r = fx.repo.path();
+    fs::create_dir_all(r.join("vendor/node_modules/kept")).unwrap();
+    fs::write(r.join("vendor/node_modules/kept/index.js"), "v1\n").unwrap();
+    git(r, &["add", "vendor"]);
+    git(r, &["commit", "-q", "-m", "vendored"]);
+    let ws = fx.ws();
+    let base = ws.base_commit().unwrap();
+    let wt = ws.prepare("p", "T", &base).unwrap();
+    let p = &wt.path;
+    fs::write(p.join("calc.py"), "def add(a, b):\n    return a + b\n").unwrap();
+    fs::create_dir_all(p.join("__pycache__")).unwrap();
+    fs::write(p.join("__pycache__/calc.cpython-311.pyc"), b"\x00pyc").unwrap();
+    fs::create_dir_all(p.join("node_modules/left-pad")).unwrap();
+    fs::write(p.join("node_modules/left-pad/index.js"), "x\n").unwrap();
+    fs::write(p.join(".coverage"), "data").unwrap();
+    fs::write(p.join("vendor/node_modules/kept/index.js"), "v2\n").unwrap();
+    let commit = ws.commit(&wt, "T").unwrap().expect("a commit");
+    let files = git(p, &["show", "--name-only", "--format=", &commit]);
+    let mut files: Vec<&str> = files.lines().filter(|l| !l.is_empty()).collect();
+    files.sort();
+    assert_eq!(files, ["calc.py", "vendor/node_modules/kept/index.js"]);
+}

@@ -32,9 +32,21 @@ pub(super) fn commit(
         .map_err(WorkspaceError::git("read the worktree's index"))?;
     let all = std::iter::empty::<&str>();
     // add_all picks up new and modified files and honours .gitignore; update_all stages deletions.
+    // What checks and setup commands leave behind (caches, dependencies, coverage) is never
+    // committed, even in a repository whose .gitignore does not name it — unless the base
+    // already tracks it.
     index
         .add_all(all.clone(), IndexAddOption::DEFAULT, None)
         .map_err(WorkspaceError::git("stage the agent's changes"))?;
+    let outputs: Vec<std::path::PathBuf> = index
+        .iter()
+        .filter_map(|e| String::from_utf8(e.path).ok())
+        .map(std::path::PathBuf::from)
+        .filter(|p| is_build_output(p) && head_tree.get_path(p).is_err())
+        .collect();
+    for p in &outputs {
+        let _ = index.remove_path(p);
+    }
     index
         .update_all(all, None)
         .map_err(WorkspaceError::git("stage deleted files"))?;
@@ -64,9 +76,71 @@ pub(super) fn commit(
     Ok(Some(oid.to_string()))
 }
 
+/// Directories that only ever hold what tools produce: caches, installed dependencies, coverage.
+const OUTPUT_DIRS: &[&str] = &[
+    "__pycache__",
+    ".pytest_cache",
+    ".mypy_cache",
+    ".ruff_cache",
+    ".tox",
+    ".nox",
+    "node_modules",
+    ".nyc_output",
+    "htmlcov",
+    ".gradle",
+    ".cache",
+];
+
+/// A well-known build or cache output: inside one of [`OUTPUT_DIRS`], a compiled Python file,
+/// or a coverage data file.
+pub(super) fn is_build_output(path: &Path) -> bool {
+    let in_output_dir = path
+        .components()
+        .any(|c| OUTPUT_DIRS.iter().any(|d| c.as_os_str() == *d));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy())
+        .unwrap_or_default();
+    in_output_dir
+        || name.ends_with(".pyc")
+        || name.ends_with(".pyo")
+        || name == ".coverage"
+        || name.starts_with(".coverage.")
+}
+
 /// The repository's configured identity, or Whilly's own when none is set.
 pub(super) fn signature(repo: &Repository) -> Result<Signature<'static>, WorkspaceError> {
     repo.signature()
         .or_else(|_| Signature::now("Whilly", "whilly@localhost"))
         .map_err(WorkspaceError::git("make a commit signature"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_build_output;
+    use std::path::Path;
+
+    #[test]
+    fn build_outputs_are_known_by_name() {
+        for p in [
+            "__pycache__/calc.cpython-311.pyc",
+            "pkg/__pycache__/x.pyc",
+            "node_modules/left-pad/index.js",
+            "web/node_modules/a/b.js",
+            ".coverage",
+            ".coverage.host.123",
+            "mod.pyc",
+            ".pytest_cache/v/cache/nodeids",
+        ] {
+            assert!(is_build_output(Path::new(p)), "{p}");
+        }
+        for p in [
+            "calc.py",
+            "src/node_modules.rs",
+            "docs/cache.md",
+            "coverage.md",
+        ] {
+            assert!(!is_build_output(Path::new(p)), "{p}");
+        }
+    }
 }
