@@ -152,6 +152,21 @@ fn own_files(plan_id: &str, n: usize, width: usize) -> (Vec<Value>, HashMap<Stri
     (tasks, keys)
 }
 
+/// Plan `kf`: six tasks `S-<i>` on `src/shared.rs`, six `F-<i>` on files of their own.
+fn six_on_one_file() -> (Vec<Value>, HashMap<String, Vec<String>>) {
+    let mut tasks = Vec::new();
+    let mut keys = HashMap::new();
+    for i in 1..=6 {
+        let (t, k) = keyed("kf", &format!("S-{i}"), &["src/shared.rs"]);
+        tasks.push(t);
+        keys.insert(k.0, k.1);
+        let (t, k) = keyed("kf", &format!("F-{i}"), &[&format!("src/f{i}.rs")]);
+        tasks.push(t);
+        keys.insert(k.0, k.1);
+    }
+    (tasks, keys)
+}
+
 fn clone_of(repo: &Repo, name: &str) -> PathBuf {
     let dir = repo.shared.parent().unwrap().join(name);
     let out = std::process::Command::new("git")
@@ -420,16 +435,7 @@ fn dependencies_respected(ledger: &Ledger, deps: &[(&str, &str)]) {
 /// `whilly worker` on one repository and one SQLite file.
 #[test]
 fn sqlite_runs_and_a_worker_keep_key_files_apart() {
-    let mut tasks = Vec::new();
-    let mut keys = HashMap::new();
-    for i in 1..=6 {
-        let (t, k) = keyed("kf", &format!("S-{i}"), &["src/shared.rs"]);
-        tasks.push(t);
-        keys.insert(k.0, k.1);
-        let (t, k) = keyed("kf", &format!("F-{i}"), &[&format!("src/f{i}.rs")]);
-        tasks.push(t);
-        keys.insert(k.0, k.1);
-    }
+    let (mut tasks, keys) = six_on_one_file();
     // One dependency to show the order holds across processes.
     tasks[3]["dependencies"] = json!(["S-1"]);
     let (repo, ledger_path) = ledger_repo(&plan("kf", tasks), "0.4", "", "");
@@ -486,16 +492,7 @@ fn postgres_workers_in_two_clones_keep_key_files_apart() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let db = rt.block_on(pg::fresh_database());
     let url = db.url();
-    let mut tasks = Vec::new();
-    let mut keys = HashMap::new();
-    for i in 1..=6 {
-        let (t, k) = keyed("kf", &format!("S-{i}"), &["src/shared.rs"]);
-        tasks.push(t);
-        keys.insert(k.0, k.1);
-        let (t, k) = keyed("kf", &format!("F-{i}"), &[&format!("src/f{i}.rs")]);
-        tasks.push(t);
-        keys.insert(k.0, k.1);
-    }
+    let (tasks, keys) = six_on_one_file();
     let (repo, ledger_path) = ledger_repo(&plan("kf", tasks), "0.4", "", "");
     let clone = clone_of(&repo, "clone2");
     import(&repo, Some(&url));
