@@ -278,14 +278,44 @@ fn resource_conflicts(plan: &PlanSpec, out: &mut Vec<TrizFinding>) {
             }
         }
     }
+    // Tasks one of which waits for the other (through any chain of dependencies) never run
+    // side by side, so sharing a file is no conflict for them: the plan already orders them.
+    let mut reach = Reach::new(plan);
     for (file, tasks) in files.into_iter().filter(|(_, t)| t.len() > 1) {
-        let ids: Vec<String> = tasks.iter().map(|&i| plan.tasks[i].id.clone()).collect();
+        let mut unordered: Vec<(usize, usize)> = Vec::new();
+        for (n, &a) in tasks.iter().enumerate() {
+            for &b in &tasks[n + 1..] {
+                if !reach.reaches(a, b) && !reach.reaches(b, a) {
+                    unordered.push((a, b));
+                }
+            }
+        }
+        if unordered.is_empty() {
+            continue;
+        }
+        let involved: Vec<usize> = tasks
+            .iter()
+            .copied()
+            .filter(|&i| unordered.iter().any(|&(a, b)| a == i || b == i))
+            .collect();
+        let id = |i: usize| plan.tasks[i].id.as_str();
+        let ids: Vec<String> = involved.iter().map(|&i| id(i).to_string()).collect();
+        // Every pair unordered is the usual case; otherwise say which pairs are.
+        let which = if unordered.len() == involved.len() * (involved.len() - 1) / 2 {
+            "them".to_string()
+        } else {
+            unordered
+                .iter()
+                .map(|&(a, b)| format!("{} and {}", id(a), id(b)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
         out.push(TrizFinding {
             kind: "resource_conflict",
             severity: TrizSeverity::Medium,
             principle: MERGING,
             message: format!(
-                "tasks {} share key file {file}; they cannot run in parallel",
+                "tasks {} share key file {file} and no dependency orders {which}; they cannot run in parallel",
                 ids.join(", ")
             ),
             task_ids: ids,
@@ -293,6 +323,51 @@ fn resource_conflicts(plan: &PlanSpec, out: &mut Vec<TrizFinding>) {
                 "merge the edits to this file into one task, or order the tasks with a dependency"
                     .into(),
         });
+    }
+}
+
+/// Which tasks a task waits for, directly or through other tasks' dependencies. Walks are by
+/// id (a duplicated id stands for every task with it), stop at tasks already seen (cycles end),
+/// skip unknown ids, and are remembered per task: only tasks that share a file are walked.
+struct Reach<'a> {
+    plan: &'a PlanSpec,
+    by_id: HashMap<&'a str, Vec<usize>>,
+    seen: HashMap<usize, HashSet<usize>>,
+}
+
+impl<'a> Reach<'a> {
+    fn new(plan: &'a PlanSpec) -> Reach<'a> {
+        let mut by_id: HashMap<&str, Vec<usize>> = HashMap::new();
+        for (i, t) in plan.tasks.iter().enumerate() {
+            by_id.entry(t.id.as_str()).or_default().push(i);
+        }
+        Reach {
+            plan,
+            by_id,
+            seen: HashMap::new(),
+        }
+    }
+
+    /// Whether task `from` waits (transitively) for task `to`.
+    fn reaches(&mut self, from: usize, to: usize) -> bool {
+        let (plan, by_id) = (self.plan, &self.by_id);
+        self.seen
+            .entry(from)
+            .or_insert_with(|| {
+                let mut seen = HashSet::new();
+                let mut stack = vec![from];
+                while let Some(i) = stack.pop() {
+                    for dep in &plan.tasks[i].dependencies {
+                        for &d in by_id.get(dep.as_str()).into_iter().flatten() {
+                            if seen.insert(d) {
+                                stack.push(d);
+                            }
+                        }
+                    }
+                }
+                seen
+            })
+            .contains(&to)
     }
 }
 
@@ -430,6 +505,91 @@ mod tests {
         assert_eq!(r.verdict, Verdict::Revise);
         // 1 - 2.5 / 9 = 0.7222…
         assert_eq!(r.ideality, 0.722);
+    }
+
+    fn sharing(id: &str, deps: &[&str], file: &str) -> TaskSpec {
+        let mut t = good(id, &format!("Task {id} edits one shared file"));
+        t.dependencies = deps.iter().map(|d| d.to_string()).collect();
+        t.key_files = vec![file.into()];
+        t
+    }
+
+    #[test]
+    fn a_shared_key_file_is_no_conflict_when_dependencies_order_the_tasks() {
+        // A → B → C: C waits for A through B, so they never run side by side.
+        let r = triz_report(&plan(vec![
+            sharing("A", &[], "src/x.rs"),
+            {
+                let mut b = sharing("B", &["A"], "src/other.rs");
+                b.key_files.clear();
+                b
+            },
+            sharing("C", &["B"], "src/x.rs"),
+        ]));
+        assert!(r.findings.is_empty(), "{:?}", r.findings);
+        assert_eq!(r.verdict, Verdict::Approve);
+    }
+
+    #[test]
+    fn a_shared_key_file_is_a_conflict_when_nothing_orders_the_tasks() {
+        let r = triz_report(&plan(vec![
+            sharing("A", &[], "src/x.rs"),
+            sharing("B", &[], "src/x.rs"),
+        ]));
+        assert_eq!(kinds(&r), [("resource_conflict", TrizSeverity::Medium)]);
+        assert_eq!(r.findings[0].task_ids, ["A", "B"]);
+        assert_eq!(
+            r.findings[0].message,
+            "tasks A, B share key file src/x.rs and no dependency orders them; they cannot run in parallel"
+        );
+    }
+
+    #[test]
+    fn only_the_unordered_tasks_of_a_shared_file_are_reported() {
+        // A → B share the file with D, which nothing orders against either.
+        let r = triz_report(&plan(vec![
+            sharing("A", &[], "src/x.rs"),
+            sharing("B", &["A"], "src/x.rs"),
+            sharing("D", &[], "src/x.rs"),
+        ]));
+        assert_eq!(kinds(&r), [("resource_conflict", TrizSeverity::Medium)]);
+        assert_eq!(r.findings[0].task_ids, ["A", "B", "D"]);
+        assert_eq!(
+            r.findings[0].message,
+            "tasks A, B, D share key file src/x.rs and no dependency orders A and D, B and D; they cannot run in parallel"
+        );
+    }
+
+    #[test]
+    fn cycles_do_not_hang_the_ordering_walk() {
+        let r = triz_report(&plan(vec![
+            sharing("A", &["B"], "src/x.rs"),
+            sharing("B", &["A"], "src/x.rs"),
+            sharing("C", &["C"], "src/x.rs"),
+        ]));
+        let conflict = r
+            .findings
+            .iter()
+            .find(|f| f.kind == "resource_conflict")
+            .map(|f| f.task_ids.clone());
+        // A and B reach each other (a cycle orders nothing, but it is its own finding); C is
+        // unordered against both.
+        assert_eq!(conflict, Some(vec!["A".into(), "B".into(), "C".into()]));
+    }
+
+    #[test]
+    fn the_bundled_demo_plan_has_no_resource_conflict() {
+        let parsed = crate::plan::parse_plan(
+            include_str!("../../assets/demo/plan.json").as_bytes(),
+            "assets/demo/plan.json",
+        );
+        let demo = parsed.plan.expect("the demo plan parses");
+        let r = triz_report(&demo);
+        assert!(
+            r.findings.iter().all(|f| f.kind != "resource_conflict"),
+            "{:?}",
+            r.findings
+        );
     }
 
     #[test]
