@@ -178,6 +178,66 @@ fn bad_plans_are_refused_with_locations_and_nothing_written() {
 }
 
 #[test]
+fn check_refuses_an_agent_the_config_does_not_know() {
+    let dir = repo();
+    std::fs::write(
+        dir.path().join("whilly.toml"),
+        "[agents.bot]\nbackend = \"command\"\ntemplate = \"true {prompt_file}\"\n",
+    )
+    .unwrap();
+    let plan = dir.path().join("agents.json");
+    let task = |id: &str, agent: &str| {
+        serde_json::json!({
+            "id": id, "status": "pending", "priority": "high", "agent": agent,
+            "description": "A concrete task with a long description",
+            "acceptance_criteria": ["a"], "test_steps": ["true"],
+        })
+    };
+    let write = |tasks: Vec<serde_json::Value>| {
+        let v = serde_json::json!({"project": "a", "tasks": tasks});
+        std::fs::write(&plan, v.to_string()).unwrap();
+    };
+    let p = plan.to_str().unwrap();
+
+    // Configured, built-in and handoff agents pass.
+    write(vec![
+        task("A", "bot"),
+        task("B", "claude"),
+        task("C", "handoff"),
+    ]);
+    let o = whilly(dir.path(), &["plan", "check", p]);
+    assert!(o.status.success(), "{:?}", text(&o));
+
+    write(vec![task("A", "bot"), task("B", "nope")]);
+    let o = whilly(dir.path(), &["plan", "check", p]);
+    assert_eq!(o.status.code(), Some(1), "{:?}", text(&o));
+    let (out, _) = text(&o);
+    assert!(
+        out.contains(
+            "error[unknown_agent]: /tasks/1/agent: task \"B\": agent \"nope\" is not configured"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "configured: bot, claude, codex, command, gemini, opencode; built in: handoff"
+        ),
+        "{out}"
+    );
+    assert!(out.contains("[agents.nope]"), "{out}");
+
+    let o = whilly(dir.path(), &["plan", "check", p, "--json"]);
+    assert_eq!(o.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["ok"], false);
+    let d = &v["diagnostics"][0];
+    assert_eq!(
+        (d["code"].as_str(), d["pointer"].as_str()),
+        (Some("unknown_agent"), Some("/tasks/1/agent"))
+    );
+}
+
+#[test]
 fn strict_import_skips_vague_tasks_with_the_gate_reason() {
     let dir = repo();
     let plan = dir.path().join("vague.json");

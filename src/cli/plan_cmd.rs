@@ -8,13 +8,13 @@ use crate::domain::{PlanSpec, Usd, validate_id};
 use crate::plan;
 use crate::store::{ImportOptions, ImportReport, ResetMode, Store};
 use anyhow::{Context as _, bail};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
 
 pub async fn run(ctx: &Context, cmd: PlanCommand) -> anyhow::Result<i32> {
     match cmd {
-        PlanCommand::Check { file, strict, json } => check(&file, strict, json),
+        PlanCommand::Check { file, strict, json } => check(ctx, &file, strict, json),
         PlanCommand::Triz {
             target,
             json,
@@ -94,8 +94,17 @@ pub async fn run(ctx: &Context, cmd: PlanCommand) -> anyhow::Result<i32> {
     }
 }
 
-fn check(file: &Path, strict: bool, json: bool) -> anyhow::Result<i32> {
-    let report = plan::load_plan_file(file, strict)?;
+fn check(ctx: &Context, file: &Path, strict: bool, json: bool) -> anyhow::Result<i32> {
+    // The agents a run could use are the configured ones. A config that does not load is the
+    // config's problem, not the plan's: the plan is still checked, only without agent names.
+    let agents: Option<BTreeSet<String>> = match ctx.config() {
+        Ok(cfg) => Some(cfg.agents.keys().cloned().collect()),
+        Err(e) => {
+            errln!("warning: agent names not checked: {e:#}");
+            None
+        }
+    };
+    let report = plan::load_plan_file_with(file, strict, agents.as_ref())?;
     out!("{}", plan::render_check(&report, json));
     Ok(if report.has_errors() {
         exit::FAILED

@@ -6,8 +6,12 @@ use super::locate::locate_pointers;
 use super::parse::{SourceMap, parse_plan};
 use super::validate::validate_plan;
 use crate::domain::PlanSpec;
+use std::collections::BTreeSet;
 use std::io::Read;
 use std::path::{Path, PathBuf};
+
+/// The agent every run knows without configuration: a human, through a handoff.
+const HANDOFF_AGENT: &str = "handoff";
 
 /// Plan files larger than this are refused before they are read: real plans are kilobytes, and
 /// a multi-gigabyte file (a log passed by mistake) must not be pulled into memory.
@@ -79,6 +83,18 @@ pub enum PlanFileError {
 
 /// Checks a plan held in memory. `strict` turns decision-gate warnings into errors.
 pub fn check_plan(bytes: &[u8], file: &str, strict: bool) -> CheckReport {
+    check_plan_with(bytes, file, strict, None)
+}
+
+/// [`check_plan`], and with `agents` (the agent names the configuration knows) every agent the
+/// plan names must be one of them or the built-in `handoff`: a typo would otherwise pass the check and
+/// stop the run only when it starts.
+pub fn check_plan_with(
+    bytes: &[u8],
+    file: &str,
+    strict: bool,
+    agents: Option<&BTreeSet<String>>,
+) -> CheckReport {
     let mut report = CheckReport {
         file: file.to_string(),
         strict,
@@ -105,6 +121,11 @@ pub fn check_plan(bytes: &[u8], file: &str, strict: bool) -> CheckReport {
         report
             .diagnostics
             .extend(validate_plan(plan, &report.source));
+        if let Some(known) = agents {
+            report
+                .diagnostics
+                .extend(unknown_agents(plan, &report.source, known));
+        }
         let severity = if strict {
             Severity::Error
         } else {
@@ -135,6 +156,45 @@ pub fn check_plan(bytes: &[u8], file: &str, strict: bool) -> CheckReport {
     report.plan = parsed.plan;
     resolve_positions(bytes, &mut report.diagnostics);
     report
+}
+
+/// An error for each agent the plan names (its default `agent`, a task's `agent`) that is not
+/// in `known`, naming the names that are.
+pub fn unknown_agents(
+    plan: &PlanSpec,
+    source: &SourceMap,
+    known: &BTreeSet<String>,
+) -> Vec<Diagnostic> {
+    let configured: Vec<&str> = known
+        .iter()
+        .map(String::as_str)
+        .filter(|n| *n != HANDOFF_AGENT)
+        .collect();
+    let unknown = |who: String, name: &str, pointer: String| {
+        Diagnostic::at(
+            "unknown_agent",
+            &pointer,
+            format!(
+                "{who}: agent \"{name}\" is not configured (configured: {}; built in: {HANDOFF_AGENT})",
+                configured.join(", ")
+            ),
+        )
+        .with_hint(format!(
+            "add an [agents.{name}] table to whilly.toml (backend = \"command\" and a template), or name a configured agent"
+        ))
+    };
+    let is_known = |name: &str| name == HANDOFF_AGENT || known.contains(name);
+    let mut out = Vec::new();
+    if let Some(name) = plan.agent.as_deref().filter(|n| !is_known(n)) {
+        out.push(unknown("plan".into(), name, "/agent".into()));
+    }
+    for (i, task) in plan.tasks.iter().enumerate() {
+        if let Some(name) = task.agent.as_deref().filter(|n| !is_known(n)) {
+            let pointer = pointer_join(&source.task_pointer(i), "agent");
+            out.push(unknown(format!("task \"{}\"", task.id), name, pointer));
+        }
+    }
+    out
 }
 
 /// Gives pointer diagnostics a line and column, when the text is JSON (it is whenever pointer
@@ -183,6 +243,16 @@ fn resolve_positions(bytes: &[u8], diagnostics: &mut [Diagnostic]) {
 /// Reads and checks a plan file. The size is checked from the metadata before reading, and the
 /// read itself is capped, so a huge or endless file (a FIFO, /dev/zero) is refused quickly.
 pub fn load_plan_file(path: &Path, strict: bool) -> Result<CheckReport, PlanFileError> {
+    load_plan_file_with(path, strict, None)
+}
+
+/// [`load_plan_file`] that also checks the agent names against `agents` (see
+/// [`check_plan_with`]).
+pub fn load_plan_file_with(
+    path: &Path,
+    strict: bool,
+    agents: Option<&BTreeSet<String>>,
+) -> Result<CheckReport, PlanFileError> {
     let io = |source| PlanFileError::Io {
         path: path.to_path_buf(),
         source,
@@ -212,7 +282,12 @@ pub fn load_plan_file(path: &Path, strict: bool) -> Result<CheckReport, PlanFile
             limit: MAX_PLAN_BYTES,
         });
     }
-    Ok(check_plan(&bytes, &path.display().to_string(), strict))
+    Ok(check_plan_with(
+        &bytes,
+        &path.display().to_string(),
+        strict,
+        agents,
+    ))
 }
 
 #[cfg(test)]
@@ -268,6 +343,51 @@ mod tests {
         assert!(r.has_errors());
         assert!(r.plan.is_some());
         assert!(r.valid_plan().is_none());
+    }
+
+    fn names(list: &[&str]) -> BTreeSet<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn an_agent_the_config_does_not_know_is_an_error() {
+        let text = json!({"project": "p", "agent": "clade", "tasks": [
+            {"id": "A", "agent": "claude"},
+            {"id": "B", "agent": "nope"},
+            {"id": "C", "agent": "handoff"},
+            {"id": "D"},
+        ]})
+        .to_string();
+        let known = names(&["claude", "command"]);
+        // Without the configuration nothing is said about agents.
+        let r = check_plan(text.as_bytes(), "t.json", false);
+        assert!(!r.has_errors(), "{:?}", r.diagnostics);
+        let r = check_plan_with(text.as_bytes(), "t.json", false, Some(&known));
+        let agents: Vec<&Diagnostic> = r
+            .diagnostics
+            .iter()
+            .filter(|d| d.code == "unknown_agent")
+            .collect();
+        assert_eq!(agents.len(), 2, "{:?}", r.diagnostics);
+        assert!(r.has_errors());
+        assert!(agents.iter().all(|d| d.is_error()));
+        assert_eq!(agents[0].pointer(), Some("/agent"));
+        assert_eq!(
+            agents[0].message,
+            "plan: agent \"clade\" is not configured (configured: claude, command; built in: handoff)"
+        );
+        assert_eq!(agents[1].pointer(), Some("/tasks/1/agent"));
+        assert_eq!(
+            agents[1].message,
+            "task \"B\": agent \"nope\" is not configured (configured: claude, command; built in: handoff)"
+        );
+        assert_eq!(
+            agents[1].hint.as_deref(),
+            Some(
+                "add an [agents.nope] table to whilly.toml (backend = \"command\" and a template), or name a configured agent"
+            )
+        );
+        assert!(agents[1].line_col.is_some());
     }
 
     #[test]

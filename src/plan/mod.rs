@@ -15,7 +15,10 @@ pub mod render;
 pub mod triz;
 pub mod validate;
 
-pub use check::{CheckReport, MAX_PLAN_BYTES, PlanFileError, check_plan, load_plan_file};
+pub use check::{
+    CheckReport, MAX_PLAN_BYTES, PlanFileError, check_plan, check_plan_with, load_plan_file,
+    load_plan_file_with,
+};
 pub use diagnostic::{Diagnostic, Location, Severity};
 pub use export::{canonical_json, canonical_value};
 pub use gate::{GATE_SKIP_REASON, GateFailure, GateResult, gate_failures};
