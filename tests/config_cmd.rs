@@ -422,3 +422,36 @@ fn set_secret_goes_to_the_keyring_and_the_file_gets_a_reference() {
     );
     whilly::config::keyring_delete(&service, "github.token").unwrap();
 }
+
+/// Every `whilly …` command whilly.example.toml sends a reader to exists (it once pointed at a
+/// `whilly doctor` there never was).
+#[test]
+fn the_example_config_names_only_commands_that_exist() {
+    use clap::CommandFactory;
+    let example =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("whilly.example.toml"))
+            .unwrap();
+    let root = whilly::cli::args::Cli::command();
+    let mut checked = 0;
+    for (at, _) in example.match_indices("`whilly ") {
+        let quoted = &example[at + 1..];
+        let quoted = &quoted[..quoted.find('`').unwrap()];
+        // The command path is the leading lower-case words; KEY, --flags, values and
+        // redirections come after it.
+        let words = quoted.split_whitespace().skip(1).take_while(|w| {
+            w.chars().all(|c| c.is_ascii_lowercase() || c == '-') && !w.starts_with('-')
+        });
+        let mut cmd = &root;
+        for w in words {
+            // A command without subcommands takes arguments from here on (`plan show demo`).
+            if cmd.get_subcommands().next().is_none() {
+                break;
+            }
+            cmd = cmd
+                .find_subcommand(w)
+                .unwrap_or_else(|| panic!("whilly.example.toml: `{quoted}`: no command {w:?}"));
+        }
+        checked += 1;
+    }
+    assert!(checked > 5, "only {checked} commands found");
+}
