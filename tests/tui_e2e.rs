@@ -136,12 +136,12 @@ fn finished_run_keeps_the_summary_until_q_and_exits_like_headless() {
     tmux.literal(&format!("sh {}", script.display()));
     tmux.keys(&["Enter"]);
     let s = tmux.wait("run finished", 90, |s| s.contains("Run finished"));
-    assert!(s.contains("AllDone (exit 0)"), "{s}");
+    assert!(s.contains("all tasks done (exit 0)"), "{s}");
     assert_eq!(tmux.alternate_on(), "1", "the summary stays until q");
     tmux.literal("q");
     let s = tmux.wait("shell after quit", 30, |s| s.contains("EXIT="));
     assert!(s.contains("EXIT=0"), "{s}");
-    assert!(s.contains("whilly: plan p: all_done · 1 done"), "{s}");
+    assert!(s.contains("whilly: plan p: all tasks done · 1 done"), "{s}");
     assert_eq!(tmux.alternate_on(), "0");
 }
 
@@ -334,7 +334,7 @@ fn demo_from_panes_to_wizard_to_inbox() {
     tmux.keys(&["Escape"]);
 
     tmux.wait("run finished, all 8 done", 180, |s| {
-        s.contains("finished: AllDone") && s.contains("8/8 tasks")
+        s.contains("finished: all tasks done") && s.contains("8/8 tasks")
     });
     tmux.literal("q");
     // A line of its own: the command line typed above contains `EXIT=$?` too.

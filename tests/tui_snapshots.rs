@@ -223,7 +223,12 @@ fn finished_run_shows_the_summary() {
     });
     let out = render(&s, 80, 24);
     insta::assert_snapshot!("finished_80x24", out);
-    assert!(out.contains("Run finished: SomeFailed (exit 1)"), "{out}");
+    // The phrase, not the variant's name (it wraps in the pane, and is whole in the header).
+    assert!(out.contains("Run finished: some tasks failed"), "{out}");
+    assert!(
+        out.contains("finished: some tasks failed or wait for a human · exit 1"),
+        "{out}"
+    );
     assert!(out.contains("press q to quit"));
 }
 

@@ -77,6 +77,17 @@ pub fn task_state_text(t: &TaskRecord) -> String {
     }
 }
 
+/// Attempts made, against the most there may be: `1/3`. A task that has ended (DONE, FAILED,
+/// SKIPPED) gets no more tries, so `1/3` there would promise retries that never come; it shows
+/// the count alone.
+pub fn tries_text(t: &TaskRecord) -> String {
+    if t.status.is_terminal() {
+        t.attempts.to_string()
+    } else {
+        format!("{}/{}", t.attempts, t.max_attempts)
+    }
+}
+
 pub fn render_task_table(tasks: &[TaskRecord]) -> String {
     let mut rows = vec![vec![
         "TASK".to_string(),
@@ -91,7 +102,7 @@ pub fn render_task_table(tasks: &[TaskRecord]) -> String {
             t.id.clone(),
             task_state_text(t),
             t.priority.to_string(),
-            format!("{}/{}", t.attempts, t.max_attempts),
+            tries_text(t),
             t.cost.to_string(),
             if t.spec.dependencies.is_empty() {
                 "-".into()
@@ -266,6 +277,24 @@ mod tests {
             },
             updated_at: Utc::now(),
         }
+    }
+
+    #[test]
+    fn tries_show_the_limit_only_while_a_retry_may_come() {
+        let tries = |status: Status, attempts: i64| {
+            let mut t = task("A", &[], status);
+            t.attempts = attempts;
+            tries_text(&t)
+        };
+        assert_eq!(tries(Status::Pending, 0), "0/3");
+        assert_eq!(tries(Status::Pending, 1), "1/3");
+        assert_eq!(tries(Status::InProgress, 2), "2/3");
+        assert_eq!(tries(Status::HumanLoop, 1), "1/3");
+        // Ended: no retry follows, whatever the limit says.
+        assert_eq!(tries(Status::Failed, 1), "1");
+        assert_eq!(tries(Status::Failed, 3), "3");
+        assert_eq!(tries(Status::Done, 2), "2");
+        assert_eq!(tries(Status::Skipped, 0), "0");
     }
 
     #[test]

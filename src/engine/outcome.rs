@@ -24,6 +24,18 @@ impl RunEnd {
             RunEnd::Interrupted => 130,
         }
     }
+
+    /// How the run ended, for people: the console and the summary line show this, not the
+    /// variant's name.
+    pub fn describe(self) -> &'static str {
+        match self {
+            RunEnd::AllDone => "all tasks done",
+            RunEnd::SomeFailed => "some tasks failed or wait for a human",
+            RunEnd::BudgetExhausted => "budget exhausted",
+            RunEnd::TimedOut => "timed out",
+            RunEnd::Interrupted => "interrupted",
+        }
+    }
 }
 
 #[cfg(test)]
@@ -37,5 +49,17 @@ mod tests {
         assert_eq!(RunEnd::BudgetExhausted.exit_code(), 2);
         assert_eq!(RunEnd::TimedOut.exit_code(), 3);
         assert_eq!(RunEnd::Interrupted.exit_code(), 130);
+    }
+
+    #[test]
+    fn endings_read_as_phrases_not_variant_names() {
+        assert_eq!(RunEnd::AllDone.describe(), "all tasks done");
+        assert_eq!(
+            RunEnd::SomeFailed.describe(),
+            "some tasks failed or wait for a human"
+        );
+        assert_eq!(RunEnd::BudgetExhausted.describe(), "budget exhausted");
+        assert_eq!(RunEnd::TimedOut.describe(), "timed out");
+        assert_eq!(RunEnd::Interrupted.describe(), "interrupted");
     }
 }

@@ -62,10 +62,8 @@ pub async fn run(ctx: &Context, args: RunArgs) -> anyhow::Result<i32> {
 
 /// One human line: how the run ended, task counts, cost, time, exit code.
 pub fn summary_line(plan_id: &str, s: &RunSummary) -> String {
-    let end = serde_json::to_value(s.end)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_else(|| format!("{:?}", s.end));
+    // The phrase, not the JSON name: this line is for the person at the prompt.
+    let end = s.end.describe();
     let mut line = format!(
         "whilly: plan {plan_id}: {end} · {} done, {} failed, {} skipped of {} · {} attempts · ${:.2} · {:.1}s (exit {})",
         s.done, s.failed, s.skipped, s.total, s.attempts, s.cost_usd, s.elapsed_sec, s.exit_code

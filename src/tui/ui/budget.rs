@@ -2,8 +2,11 @@
 //! exhaustion, the 80 % warning, and cost per task.
 
 use super::fmt::{money, rough};
+use crate::cli::plan_view::tries_text;
 use crate::engine::budget::BudgetState;
-use crate::tui::state::AppState;
+use crate::engine::sessions::SessionState;
+use crate::store::TaskRecord;
+use crate::tui::state::{AppState, BudgetFigures, PaneMeta};
 use crate::tui::theme::Theme;
 use crate::tui::usage::{short_count, usage_by_task};
 use ratatui::Frame;
@@ -43,11 +46,10 @@ pub fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme) {
             short_count(tout)
         )),
         Line::raw(format!("burn rate ${:.2}/h", b.burn_per_hour)),
-        Line::raw(match (b.limit, b.to_exhaustion) {
-            (None, _) => "no limit: never exhausted".to_string(),
-            (Some(_), Some(d)) => format!("at this rate the budget lasts ~{}", rough(d)),
-            (Some(_), None) => "nothing spent yet".to_string(),
-        }),
+        Line::raw(projection_text(
+            &b,
+            agents_spending(&state.panes, &state.tasks),
+        )),
     ];
     let block = Block::default()
         .borders(Borders::TOP)
@@ -85,7 +87,7 @@ pub fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme) {
             Row::new(vec![
                 Cell::from(t.id.clone()),
                 Cell::from(Span::styled(t.status.as_str(), theme.status(t.status))),
-                Cell::from(format!("{}/{}", t.attempts, t.max_attempts)),
+                Cell::from(tries_text(t)),
                 Cell::from(money(t.cost)),
                 Cell::from(tokens),
                 Cell::from(time),
@@ -129,4 +131,103 @@ pub fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme) {
             .border_style(theme.dim()),
     );
     frame.render_stateful_widget(t, table, &mut ts);
+}
+
+/// Agents that may be spending the plan's budget now: this console's sessions at work (a
+/// handoff is a human and spends nothing; an ended session spends no more), and leased tasks with
+/// no session here (an agent starting, or another worker's), unless the task is a handoff.
+fn agents_spending(panes: &[PaneMeta], tasks: &[TaskRecord]) -> usize {
+    let here = panes
+        .iter()
+        .filter(|p| {
+            !matches!(
+                p.state,
+                SessionState::WaitingForHuman | SessionState::Done | SessionState::Failed
+            )
+        })
+        .count();
+    let elsewhere = tasks
+        .iter()
+        .filter(|t| {
+            t.status.is_leased()
+                && t.spec.agent.as_deref() != Some("handoff")
+                && !panes.iter().any(|p| p.task_pk == t.pk)
+        })
+        .count();
+    here + elsewhere
+}
+
+/// The projection line. The burn rate is an average since the console started: with no agent
+/// at work nothing is being spent, and a projection from it would count down to an exhaustion
+/// that is not coming (a run parked on a human handoff said "lasts ~1m" for hours).
+fn projection_text(b: &BudgetFigures, spending: usize) -> String {
+    match (b.limit, b.to_exhaustion) {
+        (None, _) => "no limit: never exhausted".to_string(),
+        (Some(_), None) => "nothing spent yet".to_string(),
+        (Some(_), Some(_)) if spending == 0 => "no agent is spending now".to_string(),
+        (Some(_), Some(d)) => format!("at this rate the budget lasts ~{}", rough(d)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{Status, Usd};
+    use crate::tui::state::budget_figures;
+    use crate::tui::testkit::{fixed_now, pane, task};
+    use std::time::Duration;
+
+    fn at(pk: i64, state: SessionState) -> PaneMeta {
+        pane(
+            pk,
+            &format!("T{pk}"),
+            state,
+            fixed_now(),
+            Duration::from_secs(30),
+        )
+    }
+
+    #[test]
+    fn a_handoff_is_not_an_agent_spending() {
+        let mut review = task(1, "T1", Status::InProgress);
+        review.spec.agent = Some("handoff".into());
+        let tasks = vec![review, task(2, "T2", Status::InProgress)];
+        let waiting = [at(1, SessionState::WaitingForHuman)];
+        // T2 is leased with no session here: an agent starting, or another worker's.
+        assert_eq!(agents_spending(&waiting, &tasks), 1);
+        let both = [
+            at(1, SessionState::WaitingForHuman),
+            at(2, SessionState::Running),
+        ];
+        assert_eq!(agents_spending(&both, &tasks), 1);
+        assert_eq!(agents_spending(&waiting, &tasks[..1]), 0);
+        assert_eq!(agents_spending(&[], &[]), 0);
+        let ended = [at(2, SessionState::Done)];
+        assert_eq!(agents_spending(&ended, &[]), 0);
+        let checking = [at(2, SessionState::Verifying)];
+        assert_eq!(agents_spending(&checking, &[]), 1);
+    }
+
+    #[test]
+    fn no_projection_while_no_agent_is_spending() {
+        let b = budget_figures(
+            Usd::from_f64(2.0),
+            Some(Usd::from_f64(10.0)),
+            Duration::from_secs(1800),
+        );
+        assert_eq!(
+            projection_text(&b, 1),
+            "at this rate the budget lasts ~2h 0m"
+        );
+        assert_eq!(projection_text(&b, 0), "no agent is spending now");
+        let unlimited = budget_figures(Usd::from_f64(2.0), None, Duration::from_secs(1800));
+        assert_eq!(projection_text(&unlimited, 0), "no limit: never exhausted");
+        let fresh = budget_figures(
+            Usd::ZERO,
+            Some(Usd::from_f64(10.0)),
+            Duration::from_secs(60),
+        );
+        assert_eq!(projection_text(&fresh, 1), "nothing spent yet");
+        assert_eq!(projection_text(&fresh, 0), "nothing spent yet");
+    }
 }

@@ -3,6 +3,7 @@
 
 use super::fmt::money;
 use super::tasks::deps_text;
+use crate::cli::plan_view::tries_text;
 use crate::tui::state::AppState;
 use crate::tui::theme::Theme;
 use ratatui::Frame;
@@ -29,9 +30,8 @@ pub fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme) {
             Span::raw(format!("  priority {}", t.priority)),
         ]),
         Line::raw(format!(
-            "attempts {}/{} · cost {} · deps {}",
-            t.attempts,
-            t.max_attempts,
+            "attempts {} · cost {} · deps {}",
+            tries_text(t),
             money(t.cost),
             deps_text(t)
         )),
@@ -41,8 +41,10 @@ pub fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme) {
     }
     if let Some(p) = state.pane(t.pk) {
         lines.push(Line::raw(format!(
-            "agent {} · attempt #{} · {:?}",
-            p.agent, p.attempt, p.state
+            "agent {} · attempt #{} · {}",
+            p.agent,
+            p.attempt,
+            crate::tui::theme::badge_text(p.state)
         )));
     }
     lines.push(Line::raw(""));

@@ -81,7 +81,11 @@ pub fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme) {
     };
     let mut label = format!("{finished}/{} tasks ({:.0}%)", c.total, ratio * 100.0);
     if let Some(s) = &state.summary {
-        label.push_str(&format!(" · finished: {:?} · exit {}", s.end, s.exit_code));
+        label.push_str(&format!(
+            " · finished: {} · exit {}",
+            s.end.describe(),
+            s.exit_code
+        ));
     } else if state.engine_error.is_some() {
         label.push_str(" · engine stopped with an error");
     }

@@ -141,7 +141,7 @@ pub fn render_empty(frame: &mut Frame, area: Rect, state: &AppState, theme: &The
     let mut lines = Vec::new();
     if let Some(s) = &state.summary {
         lines.push(Line::styled(
-            format!("Run finished: {:?} (exit {})", s.end, s.exit_code),
+            format!("Run finished: {} (exit {})", s.end.describe(), s.exit_code),
             if s.exit_code == 0 {
                 theme.ok()
             } else {

@@ -2,6 +2,7 @@
 //! confirmations (reset a task; quit while agents run).
 
 use super::UiContext;
+use crate::engine::sessions::SessionState;
 use crate::tui::action::Action;
 use crate::tui::state::{AppState, Confirm, Popup};
 use ratatui::Frame;
@@ -13,7 +14,7 @@ pub fn render(frame: &mut Frame, area: Rect, state: &AppState, ui: &UiContext) {
     for popup in &state.popups {
         match popup {
             Popup::Help => help(frame, area, state, ui),
-            Popup::Confirm(c) => confirm(frame, area, c, ui),
+            Popup::Confirm(c) => confirm(frame, area, c, state, ui),
             Popup::Input { purpose, text } => input(frame, area, &purpose.prompt(), text, ui),
         }
     }
@@ -120,7 +121,7 @@ fn input(frame: &mut Frame, area: Rect, prompt: &str, text: &str, ui: &UiContext
     );
 }
 
-fn confirm(frame: &mut Frame, area: Rect, c: &Confirm, ui: &UiContext) {
+fn confirm(frame: &mut Frame, area: Rect, c: &Confirm, state: &AppState, ui: &UiContext) {
     let theme = ui.theme;
     let (title, lines) = match c {
         Confirm::ResetTask(id) => (
@@ -197,11 +198,19 @@ fn confirm(frame: &mut Frame, area: Rect, c: &Confirm, ui: &UiContext) {
                     Span::raw(what),
                 ])
             };
-            let mut lines = vec![
-                Line::raw(format!("{running} agent(s) still running.")),
+            let waiting = state
+                .panes
+                .iter()
+                .filter(|p| p.state == SessionState::WaitingForHuman)
+                .count();
+            let mut lines: Vec<Line> = quit_headline(*running, waiting)
+                .into_iter()
+                .map(Line::raw)
+                .collect();
+            lines.extend([
                 option("s", "stop them now (their tasks go back to PENDING)"),
                 option("f", "let them finish, start nothing new, then quit"),
-            ];
+            ]);
             if *background {
                 lines.push(option(
                     "b",
@@ -228,4 +237,63 @@ fn confirm(frame: &mut Frame, area: Rect, c: &Confirm, ui: &UiContext) {
         ),
         rect,
     );
+}
+
+/// The first lines of the quit dialog. `running` is what the console counted when q was pressed,
+/// human handoffs included; `waiting` of those wait for a human. They are told apart: a handoff
+/// has no agent to stop or wait for, and calling it an agent running was wrong.
+fn quit_headline(running: usize, waiting: usize) -> Vec<String> {
+    let agents = running.saturating_sub(waiting);
+    let mut lines = Vec::new();
+    match agents {
+        0 => {}
+        1 => lines.push("1 agent still running.".to_string()),
+        n => lines.push(format!("{n} agents still running.")),
+    }
+    match waiting {
+        0 => {}
+        1 => lines.push("1 task waiting for a human (its handoff stays open).".to_string()),
+        n => lines.push(format!(
+            "{n} tasks waiting for a human (their handoffs stay open)."
+        )),
+    }
+    if lines.is_empty() {
+        // The agents counted at q have finished since.
+        lines.push("No agent is running any more.".to_string());
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_quit_dialog_counts_agents_and_handoffs_apart() {
+        assert_eq!(quit_headline(1, 0), ["1 agent still running."]);
+        assert_eq!(quit_headline(2, 0), ["2 agents still running."]);
+        assert_eq!(
+            quit_headline(1, 1),
+            ["1 task waiting for a human (its handoff stays open)."]
+        );
+        assert_eq!(
+            quit_headline(3, 1),
+            [
+                "2 agents still running.",
+                "1 task waiting for a human (its handoff stays open)."
+            ]
+        );
+        assert_eq!(
+            quit_headline(3, 2),
+            [
+                "1 agent still running.",
+                "2 tasks waiting for a human (their handoffs stay open)."
+            ]
+        );
+        // More waiting than counted (a handoff opened after q): never a negative agent count.
+        assert_eq!(
+            quit_headline(1, 2),
+            ["2 tasks waiting for a human (their handoffs stay open)."]
+        );
+    }
 }

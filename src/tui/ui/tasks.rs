@@ -1,6 +1,7 @@
 //! The task list: status, priority, dependencies ready/blocked, agent, attempts, cost.
 
 use super::fmt::money;
+use crate::cli::plan_view::tries_text;
 use crate::domain::Status;
 use crate::store::TaskRecord;
 use crate::tui::state::{AppState, Focus};
@@ -113,7 +114,7 @@ pub fn render(
             if wide {
                 cells.push(Cell::from(agent_of(state, t).to_string()));
             }
-            cells.push(Cell::from(format!("{}/{}", t.attempts, t.max_attempts)));
+            cells.push(Cell::from(tries_text(t)));
             if wide {
                 cells.push(Cell::from(money(t.cost)));
             }
