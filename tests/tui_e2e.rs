@@ -145,6 +145,65 @@ fn finished_run_keeps_the_summary_until_q_and_exits_like_headless() {
     assert_eq!(tmux.alternate_on(), "0");
 }
 
+/// While the console is open its engine serves the plan: a task reset after the run finished
+/// runs again without a restart, and the console says the run is over again afterwards.
+#[test]
+fn the_open_console_runs_a_task_reset_after_the_run_finished() {
+    // Each attempt leaves a new line, so the second one has work to land too.
+    let agent =
+        "sh -c 'date +%s%N >> out-$WHILLY_TASK_ID.txt; echo \"<promise>COMPLETE</promise>\"'";
+    let repo = Repo::new(&plan("p", vec![task("A")]), agent);
+    let script = console_script(&repo);
+    let tmux = Tmux::start("serve", &repo.repo);
+    tmux.literal(&format!("sh {}", script.display()));
+    tmux.keys(&["Enter"]);
+    tmux.wait("run finished", 90, |s| s.contains("Run finished"));
+    let done = |repo: &Repo| repo.events_of_type("task.done").len();
+    assert_eq!(done(&repo), 1);
+    tmux.literal("r");
+    tmux.wait("reset confirmation", 20, |s| s.contains("Reset A"));
+    tmux.literal("y");
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while done(&repo) < 2 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the reset task did not run again: {}\n{}",
+            repo.task("p", "A"),
+            tmux.screen()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    tmux.wait("run finished again", 60, |s| s.contains("Run finished"));
+    tmux.literal("q");
+    let s = tmux.wait("shell after quit", 30, |s| s.contains("EXIT="));
+    assert!(s.contains("EXIT=0"), "{s}");
+}
+
+/// A console that cannot run the plan's tasks (their agent is not installed) opens anyway, as
+/// an observer saying which agent is missing, and claims nothing.
+#[test]
+fn a_console_without_the_tasks_agent_opens_as_an_observer() {
+    let mut t = task("A");
+    t["agent"] = serde_json::json!("absent");
+    let repo = Repo::new(&plan("p", vec![t]), &agent_template(1));
+    let mut toml = std::fs::read_to_string(repo.repo.join("whilly.toml")).expect("toml");
+    toml.push_str("\n[agents.absent]\nbackend = \"claude\"\nbin = \"/nonexistent/claude\"\n");
+    repo.write("whilly.toml", &toml);
+    let script = console_script(&repo);
+    let tmux = Tmux::start("observer", &repo.repo);
+    tmux.literal(&format!("sh {}", script.display()));
+    tmux.keys(&["Enter"]);
+    let s = tmux.wait("observer banner", 60, |s| s.contains("Observer:"));
+    assert!(s.contains("absent"), "the banner names the agent: {s}");
+    // Nothing is claimed while it watches.
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(repo.task("p", "A")["status"], "PENDING");
+    tmux.literal("q");
+    let s = tmux.wait("shell after quit", 30, |s| s.contains("EXIT="));
+    assert_eq!(tmux.alternate_on(), "0", "{s}");
+    assert_eq!(repo.task("p", "A")["status"], "PENDING");
+}
+
 /// The handoff inbox end to end: two tasks for a human; the operator reads one's work (a diff of
 /// its worktree) and approves it, rejects the other with a reason typed in the console. The
 /// decisions are events, the tasks end DONE and FAILED, the run exits 1.

@@ -220,6 +220,8 @@ fn finished_run_shows_the_summary() {
         cost_usd: 3.2,
         elapsed_sec: 65.0,
         stuck: vec![],
+        unlanded: vec![],
+        unchanged: vec![],
     });
     let out = render(&s, 80, 24);
     insta::assert_snapshot!("finished_80x24", out);

@@ -60,6 +60,8 @@ for f in $files; do
     NOTES.md)
       if grep -q '^- ' NOTES.md 2>/dev/null; then printf '\n## Changelog\n\n- %s: notes reviewed\n' "$task" >> "$f"
       else printf '# Notes\n\n- tasks run in parallel when their key files differ\n- each task has its own worktree\n- done means checks passed\n' > "$f"; fi ;;
+    FAQ.md) printf '# FAQ\n\n## What is this?\nA demo of Whilly.\n\n## Where do I start?\nREADME.md.\n\n## Who wrote it?\nDemo agents, one task each.\n' > "$f" ;;
+    CHANGELOG.md) printf '# Changelog\n\n- %s: FAQ.md answers the questions newcomers ask\n' "$task" > "$f" ;;
     *) printf '# %s\n\nWritten by the demo agent for %s.\n' "${f%.md}" "$task" > "$f" ;;
   esac
   say "${dim}  $(wc -c < "$f") bytes written${off}"

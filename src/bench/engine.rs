@@ -339,6 +339,7 @@ async fn engine_rounds(
         prices: PriceTable::new(),
         guards: Guards::new(&[])?,
         verification_timeout: Duration::from_secs(60),
+        checks: crate::engine::checks::CheckPolicy::default(),
         verification_env: Vec::new(),
         pty_size: TermSize::new(40, 160),
         scrollback: 1000,
@@ -402,7 +403,9 @@ fn bench_plan(id: &str, n: usize) -> PlanSpec {
                 priority: Priority::Medium,
                 description: format!("engine benchmark task {i}: print the marker and exit"),
                 acceptance_criteria: vec!["the agent prints the marker".into()],
-                test_steps: vec!["none".into()],
+                // A check that always passes: the agents change nothing, and a task whose
+                // agent changed nothing with no check to show the work is there is FAILED.
+                test_steps: vec!["true".into()],
                 ..Default::default()
             })
             .collect(),

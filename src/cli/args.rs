@@ -87,6 +87,13 @@ d detail, $ budget, l events, / filter."
     /// Tasks waiting for a human: list them, read their prompt, answer them.
     #[command(subcommand)]
     Handoff(HandoffCommand),
+    /// Land the work of tasks that waited as "ready to merge" (their base had uncommitted
+    /// changes to their files, or replaying them conflicted), once the base is clean.
+    #[command(
+        after_help = "Examples:\n  whilly merge TASK-001\n  whilly merge TASK-001 --plan demo\n  whilly merge --all --plan demo\n\n\
+Exit codes: 0 every named task landed (DONE), 1 some did not land yet (the reason is printed), 2 bad input."
+    )]
+    Merge(MergeArgs),
     /// The task worktrees of this repository: list them with their disk usage, prune them.
     #[command(subcommand)]
     Worktrees(WorktreesCommand),
@@ -96,6 +103,19 @@ d detail, $ budget, l events, / filter."
     /// The PRD wizard without the console: idea → interview → docs/PRD-<slug>.md → plan.
     #[command(subcommand)]
     Prd(PrdCommand),
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct MergeArgs {
+    /// The tasks to land.
+    #[arg(value_name = "TASK_ID", required_unless_present = "all")]
+    pub tasks: Vec<String>,
+    /// The plan the tasks belong to (needed when several plans have the id).
+    #[arg(long, value_name = "ID")]
+    pub plan: Option<String>,
+    /// Every task that waits to be merged (in `--plan`, or in every plan).
+    #[arg(long, conflicts_with = "tasks")]
+    pub all: bool,
 }
 
 /// Options shared by every command that calls an agent once (read-only).

@@ -38,6 +38,8 @@ pub mod exit;
 pub mod handoff_cmd;
 pub mod launcher;
 pub mod logging;
+pub mod merge_cmd;
+pub mod plan_checks;
 pub mod plan_cmd;
 pub mod plan_view;
 pub mod prd_cmd;
@@ -153,6 +155,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Worker(args) => run_cmd::worker(&ctx, args).await,
         Command::Handoff(cmd) => handoff_cmd::run(&ctx, cmd).await,
         Command::Worktrees(cmd) => worktrees_cmd::run(&ctx, cmd).await,
+        Command::Merge(args) => merge_cmd::run(&ctx, args).await,
         Command::Bench(cmd) => bench_cmd::run(&ctx, cmd).await,
         Command::Prd(cmd) => prd_cmd::run(&ctx, cmd).await,
         Command::Completions { .. } | Command::Demo(_) => Ok(exit::OK),

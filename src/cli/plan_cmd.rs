@@ -105,7 +105,29 @@ fn check(ctx: &Context, file: &Path, strict: bool, json: bool) -> anyhow::Result
         }
     };
     let report = plan::load_plan_file_with(file, strict, agents.as_ref())?;
-    out!("{}", plan::render_check(&report, json));
+    // Which test steps will run and which stay prose, and the repository's own checks: nothing
+    // the engine runs after an agent is a surprise.
+    let policy = ctx
+        .config()
+        .map(|c| super::run_cmd::check_policy(&c))
+        .unwrap_or_default();
+    let section = report
+        .plan
+        .as_ref()
+        .map(|p| super::plan_checks::checks_section(p, &ctx.repo_root, policy));
+    match (&section, json) {
+        (Some((_, checks)), true) => {
+            let mut v: serde_json::Value =
+                serde_json::from_str(&plan::render_check(&report, true))?;
+            v["checks"] = checks.clone();
+            outln!("{}", serde_json::to_string_pretty(&v)?);
+        }
+        (Some((text, _)), false) => {
+            out!("{}", plan::render_check(&report, false));
+            out!("{text}");
+        }
+        (None, _) => out!("{}", plan::render_check(&report, json)),
+    }
     Ok(if report.has_errors() {
         exit::FAILED
     } else {

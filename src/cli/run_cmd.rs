@@ -35,6 +35,8 @@ pub struct RunSetup {
     pub repo_root: std::path::PathBuf,
     pub config: Config,
     pub workspaces: Arc<Workspaces>,
+    /// Why this process cannot run the plan's tasks (a missing agent), when it only watches.
+    pub observer: Option<String>,
     /// The plan and its tasks as loaded while preparing: the console's first frame shows them
     /// without waiting for its own first load.
     pub initial: Option<(PlanRecord, Vec<TaskRecord>)>,
@@ -48,7 +50,7 @@ pub async fn prepare_run(ctx: &Context, args: &RunArgs) -> anyhow::Result<Result
         Ok(id) => id,
         Err(code) => return Ok(Err(code)),
     };
-    prepare_run_in(ctx, args, store, plan_id, SessionRegistry::new())
+    prepare_run_in(ctx, args, store, plan_id, SessionRegistry::new(), false)
         .await
         .map(Ok)
 }
@@ -102,13 +104,16 @@ pub async fn resolve_plan(
 }
 
 /// Everything else a run needs once its plan is known; `sessions` is where its agents' terminals
-/// will be (the console may have taken the terminal already and watch them).
+/// will be (the console may have taken the terminal already and watch them). `may_observe`: an
+/// agent the plan's tasks need that cannot be built makes an observer (the console watches
+/// other workers run the plan) instead of an error.
 pub async fn prepare_run_in(
     ctx: &Context,
     args: &RunArgs,
     store: Arc<dyn Store>,
     plan_id: String,
     sessions: SessionRegistry,
+    may_observe: bool,
 ) -> anyhow::Result<RunSetup> {
     let cfg = ctx.config()?;
     let worker_id = worker_id();
@@ -129,6 +134,26 @@ pub async fn prepare_run_in(
     {
         names.insert(default_agent.clone());
     }
+    let mut observer = None;
+    if may_observe {
+        let missing: Vec<String> = names
+            .iter()
+            .filter_map(|n| {
+                let why = match super::agents_setup::agent_settings(&cfg, n) {
+                    Ok(settings) => crate::agent::build_backend(&settings).err()?.to_string(),
+                    Err(e) => e.to_string(),
+                };
+                Some(format!("agent {n:?}: {why}"))
+            })
+            .collect();
+        if !missing.is_empty() {
+            names.retain(|n| {
+                super::agents_setup::agent_settings(&cfg, n)
+                    .is_ok_and(|s| crate::agent::build_backend(&s).is_ok())
+            });
+            observer = Some(missing.join("; "));
+        }
+    }
     let executor = build_executor(
         ctx,
         &cfg,
@@ -140,6 +165,7 @@ pub async fn prepare_run_in(
 
     let mut engine_cfg = engine_config(&cfg, worker_id.clone());
     engine_cfg.plan_id = Some(plan_id.clone());
+    engine_cfg.observer = observer.is_some();
     engine_cfg.slots = args.parallel.unwrap_or(cfg.run.parallel as usize).max(1);
     engine_cfg.run_timeout = match &args.timeout {
         Some(t) => Some(
@@ -158,6 +184,7 @@ pub async fn prepare_run_in(
         sessions,
         repo_root: ctx.repo_root.clone(),
         config: cfg,
+        observer,
         workspaces: Arc::new(workspaces),
         initial: Some((plan, tasks)),
     })
@@ -208,6 +235,8 @@ pub async fn run(ctx: &Context, args: RunArgs) -> anyhow::Result<i32> {
     // The exit code says how the run went, whether or not anyone still reads stdout.
     let _ = writeln!(out, "{}", complete_line(&summary));
     let _ = out.flush();
+    drop(out);
+    report_unfinished(&summary);
     Ok(summary.exit_code)
 }
 
@@ -312,6 +341,7 @@ fn build_executor(
         prices: price_table(cfg),
         guards,
         verification_timeout: Duration::from_secs(cfg.verification.timeout_secs),
+        checks: check_policy(cfg),
         verification_env: verification_env(cfg),
         pty_size: TermSize::new(40, 160),
         scrollback: cfg.tui.scrollback_lines as usize,
@@ -503,5 +533,34 @@ impl WorkerPresence {
             Ok(Err(e)) => tracing::warn!("removing worker {}: {e}", self.id),
             Err(_) => tracing::warn!("removing worker {}: the queue did not answer", self.id),
         }
+    }
+}
+
+/// `[verification]`'s say over test steps and the repository's own checks.
+pub fn check_policy(cfg: &Config) -> crate::engine::checks::CheckPolicy {
+    crate::engine::checks::CheckPolicy {
+        test_steps: cfg.verification.test_steps,
+        profile: cfg.verification.profile == crate::config::ProfileMode::Auto,
+    }
+}
+
+/// Lines on stderr for the operator about work that is not what a DONE promises: done but not
+/// landed (what to do about it), and done without the agent changing anything.
+pub fn report_unfinished(summary: &crate::engine::RunSummary) {
+    for u in &summary.unlanded {
+        errln!(
+            "whilly: {} did not land ({}; files: {}; branch {}): {}",
+            u.task_id,
+            u.kind.replace('_', " "),
+            u.files.join(", "),
+            u.branch,
+            u.detail
+        );
+    }
+    if !summary.unchanged.is_empty() {
+        errln!(
+            "whilly: the agent changed nothing for {} (DONE because their checks passed as the code was)",
+            summary.unchanged.join(", ")
+        );
     }
 }

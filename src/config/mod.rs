@@ -21,8 +21,8 @@ pub use load::{
 pub use model::{
     AgentConfig, Backend, Config, DatabaseConfig, GithubConfig, GuardsConfig, HandoffConfig,
     JiraConfig, LoggingConfig, MergeMode, NotificationsConfig, PermissionMode, PriceConfig,
-    QueueConfig, RetryConfig, RunConfig, TEMPLATE_PLACEHOLDERS, TuiConfig, VerificationConfig,
-    WorktreesConfig,
+    ProfileMode, QueueConfig, RetryConfig, RunConfig, TEMPLATE_PLACEHOLDERS, TuiConfig,
+    VerificationConfig, WorktreesConfig,
 };
 pub use paths::{
     ConfigFiles, default_worktrees_dir, process_env, repo_config_path, user_config_path,

@@ -273,10 +273,25 @@ fn default_prices() -> BTreeMap<String, PriceConfig> {
     .collect()
 }
 
+/// Whether the repository's own checks run when a plan declares none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum ProfileMode {
+    #[default]
+    Auto,
+    Off,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct VerificationConfig {
     pub timeout_secs: u64,
+    /// Test steps that are shell commands (their first word a program on PATH or a builtin)
+    /// run as required checks after the agent finishes; prose steps stay in the prompt.
+    pub test_steps: bool,
+    /// With no `verification_commands`, the repository's own checks (`cargo test`, `pytest -q`,
+    /// `npm test`, `go test ./...`, …): `auto` runs them, `off` does not.
+    pub profile: ProfileMode,
     /// Environment variables passed through to verification commands; everything else is dropped.
     pub env_allowlist: Vec<String>,
 }
@@ -285,6 +300,8 @@ impl Default for VerificationConfig {
     fn default() -> Self {
         VerificationConfig {
             timeout_secs: 600,
+            test_steps: true,
+            profile: ProfileMode::Auto,
             env_allowlist: [
                 "PATH",
                 "HOME",

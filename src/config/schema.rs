@@ -20,6 +20,7 @@ pub enum Kind {
 
 const MERGE_MODES: &[&str] = &["ff", "cherry-pick", "none"];
 const PERMISSION_MODES: &[&str] = &["full", "accept-edits", "read-only"];
+const PROFILE_MODES: &[&str] = &["auto", "off"];
 const BACKENDS: &[&str] = &["claude", "opencode", "codex", "gemini", "command"];
 
 /// Every key of the fixed sections. Maps (`agents`, `prices`, `keys`) are handled by [`kind_of`].
@@ -48,6 +49,8 @@ pub const FIXED_KEYS: &[(&str, Kind)] = &[
     ("worktrees.keep_failed", Kind::Bool),
     ("verification.timeout_secs", Kind::Int),
     ("verification.env_allowlist", Kind::StrList),
+    ("verification.test_steps", Kind::Bool),
+    ("verification.profile", Kind::Enum(PROFILE_MODES)),
     ("retry.backoff_secs", Kind::IntList),
     ("retry.max_attempts", Kind::Int),
     ("handoff.timeout_secs", Kind::Int),

@@ -1,5 +1,6 @@
 //! Pure domain logic: no IO, no async. Everything here is tested directly.
 
+pub mod checks;
 pub mod graph;
 pub mod ids;
 pub mod model;

@@ -13,10 +13,10 @@ use crate::agent::{
     self, Backend, BackendKind, CostSource, ErrorClass, Guards, HandoffDir, HandoffPoll,
     HandoffStatus, Invocation, PriceTable, PromptInput, Repair, UsageMeter, build_prompt,
 };
-use crate::domain::{PlanSpec, TaskSpec, Usd, VerificationCommand, safe_id};
+use crate::domain::{PlanSpec, TaskSpec, Usd, safe_id};
 use crate::pty::{LineFilter, PtySession, SpawnSpec, TermSize};
 use crate::store::{Claimed, Park, PlanRecord, Store, StoreError};
-use crate::workspace::{Delivery, MergeMode, Workspaces, Worktree, commit_message};
+use crate::workspace::{Delivery, MergeMode, Snapshot, Workspaces, Worktree, commit_message};
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -39,6 +39,8 @@ pub struct ExecutorConfig {
     pub prices: PriceTable,
     pub guards: Guards,
     pub verification_timeout: Duration,
+    /// Whether test steps and the repository's own checks run (see [`super::checks`]).
+    pub checks: super::checks::CheckPolicy,
     /// Variables the verification commands see (from this process's environment).
     pub verification_env: Vec<(String, String)>,
     pub pty_size: TermSize,
@@ -85,17 +87,6 @@ pub fn agent_name_for(task: &TaskSpec, plan: &PlanSpec, default: &str) -> String
         .clone()
         .or_else(|| plan.agent.clone())
         .unwrap_or_else(|| default.to_string())
-}
-
-/// Plan-level verification commands plus the task's own (`verification_commands` in the task).
-pub fn checks_for(task: &TaskSpec, plan: &PlanSpec) -> Vec<VerificationCommand> {
-    let mut out = plan.verification_commands.clone();
-    if let Some(v) = task.extra.get("verification_commands")
-        && let Ok(extra) = serde_json::from_value::<Vec<VerificationCommand>>(v.clone())
-    {
-        out.extend(extra);
-    }
-    out
 }
 
 /// The plan's `agent_instructions` (v3: lists under any key), flattened.
@@ -225,7 +216,14 @@ impl AgentExecutor {
 
         // Guards before anything is spent: the prompt and every command we would run.
         let instructions = plan_instructions(&cx.plan.spec);
-        let checks = checks_for(cx.task, &cx.plan.spec);
+        let checks = super::checks::task_checks(
+            cx.task,
+            &cx.plan.spec,
+            self.workspaces.repo_root(),
+            self.cfg.checks,
+            &super::checks::on_path,
+        )
+        .checks;
         let feedback = self.operator_feedback(cx).await;
         let base_prompt = {
             let mut input = PromptInput::new(&cx.claimed.task.plan_id, cx.task);
@@ -333,6 +331,7 @@ impl AgentExecutor {
             .unwrap_or(0);
         let mut repair: Option<Repair> = None;
         let mut round = 0u32;
+        let mut snapshot: Option<Snapshot>;
         loop {
             let prompt = if let Some(r) = &repair {
                 let mut input = PromptInput::new(&cx.claimed.task.plan_id, cx.task);
@@ -361,6 +360,44 @@ impl AgentExecutor {
                 Step::Outcome(o) => return o,
                 Step::Finished => {}
             }
+
+            // What the agent left, taken before any check can add to it: that is what lands.
+            let snap = {
+                let (ws, w) = (self.workspaces.clone(), wt.clone());
+                match tokio::task::spawn_blocking(move || ws.snapshot(&w)).await {
+                    Ok(Ok(s)) => s,
+                    Ok(Err(e)) => {
+                        return fail(cx, "workspace_error", e.is_transient(), e.to_string());
+                    }
+                    Err(e) => return fail(cx, "workspace_error", true, e.to_string()),
+                }
+            };
+            cx.evidence
+                .insert("no_changes".into(), json!(!snap.changed));
+            // Key files are advisory: what the agent wrote beyond them lands too, but is said.
+            let outside = if cx.task.key_files.is_empty() {
+                Vec::new()
+            } else {
+                crate::domain::checks::outside_key_files(&snap.files, &cx.task.key_files)
+            };
+            if !outside.is_empty() {
+                tracing::info!(
+                    task = %cx.task.id,
+                    "the agent changed files outside its key_files: {}",
+                    outside.join(", ")
+                );
+            }
+            cx.evidence
+                .insert("outside_key_files".into(), json!(outside));
+            if !snap.changed && checks.is_empty() && backend.kind() != BackendKind::Handoff {
+                return fail(
+                    cx,
+                    "no_changes",
+                    false,
+                    "the agent printed the completion marker but changed nothing, and the task has no checks that could show the work is there: add verification_commands or test_steps that are commands".into(),
+                );
+            }
+            snapshot = Some(snap);
 
             // Evidence: the checks, in the worktree.
             self.sessions.update(cx.claimed.lease.task_pk, |s| {
@@ -399,7 +436,7 @@ impl AgentExecutor {
         self.sessions.update(cx.claimed.lease.task_pk, |s| {
             s.state = SessionState::Delivering
         });
-        self.deliver(cx, wt).await
+        self.deliver(cx, wt, snapshot).await
     }
 
     /// One run of the agent process; `Finished` means it exited 0 with the marker.
@@ -726,8 +763,15 @@ impl AgentExecutor {
         }
     }
 
-    /// Commit on the task branch, merge back per config, clean the worktree.
-    async fn deliver(&self, cx: &mut Ctx<'_>, wt: Worktree) -> AttemptOutcome {
+    /// Commit on the task branch (the agent's work as `snapshot` took it, before the checks),
+    /// merge back per config, clean the worktree. Work that could not land parks the task as
+    /// ready to merge, its worktree and branch kept (see [`super::landing`]).
+    async fn deliver(
+        &self,
+        cx: &mut Ctx<'_>,
+        wt: Worktree,
+        snapshot: Option<Snapshot>,
+    ) -> AttemptOutcome {
         let ws = self.workspaces.clone();
         let message = commit_message(
             &cx.task.id,
@@ -738,9 +782,11 @@ impl AgentExecutor {
         let mode = self.cfg.merge;
         let fence = self.fence(cx);
         let joined = tokio::task::spawn_blocking(move || {
-            let (commit, delivery) = ws.commit_and_deliver(&wt, &message, mode, &fence)?;
-            if delivery == Delivery::LeaseLost {
-                // The task is someone else's now, and so is its worktree.
+            let (commit, delivery) =
+                ws.commit_and_deliver(&wt, &message, snapshot.as_ref(), mode, &fence)?;
+            if delivery == Delivery::LeaseLost || super::landing::did_not_land(&delivery) {
+                // The task is someone else's now, and so is its worktree; or the work waits
+                // there to be merged.
                 return Ok((commit, delivery));
             }
             let keep_branch = !matches!(
@@ -755,6 +801,20 @@ impl AgentExecutor {
             Ok(Ok((_, Delivery::LeaseLost))) => {
                 tracing::warn!(task = %cx.task.id, "lease lost before delivery; nothing delivered");
                 AttemptOutcome::Abandoned
+            }
+            Ok(Ok((commit, delivery))) if super::landing::did_not_land(&delivery) => {
+                let detail = super::landing::unlanded_detail(&cx.task.id, &delivery);
+                tracing::warn!(task = %cx.task.id, "the work did not land: {detail}");
+                cx.evidence.insert("commit".into(), json!(commit));
+                cx.evidence
+                    .insert("delivery".into(), delivery_json(&delivery));
+                cx.evidence.insert("detail".into(), json!(detail));
+                AttemptOutcome::Parked {
+                    cost: cx.spent,
+                    park: Park::HumanLoop,
+                    reason: super::landing::READY_TO_MERGE.into(),
+                    evidence: cx.evidence(),
+                }
             }
             Ok(Ok((commit, delivery))) => {
                 super::failpoint::crash_if("after_delivery");
@@ -846,7 +906,7 @@ fn record_verification(cx: &mut Ctx<'_>, round: u32, v: &Verification) {
     }
 }
 
-fn delivery_json(d: &Delivery) -> Value {
+pub(crate) fn delivery_json(d: &Delivery) -> Value {
     match d {
         Delivery::FastForwarded {
             base_branch,

@@ -36,14 +36,8 @@ impl StoreFence {
         task_id: &str,
     ) -> StoreFence {
         let plan_id = plan.id.as_str();
-        let mark = format!(
-            "{}:{}:{}",
-            store.info().backend,
-            store.info().location,
-            plan.created_at.timestamp_micros()
-        );
         StoreFence {
-            mark,
+            mark: queue_mark(store.as_ref(), plan),
             store,
             lease,
             extend,
@@ -75,17 +69,97 @@ impl DeliveryFence for StoreFence {
     }
 
     fn recorded(&self, epoch: i64) -> Result<bool, String> {
-        let filter = EventFilter {
-            plan_id: Some(self.plan_id.clone()),
-            task_id: Some(self.task_id.clone()),
-            ..Default::default()
-        };
-        let events = self
+        recorded(&self.rt, &self.store, &self.plan_id, &self.task_id, epoch)
+    }
+}
+
+/// Names the queue's plan a landing belongs to: where the queue lives and when the plan was
+/// created there.
+fn queue_mark(store: &dyn Store, plan: &crate::store::PlanRecord) -> String {
+    format!(
+        "{}:{}:{}",
+        store.info().backend,
+        store.info().location,
+        plan.created_at.timestamp_micros()
+    )
+}
+
+/// Whether the landing by the attempt at `epoch` was recorded: the attempt's own DONE, or the
+/// operator's approval of a parked landing (its payload names the epoch, see [`ParkedFence`]).
+fn recorded(
+    rt: &Handle,
+    store: &Arc<dyn Store>,
+    plan_id: &str,
+    task_id: &str,
+    epoch: i64,
+) -> Result<bool, String> {
+    let filter = EventFilter {
+        plan_id: Some(plan_id.to_string()),
+        task_id: Some(task_id.to_string()),
+        ..Default::default()
+    };
+    let events = rt
+        .block_on(retry_transient(FENCE_TRIES, || store.events(&filter)))
+        .map_err(|e| e.to_string())?;
+    Ok(events.iter().any(|e| {
+        (e.event_type == event_types::TASK_DONE && e.epoch == Some(epoch))
+            || (e.event_type == event_types::TASK_APPROVED
+                && e.payload.get(LANDED_EPOCH).and_then(|v| v.as_i64()) == Some(epoch))
+    }))
+}
+
+/// The key of an approval's payload that names the epoch whose landing it records.
+pub const LANDED_EPOCH: &str = "landed_epoch";
+
+/// The fence for landing a task parked as ready to merge: no lease is held, so "still ours"
+/// means the task still waits to be merged, as the attempt at `epoch` left it (nobody sent it
+/// back, approved or ran it meanwhile).
+pub struct ParkedFence {
+    store: Arc<dyn Store>,
+    plan_id: String,
+    task_id: String,
+    epoch: i64,
+    mark: String,
+    rt: Handle,
+}
+
+impl ParkedFence {
+    /// Must be made on the runtime (it keeps its handle) and used off it.
+    pub fn new(
+        store: Arc<dyn Store>,
+        plan: &crate::store::PlanRecord,
+        task: &crate::store::TaskRecord,
+    ) -> ParkedFence {
+        ParkedFence {
+            mark: queue_mark(store.as_ref(), plan),
+            store,
+            plan_id: plan.id.clone(),
+            task_id: task.id.clone(),
+            epoch: task.epoch,
+            rt: Handle::current(),
+        }
+    }
+}
+
+impl DeliveryFence for ParkedFence {
+    fn epoch(&self) -> i64 {
+        self.epoch
+    }
+
+    fn queue_mark(&self) -> String {
+        self.mark.clone()
+    }
+
+    fn still_ours(&self) -> Result<bool, String> {
+        let get = || self.store.get_task(&self.plan_id, &self.task_id);
+        let t = self
             .rt
-            .block_on(retry_transient(FENCE_TRIES, || self.store.events(&filter)))
+            .block_on(retry_transient(FENCE_TRIES, get))
             .map_err(|e| e.to_string())?;
-        Ok(events
-            .iter()
-            .any(|e| e.event_type == event_types::TASK_DONE && e.epoch == Some(epoch)))
+        Ok(super::landing::waits_to_merge(&t) && t.epoch == self.epoch)
+    }
+
+    fn recorded(&self, epoch: i64) -> Result<bool, String> {
+        recorded(&self.rt, &self.store, &self.plan_id, &self.task_id, epoch)
     }
 }

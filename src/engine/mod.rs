@@ -5,11 +5,13 @@
 
 pub mod attempt;
 pub mod budget;
+pub mod checks;
 pub mod control;
 pub mod decision;
 pub mod executor;
 pub mod failpoint;
 pub mod fence;
+pub mod landing;
 pub mod outage;
 pub mod outcome;
 pub mod progress;

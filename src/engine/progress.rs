@@ -56,6 +56,8 @@ pub fn complete_line(s: &RunSummary) -> Value {
         "cost_usd": s.cost_usd,
         "elapsed_sec": (s.elapsed_sec * 10.0).round() / 10.0,
         "stuck": s.stuck,
+        "unlanded": s.unlanded,
+        "unchanged": s.unchanged,
     })
 }
 

@@ -43,6 +43,14 @@ pub struct EngineConfig {
     /// Workers whose heartbeat is older than this are marked offline by the reaper pass
     /// (zero: never).
     pub offline_after: Duration,
+    /// The console's engine: it serves its plan until stopped instead of ending when nothing
+    /// is left, and says here what the run would have ended with each time it runs out of
+    /// work (`None` once it has work again). Work that arrives later (merged in, reset, sent
+    /// back) runs without a restart.
+    pub idle_reports: Option<Arc<watch::Sender<Option<RunSummary>>>>,
+    /// Claims nothing: a console that cannot run the plan's tasks (an agent is missing) and
+    /// watches other workers run them.
+    pub observer: bool,
 }
 
 impl EngineConfig {
@@ -63,9 +71,14 @@ impl EngineConfig {
             exit_when_idle: true,
             store_outage: super::outage::DEFAULT_OUTAGE_LIMIT,
             offline_after: Duration::from_secs(120),
+            idle_reports: None,
+            observer: false,
         }
     }
 }
+
+/// How often a serving engine sums up its idle plan (the summary reads the plan's events).
+const IDLE_REPORT_EVERY: Duration = Duration::from_secs(2);
 
 /// What a run did.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -81,6 +94,10 @@ pub struct RunSummary {
     pub elapsed_sec: f64,
     /// Tasks that can never run in this plan (dependencies failed, or waiting for a human).
     pub stuck: Vec<String>,
+    /// Tasks whose work was done and checked but did not land (see [`super::landing`]).
+    pub unlanded: Vec<super::landing::Unlanded>,
+    /// DONE tasks whose agent changed nothing (their checks passed on the base as it was).
+    pub unchanged: Vec<String>,
 }
 
 struct Running {
@@ -149,7 +166,11 @@ impl Engine {
 
     pub async fn run(mut self) -> StoreResult<RunSummary> {
         let started = Instant::now();
-        let slots = self.cfg.slots.max(1);
+        let slots = if self.cfg.observer {
+            0
+        } else {
+            self.cfg.slots.max(1)
+        };
         let run_deadline = self.cfg.run_timeout.map(|t| started + t);
         let mut joins: JoinSet<(i64, AttemptOutcome)> = JoinSet::new();
         let mut task_ids: HashMap<tokio::task::Id, i64> = HashMap::new();
@@ -170,6 +191,7 @@ impl Engine {
         let mut next_heartbeat = Instant::now() + self.cfg.heartbeat;
         let mut next_reap = Instant::now();
         let mut shutdown_closed = false;
+        let mut last_report: Option<Instant> = None;
 
         loop {
             let now = Instant::now();
@@ -178,7 +200,11 @@ impl Engine {
             let level = *self.shutdown.borrow();
             if level >= StopLevel::Drain && !t.stop_claiming {
                 t.stop_claiming = true;
-                t.end.get_or_insert(RunEnd::Interrupted);
+                // A serving engine stopped while idle did not interrupt anything: its end is
+                // what the plan's state says (worked out below).
+                if !(self.cfg.idle_reports.is_some() && t.running.is_empty()) {
+                    t.end.get_or_insert(RunEnd::Interrupted);
+                }
             }
             // Graceful implies Drain, handled just above.
             if level >= StopLevel::Graceful && graceful_since.is_none() {
@@ -344,8 +370,16 @@ impl Engine {
                 if t.stop_claiming {
                     break;
                 }
-                if self.cfg.exit_when_idle && (t.idle_check || !claimed_any) && !t.outage.waiting()
-                {
+                // A serving engine nobody watches any more (the console went to the
+                // background) ends when idle like a run.
+                let watched = self
+                    .cfg
+                    .idle_reports
+                    .as_ref()
+                    .is_some_and(|tx| tx.receiver_count() > 0);
+                let exit_when_idle =
+                    self.cfg.exit_when_idle || (self.cfg.idle_reports.is_some() && !watched);
+                if exit_when_idle && (t.idle_check || !claimed_any) && !t.outage.waiting() {
                     t.idle_check = false;
                     match self.finished(&t).await {
                         Ok(Some(done)) => {
@@ -359,7 +393,48 @@ impl Engine {
                             t.outage.absorb("checking whether the work is done", e)?;
                         }
                     }
+                } else if let Some(tx) = self.cfg.idle_reports.clone()
+                    && watched
+                    && !self.cfg.observer
+                    && !t.outage.waiting()
+                    && last_report.is_none_or(|at| at.elapsed() >= IDLE_REPORT_EVERY)
+                {
+                    match self.finished(&t).await {
+                        Ok(Some(end)) => {
+                            t.outage.ok();
+                            match self.summary(end, t.attempts, started).await {
+                                Ok(s) => {
+                                    // Receivers wake only when the outcome changed.
+                                    tx.send_if_modified(|cur| {
+                                        let key = |c: &RunSummary| {
+                                            (
+                                                c.end,
+                                                c.done,
+                                                c.failed,
+                                                c.skipped,
+                                                c.stuck.clone(),
+                                                c.unlanded.clone(),
+                                            )
+                                        };
+                                        let changed = cur.as_ref().map(key) != Some(key(&s));
+                                        *cur = Some(s);
+                                        changed
+                                    });
+                                    last_report = Some(Instant::now());
+                                }
+                                Err(e) => soft(&mut t.outage, "summing up the run", e),
+                            }
+                        }
+                        Ok(None) => {
+                            t.outage.ok();
+                            tx.send_if_modified(|cur| cur.take().is_some());
+                        }
+                        Err(e) => soft(&mut t.outage, "checking whether the work is done", e),
+                    }
                 }
+            } else if let Some(tx) = &self.cfg.idle_reports {
+                tx.send_if_modified(|cur| cur.take().is_some());
+                last_report = None;
             }
 
             // Wait for something to happen.
@@ -446,7 +521,15 @@ impl Engine {
             tracing::error!("{e}");
             return Err(e);
         }
-        let end = t.end.unwrap_or(RunEnd::AllDone);
+        let end = match t.end {
+            Some(end) => end,
+            // A serving engine stopped while idle: the plan's state says how the run went.
+            None if self.cfg.idle_reports.is_some() => match self.plan_or_all_finished(&t).await {
+                Some(end) => end,
+                None => RunEnd::Interrupted,
+            },
+            None => RunEnd::AllDone,
+        };
         loop {
             match self.summary(end, t.attempts, started).await {
                 Ok(s) => return Ok(s),
@@ -678,6 +761,11 @@ impl Engine {
         }
     }
 
+    /// [`Self::finished`], once; a store that does not answer leaves it unknown.
+    async fn plan_or_all_finished(&self, t: &Turn) -> Option<RunEnd> {
+        self.finished(t).await.ok().flatten()
+    }
+
     /// `Some(end)` when nothing is left that this engine could do: its plan's, or (a worker
     /// serving every plan) any plan's.
     async fn finished(&self, t: &Turn) -> StoreResult<Option<RunEnd>> {
@@ -763,6 +851,8 @@ impl Engine {
             cost_usd: 0.0,
             elapsed_sec: started.elapsed().as_secs_f64(),
             stuck: Vec::new(),
+            unlanded: Vec::new(),
+            unchanged: Vec::new(),
         };
         if let Some(plan_id) = &self.cfg.plan_id {
             let tasks = self.store.list_tasks(plan_id).await?;
@@ -780,9 +870,46 @@ impl Engine {
                 })
                 .map(|t| t.id.clone())
                 .collect();
+            if tasks
+                .iter()
+                .any(|t| t.status == Status::Done || super::landing::waits_to_merge(t))
+            {
+                let events = self
+                    .store
+                    .events(&crate::store::EventFilter {
+                        plan_id: Some(plan_id.clone()),
+                        ..Default::default()
+                    })
+                    .await?;
+                s.unlanded = tasks
+                    .iter()
+                    .filter_map(|t| super::landing::unlanded_of(t, &events))
+                    .collect();
+                s.unchanged = tasks
+                    .iter()
+                    .filter(|t| t.status == Status::Done && done_unchanged(t, &events))
+                    .map(|t| t.id.clone())
+                    .collect();
+            }
         }
         Ok(s)
     }
+}
+
+/// Whether the newest DONE of the task says its agent changed nothing.
+fn done_unchanged(t: &crate::store::TaskRecord, events: &[crate::store::Event]) -> bool {
+    events
+        .iter()
+        .rev()
+        .filter(|e| e.task_id.as_deref() == Some(t.id.as_str()))
+        .find(|e| e.event_type == crate::store::event_types::TASK_DONE)
+        .is_some_and(|e| {
+            let flag = e
+                .payload
+                .get("no_changes")
+                .or_else(|| e.payload.get("evidence").and_then(|v| v.get("no_changes")));
+            flag.and_then(|v| v.as_bool()) == Some(true)
+        })
 }
 
 /// A store error where the engine can do without the answer: transient ones count towards the

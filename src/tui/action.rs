@@ -47,6 +47,8 @@ pub enum Action {
     Approve,
     /// Accept every item in the inbox (asks first).
     ApproveAll,
+    /// Land the work of the selected (or marked) tasks that wait as ready to merge (`m`).
+    Merge,
     /// Refuse the selected (or marked) items, with a reason.
     Reject,
     /// Another attempt for the selected (or marked) items, with a comment.
@@ -113,6 +115,7 @@ pub const BINDABLE: &[Action] = &[
     Action::Workers,
     Action::Approve,
     Action::ApproveAll,
+    Action::Merge,
     Action::Reject,
     Action::SendBack,
     Action::Mark,
@@ -155,6 +158,7 @@ impl Action {
             Action::Workers => "workers",
             Action::Approve => "approve",
             Action::ApproveAll => "approve_all",
+            Action::Merge => "merge",
             Action::Reject => "reject",
             Action::SendBack => "send_back",
             Action::Mark => "mark",
@@ -205,6 +209,7 @@ impl Action {
             Action::Workers => "workers sharing the queue",
             Action::Approve => "approve the selected / marked task(s)",
             Action::ApproveAll => "approve everything in the inbox",
+            Action::Merge => "merge work that is ready to merge (once its base is clean)",
             Action::Reject => "reject with a reason (FAILED)",
             Action::SendBack => "send back with a comment (another attempt)",
             Action::Mark => "mark / unmark for a batch decision",

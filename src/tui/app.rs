@@ -198,6 +198,7 @@ pub async fn run(
         repo_root,
         config,
         workspaces,
+        observer,
         initial,
     } = setup;
     let around = Surroundings {
@@ -207,11 +208,19 @@ pub async fn run(
         wizard: wizard_context(&config, &repo_root, &store, &plan_id),
     };
     let (shutdown_tx, shutdown_rx) = watch::channel(StopLevel::Run);
+    // While the console is open its engine serves the plan: tasks merged in by the wizard,
+    // reset or sent back run without a restart. It reports instead of ending when idle.
+    let mut engine_cfg = engine_cfg;
+    let (idle_tx, idle_rx) = watch::channel(None);
+    engine_cfg.exit_when_idle = false;
+    engine_cfg.idle_reports = Some(Arc::new(idle_tx));
     let slots = engine_cfg.slots;
     let backend = store.info().backend.to_string();
     let engine_store = store.clone();
     let mut console = Console::new(store, plan_id, sessions, opts, backend, shutdown_tx, around);
     console.slots = slots;
+    console.idle = Some(idle_rx);
+    console.state.observer = observer;
     console.state.can_background = console.opts.background.is_some();
     console.state.own_worker = Some(engine_cfg.worker_id.clone());
     if let Some((plan, tasks)) = initial {
@@ -286,6 +295,9 @@ struct Console {
     quit: bool,
     quit_after_engine: bool,
     engine_done: bool,
+    /// The serving engine's word on the plan each time it runs out of work (see
+    /// `EngineConfig::idle_reports`).
+    idle: Option<watch::Receiver<Option<RunSummary>>>,
     frozen_now: Option<Instant>,
     hold_until: Option<Instant>,
     notes_tx: mpsc::UnboundedSender<(String, Level)>,
@@ -380,6 +392,7 @@ impl Console {
             quit: false,
             quit_after_engine: false,
             engine_done: false,
+            idle: None,
             frozen_now: None,
             hold_until: None,
             notes_tx,
@@ -572,6 +585,7 @@ impl Console {
         let mut clock_tick = tokio::time::interval(Duration::from_secs(1));
         clock_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut input_open = true;
+        let mut idle = self.idle.take();
         let mut outcome = ConsoleOutcome {
             summary: None,
             engine_error: None,
@@ -613,6 +627,27 @@ impl Console {
                     if self.quit_after_engine {
                         self.quit = true;
                     }
+                }
+                Some(report) = next_idle_report(&mut idle), if !self.engine_done => {
+                    match report {
+                        Some(summary) => {
+                            if !self.state.finished() && !self.state.stopping && !self.state.draining {
+                                self.notices.push(Notice::new(
+                                    NoticeKind::PlanFinished,
+                                    &self.plan_id,
+                                    crate::tui::command::summary_line(&self.plan_id, &summary),
+                                ));
+                            }
+                            outcome.summary = Some(summary.clone());
+                            self.state.set_finished(summary);
+                        }
+                        None => {
+                            outcome.summary = None;
+                            self.state.clear_finished();
+                        }
+                    }
+                    reload.notify_one();
+                    self.dirty = true;
                 }
                 _ = signals.recv() => {
                     // SIGTERM / SIGHUP / SIGINT: nobody may be watching; stop cleanly and leave.
@@ -1167,11 +1202,14 @@ impl Console {
                 let store = self.store.clone();
                 let plan = self.plan_id.clone();
                 let handoff = self.around.handoff.clone();
+                let workspaces = self.around.workspaces.clone();
                 let notes = self.notes_tx.clone();
                 tokio::spawn(async move {
                     let mut done = Vec::new();
                     for t in &targets {
-                        match decide::apply(&store, &handoff, &plan, t, &decision).await {
+                        match decide::apply(&store, &handoff, &workspaces, &plan, t, &decision)
+                            .await
+                        {
                             Ok(note) => done.push(note),
                             Err(e) => {
                                 let _ = notes.send((e, Level::Warn));
@@ -1244,6 +1282,20 @@ impl Console {
             }
         }
     }
+}
+
+/// The engine's next idle report; `None` (never ready) once there is no engine to report.
+async fn next_idle_report(
+    rx: &mut Option<watch::Receiver<Option<RunSummary>>>,
+) -> Option<Option<RunSummary>> {
+    let Some(r) = rx.as_mut() else {
+        return std::future::pending().await;
+    };
+    if r.changed().await.is_err() {
+        *rx = None;
+        return std::future::pending().await;
+    }
+    Some(r.borrow_and_update().clone())
 }
 
 async fn sleep_until(deadline: Option<Instant>) {

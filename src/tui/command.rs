@@ -37,14 +37,15 @@ pub async fn run(ctx: &Context, args: RunArgs) -> anyhow::Result<i32> {
     if let Err(e) = app::draw_splash(&mut terminal, &opts, plan, store.info().backend) {
         tracing::warn!("first frame: {e}");
     }
-    let setup = match run_cmd::prepare_run_in(ctx, &args, store, plan_id.clone(), sessions).await {
-        Ok(s) => s,
-        Err(e) => {
-            // The terminal is restored before the error is printed.
-            drop(guard);
-            return Err(e);
-        }
-    };
+    let setup =
+        match run_cmd::prepare_run_in(ctx, &args, store, plan_id.clone(), sessions, true).await {
+            Ok(s) => s,
+            Err(e) => {
+                // The terminal is restored before the error is printed.
+                drop(guard);
+                return Err(e);
+            }
+        };
     let outcome = app::run(setup, opts, guard, terminal).await?;
     let mut out = std::io::stdout().lock();
     match (&outcome.summary, &outcome.engine_error) {

@@ -17,11 +17,36 @@ const MAX_DIFF_BYTES: usize = 256 * 1024;
 pub async fn apply(
     store: &Arc<dyn Store>,
     handoff: &HandoffDir,
+    workspaces: &Arc<Workspaces>,
     plan_id: &str,
     target: &InboxTarget,
     decision: &Decision,
 ) -> Result<String, String> {
     let id = target.task_id.as_str();
+    match (target.kind, decision) {
+        // Approving work that did not land would be a DONE that lies: both land it.
+        (InboxKind::ReadyToMerge, Decision::Approve | Decision::Merge) => {
+            let mode = workspaces.config().merge;
+            return crate::engine::landing::merge_parked(
+                store,
+                workspaces,
+                plan_id,
+                id,
+                mode,
+                crate::engine::decision::Source::Console,
+            )
+            .await
+            .map(|m| m.text)
+            .map_err(|e| e.to_string());
+        }
+        (_, Decision::Merge) => {
+            return Err(format!(
+                "{id} is not waiting to be merged ({}): approve it with a",
+                target.kind.label()
+            ));
+        }
+        _ => {}
+    }
     crate::engine::decision::record(
         store.as_ref(),
         plan_id,
@@ -39,6 +64,7 @@ pub async fn apply(
                 Decision::Approve => (HandoffStatus::Complete, "approved by the operator"),
                 Decision::Reject(r) => (HandoffStatus::Failed, r.as_str()),
                 Decision::SendBack(c) => (HandoffStatus::Partial, c.as_str()),
+                Decision::Merge => unreachable_merge()?,
             };
             let handoff = handoff.clone();
             let (plan, task, msg) = (plan_id.to_string(), id.to_string(), message.to_string());
@@ -51,8 +77,9 @@ pub async fn apply(
             .map_err(|e| format!("{id}: {e}"))?;
             Ok(format!("{id}: {} (the engine applies it)", decision.verb()))
         }
-        InboxKind::HumanLoop | InboxKind::Blocked => {
+        InboxKind::HumanLoop | InboxKind::Blocked | InboxKind::ReadyToMerge => {
             let done = match decision {
+                Decision::Merge => return unreachable_merge(),
                 Decision::Approve => {
                     store
                         .approve_task(plan_id, id, json!({"by": "console"}))
@@ -73,6 +100,12 @@ pub async fn apply(
             Ok(format!("{id} is {}", t.status))
         }
     }
+}
+
+/// Merge decisions are handled before the generic path; reaching it is a bug, reported as an
+/// error rather than a panic.
+fn unreachable_merge<T>() -> Result<T, String> {
+    Err("internal: a merge decision reached the approval path".to_string())
 }
 
 /// What the inbox shows for one item: the handoff prompt (or the task itself) and the diff of

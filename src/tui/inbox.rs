@@ -16,6 +16,9 @@ pub enum InboxKind {
     HumanLoop,
     /// Parked in BLOCKED (something outside the task stops it).
     Blocked,
+    /// Done and checked, but its work could not land (a dirty base, a conflict): merging it
+    /// is the decision (`engine::landing`).
+    ReadyToMerge,
 }
 
 impl InboxKind {
@@ -24,6 +27,7 @@ impl InboxKind {
             InboxKind::Handoff => "handoff",
             InboxKind::HumanLoop => "human loop",
             InboxKind::Blocked => "blocked",
+            InboxKind::ReadyToMerge => "ready to merge",
         }
     }
 }
@@ -46,6 +50,8 @@ pub enum Decision {
     Reject(String),
     /// Another attempt, with the operator's comment for it: back to PENDING.
     SendBack(String),
+    /// Land work that is ready to merge: DONE once it is on the base branch.
+    Merge,
 }
 
 impl Decision {
@@ -54,12 +60,13 @@ impl Decision {
             Decision::Approve => "approve",
             Decision::Reject(_) => "reject",
             Decision::SendBack(_) => "send back",
+            Decision::Merge => "merge",
         }
     }
 
     pub fn text(&self) -> &str {
         match self {
-            Decision::Approve => "",
+            Decision::Approve | Decision::Merge => "",
             Decision::Reject(t) | Decision::SendBack(t) => t,
         }
     }
@@ -82,6 +89,7 @@ pub fn inbox_items(
                     .any(|p| p.task_pk == t.pk && p.state == SessionState::WaitingForHuman));
         let kind = match t.status {
             _ if waiting_handoff => InboxKind::Handoff,
+            _ if crate::engine::landing::waits_to_merge(t) => InboxKind::ReadyToMerge,
             Status::HumanLoop => InboxKind::HumanLoop,
             Status::Blocked => InboxKind::Blocked,
             _ => continue,

@@ -267,6 +267,7 @@ const DEFAULTS: &[(&str, Action)] = &[
     ("w", Action::Workers),
     ("a", Action::Approve),
     ("A", Action::ApproveAll),
+    ("m", Action::Merge),
     ("x", Action::Reject),
     ("b", Action::SendBack),
     ("space", Action::Mark),

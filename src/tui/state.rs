@@ -107,6 +107,7 @@ impl View {
                 ScrollUp,
                 ScrollDown,
                 Approve,
+                Merge,
                 Reject,
                 SendBack,
                 Inbox,
@@ -127,8 +128,9 @@ impl View {
                 Back,
             ],
             View::Inbox => &[
-                Quit, Help, MoveUp, MoveDown, First, Last, Zoom, Mark, Approve, ApproveAll, Reject,
-                SendBack, ScrollUp, ScrollDown, Inbox, Workers, TaskDetail, Events, Budget, Back,
+                Quit, Help, MoveUp, MoveDown, First, Last, Zoom, Mark, Approve, ApproveAll, Merge,
+                Reject, SendBack, ScrollUp, ScrollDown, Inbox, Workers, TaskDetail, Events, Budget,
+                Back,
             ],
             View::Tasks | View::Budget => &[
                 Quit,
@@ -387,6 +389,8 @@ pub struct AppState {
     pub detail_scroll: u16,
     pub summary: Option<RunSummary>,
     pub engine_error: Option<String>,
+    /// Why this console runs no tasks itself (an agent the plan needs is missing): it watches.
+    pub observer: Option<String>,
     /// Set once the operator chose to stop running agents.
     pub stopping: bool,
     /// Set once the operator chose to let running agents finish with nothing new starting.
@@ -441,6 +445,7 @@ impl AppState {
             detail_scroll: 0,
             summary: None,
             engine_error: None,
+            observer: None,
             stopping: false,
             draining: false,
             waiting_handoffs: BTreeSet::new(),
@@ -533,6 +538,11 @@ impl AppState {
         self.takeover = None;
         self.popups
             .retain(|p| !matches!(p, Popup::Confirm(Confirm::Quit { .. })));
+    }
+
+    /// The serving engine has work again: the run is not over any more.
+    pub fn clear_finished(&mut self) {
+        self.summary = None;
     }
 
     pub fn set_engine_error(&mut self, message: String) {
@@ -729,6 +739,21 @@ impl AppState {
             Action::Workers => self.switch(View::Workers),
             Action::Replay => return self.open_replay(),
             Action::Approve => return self.approve(),
+            Action::Merge => {
+                let targets: Vec<InboxTarget> = self
+                    .decision_targets()
+                    .into_iter()
+                    .filter(|t| t.kind == InboxKind::ReadyToMerge)
+                    .collect();
+                if targets.is_empty() {
+                    self.set_status(
+                        "m merges work that is ready to merge; nothing selected is",
+                        Level::Info,
+                    );
+                } else {
+                    return self.decide(targets, Decision::Merge);
+                }
+            }
             Action::ApproveAll => {
                 let all: Vec<InboxTarget> = self.inbox().iter().map(target_of).collect();
                 if all.is_empty() {
@@ -1309,7 +1334,11 @@ impl AppState {
                 );
             }
             Some(p) => {
-                let msg = format!("{} has no terminal yet ({:?})", p.task_id, p.state);
+                let msg = format!(
+                    "{} has no terminal yet ({})",
+                    p.task_id,
+                    crate::tui::theme::badge_text(p.state)
+                );
                 self.set_status(msg, Level::Info);
             }
             None => self.set_status("focus an agent pane first (Tab)", Level::Info),

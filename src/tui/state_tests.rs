@@ -144,6 +144,8 @@ fn quit_when_nothing_runs_or_after_the_run_is_immediate() {
         cost_usd: 0.0,
         elapsed_sec: 1.0,
         stuck: vec![],
+        unlanded: vec![],
+        unchanged: vec![],
     });
     assert_eq!(s.handle(Action::Quit), [Effect::Quit]);
 }

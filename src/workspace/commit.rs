@@ -7,16 +7,113 @@ use git2::{IndexAddOption, Repository, Signature};
 use super::error::WorkspaceError;
 use super::{Workspaces, Worktree, meta};
 
+/// What the agent left in its worktree, written as a tree object before any check runs: the
+/// checks' own leftovers (caches, reports, reformatted files) can then never reach the commit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Snapshot {
+    /// The tree, as hex.
+    pub tree: String,
+    /// Whether it differs from the tree of the commit the task started from (the agent's own
+    /// commits count as changes).
+    pub changed: bool,
+    /// The paths that differ from that tree (added, changed, deleted), repository-relative.
+    pub files: Vec<String>,
+}
+
+/// Stages the agent's work in memory (the worktree's index on disk is not touched) and writes
+/// its tree.
+pub(super) fn snapshot(ws: &Workspaces, wt: &Worktree) -> Result<Snapshot, WorkspaceError> {
+    let repo = open_worktree(wt)?;
+    let (mut index, head) = stage(ws, wt, &repo)?;
+    let tree = index
+        .write_tree()
+        .map_err(WorkspaceError::git("write the snapshot's tree"))?;
+    let base_tree = git2::Oid::from_str(&wt.base_commit)
+        .ok()
+        .and_then(|c| repo.find_commit(c).ok())
+        .map(|c| c.tree_id());
+    let from = base_tree.unwrap_or_else(|| head.tree_id());
+    let changed = from != tree;
+    let mut files = Vec::new();
+    if changed {
+        let (a, b) = (
+            repo.find_tree(from)
+                .map_err(WorkspaceError::git("find the base tree"))?,
+            repo.find_tree(tree)
+                .map_err(WorkspaceError::git("find the snapshot's tree"))?,
+        );
+        let diff = repo
+            .diff_tree_to_tree(Some(&a), Some(&b), None)
+            .map_err(WorkspaceError::git("compare the snapshot with the base"))?;
+        for d in diff.deltas() {
+            if let Some(p) = d.new_file().path().or_else(|| d.old_file().path()) {
+                files.push(p.to_string_lossy().into_owned());
+            }
+        }
+    }
+    Ok(Snapshot {
+        tree: tree.to_string(),
+        changed,
+        files,
+    })
+}
+
+/// Commits on the task branch: the `snapshot` tree when given (what the agent left before the
+/// checks ran), else the worktree as it is now.
 pub(super) fn commit(
     ws: &Workspaces,
     wt: &Worktree,
     message: &str,
     allow_empty: bool,
+    snapshot: Option<&Snapshot>,
 ) -> Result<Option<String>, WorkspaceError> {
-    let repo = Repository::open(&wt.path).map_err(WorkspaceError::git(format!(
+    let repo = open_worktree(wt)?;
+    let (mut index, head) = stage(ws, wt, &repo)?;
+    let tree_id = match snapshot {
+        Some(s) => {
+            let tree = git2::Oid::from_str(&s.tree)
+                .and_then(|oid| repo.find_tree(oid))
+                .map_err(WorkspaceError::git("find the snapshot's tree"))?;
+            // The index follows the commit, so `git status` in a kept worktree shows only what
+            // the checks left behind.
+            index
+                .read_tree(&tree)
+                .map_err(WorkspaceError::git("read the snapshot into the index"))?;
+            tree.id()
+        }
+        None => index
+            .write_tree()
+            .map_err(WorkspaceError::git("write the commit's tree"))?,
+    };
+    index
+        .write()
+        .map_err(WorkspaceError::git("write the worktree's index"))?;
+    if tree_id == head.tree_id() && !allow_empty {
+        return Ok(None);
+    }
+    let tree = repo
+        .find_tree(tree_id)
+        .map_err(WorkspaceError::git("find the new tree"))?;
+    let sig = signature(&repo)?;
+    let oid = repo
+        .commit(Some("HEAD"), &sig, &sig, message, &tree, &[&head])
+        .map_err(WorkspaceError::git(format!("commit on {}", wt.branch)))?;
+    Ok(Some(oid.to_string()))
+}
+
+fn open_worktree(wt: &Worktree) -> Result<Repository, WorkspaceError> {
+    Repository::open(&wt.path).map_err(WorkspaceError::git(format!(
         "open worktree {}",
         wt.path.display()
-    )))?;
+    )))
+}
+
+/// The worktree's changes staged in an in-memory index, and HEAD's commit.
+fn stage<'r>(
+    ws: &Workspaces,
+    wt: &Worktree,
+    repo: &'r Repository,
+) -> Result<(git2::Index, git2::Commit<'r>), WorkspaceError> {
     let head = repo
         .head()
         .and_then(|h| h.peel_to_commit())
@@ -57,23 +154,7 @@ pub(super) fn commit(
             let _ = index.remove_path(Path::new(&rel));
         }
     }
-    index
-        .write()
-        .map_err(WorkspaceError::git("write the worktree's index"))?;
-    let tree_id = index
-        .write_tree()
-        .map_err(WorkspaceError::git("write the commit's tree"))?;
-    if tree_id == head_tree.id() && !allow_empty {
-        return Ok(None);
-    }
-    let tree = repo
-        .find_tree(tree_id)
-        .map_err(WorkspaceError::git("find the new tree"))?;
-    let sig = signature(&repo)?;
-    let oid = repo
-        .commit(Some("HEAD"), &sig, &sig, message, &tree, &[&head])
-        .map_err(WorkspaceError::git(format!("commit on {}", wt.branch)))?;
-    Ok(Some(oid.to_string()))
+    Ok((index, head))
 }
 
 /// Directories that only ever hold what tools produce: caches, installed dependencies, coverage.

@@ -22,6 +22,7 @@ pub(super) fn commit_and_deliver(
     ws: &Workspaces,
     wt: &Worktree,
     message: &str,
+    snapshot: Option<&commit::Snapshot>,
     mode: MergeMode,
     fence: &dyn DeliveryFence,
 ) -> Result<(Option<String>, Delivery), WorkspaceError> {
@@ -31,8 +32,69 @@ pub(super) fn commit_and_deliver(
         Ok(false) => return Ok((None, Delivery::LeaseLost)),
         Err(detail) => return Err(WorkspaceError::FenceUnanswered { detail }),
     }
-    let commit = commit::commit(ws, wt, message, false)?;
+    let commit = commit::commit(ws, wt, message, false, snapshot)?;
     Ok((commit, deliver_locked(ws, wt, mode, fence)?))
+}
+
+/// Delivers the branch of a task whose work was committed earlier but could not land then (a
+/// dirty base, a conflict): the operator has cleaned up and asks again. The kept worktree is
+/// used when there is one, else the task branch alone. A landing removes the worktree and the
+/// branch; anything else leaves both as they are.
+pub(super) fn land(
+    ws: &Workspaces,
+    plan_id: &str,
+    task_id: &str,
+    mode: MergeMode,
+    fence: &dyn DeliveryFence,
+) -> Result<Delivery, WorkspaceError> {
+    let _lock = lock::merge(&ws.common_dir, ws.cfg.merge_lock_timeout)?;
+    match fence.still_ours() {
+        Ok(true) => {}
+        Ok(false) => return Ok(Delivery::LeaseLost),
+        Err(detail) => return Err(WorkspaceError::FenceUnanswered { detail }),
+    }
+    let kept = ws.find(plan_id, task_id)?;
+    let wt = match &kept {
+        Some(wt) => wt.clone(),
+        None => {
+            let branch = super::layout::branch_name(plan_id, task_id);
+            let repo = ws.open()?;
+            if repo.find_branch(&branch, BranchType::Local).is_err() {
+                return Err(WorkspaceError::NoTaskBranch { branch });
+            }
+            Worktree {
+                path: PathBuf::new(),
+                branch,
+                base_commit: ws.base_commit()?,
+                base_branch: ws.current_branch()?,
+                plan_id: plan_id.to_string(),
+                task_id: task_id.to_string(),
+                name: super::layout::admin_name(plan_id, task_id),
+                reused: true,
+                setup_output: None,
+                included: Vec::new(),
+            }
+        }
+    };
+    let delivery = deliver_locked(ws, &wt, mode, fence)?;
+    let landed = matches!(
+        delivery,
+        Delivery::FastForwarded { .. }
+            | Delivery::Merged { .. }
+            | Delivery::NothingToDo
+            | Delivery::AlreadyLanded { .. }
+    );
+    if landed {
+        match &kept {
+            Some(wt) => super::cleanup::remove(ws, &wt.name, &wt.path, &wt.branch, true)?,
+            None => {
+                if let Ok(mut b) = ws.open()?.find_branch(&wt.branch, BranchType::Local) {
+                    let _ = b.delete();
+                }
+            }
+        }
+    }
+    Ok(delivery)
 }
 
 /// Delivers outside any queue.

@@ -27,6 +27,10 @@ pub enum WorkspaceError {
         "could not find the user's data directory (is $HOME set?): set the worktrees directory in the config"
     )]
     NoDataDir,
+    #[error(
+        "the task branch {branch} is gone (deleted or pruned): send the task back to run it again"
+    )]
+    NoTaskBranch { branch: String },
     #[error("invalid include pattern {pattern:?}: {reason}")]
     BadInclude { pattern: String, reason: String },
     #[error("{what} {path}: {source}")]

@@ -49,6 +49,7 @@ use git2::{ErrorCode, Repository};
 
 pub use bench::{bench_git_cli, bench_prepare_remove};
 pub use cleanup::{PruneReport, PruneSelection, WorktreeInfo};
+pub use commit::Snapshot;
 pub use config::{MergeMode, WorkspaceConfig};
 pub use diff::{WorktreeDiff, diff_worktree};
 pub use error::WorkspaceError;
@@ -266,7 +267,7 @@ impl Workspaces {
     /// Commits everything the agent changed (new files included, .gitignore respected) on the
     /// task branch. `Ok(None)`: there was nothing to commit.
     pub fn commit(&self, wt: &Worktree, message: &str) -> Result<Option<String>, WorkspaceError> {
-        commit::commit(self, wt, message, false)
+        commit::commit(self, wt, message, false, None)
     }
 
     /// Like [`Self::commit`], but makes an empty commit when nothing changed.
@@ -275,7 +276,13 @@ impl Workspaces {
         wt: &Worktree,
         message: &str,
     ) -> Result<Option<String>, WorkspaceError> {
-        commit::commit(self, wt, message, true)
+        commit::commit(self, wt, message, true, None)
+    }
+
+    /// What the agent left in `wt`, as a tree, taken before the checks run (see
+    /// [`commit::Snapshot`]); the worktree and its index are not changed.
+    pub fn snapshot(&self, wt: &Worktree) -> Result<Snapshot, WorkspaceError> {
+        commit::snapshot(self, wt)
     }
 
     /// Brings the task branch's commits into its base branch per `mode`, outside any queue.
@@ -285,15 +292,30 @@ impl Workspaces {
 
     /// Commits the attempt's work on the task branch and brings it into the base branch per
     /// `mode`: at most once per task, and only while `fence` says the attempt still holds its
-    /// lease (see [`landed`]). Returns the commit made (if anything changed) and the delivery.
+    /// lease (see [`landed`]). What is committed is `snapshot` when given (the agent's work
+    /// before the checks ran), else the worktree. Returns the commit made (if anything
+    /// changed) and the delivery.
     pub fn commit_and_deliver(
         &self,
         wt: &Worktree,
         message: &str,
+        snapshot: Option<&Snapshot>,
         mode: MergeMode,
         fence: &dyn DeliveryFence,
     ) -> Result<(Option<String>, Delivery), WorkspaceError> {
-        deliver::commit_and_deliver(self, wt, message, mode, fence)
+        deliver::commit_and_deliver(self, wt, message, snapshot, mode, fence)
+    }
+
+    /// Lands a task's committed branch that could not land when its attempt ended (see
+    /// [`deliver::land`]), fenced like an attempt's delivery.
+    pub fn land(
+        &self,
+        plan_id: &str,
+        task_id: &str,
+        mode: MergeMode,
+        fence: &dyn DeliveryFence,
+    ) -> Result<Delivery, WorkspaceError> {
+        deliver::land(self, plan_id, task_id, mode, fence)
     }
 
     /// An earlier landing of this task that the queue never recorded (its attempt lost the

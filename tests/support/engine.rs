@@ -21,7 +21,7 @@ pub fn agent(name: &str) -> PathBuf {
         .join(name)
 }
 
-/// A valid task (passes the decision gate) with its own key file.
+/// A valid task (passes the decision gate) with its own key file and a check that passes.
 pub fn task(id: &str) -> Value {
     json!({
         "id": id,
@@ -29,7 +29,9 @@ pub fn task(id: &str) -> Value {
         "priority": "medium",
         "description": format!("engine edge test task {id}: the fake agent does its work"),
         "acceptance_criteria": ["the agent finishes and prints the marker"],
-        "test_steps": ["read the attempt log"],
+        // A command step is a check: with it, a fake agent that changes nothing still ends DONE
+        // (a task without checks whose agent changed nothing is FAILED, no_changes).
+        "test_steps": ["true"],
         "key_files": [format!("files/{id}.txt")],
         "dependencies": []
     })

@@ -139,6 +139,18 @@ pub fn render_empty(frame: &mut Frame, area: Rect, state: &AppState, theme: &The
         .border_style(theme.dim())
         .title(Span::styled(" Agents ", theme.title()));
     let mut lines = Vec::new();
+    if let Some(why) = &state.observer {
+        lines.push(Line::styled(
+            "Observer: this console runs no tasks of this plan.",
+            theme.warn(),
+        ));
+        lines.push(Line::raw(format!("It cannot: {why}.")));
+        lines.push(Line::styled(
+            "It shows what other workers do, answers their handoffs (H) and keeps the plan (r, S, p); install the agent or set [agents.NAME] bin, then open it again to run tasks here.",
+            theme.dim(),
+        ));
+        lines.push(Line::raw(""));
+    }
     if let Some(s) = &state.summary {
         lines.push(Line::styled(
             format!("Run finished: {} (exit {})", s.end.describe(), s.exit_code),
@@ -163,6 +175,10 @@ pub fn render_empty(frame: &mut Frame, area: Rect, state: &AppState, theme: &The
             ));
         }
         lines.push(Line::raw(""));
+        lines.push(Line::styled(
+            "The console keeps serving the plan: tasks reset (r), sent back or merged in run now.",
+            theme.dim(),
+        ));
         lines.push(Line::styled("press q to quit", theme.key()));
     } else if let Some(e) = &state.engine_error {
         lines.push(Line::styled(

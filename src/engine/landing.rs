@@ -1,0 +1,227 @@
+//! Work that was done and checked but could not land (the operator's checkout of the base
+//! branch has uncommitted changes to the task's files, or replaying it conflicts) is not DONE:
+//! the task waits in HUMAN_LOOP with the reason `ready_to_merge`, its branch (and worktree)
+//! kept, until the operator cleans up and merges it (`m` in the console's inbox, `whilly merge`)
+//! or sends it back. One implementation of that merge for both.
+
+use super::decision::{self, Source};
+use super::fence::{LANDED_EPOCH, ParkedFence};
+use crate::domain::Status;
+use crate::store::{Event, Store, StoreError, TaskRecord, event_types as et};
+use crate::workspace::{Delivery, MergeMode, WorkspaceError, Workspaces};
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+/// The reason a task waits with when its work could not land.
+pub const READY_TO_MERGE: &str = "ready_to_merge";
+
+/// Whether the task waits for the operator to merge its work.
+pub fn waits_to_merge(t: &TaskRecord) -> bool {
+    t.status == Status::HumanLoop && t.reason.as_deref() == Some(READY_TO_MERGE)
+}
+
+/// Whether a delivery means the work did not land and the task must wait for the operator.
+pub fn did_not_land(d: &Delivery) -> bool {
+    matches!(d, Delivery::BaseDirty { .. } | Delivery::Conflict { .. })
+}
+
+/// Why the work did not land and what to do, for the task's detail, the inbox and the run's
+/// last lines.
+pub fn unlanded_detail(task_id: &str, d: &Delivery) -> String {
+    let next = format!(
+        "then merge it (m in the console's inbox, or `whilly merge {task_id}`), or send the task back"
+    );
+    match d {
+        Delivery::BaseDirty {
+            branch,
+            base_branch,
+            worktree,
+            files,
+        } => format!(
+            "the work is on {branch}: {base_branch} is checked out in {} with uncommitted changes to {}; commit or stash them there, {next}",
+            worktree.display(),
+            files.join(", ")
+        ),
+        Delivery::Conflict { branch, files } => format!(
+            "the work is on {branch}: replaying it onto the base branch conflicts in {}; resolve that (merge or rebase the branch yourself), {next}",
+            files.join(", ")
+        ),
+        other => format!("{other:?}"),
+    }
+}
+
+/// One task whose work did not land, as the run's summary names it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Unlanded {
+    pub task_id: String,
+    pub branch: String,
+    pub files: Vec<String>,
+    /// `base_dirty` or `conflict`.
+    pub kind: String,
+    pub detail: String,
+}
+
+/// The parked task's delivery, read from the newest event that parked it.
+pub fn unlanded_of(task: &TaskRecord, events: &[Event]) -> Option<Unlanded> {
+    if !waits_to_merge(task) {
+        return None;
+    }
+    let parked = events
+        .iter()
+        .rev()
+        .filter(|e| e.task_id.as_deref() == Some(task.id.as_str()))
+        .find(|e| e.event_type == et::TASK_HUMAN_LOOP)?;
+    let delivery = find_delivery(&parked.payload)?;
+    let strings = |v: &Value| -> Vec<String> {
+        v.as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|s| s.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    Some(Unlanded {
+        task_id: task.id.clone(),
+        branch: delivery["branch"].as_str().unwrap_or_default().to_string(),
+        files: strings(&delivery["files"]),
+        kind: delivery["kind"].as_str().unwrap_or_default().to_string(),
+        detail: find_str(&parked.payload, "detail").unwrap_or_default(),
+    })
+}
+
+/// The evidence may sit at the payload's top level or under `evidence`.
+fn find_delivery(payload: &Value) -> Option<&Value> {
+    payload
+        .get("delivery")
+        .or_else(|| payload.get("evidence").and_then(|e| e.get("delivery")))
+}
+
+fn find_str(payload: &Value, key: &str) -> Option<String> {
+    payload
+        .get(key)
+        .or_else(|| payload.get("evidence").and_then(|e| e.get(key)))
+        .and_then(|v| v.as_str())
+        .map(str::to_string)
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LandError {
+    #[error("{task} is not waiting to be merged (it is {status}{})", reason.as_deref().map(|r| format!(", {r}")).unwrap_or_default())]
+    NotWaiting {
+        task: String,
+        status: Status,
+        reason: Option<String>,
+    },
+    /// The base is still dirty, or the replay still conflicts: nothing changed.
+    #[error("{task} did not land yet: {detail}")]
+    NotYet { task: String, detail: String },
+    #[error("{0}")]
+    Store(#[from] StoreError),
+    #[error("{0}")]
+    Workspace(#[from] WorkspaceError),
+    #[error("merging stopped unexpectedly: {0}")]
+    Join(String),
+}
+
+/// What a merge did: the task is DONE, its work on the base branch.
+#[derive(Debug, Clone)]
+pub struct Merged {
+    pub task: TaskRecord,
+    pub delivery: Delivery,
+    /// One line for a status bar or a terminal.
+    pub text: String,
+}
+
+/// Lands the parked task's work and approves it (DONE), recording the operator's decision
+/// first. The base must be clean where the task's files are, and the replay must apply.
+pub async fn merge_parked(
+    store: &Arc<dyn Store>,
+    workspaces: &Arc<Workspaces>,
+    plan_id: &str,
+    task_id: &str,
+    mode: MergeMode,
+    source: Source,
+) -> Result<Merged, LandError> {
+    let task = store.get_task(plan_id, task_id).await?;
+    if !waits_to_merge(&task) {
+        return Err(LandError::NotWaiting {
+            task: task.id.clone(),
+            status: task.status,
+            reason: task.reason.clone(),
+        });
+    }
+    let plan = store.get_plan(plan_id).await?;
+    decision::record(
+        store.as_ref(),
+        plan_id,
+        task_id,
+        "merge",
+        "",
+        READY_TO_MERGE,
+        source,
+    )
+    .await?;
+    let fence = ParkedFence::new(store.clone(), &plan, &task);
+    let (ws, plan_owned, task_owned) =
+        (workspaces.clone(), plan_id.to_string(), task_id.to_string());
+    // Merge mode `none` never parks a task; the operator asking to merge means merge.
+    let mode = if mode == MergeMode::None {
+        MergeMode::Ff
+    } else {
+        mode
+    };
+    let delivery =
+        tokio::task::spawn_blocking(move || ws.land(&plan_owned, &task_owned, mode, &fence))
+            .await
+            .map_err(|e| LandError::Join(e.to_string()))??;
+    if did_not_land(&delivery) {
+        return Err(LandError::NotYet {
+            task: task_id.to_string(),
+            detail: unlanded_detail(task_id, &delivery),
+        });
+    }
+    if delivery == Delivery::LeaseLost {
+        let now = store.get_task(plan_id, task_id).await?;
+        return Err(LandError::NotWaiting {
+            task: now.id,
+            status: now.status,
+            reason: now.reason,
+        });
+    }
+    let by = match source {
+        Source::Console => "console",
+        Source::Cli => "cli",
+    };
+    let text = match &delivery {
+        Delivery::FastForwarded {
+            base_branch,
+            commit,
+        }
+        | Delivery::Merged {
+            base_branch,
+            commit,
+            ..
+        }
+        | Delivery::AlreadyLanded {
+            base_branch,
+            commit,
+            ..
+        } => format!(
+            "{task_id} merged into {base_branch} ({})",
+            commit.get(..8).unwrap_or(commit)
+        ),
+        _ => format!("{task_id}: its work was already on the base branch"),
+    };
+    let payload = json!({
+        "by": by,
+        "delivery": super::attempt::delivery_json(&delivery),
+        LANDED_EPOCH: task.epoch,
+    });
+    let task = store.approve_task(plan_id, task_id, payload).await?;
+    Ok(Merged {
+        task,
+        delivery,
+        text,
+    })
+}
