@@ -116,7 +116,9 @@ fn cycles_are_reported_with_their_path() {
         .find(|d| d.code == "cycle")
         .expect("cycle");
     assert_eq!(cycle.message, "dependency cycle: A → B → C → A");
+    let started = Instant::now();
     let triz = plan::triz_report(r.plan.as_ref().expect("plan"));
+    eprintln!("triz of 10,000 tasks: {:?}", started.elapsed());
     assert_eq!(triz.verdict, plan::Verdict::Reject);
     assert_eq!(
         triz.findings
@@ -233,8 +235,11 @@ fn ten_thousand_tasks_check_quickly() {
     // Debug builds are ~10× slower than release (where this is a few ms); the bound only
     // catches quadratic behaviour.
     assert!(elapsed < Duration::from_secs(3), "check took {elapsed:?}");
+    let started = Instant::now();
     let triz = plan::triz_report(r.plan.as_ref().expect("plan"));
-    assert_eq!(triz.findings.len(), 500);
+    eprintln!("triz of 10,000 tasks: {:?}", started.elapsed());
+    // Every task waits for the one before it: sharing a file is no conflict for any of them.
+    assert_eq!(triz.findings.len(), 0);
 }
 
 /// A plan built in code with odd but legal values exports and re-reads to the same plan.

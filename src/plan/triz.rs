@@ -280,12 +280,14 @@ fn resource_conflicts(plan: &PlanSpec, out: &mut Vec<TrizFinding>) {
     }
     // Tasks one of which waits for the other (through any chain of dependencies) never run
     // side by side, so sharing a file is no conflict for them: the plan already orders them.
-    let mut reach = Reach::new(plan);
+    let reach = Reach::new(plan);
     for (file, tasks) in files.into_iter().filter(|(_, t)| t.len() > 1) {
+        let waits = reach.within(&tasks);
+        let reaches = |a: usize, b: usize| waits.get(&a).is_some_and(|r| r.contains(&b));
         let mut unordered: Vec<(usize, usize)> = Vec::new();
         for (n, &a) in tasks.iter().enumerate() {
             for &b in &tasks[n + 1..] {
-                if !reach.reaches(a, b) && !reach.reaches(b, a) {
+                if !reaches(a, b) && !reaches(b, a) {
                     unordered.push((a, b));
                 }
             }
@@ -326,49 +328,147 @@ fn resource_conflicts(plan: &PlanSpec, out: &mut Vec<TrizFinding>) {
     }
 }
 
-/// Which tasks a task waits for, directly or through other tasks' dependencies. Walks are by
-/// id (a duplicated id stands for every task with it), stop at tasks already seen (cycles end),
-/// skip unknown ids, and are remembered per task: only tasks that share a file are walked.
-struct Reach<'a> {
-    plan: &'a PlanSpec,
-    by_id: HashMap<&'a str, Vec<usize>>,
-    seen: HashMap<usize, HashSet<usize>>,
+/// Which tasks a task waits for, directly or through other tasks' dependencies, among the tasks
+/// that share one file. Dependencies are by id (a duplicated id stands for every task with it);
+/// unknown ids are skipped. Without cycles one pass in dependency order carries, for each task,
+/// the set of members it waits for as a bitset, over only the span of the order the members
+/// occupy: linear in the plan for each shared file. With a cycle (reported on its own) each
+/// member is walked.
+struct Reach {
+    /// Each task's dependencies, as task indices (resolved once: the passes below are hot).
+    deps: Vec<Vec<usize>>,
+    /// Each task's place in a dependency order (dependencies first), and the tasks by place;
+    /// `None` with a cycle.
+    order: Option<(Vec<usize>, Vec<usize>)>,
 }
 
-impl<'a> Reach<'a> {
-    fn new(plan: &'a PlanSpec) -> Reach<'a> {
+impl Reach {
+    fn new(plan: &PlanSpec) -> Reach {
         let mut by_id: HashMap<&str, Vec<usize>> = HashMap::new();
         for (i, t) in plan.tasks.iter().enumerate() {
             by_id.entry(t.id.as_str()).or_default().push(i);
         }
-        Reach {
-            plan,
-            by_id,
-            seen: HashMap::new(),
-        }
+        let order = dependency_order(plan, &by_id).map(|place| {
+            let mut by_place = vec![0usize; place.len()];
+            for (task, &p) in place.iter().enumerate() {
+                by_place[p] = task;
+            }
+            (place, by_place)
+        });
+        let deps = plan
+            .tasks
+            .iter()
+            .map(|t| {
+                t.dependencies
+                    .iter()
+                    .flat_map(|dep| by_id.get(dep.as_str()).into_iter().flatten().copied())
+                    .collect()
+            })
+            .collect();
+        Reach { deps, order }
     }
 
-    /// Whether task `from` waits (transitively) for task `to`.
-    fn reaches(&mut self, from: usize, to: usize) -> bool {
-        let (plan, by_id) = (self.plan, &self.by_id);
-        self.seen
-            .entry(from)
-            .or_insert_with(|| {
-                let mut seen = HashSet::new();
-                let mut stack = vec![from];
-                while let Some(i) = stack.pop() {
-                    for dep in &plan.tasks[i].dependencies {
-                        for &d in by_id.get(dep.as_str()).into_iter().flatten() {
-                            if seen.insert(d) {
-                                stack.push(d);
-                            }
-                        }
-                    }
-                }
-                seen
-            })
-            .contains(&to)
+    fn deps(&self, i: usize) -> impl Iterator<Item = usize> + '_ {
+        self.deps[i].iter().copied()
     }
+
+    /// For each of `members`, the other members it waits for.
+    fn within(&self, members: &[usize]) -> HashMap<usize, HashSet<usize>> {
+        let Some((place, by_place)) = &self.order else {
+            return members
+                .iter()
+                .map(|&m| (m, self.walk(m, members)))
+                .collect();
+        };
+        // The member's bit, by task index (a plain table: this is looked up for every edge).
+        let mut bit = vec![usize::MAX; place.len()];
+        for (b, &m) in members.iter().enumerate() {
+            bit[m] = b;
+        }
+        let words = members.len().div_ceil(64);
+        let lo = members.iter().map(|&m| place[m]).min().unwrap_or(0);
+        let hi = members.iter().map(|&m| place[m]).max().unwrap_or(0);
+        // waits[(p - lo) * words ..][..words]: the members the task at place p waits for, one
+        // flat table (no allocation per task).
+        let mut waits = vec![0u64; (hi - lo + 1) * words];
+        for (row, &task) in by_place[lo..=hi].iter().enumerate() {
+            for d in self.deps(task) {
+                // Below the earliest member nothing waits for a member.
+                if place[d] < lo {
+                    continue;
+                }
+                let from = (place[d] - lo) * words;
+                for w in 0..words {
+                    waits[row * words + w] |= waits[from + w];
+                }
+                let b = bit[d];
+                if b != usize::MAX {
+                    waits[row * words + b / 64] |= 1 << (b % 64);
+                }
+            }
+        }
+        members
+            .iter()
+            .map(|&m| {
+                let row = (place[m] - lo) * words;
+                let w = &waits[row..row + words];
+                let set = members
+                    .iter()
+                    .enumerate()
+                    .filter(|&(b, &o)| o != m && w[b / 64] & (1 << (b % 64)) != 0)
+                    .map(|(_, &o)| o)
+                    .collect();
+                (m, set)
+            })
+            .collect()
+    }
+
+    /// The members `from` waits for, by walking its dependencies (stops at tasks seen: cycles end).
+    fn walk(&self, from: usize, members: &[usize]) -> HashSet<usize> {
+        let mut seen = HashSet::from([from]);
+        let mut stack = vec![from];
+        while let Some(i) = stack.pop() {
+            for d in self.deps(i) {
+                if seen.insert(d) {
+                    stack.push(d);
+                }
+            }
+        }
+        members
+            .iter()
+            .copied()
+            .filter(|&m| m != from && seen.contains(&m))
+            .collect()
+    }
+}
+
+/// A topological order of the tasks by their dependencies (Kahn); `None` when there is a cycle.
+fn dependency_order(plan: &PlanSpec, by_id: &HashMap<&str, Vec<usize>>) -> Option<Vec<usize>> {
+    let n = plan.tasks.len();
+    let mut waiting = vec![0usize; n];
+    let mut dependants: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (i, t) in plan.tasks.iter().enumerate() {
+        for dep in &t.dependencies {
+            for &d in by_id.get(dep.as_str()).into_iter().flatten() {
+                waiting[i] += 1;
+                dependants[d].push(i);
+            }
+        }
+    }
+    let mut ready: Vec<usize> = (0..n).filter(|&i| waiting[i] == 0).collect();
+    let mut order = vec![0usize; n];
+    let mut next = 0;
+    while let Some(i) = ready.pop() {
+        order[i] = next;
+        next += 1;
+        for &j in &dependants[i] {
+            waiting[j] -= 1;
+            if waiting[j] == 0 {
+                ready.push(j);
+            }
+        }
+    }
+    (next == n).then_some(order)
 }
 
 fn over_engineering(plan: &PlanSpec, out: &mut Vec<TrizFinding>) {

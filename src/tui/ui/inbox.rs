@@ -22,8 +22,16 @@ pub fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme, ke
         Layout::vertical([Constraint::Min(3), Constraint::Length(0)]).areas(area)
     };
     let key = |a: Action| keys.keys_for(a).first().cloned().unwrap_or_default();
+    let merge = if items
+        .iter()
+        .any(|i| i.kind == crate::tui::inbox::InboxKind::ReadyToMerge)
+    {
+        format!(" · {} merge", key(Action::Merge))
+    } else {
+        String::new()
+    };
     let title = format!(
-        " Inbox ({}) · {} open · {} approve · {} reject · {} send back · {} mark · {} all ",
+        " Inbox ({}) · {} open · {} approve{merge} · {} reject · {} send back · {} mark · {} all ",
         items.len(),
         key(Action::Zoom),
         key(Action::Approve),
@@ -39,7 +47,7 @@ pub fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme, ke
     if items.is_empty() {
         frame.render_widget(
             Paragraph::new(Line::styled(
-                "Nothing waits for a human. Handoff tasks and tasks parked in HUMAN_LOOP or BLOCKED appear here.",
+                "Nothing waits for a human. Handoff tasks, tasks parked in HUMAN_LOOP or BLOCKED, and work ready to merge appear here.",
                 theme.dim(),
             ))
             .wrap(Wrap { trim: true })
@@ -69,7 +77,7 @@ pub fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme, ke
         [
             Constraint::Length(1),
             Constraint::Length(16),
-            Constraint::Length(10),
+            Constraint::Length(14),
             Constraint::Fill(1),
         ],
     )
@@ -115,9 +123,19 @@ fn render_detail(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme,
         .and_then(|pk| state.tasks.iter().find(|t| t.pk == pk))
         .map(|t| t.id.clone())
         .unwrap_or_default();
+    let ready = state.inbox_open.is_some_and(|pk| {
+        state
+            .tasks
+            .iter()
+            .any(|t| t.pk == pk && crate::engine::landing::waits_to_merge(t))
+    });
+    let approve = if ready {
+        format!("{} merge", key(Action::Merge))
+    } else {
+        format!("{} approve", key(Action::Approve))
+    };
     let title = format!(
-        " {id}: {} approve · {} reject · {} send back · esc back ",
-        key(Action::Approve),
+        " {id}: {approve} · {} reject · {} send back · esc back ",
         key(Action::Reject),
         key(Action::SendBack)
     );
