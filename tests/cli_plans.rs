@@ -342,3 +342,15 @@ fn ten_thousand_tasks_import_quickly() {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v[0]["counts"]["total"], 10_000);
 }
+
+#[test]
+fn plan_reset_without_a_flag_explains_the_two_resets() {
+    let dir = repo();
+    let out = whilly(dir.path(), &["plan", "reset", "demo"]);
+    let (_, err) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("--keep-tasks") && err.contains("--hard"),
+        "{err}"
+    );
+}

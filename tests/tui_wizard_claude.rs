@@ -118,7 +118,10 @@ fn console_wizard_with_the_real_cli_merges_tasks_that_then_run() {
     assert!(repo.repo.join("docs/PRD-calendar-sync.md").is_file());
 
     tmux.literal("q");
-    tmux.wait("quit question", 10, |s| s.contains("still running"));
+    // B-1 is a handoff: the dialog counts it as a task waiting for a human, not an agent.
+    tmux.wait("quit question", 10, |s| {
+        s.contains("still running") || s.contains("waiting for a human (")
+    });
     tmux.literal("s");
     tmux.wait("shell", 60, |s| s.lines().any(|l| l.starts_with("EXIT=")));
     assert_eq!(repo.task("base", "TASK-001")["status"], "DONE");

@@ -404,8 +404,10 @@ Re-importing an unchanged plan changes nothing; a changed plan updates only task
     )]
     Reset {
         plan_id: String,
-        #[arg(long, conflicts_with = "hard", required_unless_present = "hard")]
+        /// Every task back to PENDING: attempts, costs and reasons cleared, tasks kept.
+        #[arg(long, conflicts_with = "hard")]
         keep_tasks: bool,
+        /// Delete the plan's tasks (its events stay in the audit trail).
         #[arg(long)]
         hard: bool,
     },

@@ -56,7 +56,17 @@ pub async fn run(ctx: &Context, cmd: PlanCommand) -> anyhow::Result<i32> {
             }
             Ok(exit::OK)
         }
-        PlanCommand::Reset { plan_id, hard, .. } => {
+        PlanCommand::Reset {
+            plan_id,
+            hard,
+            keep_tasks,
+        } => {
+            if !hard && !keep_tasks {
+                errln!(
+                    "whilly plan reset {plan_id}: say which reset you mean:\n  --keep-tasks  every task back to PENDING (attempts, costs and reasons cleared)\n  --hard        delete the plan's tasks (the events stay)"
+                );
+                return Ok(exit::FAILED);
+            }
             let store = ctx.store().await?;
             let mode = if hard {
                 ResetMode::Hard
