@@ -82,27 +82,27 @@ fn reads_like_a_sentence(text: &str, words: &[&str]) -> bool {
     !body.chars().any(shellish)
 }
 
-/// The checks a task's test steps add, named `test_steps[i]`, required, with the plan's
-/// repair budget (the largest `repair_max_attempts` among its verification commands).
+/// The checks a task's test steps add, named `test_steps[i]`, required, with `repair_max_attempts`
+/// repair rounds; and the steps that stay prose, with their index.
 pub fn step_checks(
     steps: &[String],
     repair_max_attempts: u32,
     is_program: impl Fn(&str) -> bool,
-) -> Vec<VerificationCommand> {
-    steps
-        .iter()
-        .enumerate()
-        .filter_map(|(i, s)| match classify_step(s, &is_program) {
-            StepKind::Command(command) => Some(VerificationCommand {
+) -> (Vec<VerificationCommand>, Vec<(usize, String)>) {
+    let (mut checks, mut prose) = (Vec::new(), Vec::new());
+    for (i, s) in steps.iter().enumerate() {
+        match classify_step(s, &is_program) {
+            StepKind::Command(command) => checks.push(VerificationCommand {
                 name: format!("test_steps[{i}]"),
                 command,
                 required: true,
                 repair_max_attempts,
                 timeout_secs: None,
             }),
-            StepKind::Prose => None,
-        })
-        .collect()
+            StepKind::Prose => prose.push((i, s.clone())),
+        }
+    }
+    (checks, prose)
 }
 
 /// The changed `files` that no key file covers (a key file names a file, or a directory and
@@ -273,7 +273,8 @@ mod tests {
             "read the attempt log".to_string(),
             "test -s HELLO.md".to_string(),
         ];
-        let checks = step_checks(&steps, 2, on_path);
+        let (checks, prose) = step_checks(&steps, 2, on_path);
+        assert_eq!(prose, [(0, "read the attempt log".to_string())]);
         assert_eq!(checks.len(), 1);
         assert_eq!(checks[0].name, "test_steps[1]");
         assert_eq!(checks[0].command, "test -s HELLO.md");

@@ -3,7 +3,7 @@
 //! commands — the repository's own checks (see [`crate::domain::checks`]). `plan check` shows
 //! the same list, from the same function.
 
-use crate::domain::checks::{ProfileCheck, RepoFiles, StepKind, classify_step, profile_checks};
+use crate::domain::checks::{ProfileCheck, RepoFiles, profile_checks, step_checks};
 use crate::domain::{PlanSpec, TaskSpec, VerificationCommand};
 use std::path::Path;
 
@@ -88,21 +88,13 @@ pub fn task_checks(
         .max()
         .unwrap_or(1);
     let has = |checks: &[VerificationCommand], cmd: &str| checks.iter().any(|c| c.command == cmd);
-    for (i, step) in task.test_steps.iter().enumerate() {
-        match classify_step(step, is_program) {
-            StepKind::Command(command) if policy.test_steps => {
-                if !has(&out.checks, &command) {
-                    out.checks.push(VerificationCommand {
-                        name: format!("test_steps[{i}]"),
-                        command,
-                        required: true,
-                        repair_max_attempts: repairs,
-                        timeout_secs: None,
-                    });
-                }
+    let (steps, prose) = step_checks(&task.test_steps, repairs, is_program);
+    out.prose_steps = prose;
+    if policy.test_steps {
+        for check in steps {
+            if !has(&out.checks, &check.command) {
+                out.checks.push(check);
             }
-            StepKind::Command(_) => {}
-            StepKind::Prose => out.prose_steps.push((i, step.clone())),
         }
     }
     if declared_none && policy.profile {

@@ -14,7 +14,7 @@ pub enum Source {
 }
 
 impl Source {
-    fn as_str(self) -> &'static str {
+    pub fn as_str(self) -> &'static str {
         match self {
             Source::Console => "console",
             Source::Cli => "cli",

@@ -71,7 +71,8 @@ pub fn unlanded_of(task: &TaskRecord, events: &[Event]) -> Option<Unlanded> {
         .rev()
         .filter(|e| e.task_id.as_deref() == Some(task.id.as_str()))
         .find(|e| e.event_type == et::TASK_HUMAN_LOOP)?;
-    let delivery = find_delivery(&parked.payload)?;
+    // Attempt evidence sits at the payload's top level (`store::sql_common::outcome_payload`).
+    let delivery = parked.payload.get("delivery")?;
     let strings = |v: &Value| -> Vec<String> {
         v.as_array()
             .map(|a| {
@@ -86,23 +87,11 @@ pub fn unlanded_of(task: &TaskRecord, events: &[Event]) -> Option<Unlanded> {
         branch: delivery["branch"].as_str().unwrap_or_default().to_string(),
         files: strings(&delivery["files"]),
         kind: delivery["kind"].as_str().unwrap_or_default().to_string(),
-        detail: find_str(&parked.payload, "detail").unwrap_or_default(),
+        detail: parked.payload["detail"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
     })
-}
-
-/// The evidence may sit at the payload's top level or under `evidence`.
-fn find_delivery(payload: &Value) -> Option<&Value> {
-    payload
-        .get("delivery")
-        .or_else(|| payload.get("evidence").and_then(|e| e.get("delivery")))
-}
-
-fn find_str(payload: &Value, key: &str) -> Option<String> {
-    payload
-        .get(key)
-        .or_else(|| payload.get("evidence").and_then(|e| e.get(key)))
-        .and_then(|v| v.as_str())
-        .map(str::to_string)
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -189,10 +178,6 @@ pub async fn merge_parked(
             reason: now.reason,
         });
     }
-    let by = match source {
-        Source::Console => "console",
-        Source::Cli => "cli",
-    };
     let text = match &delivery {
         Delivery::FastForwarded {
             base_branch,
@@ -214,7 +199,7 @@ pub async fn merge_parked(
         _ => format!("{task_id}: its work was already on the base branch"),
     };
     let payload = json!({
-        "by": by,
+        "by": source.as_str(),
         "delivery": super::attempt::delivery_json(&delivery),
         LANDED_EPOCH: task.epoch,
     });

@@ -524,10 +524,12 @@ impl Engine {
         let end = match t.end {
             Some(end) => end,
             // A serving engine stopped while idle: the plan's state says how the run went.
-            None if self.cfg.idle_reports.is_some() => match self.plan_or_all_finished(&t).await {
-                Some(end) => end,
-                None => RunEnd::Interrupted,
-            },
+            None if self.cfg.idle_reports.is_some() => self
+                .finished(&t)
+                .await
+                .ok()
+                .flatten()
+                .unwrap_or(RunEnd::Interrupted),
             None => RunEnd::AllDone,
         };
         loop {
@@ -761,11 +763,6 @@ impl Engine {
         }
     }
 
-    /// [`Self::finished`], once; a store that does not answer leaves it unknown.
-    async fn plan_or_all_finished(&self, t: &Turn) -> Option<RunEnd> {
-        self.finished(t).await.ok().flatten()
-    }
-
     /// `Some(end)` when nothing is left that this engine could do: its plan's, or (a worker
     /// serving every plan) any plan's.
     async fn finished(&self, t: &Turn) -> StoreResult<Option<RunEnd>> {
@@ -903,13 +900,7 @@ fn done_unchanged(t: &crate::store::TaskRecord, events: &[crate::store::Event]) 
         .rev()
         .filter(|e| e.task_id.as_deref() == Some(t.id.as_str()))
         .find(|e| e.event_type == crate::store::event_types::TASK_DONE)
-        .is_some_and(|e| {
-            let flag = e
-                .payload
-                .get("no_changes")
-                .or_else(|| e.payload.get("evidence").and_then(|v| v.get("no_changes")));
-            flag.and_then(|v| v.as_bool()) == Some(true)
-        })
+        .is_some_and(|e| e.payload["no_changes"].as_bool() == Some(true))
 }
 
 /// A store error where the engine can do without the answer: transient ones count towards the

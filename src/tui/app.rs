@@ -606,17 +606,7 @@ impl Console {
                     reload.notify_one();
                     self.frozen_now = Some(Instant::now());
                     match engine_end(joined) {
-                        Ok(summary) => {
-                            if !self.state.stopping && !self.state.draining {
-                                self.notices.push(Notice::new(
-                                    NoticeKind::PlanFinished,
-                                    &self.plan_id,
-                                    crate::tui::command::summary_line(&self.plan_id, &summary),
-                                ));
-                            }
-                            outcome.summary = Some(summary.clone());
-                            self.state.set_finished(summary);
-                        }
+                        Ok(summary) => self.run_finished(&mut outcome, summary, true),
                         Err(e) => {
                             outcome.engine_error = Some(e.clone());
                             self.state.set_engine_error(e);
@@ -631,15 +621,9 @@ impl Console {
                 Some(report) = next_idle_report(&mut idle), if !self.engine_done => {
                     match report {
                         Some(summary) => {
-                            if !self.state.finished() && !self.state.stopping && !self.state.draining {
-                                self.notices.push(Notice::new(
-                                    NoticeKind::PlanFinished,
-                                    &self.plan_id,
-                                    crate::tui::command::summary_line(&self.plan_id, &summary),
-                                ));
-                            }
-                            outcome.summary = Some(summary.clone());
-                            self.state.set_finished(summary);
+                            // Announced once per run over, not again when the figures change.
+                            let announce = !self.state.finished();
+                            self.run_finished(&mut outcome, summary, announce);
                         }
                         None => {
                             outcome.summary = None;
@@ -764,6 +748,20 @@ impl Console {
             outcome.summary = stop_engine(&self.shutdown, engine).await;
         }
         result.map(|()| outcome)
+    }
+
+    /// The run is over (the engine ended, or the serving engine ran out of work): the summary
+    /// shows, and `announce` sends the plan-finished notice unless the operator is stopping.
+    fn run_finished(&mut self, outcome: &mut ConsoleOutcome, summary: RunSummary, announce: bool) {
+        if announce && !self.state.stopping && !self.state.draining {
+            self.notices.push(Notice::new(
+                NoticeKind::PlanFinished,
+                &self.plan_id,
+                crate::tui::command::summary_line(&self.plan_id, &summary),
+            ));
+        }
+        outcome.summary = Some(summary.clone());
+        self.state.set_finished(summary);
     }
 
     /// Whether a visible pane is inside a synchronized-output block (mode 2026) that began

@@ -117,6 +117,38 @@ fn checks(ev: &Map<String, Value>) -> Vec<CheckLine> {
         .unwrap_or_default()
 }
 
+/// What the newest ending of an attempt says that a DONE alone would hide: work that did not
+/// land and why, an agent that changed nothing, files written beyond the key files.
+pub fn outcome_notes(events: &[&Event]) -> Vec<String> {
+    let Some(e) = events.iter().rev().find(|e| {
+        [et::TASK_DONE, et::TASK_HUMAN_LOOP, et::TASK_FAILED].contains(&e.event_type.as_str())
+    }) else {
+        return Vec::new();
+    };
+    let p = &e.payload;
+    let mut out = Vec::new();
+    if p.get("reason").and_then(|r| r.as_str()) == Some(crate::engine::landing::READY_TO_MERGE)
+        && let Some(d) = p.get("detail").and_then(|d| d.as_str())
+    {
+        out.push(format!("not landed: {d}"));
+    }
+    if p.get("no_changes").and_then(|v| v.as_bool()) == Some(true) {
+        out.push("the agent changed nothing; only its checks say the work is there".to_string());
+    }
+    let outside: Vec<&str> = p
+        .get("outside_key_files")
+        .and_then(|v| v.as_array())
+        .map(|a| a.iter().filter_map(|f| f.as_str()).collect())
+        .unwrap_or_default();
+    if !outside.is_empty() {
+        out.push(format!(
+            "changed files outside its key_files (key files are advisory; these landed too): {}",
+            outside.join(", ")
+        ));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -166,5 +198,23 @@ mod tests {
         assert_eq!(got[1].ended, "done");
         assert_eq!(got[1].exit.as_deref(), Some("exit 0"));
         assert!(got[1].checks.is_empty());
+    }
+
+    #[test]
+    fn notes_say_what_a_done_would_hide() {
+        let parked = ev(
+            "task.human_loop",
+            json!({"reason": "ready_to_merge", "detail": "main is dirty", "outside_key_files": ["x.md"]}),
+        );
+        let notes = outcome_notes(&[&parked]);
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        assert!(notes[0].contains("not landed: main is dirty"));
+        assert!(notes[1].contains("x.md"));
+        let unchanged = ev(
+            "task.done",
+            json!({"no_changes": true, "outside_key_files": []}),
+        );
+        assert_eq!(outcome_notes(&[&parked, &unchanged]).len(), 1);
+        assert!(outcome_notes(&[&ev("task.done", json!({}))]).is_empty());
     }
 }

@@ -68,22 +68,32 @@ pub(super) fn commit(
     snapshot: Option<&Snapshot>,
 ) -> Result<Option<String>, WorkspaceError> {
     let repo = open_worktree(wt)?;
-    let (mut index, head) = stage(ws, wt, &repo)?;
-    let tree_id = match snapshot {
+    let (mut index, head, tree_id) = match snapshot {
+        // The agent's work was staged when the snapshot was taken; staging the worktree again
+        // would only walk what the checks left behind.
         Some(s) => {
+            let head = head_commit(&repo, wt)?;
             let tree = git2::Oid::from_str(&s.tree)
                 .and_then(|oid| repo.find_tree(oid))
                 .map_err(WorkspaceError::git("find the snapshot's tree"))?;
+            let mut index = repo
+                .index()
+                .map_err(WorkspaceError::git("read the worktree's index"))?;
             // The index follows the commit, so `git status` in a kept worktree shows only what
             // the checks left behind.
             index
                 .read_tree(&tree)
                 .map_err(WorkspaceError::git("read the snapshot into the index"))?;
-            tree.id()
+            let id = tree.id();
+            (index, head, id)
         }
-        None => index
-            .write_tree()
-            .map_err(WorkspaceError::git("write the commit's tree"))?,
+        None => {
+            let (mut index, head) = stage(ws, wt, &repo)?;
+            let id = index
+                .write_tree()
+                .map_err(WorkspaceError::git("write the commit's tree"))?;
+            (index, head, id)
+        }
     };
     index
         .write()
@@ -108,19 +118,25 @@ fn open_worktree(wt: &Worktree) -> Result<Repository, WorkspaceError> {
     )))
 }
 
+fn head_commit<'r>(
+    repo: &'r Repository,
+    wt: &Worktree,
+) -> Result<git2::Commit<'r>, WorkspaceError> {
+    repo.head()
+        .and_then(|h| h.peel_to_commit())
+        .map_err(WorkspaceError::git(format!(
+            "read HEAD of {}",
+            wt.path.display()
+        )))
+}
+
 /// The worktree's changes staged in an in-memory index, and HEAD's commit.
 fn stage<'r>(
     ws: &Workspaces,
     wt: &Worktree,
     repo: &'r Repository,
 ) -> Result<(git2::Index, git2::Commit<'r>), WorkspaceError> {
-    let head = repo
-        .head()
-        .and_then(|h| h.peel_to_commit())
-        .map_err(WorkspaceError::git(format!(
-            "read HEAD of {}",
-            wt.path.display()
-        )))?;
+    let head = head_commit(repo, wt)?;
     let head_tree = head
         .tree()
         .map_err(WorkspaceError::git("read HEAD's tree"))?;

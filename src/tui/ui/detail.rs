@@ -112,7 +112,7 @@ pub fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme) {
             }
         }
     }
-    let notes = outcome_notes(&events);
+    let notes = crate::tui::attempts::outcome_notes(&events);
     if !notes.is_empty() {
         lines.push(Line::raw(""));
         lines.push(head("Notes on the last attempt"));
@@ -139,77 +139,4 @@ pub fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme) {
             .block(block),
         area,
     );
-}
-
-/// What the newest ending of an attempt says that a DONE alone would hide: work that did not
-/// land and why, an agent that changed nothing, files written beyond the key files.
-pub fn outcome_notes(events: &[&crate::store::Event]) -> Vec<String> {
-    use crate::store::event_types as et;
-    let Some(e) = events.iter().rev().find(|e| {
-        [et::TASK_DONE, et::TASK_HUMAN_LOOP, et::TASK_FAILED].contains(&e.event_type.as_str())
-    }) else {
-        return Vec::new();
-    };
-    let p = &e.payload;
-    let mut out = Vec::new();
-    if p.get("reason").and_then(|r| r.as_str()) == Some(crate::engine::landing::READY_TO_MERGE)
-        && let Some(d) = p.get("detail").and_then(|d| d.as_str())
-    {
-        out.push(format!("not landed: {d}"));
-    }
-    if p.get("no_changes").and_then(|v| v.as_bool()) == Some(true) {
-        out.push("the agent changed nothing; only its checks say the work is there".to_string());
-    }
-    let outside: Vec<&str> = p
-        .get("outside_key_files")
-        .and_then(|v| v.as_array())
-        .map(|a| a.iter().filter_map(|f| f.as_str()).collect())
-        .unwrap_or_default();
-    if !outside.is_empty() {
-        out.push(format!(
-            "changed files outside its key_files (key files are advisory; these landed too): {}",
-            outside.join(", ")
-        ));
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::outcome_notes;
-    use crate::store::Event;
-    use serde_json::json;
-
-    fn event(kind: &str, payload: serde_json::Value) -> Event {
-        Event {
-            id: 1,
-            ts: chrono::Utc::now(),
-            event_type: kind.into(),
-            plan_id: Some("p".into()),
-            task_id: Some("T".into()),
-            worker_id: None,
-            epoch: Some(1),
-            from_status: None,
-            to_status: None,
-            payload,
-        }
-    }
-
-    #[test]
-    fn notes_say_what_a_done_would_hide() {
-        let parked = event(
-            "task.human_loop",
-            json!({"reason": "ready_to_merge", "detail": "main is dirty", "outside_key_files": ["x.md"]}),
-        );
-        let notes = outcome_notes(&[&parked]);
-        assert_eq!(notes.len(), 2, "{notes:?}");
-        assert!(notes[0].contains("not landed: main is dirty"));
-        assert!(notes[1].contains("x.md"));
-        let unchanged = event(
-            "task.done",
-            json!({"no_changes": true, "outside_key_files": []}),
-        );
-        assert_eq!(outcome_notes(&[&parked, &unchanged]).len(), 1);
-        assert!(outcome_notes(&[&event("task.done", json!({}))]).is_empty());
-    }
 }
