@@ -51,6 +51,13 @@ pub fn code_for(err: &anyhow::Error) -> i32 {
         if cause.downcast_ref::<EnvironmentError>().is_some() {
             return ENVIRONMENT;
         }
+        if let Some(setup) = cause.downcast_ref::<crate::engine::setup::SetupError>() {
+            return if setup.is_environment() {
+                ENVIRONMENT
+            } else {
+                FAILED
+            };
+        }
         if let Some(store) = cause.downcast_ref::<StoreError>() {
             return if store.is_environment() {
                 ENVIRONMENT

@@ -25,7 +25,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 /// Set in the console's environment to the launcher's pid.
-pub const LAUNCHER_ENV: &str = "WHILLY_CONSOLE_LAUNCHER";
+pub use crate::tui::detach::LAUNCHER_ENV;
 /// Set (to anything) to run the console in the process the shell started, without a launcher
 /// (and without the background option when quitting).
 pub const NO_LAUNCHER_ENV: &str = "WHILLY_NO_LAUNCHER";

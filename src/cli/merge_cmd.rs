@@ -1,10 +1,10 @@
 //! `whilly merge`: landing the work of tasks parked as ready to merge, the same way the
 //! console's inbox does it (`engine::landing`).
 
-use super::agents_setup::{merge_mode, workspace_config};
 use super::args::MergeArgs;
 use super::context::Context;
 use super::exit;
+use crate::engine::configure::{merge_mode, workspace_config};
 use crate::engine::decision::Source;
 use crate::engine::landing::{self, LandError};
 use crate::workspace::Workspaces;

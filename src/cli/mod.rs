@@ -26,7 +26,6 @@ macro_rules! errln {
     }};
 }
 
-pub mod agents_setup;
 pub mod args;
 pub mod bench_cmd;
 pub mod config_cmd;

@@ -119,7 +119,7 @@ fn check(ctx: &Context, file: &Path, strict: bool, json: bool) -> anyhow::Result
     // the engine runs after an agent is a surprise.
     let policy = ctx
         .config()
-        .map(|c| super::run_cmd::check_policy(&c))
+        .map(|c| crate::engine::configure::check_policy(&c))
         .unwrap_or_default();
     let section = report
         .plan

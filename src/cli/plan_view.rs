@@ -77,17 +77,6 @@ pub fn task_state_text(t: &TaskRecord) -> String {
     }
 }
 
-/// Attempts made, against the most there may be: `1/3`. A task that has ended (DONE, FAILED,
-/// SKIPPED) gets no more tries, so `1/3` there would promise retries that never come; it shows
-/// the count alone.
-pub fn tries_text(t: &TaskRecord) -> String {
-    if t.status.is_terminal() {
-        t.attempts.to_string()
-    } else {
-        format!("{}/{}", t.attempts, t.max_attempts)
-    }
-}
-
 pub fn render_task_table(tasks: &[TaskRecord]) -> String {
     let mut rows = vec![vec![
         "TASK".to_string(),
@@ -102,7 +91,7 @@ pub fn render_task_table(tasks: &[TaskRecord]) -> String {
             t.id.clone(),
             task_state_text(t),
             t.priority.to_string(),
-            tries_text(t),
+            t.tries_text(),
             t.cost.to_string(),
             if t.spec.dependencies.is_empty() {
                 "-".into()
@@ -284,7 +273,7 @@ mod tests {
         let tries = |status: Status, attempts: i64| {
             let mut t = task("A", &[], status);
             t.attempts = attempts;
-            tries_text(&t)
+            t.tries_text()
         };
         assert_eq!(tries(Status::Pending, 0), "0/3");
         assert_eq!(tries(Status::Pending, 1), "1/3");

@@ -1,7 +1,6 @@
 //! `whilly prd new|plan` and `whilly plan challenge`: the PRD wizard and the challenge for
 //! scripts and tests (the console drives the same `crate::prd` API step by step).
 
-use super::agents_setup;
 use super::args::{OneShotArgs, PlanOutArgs, PrdCommand};
 use super::context::Context;
 use super::exit::{self, EnvironmentError, Interrupted};
@@ -96,11 +95,11 @@ pub fn one_shot_from_config(
     timeout: std::time::Duration,
 ) -> anyhow::Result<OneShot> {
     let name = agent.unwrap_or(&cfg.run.agent);
-    let settings = agents_setup::agent_settings(cfg, name)?;
+    let settings = crate::engine::configure::agent_settings(cfg, name)?;
     let agent = OneShot::new(&settings, &repo_root.join(prd::STATE_DIR)).map_err(lift_agent)?;
     Ok(agent
         .with_timeout(timeout)
-        .with_prices(agents_setup::price_table(cfg)))
+        .with_prices(crate::engine::configure::price_table(cfg)))
 }
 
 /// A missing or unstartable agent is an environment problem (exit 2).

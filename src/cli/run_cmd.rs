@@ -1,46 +1,21 @@
 //! `whilly run` and `whilly worker`: the engine, headless.
 
-use super::agents_setup::{
-    build_agents, merge_mode, price_table, verification_env, workspace_config,
-};
 use super::args::{RunArgs, WorkerArgs};
 use super::context::Context;
-use super::exit::{self, EnvironmentError};
+use super::exit;
 use super::plan_cmd;
 use super::signals;
-use crate::agent::{Guards, HandoffDir};
-use crate::config::Config;
 use crate::domain::Usd;
-use crate::engine::attempt::{AgentExecutor, ExecutorConfig, agent_name_for};
+use crate::engine::presence::WorkerPresence;
 use crate::engine::progress::{HeadlessPrinter, complete_line};
 use crate::engine::sessions::SessionRegistry;
-use crate::engine::{Engine, EngineConfig, RunEnd};
-use crate::pty::TermSize;
-use crate::store::{ImportOptions, Lease, Outcome, PlanRecord, Store, TaskRecord, WorkerRecord};
-use crate::workspace::Workspaces;
+use crate::engine::setup::{self, RunRequest, RunSetup};
+use crate::engine::{Engine, RunEnd};
+use crate::store::{ImportOptions, Lease, Outcome, Store};
 use anyhow::Context as _;
-use std::collections::BTreeSet;
 use std::io::Write;
 use std::sync::Arc;
 use std::time::Duration;
-
-/// Everything a run needs, ready to start: the console embeds the same engine.
-pub struct RunSetup {
-    pub store: Arc<dyn Store>,
-    pub plan_id: String,
-    pub engine_cfg: EngineConfig,
-    pub executor: AgentExecutor,
-    pub sessions: SessionRegistry,
-    /// What the console needs beyond the engine: the repository, its config, its worktrees.
-    pub repo_root: std::path::PathBuf,
-    pub config: Config,
-    pub workspaces: Arc<Workspaces>,
-    /// Why this process cannot run the plan's tasks (a missing agent), when it only watches.
-    pub observer: Option<String>,
-    /// The plan and its tasks as loaded while preparing: the console's first frame shows them
-    /// without waiting for its own first load.
-    pub initial: Option<(PlanRecord, Vec<TaskRecord>)>,
-}
 
 /// Imports the plan file if given, resumes if asked, builds agents and the executor.
 /// `Err(code)` when the plan file was refused (the problems are already printed).
@@ -103,10 +78,7 @@ pub async fn resolve_plan(
     Ok(Ok(plan_id))
 }
 
-/// Everything else a run needs once its plan is known; `sessions` is where its agents' terminals
-/// will be (the console may have taken the terminal already and watch them). `may_observe`: an
-/// agent the plan's tasks need that cannot be built makes an observer (the console watches
-/// other workers run the plan) instead of an error.
+/// Everything else a run needs once its plan is known (see [`setup::prepare`]).
 pub async fn prepare_run_in(
     ctx: &Context,
     args: &RunArgs,
@@ -116,77 +88,37 @@ pub async fn prepare_run_in(
     may_observe: bool,
 ) -> anyhow::Result<RunSetup> {
     let cfg = ctx.config()?;
-    let worker_id = worker_id();
-    let plan = store.get_plan(&plan_id).await?;
-    let tasks = store.list_tasks(&plan_id).await?;
-    let default_agent = args.agent.clone().unwrap_or_else(|| cfg.run.agent.clone());
-    // Only the agents the plan's open tasks name are required: a missing default agent matters
-    // only when some task falls back to it. It is still offered when it can be built (tasks
-    // merged in later may use it).
-    let mut names: BTreeSet<String> = tasks
-        .iter()
-        .filter(|t| !t.status.is_terminal())
-        .map(|t| agent_name_for(&t.spec, &plan.spec, &default_agent))
-        .collect();
-    if !names.contains(&default_agent)
-        && super::agents_setup::agent_settings(&cfg, &default_agent)
-            .is_ok_and(|s| crate::agent::build_backend(&s).is_ok())
-    {
-        names.insert(default_agent.clone());
-    }
-    let mut observer = None;
-    if may_observe {
-        let missing: Vec<String> = names
-            .iter()
-            .filter_map(|n| {
-                let why = match super::agents_setup::agent_settings(&cfg, n) {
-                    Ok(settings) => crate::agent::build_backend(&settings).err()?.to_string(),
-                    Err(e) => e.to_string(),
-                };
-                Some(format!("agent {n:?}: {why}"))
-            })
-            .collect();
-        if !missing.is_empty() {
-            names.retain(|n| {
-                super::agents_setup::agent_settings(&cfg, n)
-                    .is_ok_and(|s| crate::agent::build_backend(&s).is_ok())
-            });
-            observer = Some(missing.join("; "));
-        }
-    }
-    let executor = build_executor(
+    let req = run_request(
         ctx,
         &cfg,
-        store.clone(),
-        &default_agent,
-        &names,
-        sessions.clone(),
+        args.agent.clone(),
+        args.parallel,
+        args.timeout.as_deref(),
     )?;
+    Ok(setup::prepare(req, store, plan_id, sessions, may_observe).await?)
+}
 
-    let mut engine_cfg = engine_config(&cfg, worker_id.clone());
-    engine_cfg.plan_id = Some(plan_id.clone());
-    engine_cfg.observer = observer.is_some();
-    engine_cfg.slots = args.parallel.unwrap_or(cfg.run.parallel as usize).max(1);
-    engine_cfg.run_timeout = match &args.timeout {
-        Some(t) => Some(
+/// The flags a run was given, over the repository and its configuration.
+fn run_request<'a>(
+    ctx: &Context,
+    cfg: &'a crate::config::Config,
+    agent: Option<String>,
+    parallel: Option<usize>,
+    timeout: Option<&str>,
+) -> anyhow::Result<RunRequest<'a>> {
+    let timeout = timeout
+        .map(|t| {
             humantime::parse_duration(t)
-                .map_err(|e| anyhow::anyhow!("--timeout {t:?}: {e} (write e.g. 90s, 30m, 2h)"))?,
-        ),
-        None => cfg.run.timeout,
-    };
-    let workspaces = Workspaces::new(&ctx.repo_root, workspace_config(&cfg))
-        .map_err(|e| EnvironmentError(format!("{}: {e}", ctx.repo_root.display())))?;
-    Ok(RunSetup {
-        store,
-        plan_id,
-        engine_cfg,
-        executor,
-        sessions,
+                .map_err(|e| anyhow::anyhow!("--timeout {t:?}: {e} (write e.g. 90s, 30m, 2h)"))
+        })
+        .transpose()?;
+    Ok(RunRequest {
         repo_root: ctx.repo_root.clone(),
+        state_dir: ctx.state_dir(),
         config: cfg,
-        observer,
-        workspaces: Arc::new(workspaces),
-        initial: Some((plan, tasks)),
+        agent,
+        parallel,
+        timeout,
     })
 }
 
@@ -202,8 +134,8 @@ pub async fn run(ctx: &Context, args: RunArgs) -> anyhow::Result<i32> {
         Err(code) => return Ok(code),
     };
     let shutdown = signals::shutdown_channel();
-    let presence = patiently("registering the worker", || {
-        WorkerPresence::start(store.clone(), &engine_cfg)
+    let presence = patiently("registering the worker", || async {
+        Ok(WorkerPresence::start(store.clone(), &engine_cfg).await?)
     })
     .await?;
     let engine = Engine::new(store.clone(), Arc::new(executor), engine_cfg, shutdown);
@@ -251,31 +183,14 @@ pub async fn run_interactive(ctx: &Context, args: RunArgs) -> anyhow::Result<i32
 pub async fn worker(ctx: &Context, args: WorkerArgs) -> anyhow::Result<i32> {
     let cfg = ctx.config()?;
     let store = patiently("opening the queue", || ctx.store()).await?;
-    let worker_id = worker_id();
-    let default_agent = args.agent.clone().unwrap_or_else(|| cfg.run.agent.clone());
-    let mut names: BTreeSet<String> = cfg.agents.keys().cloned().collect();
-    names.insert("handoff".into());
-    // A worker serves any plan: only the agents whose binaries exist here are offered.
-    names.retain(|n| {
-        n == &default_agent
-            || super::agents_setup::agent_settings(&cfg, n)
-                .is_ok_and(|s| crate::agent::build_backend(&s).is_ok())
-    });
-    let executor = build_executor(
-        ctx,
-        &cfg,
-        store.clone(),
-        &default_agent,
-        &names,
-        SessionRegistry::new(),
-    )?;
-    let mut engine_cfg = engine_config(&cfg, worker_id.clone());
+    let req = run_request(ctx, &cfg, args.agent.clone(), args.slots, None)?;
+    let (mut engine_cfg, executor) = setup::prepare_worker(req, store.clone())?;
+    let worker_id = engine_cfg.worker_id.clone();
     engine_cfg.plan_id = args.plan.clone();
-    engine_cfg.slots = args.slots.unwrap_or(cfg.run.parallel as usize).max(1);
     engine_cfg.tags = args.tags.clone();
     engine_cfg.exit_when_idle = args.until_idle;
-    let presence = patiently("registering the worker", || {
-        WorkerPresence::start(store.clone(), &engine_cfg)
+    let presence = patiently("registering the worker", || async {
+        Ok(WorkerPresence::start(store.clone(), &engine_cfg).await?)
     })
     .await?;
     errln!(
@@ -316,81 +231,10 @@ fn worker_exit(end: RunEnd) -> (i32, &'static str) {
     }
 }
 
-fn build_executor(
-    ctx: &Context,
-    cfg: &Config,
-    store: Arc<dyn Store>,
-    default_agent: &str,
-    names: &BTreeSet<String>,
-    sessions: SessionRegistry,
-) -> anyhow::Result<AgentExecutor> {
-    let agents = build_agents(cfg, names)?;
-    let workspaces = Workspaces::new(&ctx.repo_root, workspace_config(cfg))
-        .map_err(|e| EnvironmentError(format!("{}: {e}", ctx.repo_root.display())))?;
-    let base_commit = workspaces
-        .base_commit()
-        .map_err(|e| EnvironmentError(e.to_string()))?;
-    let guards = Guards::new(&cfg.guards.injection_patterns)
-        .map_err(|e| anyhow::anyhow!("[guards] injection_patterns: {e}"))?;
-    let run_id = chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ").to_string();
-    let exec_cfg = ExecutorConfig {
-        repo_root: ctx.repo_root.clone(),
-        run_dir: ctx.state_dir().join("runs").join(run_id),
-        default_agent: default_agent.to_string(),
-        agents,
-        prices: price_table(cfg),
-        guards,
-        verification_timeout: Duration::from_secs(cfg.verification.timeout_secs),
-        checks: check_policy(cfg),
-        verification_env: verification_env(cfg),
-        pty_size: TermSize::new(40, 160),
-        scrollback: cfg.tui.scrollback_lines as usize,
-        grace: Duration::from_secs(cfg.run.grace_period_secs),
-        handoff: HandoffDir::in_project(&ctx.repo_root),
-        handoff_timeout: Duration::from_secs(cfg.handoff.timeout_secs),
-        handoff_poll: Duration::from_millis(500),
-        merge: merge_mode(cfg),
-        base_commit,
-        default_task_timeout: None,
-        lease: Duration::from_secs(cfg.queue.lease_secs.max(1)),
-    };
-    Ok(AgentExecutor::new(
-        exec_cfg,
-        store,
-        Arc::new(workspaces),
-        sessions,
-    ))
-}
-
-fn engine_config(cfg: &Config, worker_id: String) -> EngineConfig {
-    let mut e = EngineConfig::new(worker_id);
-    e.lease = Duration::from_secs(cfg.queue.lease_secs.max(1));
-    e.heartbeat = Duration::from_secs(cfg.queue.heartbeat_secs.max(1));
-    e.reaper_interval = Duration::from_secs(cfg.queue.reaper_interval_secs.max(1));
-    e.poll = Duration::from_millis(cfg.queue.poll_interval_ms.max(10));
-    e.grace = Duration::from_secs(cfg.run.grace_period_secs);
-    e.default_estimate = Usd::from_f64(cfg.queue.default_task_estimate_usd);
-    e.retry_backoff = cfg.retry.backoff_secs.clone();
-    e.store_outage = Duration::from_secs(cfg.queue.outage_secs.max(1));
-    e.offline_after = Duration::from_secs(cfg.queue.worker_offline_secs);
-    e
-}
-
-/// `host/pid/random`: unique per process, and tells `--resume` which dead process held a task.
-pub fn worker_id() -> String {
-    let host = hostname::get()
-        .map(|h| h.to_string_lossy().into_owned())
-        .unwrap_or_else(|_| "host".into());
-    let nonce: u32 = rand::random();
-    format!("{host}/{}/{:06x}", std::process::id(), nonce & 0xff_ffff)
-}
-
 /// After a crash: tasks still leased by a dead process on this host go back to PENDING now,
 /// instead of waiting for their leases to expire.
 async fn resume(store: &Arc<dyn Store>, plan_id: &str) -> anyhow::Result<()> {
-    let host = hostname::get()
-        .map(|h| h.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let host = setup::host_name();
     for t in store.list_tasks(plan_id).await? {
         if !t.status.is_leased() {
             continue;
@@ -479,68 +323,6 @@ where
                 tokio::time::sleep(wait).await;
             }
         }
-    }
-}
-
-/// This process on the queue's worker list while it works: registered, heartbeating, removed
-/// when it stops (the workers view of every console sharing the queue shows it).
-pub struct WorkerPresence {
-    store: Arc<dyn Store>,
-    id: String,
-    beat: tokio::task::JoinHandle<()>,
-}
-
-impl WorkerPresence {
-    pub async fn start(
-        store: Arc<dyn Store>,
-        cfg: &EngineConfig,
-    ) -> anyhow::Result<WorkerPresence> {
-        let record = WorkerRecord {
-            id: cfg.worker_id.clone(),
-            host: hostname::get()
-                .map(|h| h.to_string_lossy().into_owned())
-                .unwrap_or_default(),
-            slots: cfg.slots as i64,
-            tags: cfg.tags.clone(),
-            started_at: chrono::Utc::now(),
-            heartbeat_at: chrono::Utc::now(),
-            offline: false,
-        };
-        store.register_worker(&record).await?;
-        let (beat_store, beat_id, every) = (store.clone(), cfg.worker_id.clone(), cfg.heartbeat);
-        let beat = tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(every).await;
-                if let Err(e) = beat_store.worker_heartbeat(&beat_id).await {
-                    tracing::warn!("worker heartbeat: {e}");
-                }
-            }
-        });
-        Ok(WorkerPresence {
-            store,
-            id: cfg.worker_id.clone(),
-            beat,
-        })
-    }
-
-    pub async fn stop(self) {
-        self.beat.abort();
-        // A queue that does not answer must not hold the exit up: the row then goes offline.
-        let removed =
-            tokio::time::timeout(Duration::from_secs(2), self.store.remove_worker(&self.id));
-        match removed.await {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => tracing::warn!("removing worker {}: {e}", self.id),
-            Err(_) => tracing::warn!("removing worker {}: the queue did not answer", self.id),
-        }
-    }
-}
-
-/// `[verification]`'s say over test steps and the repository's own checks.
-pub fn check_policy(cfg: &Config) -> crate::engine::checks::CheckPolicy {
-    crate::engine::checks::CheckPolicy {
-        test_steps: cfg.verification.test_steps,
-        profile: cfg.verification.profile == crate::config::ProfileMode::Auto,
     }
 }
 

@@ -1,10 +1,10 @@
 //! `whilly worktrees list|prune`: the task worktrees of this repository and their disk usage.
 
-use super::agents_setup::workspace_config;
 use super::args::WorktreesCommand;
 use super::context::Context;
 use super::exit::{self, EnvironmentError};
 use super::plan_view::table;
+use crate::engine::configure::workspace_config;
 use crate::workspace::{PruneSelection, Workspaces, WorktreeInfo};
 use std::collections::HashSet;
 

@@ -6,6 +6,7 @@
 pub mod attempt;
 pub mod budget;
 pub mod checks;
+pub mod configure;
 pub mod control;
 pub mod decision;
 pub mod executor;
@@ -14,8 +15,10 @@ pub mod fence;
 pub mod landing;
 pub mod outage;
 pub mod outcome;
+pub mod presence;
 pub mod progress;
 pub mod sessions;
+pub mod setup;
 pub mod verify;
 pub mod worker;
 

@@ -43,6 +43,20 @@ pub fn transition_line(e: &Event) -> Option<Value> {
     Some(line)
 }
 
+/// One human line: how the run ended, task counts, cost, time, exit code.
+pub fn summary_line(plan_id: &str, s: &RunSummary) -> String {
+    // The phrase, not the JSON name: this line is for the person at the prompt.
+    let end = s.end.describe();
+    let mut line = format!(
+        "whilly: plan {plan_id}: {end} · {} done, {} failed, {} skipped of {} · {} attempts · ${:.2} · {:.1}s (exit {})",
+        s.done, s.failed, s.skipped, s.total, s.attempts, s.cost_usd, s.elapsed_sec, s.exit_code
+    );
+    if !s.stuck.is_empty() {
+        line.push_str(&format!(" · stuck: {}", s.stuck.join(", ")));
+    }
+    line
+}
+
 pub fn complete_line(s: &RunSummary) -> Value {
     json!({
         "event": "complete",

@@ -69,6 +69,19 @@ pub struct TaskRecord {
     pub updated_at: DateTime<Utc>,
 }
 
+impl TaskRecord {
+    /// Attempts made, against the most there may be: `1/3`. A task that has ended (DONE,
+    /// FAILED, SKIPPED) gets no more tries, so `1/3` there would promise retries that never
+    /// come; it shows the count alone.
+    pub fn tries_text(&self) -> String {
+        if self.status.is_terminal() {
+            self.attempts.to_string()
+        } else {
+            format!("{}/{}", self.attempts, self.max_attempts)
+        }
+    }
+}
+
 /// What a worker presents for every write after a claim. A write whose epoch is no longer the
 /// task's changes nothing and writes no event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -14,10 +14,10 @@ use super::ui::{self, FrameInfo, UiContext};
 use super::wizard::WizardReply;
 use super::wizard::run::{self as wizard_run, WizardContext};
 use crate::agent::HandoffDir;
-use crate::cli::run_cmd::RunSetup;
 use crate::config::Config;
 use crate::engine::sessions::SessionRegistry;
 use crate::engine::sessions::SessionState;
+use crate::engine::setup::RunSetup;
 use crate::engine::{Engine, RunSummary, StopLevel};
 use crate::notify::{Notice, NoticeKind, Notifier, NotifyEnv, notices_for_events};
 use crate::pty::{MouseMode, PtySession};
@@ -145,10 +145,10 @@ fn wizard_context(
 ) -> Result<WizardContext, String> {
     let name = cfg.run.agent.clone();
     let settings =
-        crate::cli::agents_setup::agent_settings(cfg, &name).map_err(|e| e.to_string())?;
+        crate::engine::configure::agent_settings(cfg, &name).map_err(|e| e.to_string())?;
     let agent = crate::prd::OneShot::new(&settings, &repo_root.join(crate::prd::STATE_DIR))
         .map_err(|e| format!("agent {name:?} cannot answer the wizard: {e}"))?
-        .with_prices(crate::cli::agents_setup::price_table(cfg));
+        .with_prices(crate::engine::configure::price_table(cfg));
     Ok(WizardContext {
         agent: Arc::new(agent),
         root: repo_root.to_path_buf(),
@@ -232,7 +232,9 @@ pub async fn run(
     }
     // The console's engine is a worker of the queue like any other: it shows in workers views.
     let presence =
-        match crate::cli::run_cmd::WorkerPresence::start(engine_store.clone(), &engine_cfg).await {
+        match crate::engine::presence::WorkerPresence::start(engine_store.clone(), &engine_cfg)
+            .await
+        {
             Ok(p) => Some(p),
             Err(e) => {
                 tracing::warn!("registering as a worker: {e}");
@@ -553,7 +555,7 @@ impl Console {
             Ok(summary) => {
                 tracing::info!(
                     "{}",
-                    crate::tui::command::summary_line(&self.plan_id, &summary)
+                    crate::engine::progress::summary_line(&self.plan_id, &summary)
                 );
                 outcome.summary = Some(summary);
             }
@@ -757,7 +759,7 @@ impl Console {
             self.notices.push(Notice::new(
                 NoticeKind::PlanFinished,
                 &self.plan_id,
-                crate::tui::command::summary_line(&self.plan_id, &summary),
+                crate::engine::progress::summary_line(&self.plan_id, &summary),
             ));
         }
         outcome.summary = Some(summary.clone());

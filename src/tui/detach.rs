@@ -2,11 +2,13 @@
 //! [`crate::cli::launcher`]. The console process stays (it owns the agents' PTYs), gives up its
 //! terminal and lets the launcher exit so the shell prompt comes back.
 
-use crate::cli::launcher::LAUNCHER_ENV;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::{Pid, getppid, setsid};
 use std::fs::OpenOptions;
 use std::io;
+
+/// Set by the launcher for the console it starts: the launcher's pid.
+pub const LAUNCHER_ENV: &str = "WHILLY_CONSOLE_LAUNCHER";
 
 /// The launcher this console was started by, if any: only then can the terminal go back to the
 /// shell while the console process lives on.

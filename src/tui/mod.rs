@@ -8,7 +8,6 @@
 pub mod action;
 pub mod app;
 pub mod attempts;
-pub mod command;
 mod decide;
 pub mod detach;
 pub mod grid;

@@ -2,7 +2,6 @@
 //! exhaustion, the 80 % warning, and cost per task.
 
 use super::fmt::{money, rough};
-use crate::cli::plan_view::tries_text;
 use crate::engine::budget::BudgetState;
 use crate::engine::sessions::SessionState;
 use crate::store::TaskRecord;
@@ -87,7 +86,7 @@ pub fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme) {
             Row::new(vec![
                 Cell::from(t.id.clone()),
                 Cell::from(Span::styled(t.status.as_str(), theme.status(t.status))),
-                Cell::from(tries_text(t)),
+                Cell::from(t.tries_text()),
                 Cell::from(money(t.cost)),
                 Cell::from(tokens),
                 Cell::from(time),

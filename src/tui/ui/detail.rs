@@ -3,7 +3,6 @@
 
 use super::fmt::money;
 use super::tasks::deps_text;
-use crate::cli::plan_view::tries_text;
 use crate::tui::state::AppState;
 use crate::tui::theme::Theme;
 use ratatui::Frame;
@@ -31,7 +30,7 @@ pub fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme) {
         ]),
         Line::raw(format!(
             "attempts {} · cost {} · deps {}",
-            tries_text(t),
+            t.tries_text(),
             money(t.cost),
             deps_text(t)
         )),

@@ -1,7 +1,6 @@
 //! The task list: status, priority, dependencies ready/blocked, agent, attempts, cost.
 
 use super::fmt::money;
-use crate::cli::plan_view::tries_text;
 use crate::domain::Status;
 use crate::store::TaskRecord;
 use crate::tui::state::{AppState, Focus};
@@ -114,7 +113,7 @@ pub fn render(
             if wide {
                 cells.push(Cell::from(agent_of(state, t).to_string()));
             }
-            cells.push(Cell::from(tries_text(t)));
+            cells.push(Cell::from(t.tries_text()));
             if wide {
                 cells.push(Cell::from(money(t.cost)));
             }

@@ -1,6 +1,7 @@
-//! Turning configuration into what the engine runs with: agent backends, prices, worktree settings.
+//! Turning configuration into what the engine runs with: agent backends, prices, worktree
+//! settings, check policy. Pure mappings over [`Config`]; building a backend looks for its binary.
 
-use super::exit::EnvironmentError;
+use super::setup::SetupError;
 use crate::agent::{self, AgentSettings, Backend, BackendKind, ModelPrice, PriceTable};
 use crate::config::{self, Config};
 use crate::workspace::{MergeMode, WorkspaceConfig};
@@ -9,15 +10,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// The settings of agent `name` from `[agents.<name>]` (`handoff` is built in: a human).
-pub fn agent_settings(cfg: &Config, name: &str) -> anyhow::Result<AgentSettings> {
+pub fn agent_settings(cfg: &Config, name: &str) -> Result<AgentSettings, SetupError> {
     if name == "handoff" {
         return Ok(AgentSettings::new(BackendKind::Handoff));
     }
     let Some(a) = cfg.agents.get(name) else {
-        anyhow::bail!(
+        return Err(SetupError::Config(format!(
             "agent {name:?} is not configured: add an [agents.{name}] table to whilly.toml (known: {}, handoff)",
             cfg.agents.keys().cloned().collect::<Vec<_>>().join(", ")
-        );
+        )));
     };
     let kind = match a.backend(name) {
         Some(config::Backend::Claude) => BackendKind::Claude,
@@ -25,7 +26,11 @@ pub fn agent_settings(cfg: &Config, name: &str) -> anyhow::Result<AgentSettings>
         Some(config::Backend::Codex) => BackendKind::Codex,
         Some(config::Backend::Gemini) => BackendKind::Gemini,
         Some(config::Backend::Command) => BackendKind::Command,
-        None => anyhow::bail!("[agents.{name}] needs `backend = \"command\"` and a `template`"),
+        None => {
+            return Err(SetupError::Config(format!(
+                "[agents.{name}] needs `backend = \"command\"` and a `template`"
+            )));
+        }
     };
     Ok(AgentSettings {
         name: name.to_string(),
@@ -44,19 +49,25 @@ pub fn agent_settings(cfg: &Config, name: &str) -> anyhow::Result<AgentSettings>
     })
 }
 
+/// Why agent `name` cannot be built here, or `None` when it can.
+pub fn unavailable(cfg: &Config, name: &str) -> Option<String> {
+    match agent_settings(cfg, name) {
+        Ok(settings) => agent::build_backend(&settings).err().map(|e| e.to_string()),
+        Err(e) => Some(e.to_string()),
+    }
+}
+
 /// Builds every named agent now, so a missing binary stops the run before any claim (exit 2).
 pub fn build_agents(
     cfg: &Config,
     names: &BTreeSet<String>,
-) -> anyhow::Result<BTreeMap<String, Arc<dyn Backend>>> {
+) -> Result<BTreeMap<String, Arc<dyn Backend>>, SetupError> {
     let mut out: BTreeMap<String, Arc<dyn Backend>> = BTreeMap::new();
     for name in names {
         let settings = agent_settings(cfg, name)?;
         let backend = agent::build_backend(&settings).map_err(|e| match e {
-            agent::AgentError::BinaryNotFound { .. } => {
-                anyhow::Error::new(EnvironmentError(e.to_string()))
-            }
-            other => anyhow::Error::new(other),
+            agent::AgentError::BinaryNotFound { .. } => SetupError::Environment(e.to_string()),
+            other => SetupError::Agent(other),
         })?;
         out.insert(name.clone(), Arc::from(backend));
     }
@@ -105,4 +116,12 @@ pub fn verification_env(cfg: &Config) -> Vec<(String, String)> {
         .iter()
         .filter_map(|k| std::env::var(k).ok().map(|v| (k.clone(), v)))
         .collect()
+}
+
+/// `[verification]`'s say over test steps and the repository's own checks.
+pub fn check_policy(cfg: &Config) -> super::checks::CheckPolicy {
+    super::checks::CheckPolicy {
+        test_steps: cfg.verification.test_steps,
+        profile: cfg.verification.profile == config::ProfileMode::Auto,
+    }
 }

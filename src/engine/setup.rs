@@ -1,0 +1,244 @@
+//! Everything a run needs, built from configuration: the executor with its agents, the engine's
+//! settings, the worktrees. `whilly run`, `whilly worker` and the console all start here, so a
+//! run is set up one way whoever starts it.
+
+use super::attempt::{AgentExecutor, ExecutorConfig, agent_name_for};
+use super::configure::{self, build_agents, merge_mode, price_table, verification_env};
+use super::sessions::SessionRegistry;
+use super::worker::EngineConfig;
+use crate::agent::{Guards, HandoffDir};
+use crate::config::Config;
+use crate::domain::Usd;
+use crate::pty::TermSize;
+use crate::store::{PlanRecord, Store, StoreError, TaskRecord};
+use crate::workspace::Workspaces;
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Why a run could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    /// Something outside the project is missing: an agent's binary, a usable repository.
+    #[error("{0}")]
+    Environment(String),
+    /// The configuration does not say how to do what was asked.
+    #[error("{0}")]
+    Config(String),
+    #[error(transparent)]
+    Agent(#[from] crate::agent::AgentError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl SetupError {
+    /// Environment problems end a command with exit 2, like an unreachable queue.
+    pub fn is_environment(&self) -> bool {
+        match self {
+            SetupError::Environment(_) => true,
+            SetupError::Store(e) => e.is_environment(),
+            SetupError::Config(_) | SetupError::Agent(_) => false,
+        }
+    }
+}
+
+/// What the caller says about the run beyond the configuration (the flags of `run` / `tui`).
+pub struct RunRequest<'a> {
+    pub repo_root: PathBuf,
+    /// `.whilly/` of the repository: run directories go under it.
+    pub state_dir: PathBuf,
+    pub config: &'a Config,
+    /// `--agent`: the default agent instead of `[run] agent`.
+    pub agent: Option<String>,
+    /// `--parallel`: slots instead of `[run] parallel`.
+    pub parallel: Option<usize>,
+    /// `--timeout`: the whole run's limit instead of `[run] timeout`.
+    pub timeout: Option<Duration>,
+}
+
+/// Everything a run needs, ready to start: the console embeds the same engine.
+pub struct RunSetup {
+    pub store: Arc<dyn Store>,
+    pub plan_id: String,
+    pub engine_cfg: EngineConfig,
+    pub executor: AgentExecutor,
+    pub sessions: SessionRegistry,
+    /// What the console needs beyond the engine: the repository, its config, its worktrees.
+    pub repo_root: PathBuf,
+    pub config: Config,
+    pub workspaces: Arc<Workspaces>,
+    /// Why this process cannot run the plan's tasks (a missing agent), when it only watches.
+    pub observer: Option<String>,
+    /// The plan and its tasks as loaded while preparing: the console's first frame shows them
+    /// without waiting for its own first load.
+    pub initial: Option<(PlanRecord, Vec<TaskRecord>)>,
+}
+
+/// Everything a run of `plan_id` needs; `sessions` is where its agents' terminals will be (the
+/// console may have taken the terminal already and watch them). `may_observe`: an agent the
+/// plan's tasks need that cannot be built makes an observer (the console watches other workers
+/// run the plan) instead of an error.
+pub async fn prepare(
+    req: RunRequest<'_>,
+    store: Arc<dyn Store>,
+    plan_id: String,
+    sessions: SessionRegistry,
+    may_observe: bool,
+) -> Result<RunSetup, SetupError> {
+    let cfg = req.config;
+    let plan = store.get_plan(&plan_id).await?;
+    let tasks = store.list_tasks(&plan_id).await?;
+    let default_agent = req.agent.clone().unwrap_or_else(|| cfg.run.agent.clone());
+    // Only the agents the plan's open tasks name are required: a missing default agent matters
+    // only when some task falls back to it. It is still offered when it can be built (tasks
+    // merged in later may use it).
+    let mut names: BTreeSet<String> = tasks
+        .iter()
+        .filter(|t| !t.status.is_terminal())
+        .map(|t| agent_name_for(&t.spec, &plan.spec, &default_agent))
+        .collect();
+    if !names.contains(&default_agent) && configure::unavailable(cfg, &default_agent).is_none() {
+        names.insert(default_agent.clone());
+    }
+    let mut observer = None;
+    if may_observe {
+        let missing: Vec<String> = names
+            .iter()
+            .filter_map(|n| configure::unavailable(cfg, n).map(|why| format!("agent {n:?}: {why}")))
+            .collect();
+        if !missing.is_empty() {
+            names.retain(|n| configure::unavailable(cfg, n).is_none());
+            observer = Some(missing.join("; "));
+        }
+    }
+    let workspaces = Arc::new(open_workspaces(&req.repo_root, cfg)?);
+    let executor = build_executor(
+        &req,
+        store.clone(),
+        &default_agent,
+        &names,
+        workspaces.clone(),
+        sessions.clone(),
+    )?;
+    let mut engine_cfg = engine_config(cfg, worker_id());
+    engine_cfg.plan_id = Some(plan_id.clone());
+    engine_cfg.observer = observer.is_some();
+    engine_cfg.slots = req.parallel.unwrap_or(cfg.run.parallel as usize).max(1);
+    engine_cfg.run_timeout = req.timeout.or(cfg.run.timeout);
+    Ok(RunSetup {
+        store,
+        plan_id,
+        engine_cfg,
+        executor,
+        sessions,
+        repo_root: req.repo_root.clone(),
+        config: cfg.clone(),
+        observer,
+        workspaces,
+        initial: Some((plan, tasks)),
+    })
+}
+
+/// What a worker (`whilly worker`) runs with: any plan on the queue, so every configured agent
+/// whose binary exists here is offered (the default one is required).
+pub fn prepare_worker(
+    req: RunRequest<'_>,
+    store: Arc<dyn Store>,
+) -> Result<(EngineConfig, AgentExecutor), SetupError> {
+    let cfg = req.config;
+    let default_agent = req.agent.clone().unwrap_or_else(|| cfg.run.agent.clone());
+    let mut names: BTreeSet<String> = cfg.agents.keys().cloned().collect();
+    names.insert("handoff".into());
+    names.retain(|n| n == &default_agent || configure::unavailable(cfg, n).is_none());
+    let workspaces = Arc::new(open_workspaces(&req.repo_root, cfg)?);
+    let executor = build_executor(
+        &req,
+        store,
+        &default_agent,
+        &names,
+        workspaces,
+        SessionRegistry::new(),
+    )?;
+    let mut engine_cfg = engine_config(cfg, worker_id());
+    engine_cfg.slots = req.parallel.unwrap_or(cfg.run.parallel as usize).max(1);
+    Ok((engine_cfg, executor))
+}
+
+fn open_workspaces(repo_root: &std::path::Path, cfg: &Config) -> Result<Workspaces, SetupError> {
+    Workspaces::new(repo_root, configure::workspace_config(cfg))
+        .map_err(|e| SetupError::Environment(format!("{}: {e}", repo_root.display())))
+}
+
+fn build_executor(
+    req: &RunRequest<'_>,
+    store: Arc<dyn Store>,
+    default_agent: &str,
+    names: &BTreeSet<String>,
+    workspaces: Arc<Workspaces>,
+    sessions: SessionRegistry,
+) -> Result<AgentExecutor, SetupError> {
+    let cfg = req.config;
+    let agents = build_agents(cfg, names)?;
+    let base_commit = workspaces
+        .base_commit()
+        .map_err(|e| SetupError::Environment(e.to_string()))?;
+    let guards = Guards::new(&cfg.guards.injection_patterns)
+        .map_err(|e| SetupError::Config(format!("[guards] injection_patterns: {e}")))?;
+    let run_id = chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ").to_string();
+    let exec_cfg = ExecutorConfig {
+        repo_root: req.repo_root.clone(),
+        run_dir: req.state_dir.join("runs").join(run_id),
+        default_agent: default_agent.to_string(),
+        agents,
+        prices: price_table(cfg),
+        guards,
+        verification_timeout: Duration::from_secs(cfg.verification.timeout_secs),
+        checks: configure::check_policy(cfg),
+        verification_env: verification_env(cfg),
+        pty_size: TermSize::new(40, 160),
+        scrollback: cfg.tui.scrollback_lines as usize,
+        grace: Duration::from_secs(cfg.run.grace_period_secs),
+        handoff: HandoffDir::in_project(&req.repo_root),
+        handoff_timeout: Duration::from_secs(cfg.handoff.timeout_secs),
+        handoff_poll: Duration::from_millis(500),
+        merge: merge_mode(cfg),
+        base_commit,
+        default_task_timeout: None,
+        lease: Duration::from_secs(cfg.queue.lease_secs.max(1)),
+    };
+    Ok(AgentExecutor::new(exec_cfg, store, workspaces, sessions))
+}
+
+/// The engine's settings from `[queue]`, `[run]` and `[retry]`.
+pub fn engine_config(cfg: &Config, worker_id: String) -> EngineConfig {
+    let mut e = EngineConfig::new(worker_id);
+    e.lease = Duration::from_secs(cfg.queue.lease_secs.max(1));
+    e.heartbeat = Duration::from_secs(cfg.queue.heartbeat_secs.max(1));
+    e.reaper_interval = Duration::from_secs(cfg.queue.reaper_interval_secs.max(1));
+    e.poll = Duration::from_millis(cfg.queue.poll_interval_ms.max(10));
+    e.grace = Duration::from_secs(cfg.run.grace_period_secs);
+    e.default_estimate = Usd::from_f64(cfg.queue.default_task_estimate_usd);
+    e.retry_backoff = cfg.retry.backoff_secs.clone();
+    e.store_outage = Duration::from_secs(cfg.queue.outage_secs.max(1));
+    e.offline_after = Duration::from_secs(cfg.queue.worker_offline_secs);
+    e
+}
+
+/// `host/pid/random`: unique per process, and tells `--resume` which dead process held a task.
+pub fn worker_id() -> String {
+    let nonce: u32 = rand::random();
+    format!(
+        "{}/{}/{:06x}",
+        host_name(),
+        std::process::id(),
+        nonce & 0xff_ffff
+    )
+}
+
+/// This machine's name as worker ids and the workers list show it.
+pub fn host_name() -> String {
+    hostname::get()
+        .map(|h| h.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| "host".into())
+}
