@@ -6,8 +6,9 @@
 use super::action::Action;
 use super::decide;
 use super::keymap::{Key, KeyChord, Keymap, KeymapError};
+use super::msg::Msg;
 use super::resize::ResizeCoalescer;
-use super::state::{AppState, Effect, Focus, InboxDetail, Level, PaneMeta};
+use super::state::{AppState, Effect, Focus, Level, PaneMeta};
 use super::terminal::{ConsoleTerminal, TerminalGuard, draw_synchronized};
 use super::theme::Theme;
 use super::ui::{self, FrameInfo, UiContext};
@@ -19,11 +20,9 @@ use crate::engine::sessions::SessionRegistry;
 use crate::engine::sessions::SessionState;
 use crate::engine::setup::RunSetup;
 use crate::engine::{Engine, RunSummary, StopLevel};
-use crate::notify::{Notice, NoticeKind, Notifier, NotifyEnv, notices_for_events};
+use crate::notify::{Notice, NoticeKind, Notifier, NotifyEnv};
 use crate::pty::{MouseMode, PtySession};
-use crate::store::{
-    Event as StoreEvent, EventFilter, PlanRecord, Store, StoreResult, TaskRecord, WorkerRecord,
-};
+use crate::store::{PlanRecord, Store, StoreResult};
 use crate::workspace::Workspaces;
 use crossterm::event::{Event, KeyEvent, MouseButton, MouseEvent, MouseEventKind};
 use ratatui::layout::{Position, Rect};
@@ -34,10 +33,6 @@ use std::time::{Duration, Instant};
 use tokio::sync::{Notify, mpsc, watch};
 use tokio::task::JoinHandle;
 
-/// How often the store is asked for new events (a full reload follows any).
-const STORE_POLL: Duration = Duration::from_millis(250);
-/// A full reload at least this often, for spend written without an event.
-const FULL_RELOAD: Duration = Duration::from_secs(2);
 /// How often the session registry is looked at.
 const SESSION_POLL: Duration = Duration::from_millis(100);
 /// How often the input thread looks at its stop flag while no key comes (each look is a
@@ -113,17 +108,6 @@ pub struct ConsoleOutcome {
     /// The operator left the agents to finish in the background: the terminal is no longer
     /// ours (standard output is `/dev/null`).
     pub detached: bool,
-}
-
-struct DataMsg {
-    plan: PlanRecord,
-    tasks: Vec<TaskRecord>,
-    events: Vec<StoreEvent>,
-    /// Reloaded with every full reload.
-    workers: Option<Vec<WorkerRecord>>,
-    /// With every full reload: this plan's tasks whose handoff waits for a human (any process's:
-    /// a console opened beside a background run answers its handoffs).
-    handoffs: Option<std::collections::BTreeSet<String>>,
 }
 
 /// What the console needs besides the engine: where the handoffs and worktrees live, and the
@@ -302,16 +286,11 @@ struct Console {
     idle: Option<watch::Receiver<Option<RunSummary>>>,
     frozen_now: Option<Instant>,
     hold_until: Option<Instant>,
-    notes_tx: mpsc::UnboundedSender<(String, Level)>,
-    notes_rx: mpsc::UnboundedReceiver<(String, Level)>,
-    details_tx: mpsc::UnboundedSender<InboxDetail>,
-    details_rx: mpsc::UnboundedReceiver<InboxDetail>,
-    wizard_tx: mpsc::UnboundedSender<WizardReply>,
-    wizard_rx: mpsc::UnboundedReceiver<WizardReply>,
+    /// Replies of the work effects started: every one goes through `AppState::update`.
+    msg_tx: mpsc::UnboundedSender<Msg>,
+    msg_rx: mpsc::UnboundedReceiver<Msg>,
     /// The wizard's running agent call: aborted (its agent killed) when the wizard closes.
     wizard_task: Option<JoinHandle<()>>,
-    challenge_tx: mpsc::UnboundedSender<Result<String, String>>,
-    challenge_rx: mpsc::UnboundedReceiver<Result<String, String>>,
     input_stop: Arc<AtomicBool>,
     input_thread: Option<std::thread::JoinHandle<()>>,
     /// Set when the operator chose to go on in the background: `Some(whole_plan)`.
@@ -319,23 +298,19 @@ struct Console {
     around: Surroundings,
     /// Notices waiting to be written to the terminal after the next frame.
     notices: Vec<Notice>,
-    /// Events up to the first load are history: they notify nobody.
-    seen_history: bool,
     /// The engine's slots: how many panes to expect when sizing new agents.
     slots: usize,
     /// The replay view's emulator, fed from a finished attempt's log.
     replay_screen: Option<crate::pty::Emulator>,
-    replay_tx: mpsc::UnboundedSender<ReplayLoaded>,
-    replay_rx: mpsc::UnboundedReceiver<ReplayLoaded>,
+    /// Replayed screens: not state (like the panes' screens), so apart from `msg_tx`.
+    replay_tx: mpsc::UnboundedSender<ReplayScreen>,
+    replay_rx: mpsc::UnboundedReceiver<ReplayScreen>,
     /// The size of the live replay's log when it was last loaded.
     replay_len: Option<u64>,
 }
 
-/// A replay's log, found and replayed (or why not), for task pk.
-type ReplayLoaded = (
-    i64,
-    Result<(std::path::PathBuf, crate::pty::Emulator), String>,
-);
+/// A replay's log, replayed into an emulator, for task pk.
+type ReplayScreen = (i64, std::path::PathBuf, crate::pty::Emulator);
 
 /// The live panes plus the replay view's screen under [`super::state::REPLAY_PK`].
 struct ConsoleScreens<'a> {
@@ -368,10 +343,7 @@ impl Console {
         shutdown: watch::Sender<StopLevel>,
         around: Surroundings,
     ) -> Console {
-        let (notes_tx, notes_rx) = mpsc::unbounded_channel();
-        let (details_tx, details_rx) = mpsc::unbounded_channel();
-        let (wizard_tx, wizard_rx) = mpsc::unbounded_channel();
-        let (challenge_tx, challenge_rx) = mpsc::unbounded_channel();
+        let (msg_tx, msg_rx) = mpsc::unbounded_channel();
         let (replay_tx, replay_rx) = mpsc::unbounded_channel();
         let offline_after = opts.worker_offline_after;
         Console {
@@ -397,21 +369,14 @@ impl Console {
             idle: None,
             frozen_now: None,
             hold_until: None,
-            notes_tx,
-            notes_rx,
-            details_tx,
-            details_rx,
-            wizard_tx,
-            wizard_rx,
+            msg_tx,
+            msg_rx,
             wizard_task: None,
-            challenge_tx,
-            challenge_rx,
             input_stop: Arc::new(AtomicBool::new(false)),
             input_thread: None,
             detach: None,
             around,
             notices: Vec::new(),
-            seen_history: false,
             slots: 1,
             replay_screen: None,
             replay_tx,
@@ -425,7 +390,8 @@ impl Console {
     }
 
     /// Finds the task's log and replays it into an emulator of the body's size, off the loop;
-    /// the result arrives on `replay_rx` (the screen shown meanwhile is kept).
+    /// the screen arrives on `replay_rx`, a failure as [`Msg::Replay`] (the screen shown
+    /// meanwhile is kept).
     fn load_replay(&self, task_pk: i64, task_id: String) {
         // The replay fills the body: the terminal less header, footer and borders.
         let (cols, rows) = crossterm::terminal::size().unwrap_or((120, 40));
@@ -433,7 +399,7 @@ impl Console {
             crate::pty::TermSize::new(rows.saturating_sub(5).max(1), cols.saturating_sub(2).max(1));
         let store = self.store.clone();
         let plan = self.plan_id.clone();
-        let tx = self.replay_tx.clone();
+        let (tx, msgs) = (self.replay_tx.clone(), self.msg_tx.clone());
         let live = self.state.running_elsewhere(task_pk);
         let runs = self.around.runs.clone();
         tokio::spawn(async move {
@@ -462,7 +428,13 @@ impl Console {
                 .unwrap_or_else(|e| Err(e.to_string())),
                 Err(e) => Err(e),
             };
-            let _ = tx.send((task_pk, loaded));
+            let sent = match loaded {
+                Ok((path, emu)) => tx.send((task_pk, path, emu)).is_ok(),
+                Err(e) => msgs.send(Msg::Replay(task_pk, Err(e))).is_ok(),
+            };
+            if !sent {
+                tracing::debug!(task_pk, "replay loaded after the console closed");
+            }
         });
     }
 
@@ -572,7 +544,7 @@ impl Console {
         self.input_thread = spawn_input_thread(input_tx, self.input_stop.clone());
         let (data_tx, mut data_rx) = mpsc::channel(4);
         let reload = Arc::new(Notify::new());
-        let loader = tokio::spawn(load_loop(
+        let loader = tokio::spawn(super::feed::load_loop(
             self.store.clone(),
             self.plan_id.clone(),
             self.around.handoff.clone(),
@@ -611,7 +583,7 @@ impl Console {
                         Ok(summary) => self.run_finished(&mut outcome, summary, true),
                         Err(e) => {
                             outcome.engine_error = Some(e.clone());
-                            self.state.set_engine_error(e);
+                            self.update(Msg::EngineFailed(e));
                         }
                     }
                     self.sync_sessions();
@@ -629,7 +601,7 @@ impl Console {
                         }
                         None => {
                             outcome.summary = None;
-                            self.state.clear_finished();
+                            self.update(Msg::Resumed);
                         }
                     }
                     reload.notify_one();
@@ -647,60 +619,23 @@ impl Console {
                     // A periodic reload with nothing new waits for the clock's next frame (at
                     // most a second): an idle console draws once a second, not once per reload.
                     let news = match &msg {
-                        Ok(d) => !self.seen_history || !d.events.is_empty() || self.state.finished(),
-                        Err(_) => true,
-                    };
-                    match msg {
-                        Ok(d) => {
-                            if self.seen_history {
-                                self.notices.extend(notices_for_events(&self.plan_id, &d.events));
-                            }
-                            self.seen_history = true;
-                            self.state.set_data(d.plan, d.tasks, d.events);
-                            if let Some(h) = d.handoffs {
-                                self.state.waiting_handoffs = h;
-                            }
-                            if let Some(w) = d.workers {
-                                self.state.set_workers(w);
-                                // The human may be working in the worktree being read: the diff
-                                // follows, at the pace of full reloads.
-                                if let Some(target) = self.state.open_inbox_target() {
-                                    self.run_effect(Effect::LoadInboxDetail(target));
-                                }
-                            }
+                        Msg::Data(d) => {
+                            !self.state.seen_history || !d.events.is_empty() || self.state.finished()
                         }
-                        Err(e) => self.state.set_status(format!("queue: {e}"), Level::Warn),
-                    }
+                        _ => true,
+                    };
+                    self.update(msg);
                     self.dirty |= news;
                 }
-                Some((text, level)) = self.notes_rx.recv() => {
-                    self.state.set_status(text, level);
-                    self.dirty = true;
-                }
-                Some(detail) = self.details_rx.recv() => {
-                    self.state.set_inbox_detail(detail);
-                    self.dirty = true;
-                }
-                Some(reply) = self.wizard_rx.recv() => {
+                Some(msg) = self.msg_rx.recv() => {
                     self.state.now = Instant::now();
-                    for effect in self.state.wizard_reply(reply) {
-                        self.run_effect(effect);
-                    }
+                    self.update(msg);
                     self.dirty = true;
                 }
-                Some(result) = self.challenge_rx.recv() => {
-                    self.state.set_challenge(result);
-                    self.dirty = true;
-                }
-                Some((pk, loaded)) = self.replay_rx.recv() => {
-                    match loaded {
-                        Ok((path, emu)) => {
-                            self.state.set_replay(pk, Ok(path));
-                            if self.state.replay.as_ref().is_some_and(|r| r.task_pk == pk) {
-                                self.replay_screen = Some(emu);
-                            }
-                        }
-                        Err(e) => self.state.set_replay(pk, Err(e)),
+                Some((pk, path, emu)) = self.replay_rx.recv() => {
+                    self.update(Msg::Replay(pk, Ok(path)));
+                    if self.state.replay.as_ref().is_some_and(|r| r.task_pk == pk) {
+                        self.replay_screen = Some(emu);
                     }
                     self.dirty = true;
                 }
@@ -763,7 +698,7 @@ impl Console {
             ));
         }
         outcome.summary = Some(summary.clone());
-        self.state.set_finished(summary);
+        self.update(Msg::Finished(summary));
     }
 
     /// Whether a visible pane is inside a synchronized-output block (mode 2026) that began
@@ -955,9 +890,7 @@ impl Console {
             && self.state.popups.is_empty()
         {
             self.state.now = Instant::now();
-            for effect in self.state.wizard_key(key) {
-                self.run_effect(effect);
-            }
+            self.update(Msg::WizardKey(key));
             if self.state.wizard.is_none()
                 && let Some(task) = self.wizard_task.take()
             {
@@ -1106,7 +1039,12 @@ impl Console {
     // ---- actions and effects ---------------------------------------------------------------
 
     fn act(&mut self, action: Action) {
-        for effect in self.state.handle(action) {
+        self.update(Msg::Action(action));
+    }
+
+    /// Hands `msg` to the state and carries out what it asks for.
+    fn update(&mut self, msg: Msg) {
+        for effect in self.state.update(msg) {
             self.run_effect(effect);
         }
     }
@@ -1119,6 +1057,7 @@ impl Console {
 
     fn run_effect(&mut self, effect: Effect) {
         match effect {
+            Effect::Notify(notice) => self.notices.push(*notice),
             Effect::Quit => {
                 if self.engine_done || self.state.stopping {
                     self.quit = true;
@@ -1153,7 +1092,7 @@ impl Console {
             Effect::ResetTask(id) => {
                 let store = self.store.clone();
                 let plan = self.plan_id.clone();
-                let notes = self.notes_tx.clone();
+                let notes = self.msg_tx.clone();
                 tokio::spawn(async move {
                     let note = match store
                         .reset_task(&plan, &id, "operator reset (console)")
@@ -1162,19 +1101,19 @@ impl Console {
                         Ok(t) => (format!("{} is {} again", t.id, t.status), Level::Info),
                         Err(e) => (format!("reset {id}: {e}"), Level::Warn),
                     };
-                    let _ = notes.send(note);
+                    let _ = notes.send(Msg::Note(note.0, note.1));
                 });
             }
             Effect::SkipTask(id) => {
                 let store = self.store.clone();
                 let plan = self.plan_id.clone();
-                let notes = self.notes_tx.clone();
+                let notes = self.msg_tx.clone();
                 tokio::spawn(async move {
                     let note = match store.skip_task(&plan, &id, "operator skip (console)").await {
                         Ok(t) => (format!("{} is {}", t.id, t.status), Level::Info),
                         Err(e) => (format!("skip {id}: {e}"), Level::Warn),
                     };
-                    let _ = notes.send(note);
+                    let _ = notes.send(Msg::Note(note.0, note.1));
                 });
             }
             Effect::KillAttempt(pk) => {
@@ -1187,14 +1126,14 @@ impl Console {
             Effect::SetPaused(paused) => {
                 let store = self.store.clone();
                 let plan = self.plan_id.clone();
-                let notes = self.notes_tx.clone();
+                let notes = self.msg_tx.clone();
                 tokio::spawn(async move {
                     let note = match store.set_plan_paused(&plan, paused).await {
                         Ok(()) if paused => ("plan paused".to_string(), Level::Info),
                         Ok(()) => ("plan resumed".to_string(), Level::Info),
                         Err(e) => (format!("pause: {e}"), Level::Warn),
                     };
-                    let _ = notes.send(note);
+                    let _ = notes.send(Msg::Note(note.0, note.1));
                 });
             }
             Effect::ScrollPane { task_pk, delta } => self.scroll_pane(task_pk, delta),
@@ -1203,7 +1142,7 @@ impl Console {
                 let plan = self.plan_id.clone();
                 let handoff = self.around.handoff.clone();
                 let workspaces = self.around.workspaces.clone();
-                let notes = self.notes_tx.clone();
+                let notes = self.msg_tx.clone();
                 tokio::spawn(async move {
                     let mut done = Vec::new();
                     for t in &targets {
@@ -1212,16 +1151,16 @@ impl Console {
                         {
                             Ok(note) => done.push(note),
                             Err(e) => {
-                                let _ = notes.send((e, Level::Warn));
+                                let _ = notes.send(Msg::Note(e, Level::Warn));
                                 return;
                             }
                         }
                     }
-                    let _ = notes.send((done.join("; "), Level::Info));
+                    let _ = notes.send(Msg::Note(done.join("; "), Level::Info));
                 });
             }
             Effect::Wizard(step) => {
-                let tx = self.wizard_tx.clone();
+                let tx = self.msg_tx.clone();
                 match &self.around.wizard {
                     Ok(cx) => {
                         let cx = cx.clone();
@@ -1229,28 +1168,28 @@ impl Console {
                             old.abort();
                         }
                         self.wizard_task = Some(tokio::spawn(async move {
-                            let _ = tx.send(wizard_run::run(&cx, *step).await);
+                            let _ = tx.send(Msg::Wizard(wizard_run::run(&cx, *step).await));
                         }));
                     }
                     Err(why) => {
-                        let _ = tx.send(WizardReply::Failed {
+                        let _ = tx.send(Msg::Wizard(WizardReply::Failed {
                             message: why.clone(),
                             raw: None,
-                        });
+                        }));
                     }
                 }
             }
             Effect::Challenge => {
-                let tx = self.challenge_tx.clone();
+                let tx = self.msg_tx.clone();
                 match &self.around.wizard {
                     Ok(cx) => {
                         let cx = cx.clone();
                         tokio::spawn(async move {
-                            let _ = tx.send(wizard_run::challenge(&cx).await);
+                            let _ = tx.send(Msg::Challenge(wizard_run::challenge(&cx).await));
                         });
                     }
                     Err(why) => {
-                        let _ = tx.send(Err(why.clone()));
+                        let _ = tx.send(Msg::Challenge(Err(why.clone())));
                     }
                 }
             }
@@ -1274,10 +1213,10 @@ impl Console {
                     .cloned();
                 let workspaces = self.around.workspaces.clone();
                 let handoff = self.around.handoff.clone();
-                let tx = self.details_tx.clone();
+                let tx = self.msg_tx.clone();
                 tokio::task::spawn_blocking(move || {
                     let d = decide::load_detail(&workspaces, &handoff, &target, task.as_ref());
-                    let _ = tx.send(d);
+                    let _ = tx.send(Msg::InboxDetail(d));
                 });
             }
         }
@@ -1342,94 +1281,6 @@ fn spawn_input_thread(
             None
         }
     }
-}
-
-/// Follows the store: new events every [`STORE_POLL`], the plan and its tasks reloaded when
-/// anything happened (or every [`FULL_RELOAD`]).
-async fn load_loop(
-    store: Arc<dyn Store>,
-    plan_id: String,
-    handoff: HandoffDir,
-    tx: mpsc::Sender<Result<DataMsg, String>>,
-    reload: Arc<Notify>,
-) {
-    let mut after = 0i64;
-    let mut last_full: Option<Instant> = None;
-    loop {
-        // The first load takes only the recent past (what the views keep), not a history of
-        // one `task.created` per task of a large plan.
-        let first = last_full.is_none() && after == 0;
-        let filter = EventFilter {
-            plan_id: Some(plan_id.clone()),
-            after_id: Some(after),
-            limit: first.then_some(super::state::MAX_EVENTS as i64),
-            newest: first,
-            ..Default::default()
-        };
-        let msg = async {
-            let events = store.events(&filter).await?;
-            let due = last_full.is_none_or(|t| t.elapsed() >= FULL_RELOAD);
-            if events.is_empty() && !due {
-                return Ok(None);
-            }
-            let plan = store.get_plan(&plan_id).await?;
-            let tasks = store.list_tasks(&plan_id).await?;
-            let workers = if due {
-                Some(store.list_workers().await?)
-            } else {
-                None
-            };
-            let handoffs = if due {
-                let (dir, plan) = (handoff.clone(), plan_id.clone());
-                tokio::task::spawn_blocking(move || waiting_handoffs(&dir, &plan))
-                    .await
-                    .ok()
-            } else {
-                None
-            };
-            Ok::<_, crate::store::StoreError>(Some(DataMsg {
-                plan,
-                tasks,
-                events,
-                workers,
-                handoffs,
-            }))
-        }
-        .await;
-        let send = match msg {
-            Ok(Some(d)) => {
-                last_full = Some(Instant::now());
-                if let Some(e) = d.events.last() {
-                    after = e.id;
-                }
-                Some(Ok(d))
-            }
-            Ok(None) => None,
-            Err(e) => Some(Err(e.to_string())),
-        };
-        if let Some(m) = send
-            && tx.send(m).await.is_err()
-        {
-            return;
-        }
-        tokio::select! {
-            _ = tokio::time::sleep(STORE_POLL) => {}
-            _ = reload.notified() => last_full = None,
-        }
-    }
-}
-
-/// The ids of `plan_id`'s tasks whose handoff directory has no answer yet. Unreadable
-/// directories are left out (the inbox shows what can be answered).
-fn waiting_handoffs(dir: &HandoffDir, plan_id: &str) -> std::collections::BTreeSet<String> {
-    dir.list()
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|e| !matches!(e.state, crate::agent::HandoffPoll::Result(_)))
-        .filter_map(|e| e.meta.ok())
-        .filter(|m| m.plan_id == plan_id)
-        .map(|m| m.task_id)
-        .collect()
 }
 
 /// SIGTERM, SIGHUP (the terminal went away) and SIGINT (from `kill`, as raw mode turns Ctrl-C
