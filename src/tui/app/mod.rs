@@ -3,17 +3,18 @@
 //! counter. It renders only when something changed, at most `fps` times a second, and runs the
 //! state machine's effects.
 
+mod effects;
+mod input;
+
 use super::action::Action;
-use super::decide;
-use super::keymap::{Key, KeyChord, Keymap, KeymapError};
+use super::keymap::{Keymap, KeymapError};
 use super::msg::Msg;
 use super::resize::ResizeCoalescer;
-use super::state::{AppState, Effect, Focus, Level, PaneMeta};
+use super::state::{AppState, Level, PaneMeta};
 use super::terminal::{ConsoleTerminal, TerminalGuard, draw_synchronized};
 use super::theme::Theme;
 use super::ui::{self, FrameInfo, UiContext};
-use super::wizard::WizardReply;
-use super::wizard::run::{self as wizard_run, WizardContext};
+use super::wizard::run::WizardContext;
 use crate::agent::HandoffDir;
 use crate::config::Config;
 use crate::engine::sessions::SessionRegistry;
@@ -21,11 +22,11 @@ use crate::engine::sessions::SessionState;
 use crate::engine::setup::RunSetup;
 use crate::engine::{Engine, RunSummary, StopLevel};
 use crate::notify::{Notice, NoticeKind, Notifier, NotifyEnv};
-use crate::pty::{MouseMode, PtySession};
+use crate::pty::PtySession;
 use crate::store::{PlanRecord, Store, StoreResult};
 use crate::workspace::Workspaces;
-use crossterm::event::{Event, KeyEvent, MouseButton, MouseEvent, MouseEventKind};
-use ratatui::layout::{Position, Rect};
+use crossterm::event::Event;
+use ratatui::layout::Rect;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -46,8 +47,6 @@ const SYNC_HOLD: Duration = Duration::from_millis(100);
 const SYNC_RECHECK: Duration = Duration::from_millis(8);
 /// Scrollback of a replayed log.
 const REPLAY_SCROLLBACK: usize = 5000;
-/// Lines a mouse wheel step scrolls a pane.
-const WHEEL_LINES: i32 = 3;
 
 /// How the console looks and feels, from the config.
 #[derive(Debug, Clone)]
@@ -837,205 +836,6 @@ impl Console {
         }
     }
 
-    // ---- input -------------------------------------------------------------------------------
-
-    fn on_input(&mut self, ev: Event) {
-        let before = self.state.takeover;
-        // Mouse motion (any-motion reporting) arrives in floods: it redraws only if it did
-        // something.
-        if !matches!(&ev, Event::Mouse(m) if m.kind == MouseEventKind::Moved) {
-            self.dirty = true;
-        }
-        self.on_input_inner(ev);
-        if self.state.takeover != before {
-            self.dirty = true;
-            // Agents that asked for focus reports (mode 1004) learn when typing starts and ends.
-            if let Some(pty) = before.and_then(|pk| self.ptys.get(&pk)) {
-                let _ = pty.send_focus(false);
-            }
-            if let Some(pty) = self.state.takeover.and_then(|pk| self.ptys.get(&pk)) {
-                let _ = pty.send_focus(true);
-            }
-        }
-    }
-
-    fn on_input_inner(&mut self, ev: Event) {
-        match ev {
-            Event::Key(key) => self.on_key(key),
-            Event::Paste(text) => self.on_paste(&text),
-            Event::Mouse(m) => self.on_mouse(m),
-            Event::Resize(w, h) => self.act(Action::Resize(w, h)),
-            Event::FocusGained | Event::FocusLost => {}
-        }
-    }
-
-    fn on_key(&mut self, key: KeyEvent) {
-        let Some(chord) = KeyChord::from_event(&key) else {
-            return;
-        };
-        if let Some(pk) = self.state.takeover
-            && self.state.popups.is_empty()
-        {
-            if self.opts.keymap.is_release(&chord) {
-                self.act(Action::Release);
-            } else if let Some(pty) = self.ptys.get(&pk)
-                && let Err(e) = pty.send_key(key)
-            {
-                self.state.set_status(format!("typing: {e}"), Level::Warn);
-            }
-            return;
-        }
-        if self.state.view == super::state::View::Wizard
-            && self.state.wizard.is_some()
-            && self.state.popups.is_empty()
-        {
-            self.state.now = Instant::now();
-            self.update(Msg::WizardKey(key));
-            if self.state.wizard.is_none()
-                && let Some(task) = self.wizard_task.take()
-            {
-                // Closed while an agent call ran: dropping the call kills the agent.
-                task.abort();
-            }
-            return;
-        }
-        if self.state.wants_text() {
-            let action = match chord.key {
-                Key::Char(c) if !chord.ctrl && !chord.alt => Some(Action::TextChar(c)),
-                Key::Backspace => Some(Action::TextBackspace),
-                Key::Enter => Some(Action::TextSubmit),
-                Key::Esc => Some(Action::Back),
-                _ => None,
-            };
-            if let Some(a) = action {
-                self.act(a);
-            }
-            return;
-        }
-        if self.state.wants_answer() {
-            let action = match chord.key {
-                Key::Char(c) if !chord.ctrl && !chord.alt => Some(Action::Answer(c)),
-                Key::Enter => Some(Action::Answer('y')),
-                Key::Esc => Some(Action::Back),
-                _ => self
-                    .opts
-                    .keymap
-                    .action(&chord)
-                    .filter(|a| *a == Action::Quit),
-            };
-            if let Some(a) = action {
-                self.act(a);
-            }
-            return;
-        }
-        if self.state.filter_editing && self.state.popups.is_empty() {
-            let action = match chord.key {
-                Key::Char(c) if !chord.ctrl && !chord.alt => Some(Action::FilterChar(c)),
-                Key::Backspace => Some(Action::FilterBackspace),
-                Key::Enter => Some(Action::FilterDone),
-                Key::Esc => Some(Action::Back),
-                _ => self.opts.keymap.action(&chord),
-            };
-            if let Some(a) = action {
-                self.act(a);
-            }
-            return;
-        }
-        match self.opts.keymap.action(&chord) {
-            Some(a) => self.act(a),
-            // Any key closes the help popup.
-            None if !self.state.popups.is_empty() => self.act(Action::Back),
-            None => {}
-        }
-    }
-
-    fn on_paste(&mut self, text: &str) {
-        if self.state.view == super::state::View::Wizard
-            && let Some(w) = self.state.wizard.as_mut()
-        {
-            if w.editing() {
-                w.editor.insert_str(text);
-            }
-            return;
-        }
-        if let Some(pk) = self.state.takeover
-            && let Some(pty) = self.ptys.get(&pk)
-        {
-            if let Err(e) = pty.paste(text) {
-                self.state.set_status(format!("paste: {e}"), Level::Warn);
-            }
-        } else if self.state.wants_text() {
-            for c in text.chars().filter(|c| !c.is_control()) {
-                self.act(Action::TextChar(c));
-            }
-        } else if self.state.filter_editing {
-            for c in text.chars().filter(|c| !c.is_control()) {
-                self.act(Action::FilterChar(c));
-            }
-        }
-    }
-
-    fn on_mouse(&mut self, m: MouseEvent) {
-        let at = Position::new(m.column, m.row);
-        let pane = self
-            .frame
-            .panes
-            .iter()
-            .find(|(_, r)| r.contains(at))
-            .map(|(pk, r)| (*pk, *r));
-        if let Some((pk, rect)) = pane {
-            let engaged = self.state.takeover == Some(pk) || self.state.focus == Focus::Pane(pk);
-            if engaged
-                && let Some(pty) = self.ptys.get(&pk)
-                && pty.input_modes().mouse_mode != MouseMode::None
-            {
-                let local = MouseEvent {
-                    column: m.column - rect.x,
-                    row: m.row - rect.y,
-                    ..m
-                };
-                let _ = pty.send_mouse(local);
-                return;
-            }
-            match m.kind {
-                MouseEventKind::Down(MouseButton::Left) => {
-                    if self.state.takeover.is_some_and(|t| t != pk) {
-                        self.state.takeover = None;
-                    }
-                    self.state.focus = Focus::Pane(pk);
-                }
-                MouseEventKind::ScrollUp => self.scroll_pane(pk, WHEEL_LINES),
-                MouseEventKind::ScrollDown => self.scroll_pane(pk, -WHEEL_LINES),
-                _ => {}
-            }
-            return;
-        }
-        if let Some((rect, offset)) = self.frame.task_list
-            && rect.contains(at)
-        {
-            match m.kind {
-                MouseEventKind::Down(MouseButton::Left) if m.row > rect.y => {
-                    let row = usize::from(m.row - rect.y - 1) + offset;
-                    if row < self.state.visible_tasks().len() {
-                        self.state.selected = row;
-                        self.state.focus = Focus::TaskList;
-                    }
-                }
-                MouseEventKind::ScrollUp => self.act(Action::MoveUp),
-                MouseEventKind::ScrollDown => self.act(Action::MoveDown),
-                _ => {}
-            }
-        }
-    }
-
-    fn scroll_pane(&mut self, pk: i64, delta: i32) {
-        if let Some(pty) = self.ptys.get(&pk) {
-            let cur = pty.scrollback_offset() as i64;
-            let next = (cur + i64::from(delta)).max(0) as usize;
-            pty.set_scrollback_offset(next);
-        }
-    }
-
     // ---- actions and effects ---------------------------------------------------------------
 
     fn act(&mut self, action: Action) {
@@ -1053,173 +853,6 @@ impl Console {
         self.state.stopping = true;
         self.state.takeover = None;
         let _ = self.shutdown.send(StopLevel::Now);
-    }
-
-    fn run_effect(&mut self, effect: Effect) {
-        match effect {
-            Effect::Notify(notice) => self.notices.push(*notice),
-            Effect::Quit => {
-                if self.engine_done || self.state.stopping {
-                    self.quit = true;
-                } else {
-                    // Nothing is running, but the engine still holds the queue: stop it first.
-                    self.stop_agents();
-                    self.quit_after_engine = true;
-                }
-            }
-            Effect::FinishAndQuit => {
-                self.state.takeover = None;
-                let _ = self.shutdown.send(StopLevel::Drain);
-                self.quit_after_engine = true;
-                if self.engine_done {
-                    self.quit = true;
-                }
-            }
-            Effect::Background { whole_plan } => {
-                if !whole_plan {
-                    let _ = self.shutdown.send(StopLevel::Drain);
-                }
-                self.detach = Some(whole_plan);
-                self.quit = true;
-            }
-            Effect::StopAgentsAndQuit => {
-                self.stop_agents();
-                self.quit_after_engine = true;
-                if self.engine_done {
-                    self.quit = true;
-                }
-            }
-            Effect::ResetTask(id) => {
-                let store = self.store.clone();
-                let plan = self.plan_id.clone();
-                let notes = self.msg_tx.clone();
-                tokio::spawn(async move {
-                    let note = match store
-                        .reset_task(&plan, &id, "operator reset (console)")
-                        .await
-                    {
-                        Ok(t) => (format!("{} is {} again", t.id, t.status), Level::Info),
-                        Err(e) => (format!("reset {id}: {e}"), Level::Warn),
-                    };
-                    let _ = notes.send(Msg::Note(note.0, note.1));
-                });
-            }
-            Effect::SkipTask(id) => {
-                let store = self.store.clone();
-                let plan = self.plan_id.clone();
-                let notes = self.msg_tx.clone();
-                tokio::spawn(async move {
-                    let note = match store.skip_task(&plan, &id, "operator skip (console)").await {
-                        Ok(t) => (format!("{} is {}", t.id, t.status), Level::Info),
-                        Err(e) => (format!("skip {id}: {e}"), Level::Warn),
-                    };
-                    let _ = notes.send(Msg::Note(note.0, note.1));
-                });
-            }
-            Effect::KillAttempt(pk) => {
-                if let Some(pty) = self.ptys.get(&pk)
-                    && let Err(e) = pty.kill()
-                {
-                    self.state.set_status(format!("kill: {e}"), Level::Warn);
-                }
-            }
-            Effect::SetPaused(paused) => {
-                let store = self.store.clone();
-                let plan = self.plan_id.clone();
-                let notes = self.msg_tx.clone();
-                tokio::spawn(async move {
-                    let note = match store.set_plan_paused(&plan, paused).await {
-                        Ok(()) if paused => ("plan paused".to_string(), Level::Info),
-                        Ok(()) => ("plan resumed".to_string(), Level::Info),
-                        Err(e) => (format!("pause: {e}"), Level::Warn),
-                    };
-                    let _ = notes.send(Msg::Note(note.0, note.1));
-                });
-            }
-            Effect::ScrollPane { task_pk, delta } => self.scroll_pane(task_pk, delta),
-            Effect::Decide(targets, decision) => {
-                let store = self.store.clone();
-                let plan = self.plan_id.clone();
-                let handoff = self.around.handoff.clone();
-                let workspaces = self.around.workspaces.clone();
-                let notes = self.msg_tx.clone();
-                tokio::spawn(async move {
-                    let mut done = Vec::new();
-                    for t in &targets {
-                        match decide::apply(&store, &handoff, &workspaces, &plan, t, &decision)
-                            .await
-                        {
-                            Ok(note) => done.push(note),
-                            Err(e) => {
-                                let _ = notes.send(Msg::Note(e, Level::Warn));
-                                return;
-                            }
-                        }
-                    }
-                    let _ = notes.send(Msg::Note(done.join("; "), Level::Info));
-                });
-            }
-            Effect::Wizard(step) => {
-                let tx = self.msg_tx.clone();
-                match &self.around.wizard {
-                    Ok(cx) => {
-                        let cx = cx.clone();
-                        if let Some(old) = self.wizard_task.take() {
-                            old.abort();
-                        }
-                        self.wizard_task = Some(tokio::spawn(async move {
-                            let _ = tx.send(Msg::Wizard(wizard_run::run(&cx, *step).await));
-                        }));
-                    }
-                    Err(why) => {
-                        let _ = tx.send(Msg::Wizard(WizardReply::Failed {
-                            message: why.clone(),
-                            raw: None,
-                        }));
-                    }
-                }
-            }
-            Effect::Challenge => {
-                let tx = self.msg_tx.clone();
-                match &self.around.wizard {
-                    Ok(cx) => {
-                        let cx = cx.clone();
-                        tokio::spawn(async move {
-                            let _ = tx.send(Msg::Challenge(wizard_run::challenge(&cx).await));
-                        });
-                    }
-                    Err(why) => {
-                        let _ = tx.send(Msg::Challenge(Err(why.clone())));
-                    }
-                }
-            }
-            Effect::LoadReplay { task_pk, task_id } => {
-                self.replay_screen = None;
-                self.replay_len = None;
-                self.load_replay(task_pk, task_id);
-            }
-            Effect::ScrollReplay(delta) => {
-                if let Some(emu) = self.replay_screen.as_mut() {
-                    let cur = emu.scrollback_offset() as i64;
-                    emu.set_scrollback_offset((cur + i64::from(delta)).max(0) as usize);
-                }
-            }
-            Effect::LoadInboxDetail(target) => {
-                let task = self
-                    .state
-                    .tasks
-                    .iter()
-                    .find(|t| t.pk == target.task_pk)
-                    .cloned();
-                let workspaces = self.around.workspaces.clone();
-                let handoff = self.around.handoff.clone();
-                let tx = self.msg_tx.clone();
-                tokio::task::spawn_blocking(move || {
-                    let d = decide::load_detail(&workspaces, &handoff, &target, task.as_ref());
-                    let _ = tx.send(Msg::InboxDetail(d));
-                });
-            }
-        }
     }
 }
 
