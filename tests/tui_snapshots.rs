@@ -505,13 +505,15 @@ fn inbox_lists_what_waits_for_a_human() {
 }
 
 #[test]
-fn inbox_item_shows_the_prompt_and_the_coloured_diff() {
+fn inbox_item_shows_the_task_what_the_agent_said_and_the_coloured_diff() {
     use whilly::tui::state::InboxDetail;
     use whilly::workspace::WorktreeDiff;
     let mut s = inbox_with(&[Action::Inbox, Action::MoveDown, Action::Zoom]);
     s.set_inbox_detail(InboxDetail {
         task_pk: 7,
-        prompt: "Review the release notes by hand.\nWrite result.json when done.".into(),
+        brief: "Review the release notes by hand.\n\nAcceptance criteria:\n- the wording is final".into(),
+        said: Some("I reworded the first line of NOTES.md.".into()),
+        handoff_dir: Some("/repo/.whilly/handoff/demo/REVIEW-7".into()),
         diff: Some(WorktreeDiff {
             files: 1,
             insertions: 1,
@@ -526,7 +528,13 @@ fn inbox_item_shows_the_prompt_and_the_coloured_diff() {
     insta::assert_snapshot!("inbox_detail_200x60", big);
     let (out, _, buf) = render_with(&s, 80, 24, &demo_screens(), Theme::default());
     insta::assert_snapshot!("inbox_detail_80x24", out);
-    assert!(out.contains("Review the release notes by hand."), "{out}");
+    assert!(big.contains("Review the release notes by hand."), "{big}");
+    assert!(big.contains("What the agent said"), "{big}");
+    assert!(
+        big.contains("I reworded the first line of NOTES.md."),
+        "{big}"
+    );
+    assert!(big.contains("whilly handoff complete REVIEW-7"), "{big}");
     assert!(out.contains("1 file(s), +1 −1"), "{out}");
     assert!(out.contains("Worktree: /work/trees/demo/REVIEW-7"), "{out}");
     let row = out.lines().position(|l| l.contains("+new line")).unwrap() as u16;

@@ -252,8 +252,13 @@ impl InputPurpose {
 #[derive(Debug, Clone, PartialEq)]
 pub struct InboxDetail {
     pub task_pk: i64,
-    /// What the human was asked (the handoff prompt, or the task itself).
-    pub prompt: String,
+    /// The task as the plan states it (description, criteria, test steps), not the agent's
+    /// prompt with its envelope.
+    pub brief: String,
+    /// What the agent said about it last (its message, or why the attempt stopped).
+    pub said: Option<String>,
+    /// Where a handoff's files are, for answering it from a shell.
+    pub handoff_dir: Option<std::path::PathBuf>,
     pub diff: Option<WorktreeDiff>,
     /// Where the work is (a human doing a handoff works there).
     pub worktree: Option<std::path::PathBuf>,

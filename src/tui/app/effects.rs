@@ -166,11 +166,15 @@ impl Console {
                     .iter()
                     .find(|t| t.pk == target.task_pk)
                     .cloned();
+                let said = task
+                    .as_ref()
+                    .and_then(|t| crate::tui::attempts::last_words(&self.state.task_events(&t.id)));
                 let workspaces = self.around.workspaces.clone();
                 let handoff = self.around.handoff.clone();
                 let tx = self.msg_tx.clone();
                 tokio::task::spawn_blocking(move || {
-                    let d = decide::load_detail(&workspaces, &handoff, &target, task.as_ref());
+                    let d =
+                        decide::load_detail(&workspaces, &handoff, &target, task.as_ref(), said);
                     let _ = tx.send(Msg::InboxDetail(d));
                 });
             }
