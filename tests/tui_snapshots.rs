@@ -611,13 +611,30 @@ fn wizard_interview_and_plan_review() {
         description: "fix".into(),
         ..good.clone()
     };
+    // Through the interview and the PRD to the plan, then the second task selected.
+    let key = |code, modifiers| crossterm::event::KeyEvent::new(code, modifiers);
+    let (none, control) = (
+        crossterm::event::KeyModifiers::NONE,
+        crossterm::event::KeyModifiers::CONTROL,
+    );
+    use crossterm::event::KeyCode;
+    s.wizard_key(key(KeyCode::Char('n'), control));
+    s.wizard_reply(WizardReply::Prd {
+        path: "docs/PRD-profile.md".into(),
+        text: "# Profile".into(),
+    });
+    s.wizard_key(key(KeyCode::Char('s'), control));
     s.wizard_reply(WizardReply::Plan(PlanSpec {
         id: "prd-profile".into(),
         project: "demo".into(),
         tasks: vec![good, vague],
         ..PlanSpec::default()
     }));
-    s.wizard.as_mut().unwrap().stage = whilly::tui::wizard::Stage::Review { selected: 1 };
+    s.wizard_key(key(KeyCode::Down, none));
+    assert_eq!(
+        s.wizard.as_ref().map(|w| w.stage()),
+        Some(whilly::tui::wizard::Stage::Review { selected: 1 })
+    );
     for (w, h) in SIZES {
         let out = render(&s, w, h);
         insta::assert_snapshot!(format!("wizard_review_{w}x{h}"), out);
