@@ -49,7 +49,7 @@ pub async fn idle_big(
     tasks: usize,
 ) -> anyhow::Result<BigIdle> {
     let plan_id = format!("big-{tasks}");
-    repo.import(&scratch::plan(&plan_id, IDLE_AGENT, tasks))?;
+    repo.import(&scratch::lean_plan(&plan_id, IDLE_AGENT, tasks))?;
     repo.whilly(&["plan", "pause", &plan_id])?;
     // The first task's id shows once the task list is loaded.
     let mut console = start_console(opts, repo, &plan_id, 1, Some("T-00000".to_string()))?;

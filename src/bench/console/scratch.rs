@@ -254,6 +254,16 @@ pub fn plan(id: &str, agent: &str, n: usize) -> PlanSpec {
     }
 }
 
+/// [`plan`] with short tasks, so 100,000 of them fit in a plan file (32 MiB at most).
+pub fn lean_plan(id: &str, agent: &str, n: usize) -> PlanSpec {
+    let mut p = plan(id, agent, n);
+    for (i, t) in p.tasks.iter_mut().enumerate() {
+        t.description = format!("bench task {i}");
+        t.acceptance_criteria.clear();
+    }
+    p
+}
+
 /// Whether every task has ended, and the first that ended other than DONE.
 pub fn finished(tasks: &[TaskRecord]) -> (bool, Option<&TaskRecord>) {
     let ended = tasks.iter().all(|t| t.status.is_terminal());
