@@ -600,7 +600,7 @@ fn skip_and_kill_ask_first() {
 /// notifies, and notes land in the status bar.
 #[test]
 fn replies_are_messages_the_state_answers() {
-    use crate::tui::feed::FeedData;
+    use crate::tui::feed::{FeedData, TaskLoad};
     use crate::tui::msg::Msg;
     use crate::tui::testkit::event;
     let mut s = state();
@@ -616,7 +616,7 @@ fn replies_are_messages_the_state_answers() {
     let feed = |events| {
         Msg::Data(Box::new(FeedData {
             plan: plan.clone(),
-            tasks: tasks.clone(),
+            tasks: TaskLoad::All(tasks.clone()),
             events,
             workers: None,
             handoffs: None,

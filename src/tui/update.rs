@@ -61,7 +61,9 @@ impl AppState {
             );
         }
         self.seen_history = true;
-        self.set_data(d.plan, d.tasks, d.events);
+        let mut tasks = std::mem::take(&mut self.tasks);
+        d.tasks.apply(&mut tasks);
+        self.set_data(d.plan, tasks, d.events);
         if let Some(h) = d.handoffs {
             self.waiting_handoffs = h;
         }
