@@ -57,6 +57,8 @@ pub enum Action {
     Mark,
     /// Replay the selected task's last attempt log in a pane (`o`).
     Replay,
+    /// One ad-hoc task typed in, gate-checked and added to the running plan (`N`).
+    AddTask,
     /// The selected task's changes against its base: worktree, branch or landed commit (`D`).
     Diff,
     /// Skip the selected task (SKIPPED; its dependants may run), with confirmation (`S`).
@@ -123,6 +125,7 @@ pub const BINDABLE: &[Action] = &[
     Action::Mark,
     Action::Replay,
     Action::Diff,
+    Action::AddTask,
     Action::SkipTask,
     Action::KillAttempt,
     Action::None,
@@ -167,6 +170,7 @@ impl Action {
             Action::Mark => "mark",
             Action::Replay => "replay",
             Action::Diff => "diff",
+            Action::AddTask => "add_task",
             Action::SkipTask => "skip_task",
             Action::KillAttempt => "kill_attempt",
             Action::None => "none",
@@ -219,6 +223,7 @@ impl Action {
             Action::Mark => "mark / unmark for a batch decision",
             Action::Replay => "replay the selected task's last attempt log",
             Action::Diff => "what the selected task changed (worktree, branch or landed)",
+            Action::AddTask => "add one task to the running plan (gate-checked)",
             Action::SkipTask => "skip the selected task (asks first)",
             Action::KillAttempt => "kill the agent of the focused pane (asks first)",
             Action::None | Action::FilterChar(_) | Action::FilterBackspace => "",

@@ -273,6 +273,7 @@ const DEFAULTS: &[(&str, Action)] = &[
     ("space", Action::Mark),
     ("o", Action::Replay),
     ("D", Action::Diff),
+    ("N", Action::AddTask),
     ("S", Action::SkipTask),
     ("K", Action::KillAttempt),
 ];

@@ -127,6 +127,7 @@ impl View {
                 Workers,
                 Replay,
                 Diff,
+                AddTask,
                 TaskDetail,
                 Events,
                 Tasks,
@@ -245,6 +246,22 @@ pub struct InboxTarget {
 pub enum InputPurpose {
     Reject(Vec<InboxTarget>),
     SendBack(Vec<InboxTarget>),
+    /// An ad-hoc task, a field at a time: what to do, then its criteria, then its test steps.
+    AddTask(AddStep, TaskDraft),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AddStep {
+    Description,
+    Criteria,
+    Tests,
+}
+
+/// The ad-hoc task typed so far.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TaskDraft {
+    pub description: String,
+    pub criteria: Vec<String>,
 }
 
 impl InputPurpose {
@@ -252,6 +269,19 @@ impl InputPurpose {
         let (verb, targets) = match self {
             InputPurpose::Reject(t) => ("Reject", t),
             InputPurpose::SendBack(t) => ("Send back", t),
+            InputPurpose::AddTask(step, _) => {
+                return match step {
+                    AddStep::Description => {
+                        "New task (1/3): what to do and where, 20 characters at least".into()
+                    }
+                    AddStep::Criteria => {
+                        "New task (2/3): acceptance criteria, separated by ;".into()
+                    }
+                    AddStep::Tests => {
+                        "New task (3/3): test steps (commands), separated by ;".into()
+                    }
+                };
+            }
         };
         let what = match targets.as_slice() {
             [one] => one.task_id.clone(),
@@ -260,6 +290,7 @@ impl InputPurpose {
         let asks = match self {
             InputPurpose::Reject(_) => "reason",
             InputPurpose::SendBack(_) => "comment for the next attempt",
+            InputPurpose::AddTask(..) => "",
         };
         format!("{verb} {what}: {asks}")
     }
@@ -334,6 +365,8 @@ pub enum Effect {
     },
     /// Scroll the replay pane (positive = back in time).
     ScrollReplay(i32),
+    /// Add this task to the running plan (it passed the decision gate).
+    AddTask(Box<crate::domain::TaskSpec>),
     /// Load what the task changed into [`AppState::diff`].
     LoadDiff {
         task_pk: i64,
@@ -781,6 +814,10 @@ impl AppState {
             Action::Workers => self.switch(View::Workers),
             Action::Replay => return self.open_replay(),
             Action::Diff => return self.open_diff(),
+            Action::AddTask => self.popups.push(Popup::Input {
+                purpose: InputPurpose::AddTask(AddStep::Description, TaskDraft::default()),
+                text: String::new(),
+            }),
             Action::Approve => return self.approve(),
             Action::Merge => {
                 let targets: Vec<InboxTarget> = self
@@ -1016,6 +1053,67 @@ impl AppState {
         }]
     }
 
+    /// One field of the ad-hoc task typed: the next one is asked for, and the whole task goes
+    /// through the decision gate before it is added; a field the gate refuses is asked again.
+    fn add_task_step(&mut self, step: AddStep, mut draft: TaskDraft, line: String) -> Vec<Effect> {
+        let split = |l: &str| -> Vec<String> {
+            l.split(';')
+                .map(str::trim)
+                .filter(|p| !p.is_empty())
+                .map(str::to_string)
+                .collect()
+        };
+        let ask = |step, draft| Popup::Input {
+            purpose: InputPurpose::AddTask(step, draft),
+            text: String::new(),
+        };
+        match step {
+            AddStep::Description => {
+                draft.description = line;
+                let probe = crate::domain::TaskSpec {
+                    description: draft.description.clone(),
+                    acceptance_criteria: vec!["-".into()],
+                    test_steps: vec!["-".into()],
+                    ..Default::default()
+                };
+                if let Some(f) = crate::plan::gate::gate_failures(&probe).first() {
+                    self.set_status(format!("{f}: {}", f.hint()), Level::Warn);
+                    self.popups
+                        .push(ask(AddStep::Description, TaskDraft::default()));
+                } else {
+                    self.popups.push(ask(AddStep::Criteria, draft));
+                }
+                Vec::new()
+            }
+            AddStep::Criteria => {
+                draft.criteria = split(&line);
+                self.popups.push(ask(AddStep::Tests, draft));
+                Vec::new()
+            }
+            AddStep::Tests => {
+                let spec = crate::domain::TaskSpec {
+                    id: "ADHOC-1".into(),
+                    description: draft.description.clone(),
+                    acceptance_criteria: draft.criteria.clone(),
+                    test_steps: split(&line),
+                    ..Default::default()
+                };
+                match crate::plan::gate::gate_failures(&spec).first() {
+                    Some(f) => {
+                        self.set_status(format!("{f}: {}", f.hint()), Level::Warn);
+                        let again = match f {
+                            crate::plan::gate::GateFailure::NoTestSteps => AddStep::Tests,
+                            _ => AddStep::Criteria,
+                        };
+                        self.popups.push(ask(again, draft));
+                        Vec::new()
+                    }
+                    None => vec![Effect::AddTask(Box::new(spec))],
+                }
+            }
+        }
+    }
+
     fn open_diff(&mut self) -> Vec<Effect> {
         if self.view == View::Diff {
             self.view = View::Main;
@@ -1142,13 +1240,16 @@ impl AppState {
                     Action::TextSubmit => {
                         let line = text.trim().to_string();
                         if line.is_empty() {
-                            self.set_status("type a reason first (Esc cancels)", Level::Warn);
+                            self.set_status("type something first (Esc cancels)", Level::Warn);
                             return Vec::new();
                         }
                         self.popups.pop();
                         return match purpose {
                             InputPurpose::Reject(t) => self.decide(t, Decision::Reject(line)),
                             InputPurpose::SendBack(t) => self.decide(t, Decision::SendBack(line)),
+                            InputPurpose::AddTask(step, draft) => {
+                                self.add_task_step(step, draft, line)
+                            }
                         };
                     }
                     _ => return Vec::new(),

@@ -674,3 +674,41 @@ fn d_opens_the_selected_tasks_diff_and_takes_only_its_answer() {
     s.handle(Action::Diff);
     assert_eq!(s.view, View::Main);
 }
+
+#[test]
+fn n_adds_one_gate_checked_task_a_field_at_a_time() {
+    let mut s = state();
+    let mut type_line = |s: &mut AppState, line: &str| {
+        for c in line.chars() {
+            s.handle(Action::TextChar(c));
+        }
+        s.handle(Action::TextSubmit)
+    };
+    s.handle(Action::AddTask);
+    // Too vague: the gate says why and asks again.
+    assert!(type_line(&mut s, "fix it").is_empty());
+    assert!(
+        matches!(&s.status, Some((t, Level::Warn)) if t.contains("description")),
+        "{:?}",
+        s.status
+    );
+    assert!(matches!(
+        s.popups.last(),
+        Some(Popup::Input {
+            purpose: InputPurpose::AddTask(AddStep::Description, _),
+            ..
+        })
+    ));
+    assert!(type_line(&mut s, "Add a --version flag to the CLI in src/cli/args.rs").is_empty());
+    assert!(type_line(&mut s, "prints the version; exits 0").is_empty());
+    let fx = type_line(&mut s, "cargo test; ./target/debug/whilly --version");
+    let [Effect::AddTask(spec)] = fx.as_slice() else {
+        panic!("{fx:?}");
+    };
+    assert_eq!(spec.acceptance_criteria, ["prints the version", "exits 0"]);
+    assert_eq!(
+        spec.test_steps,
+        ["cargo test", "./target/debug/whilly --version"]
+    );
+    assert!(s.popups.is_empty());
+}

@@ -159,6 +159,33 @@ impl Console {
                     emu.set_scrollback_offset((cur + i64::from(delta)).max(0) as usize);
                 }
             }
+            Effect::AddTask(spec) => {
+                let store = self.store.clone();
+                let plan = self.plan_id.clone();
+                let notes = self.msg_tx.clone();
+                tokio::spawn(async move {
+                    let new = crate::domain::PlanSpec {
+                        id: plan.clone(),
+                        tasks: vec![*spec],
+                        ..Default::default()
+                    };
+                    let note = match crate::prd::merge_and_import(
+                        store.as_ref(),
+                        &plan,
+                        &new,
+                        crate::prd::Collisions::Rename,
+                    )
+                    .await
+                    {
+                        Ok((outcome, _)) => Msg::Note(
+                            format!("added {} to {plan}", outcome.added.join(", ")),
+                            Level::Info,
+                        ),
+                        Err(e) => Msg::Note(format!("adding the task: {e}"), Level::Warn),
+                    };
+                    let _ = notes.send(note);
+                });
+            }
             Effect::LoadDiff { task_pk, task_id } => {
                 let landed = crate::tui::attempts::landed_commit(&self.state.task_events(&task_id));
                 let workspaces = self.around.workspaces.clone();
