@@ -678,7 +678,7 @@ fn d_opens_the_selected_tasks_diff_and_takes_only_its_answer() {
 #[test]
 fn n_adds_one_gate_checked_task_a_field_at_a_time() {
     let mut s = state();
-    let mut type_line = |s: &mut AppState, line: &str| {
+    let type_line = |s: &mut AppState, line: &str| {
         for c in line.chars() {
             s.handle(Action::TextChar(c));
         }
