@@ -4,9 +4,13 @@
 //! module, and turns the raw PTY bytes back into an [`AgentResult`]. It never spawns anything.
 
 use super::binary::resolve_binary;
-use super::classify::{ErrorClass, classify_outcome};
+use super::classify::ErrorClass;
+use super::claude::Claude;
+use super::codex::Codex;
 use super::error::AgentError;
-use super::result::{AgentResult, PriceTable, clean_output};
+use super::gemini::Gemini;
+use super::opencode::OpenCode;
+use super::result::{AgentResult, PriceTable};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -134,6 +138,11 @@ pub struct AgentSettings {
 }
 
 impl AgentSettings {
+    /// The configured model, if any (an empty string is none).
+    pub fn model_name(&self) -> Option<&str> {
+        self.model.as_deref().filter(|m| !m.is_empty())
+    }
+
     /// Settings for `kind` with every default, named after the kind.
     pub fn new(kind: BackendKind) -> AgentSettings {
         AgentSettings {
@@ -194,7 +203,9 @@ impl AgentCommand {
     }
 }
 
-/// An agent backend. Implementations are cheap, immutable, and shareable across slots.
+/// An agent backend. Implementations are cheap, immutable, and shareable across slots; the one
+/// implementation is [`ProcessBackend`](super::process_backend::ProcessBackend), parameterised by
+/// each CLI's [`Cli`](super::process_backend::Cli).
 pub trait Backend: Send + Sync + fmt::Debug {
     fn kind(&self) -> BackendKind;
 
@@ -207,19 +218,15 @@ pub trait Backend: Send + Sync + fmt::Debug {
     /// The result of an attempt from the raw PTY bytes it printed.
     fn parse_result(&self, raw: &[u8], prices: &PriceTable) -> AgentResult;
 
-    /// What the pane shows instead of the raw output: `None` (the default) shows the bytes as
-    /// printed; a stream-json backend returns a filter rendering each JSON line readably. The
-    /// log and [`Backend::parse_result`] always get the raw bytes.
-    fn display_filter(&self) -> Option<Box<dyn crate::pty::LineFilter>> {
-        None
-    }
+    /// What the pane shows instead of the raw output: `None` shows the bytes as printed; a
+    /// stream-json backend returns a filter rendering each JSON line readably. The log and
+    /// [`Backend::parse_result`] always get the raw bytes.
+    fn display_filter(&self) -> Option<Box<dyn crate::pty::LineFilter>>;
 
     /// A meter of spend while the agent runs, fed each complete output line (only used together
-    /// with [`Backend::display_filter`]); `None` (the default) when the output carries no usage
-    /// before its final result.
-    fn usage_meter(&self, _prices: &PriceTable) -> Option<super::live_usage::UsageMeter> {
-        None
-    }
+    /// with [`Backend::display_filter`]); `None` when the output carries no usage before its
+    /// final result.
+    fn usage_meter(&self, prices: &PriceTable) -> Option<super::live_usage::UsageMeter>;
 
     /// Whether the attempt failed and how, from its exit code (`None`: killed by a signal) and
     /// result; `None` means it ran to the end without error.
@@ -228,33 +235,21 @@ pub trait Backend: Send + Sync + fmt::Debug {
         exit_code: Option<i32>,
         result: &AgentResult,
         raw: &[u8],
-    ) -> Option<ErrorClass> {
-        classify_outcome(exit_code, result, &clean_output(raw))
-    }
+    ) -> Option<ErrorClass>;
 }
 
 /// Builds the backend for `settings`, resolving its binary now so a missing agent is reported
 /// before any task is claimed.
 pub fn build_backend(settings: &AgentSettings) -> Result<Box<dyn Backend>, AgentError> {
+    use super::process_backend::ProcessBackend;
+    let s = settings.clone();
     Ok(match settings.kind {
-        BackendKind::Claude => Box::new(super::claude::ClaudeBackend::new(
-            settings.clone(),
-            resolve(settings)?,
-        )),
-        BackendKind::OpenCode => Box::new(super::opencode::OpenCodeBackend::new(
-            settings.clone(),
-            resolve(settings)?,
-        )),
-        BackendKind::Codex => Box::new(super::codex::CodexBackend::new(
-            settings.clone(),
-            resolve(settings)?,
-        )),
-        BackendKind::Gemini => Box::new(super::gemini::GeminiBackend::new(
-            settings.clone(),
-            resolve(settings)?,
-        )),
-        BackendKind::Command => Box::new(super::command::CommandBackend::new(settings.clone())?),
-        BackendKind::Handoff => Box::new(super::handoff::HandoffBackend::new(settings.clone())),
+        BackendKind::Claude => Box::new(ProcessBackend::new(s, resolve(settings)?, Claude)),
+        BackendKind::OpenCode => Box::new(ProcessBackend::new(s, resolve(settings)?, OpenCode)),
+        BackendKind::Codex => Box::new(ProcessBackend::new(s, resolve(settings)?, Codex)),
+        BackendKind::Gemini => Box::new(ProcessBackend::new(s, resolve(settings)?, Gemini)),
+        BackendKind::Command => Box::new(super::command::build(s)?),
+        BackendKind::Handoff => Box::new(super::handoff::HandoffBackend::new(s)),
     })
 }
 
@@ -283,6 +278,16 @@ pub fn prompt_arg(inv: &Invocation<'_>) -> String {
             inv.prompt_file.display()
         )
     }
+}
+
+/// The prompt as one argument that cannot be read as an option: [`prompt_arg`], with a space
+/// before a leading dash.
+pub fn dash_safe_prompt(inv: &Invocation<'_>) -> String {
+    let mut p = prompt_arg(inv);
+    if p.starts_with('-') {
+        p.insert(0, ' ');
+    }
+    p
 }
 
 /// Environment every process-backed agent gets, plus the configured extras.

@@ -50,6 +50,23 @@ impl Backend for HandoffBackend {
             ..AgentResult::default()
         }
     }
+
+    fn display_filter(&self) -> Option<Box<dyn crate::pty::LineFilter>> {
+        None
+    }
+
+    fn usage_meter(&self, _prices: &PriceTable) -> Option<super::live_usage::UsageMeter> {
+        None
+    }
+
+    fn classify(
+        &self,
+        _exit_code: Option<i32>,
+        _result: &AgentResult,
+        _raw: &[u8],
+    ) -> Option<super::classify::ErrorClass> {
+        None
+    }
 }
 
 /// Errors reading or writing the handoff directory.
