@@ -212,8 +212,8 @@ pub trait Backend: Send + Sync + fmt::Debug {
     /// The settings this backend was built from.
     fn settings(&self) -> &AgentSettings;
 
-    /// The process to run for one attempt; `None` for the handoff backend (a human does it).
-    fn command(&self, inv: &Invocation<'_>) -> Result<Option<AgentCommand>, AgentError>;
+    /// The process to run for one attempt.
+    fn command(&self, inv: &Invocation<'_>) -> Result<AgentCommand, AgentError>;
 
     /// The result of an attempt from the raw PTY bytes it printed.
     fn parse_result(&self, raw: &[u8], prices: &PriceTable) -> AgentResult;
@@ -239,7 +239,7 @@ pub trait Backend: Send + Sync + fmt::Debug {
 }
 
 /// Builds the backend for `settings`, resolving its binary now so a missing agent is reported
-/// before any task is claimed.
+/// before any task is claimed. The handoff has none (it is [`super::runner::Runner::Handoff`]).
 pub fn build_backend(settings: &AgentSettings) -> Result<Box<dyn Backend>, AgentError> {
     use super::process_backend::ProcessBackend;
     let s = settings.clone();
@@ -249,7 +249,12 @@ pub fn build_backend(settings: &AgentSettings) -> Result<Box<dyn Backend>, Agent
         BackendKind::Codex => Box::new(ProcessBackend::new(s, resolve(settings)?, Codex)),
         BackendKind::Gemini => Box::new(ProcessBackend::new(s, resolve(settings)?, Gemini)),
         BackendKind::Command => Box::new(super::command::build(s)?),
-        BackendKind::Handoff => Box::new(super::handoff::HandoffBackend::new(s)),
+        // A human is no process: see [`super::runner::build_runner`].
+        BackendKind::Handoff => {
+            return Err(AgentError::NotAProcess {
+                backend: settings.name.clone(),
+            });
+        }
     })
 }
 
@@ -354,6 +359,6 @@ mod tests {
         s.bin = "/definitely/not/here/codex".into();
         let err = build_backend(&s).unwrap_err().to_string();
         assert!(err.contains("agents.codex.bin"), "{err}");
-        assert!(build_backend(&AgentSettings::new(BackendKind::Handoff)).is_ok());
+        assert!(build_backend(&AgentSettings::new(BackendKind::Handoff)).is_err());
     }
 }

@@ -232,7 +232,6 @@ mod tests {
         assert!(!has(&env(edits.settings(), true)));
         let cmd = backend(PermissionMode::Full, OutputMode::Stream)
             .command(&inv("p"))
-            .unwrap()
             .unwrap();
         assert_eq!(cmd.cwd, PathBuf::from("/wt"));
         assert_eq!(cmd.argv()[0], "/usr/bin/claude");

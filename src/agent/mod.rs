@@ -32,6 +32,7 @@ pub mod opencode;
 pub mod process_backend;
 pub mod prompt;
 pub mod result;
+pub mod runner;
 pub mod shellwords;
 pub mod transcript;
 
@@ -47,4 +48,5 @@ pub use handoff::{HandoffDir, HandoffPoll, HandoffResult, HandoffStatus};
 pub use live_usage::UsageMeter;
 pub use prompt::{PromptInput, Repair, build_prompt};
 pub use result::{AgentResult, COMPLETION_MARKER, CostSource, ModelPrice, PriceTable, Usage};
+pub use runner::{Runner, build_runner};
 pub use transcript::{TranscriptFilter, render_stream_line};

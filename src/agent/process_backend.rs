@@ -89,13 +89,13 @@ impl<C: Cli> Backend for ProcessBackend<C> {
         &self.settings
     }
 
-    fn command(&self, inv: &Invocation<'_>) -> Result<Option<AgentCommand>, AgentError> {
-        Ok(Some(AgentCommand::in_workdir(
+    fn command(&self, inv: &Invocation<'_>) -> Result<AgentCommand, AgentError> {
+        Ok(AgentCommand::in_workdir(
             &self.program,
             self.args(inv),
             self.cli.env(&self.settings),
             inv,
-        )))
+        ))
     }
 
     fn parse_result(&self, raw: &[u8], prices: &PriceTable) -> AgentResult {

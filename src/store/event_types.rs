@@ -36,5 +36,8 @@ pub const WORKER_STOPPED: &str = "worker.stopped";
 /// A worker's heartbeat is older than the offline threshold (it was killed, or cut off).
 pub const WORKER_OFFLINE: &str = "worker.offline";
 
+/// A human's `result.json` could not be read; the handoff keeps waiting for a fixed one.
+pub const HANDOFF_MALFORMED: &str = "handoff.malformed";
+
 /// The operator decided about a task waiting for a human (approve / reject / send back).
 pub const OPERATOR_DECISION: &str = "operator.decision";
