@@ -312,6 +312,8 @@ pub enum Effect {
     },
     /// Scroll the replay pane (positive = back in time).
     ScrollReplay(i32),
+    /// Tell the operator (desktop notification or terminal bell, per `[notifications]`).
+    Notify(Box<crate::notify::Notice>),
 }
 
 /// The agent's critique of the plan (`c`).
@@ -421,6 +423,8 @@ pub struct AppState {
     pub wizard: Option<Wizard>,
     pub challenge: Option<ChallengeView>,
     pub replay: Option<ReplayMeta>,
+    /// Whether the first load arrived: events up to it are history and notify nobody.
+    pub seen_history: bool,
 }
 
 impl AppState {
@@ -463,6 +467,7 @@ impl AppState {
             wizard: None,
             challenge: None,
             replay: None,
+            seen_history: false,
         }
     }
 

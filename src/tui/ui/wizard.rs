@@ -2,6 +2,7 @@
 //! agent works; the generated plan as a table with each task's problems; failures with the path
 //! of the agent's raw reply.
 
+use super::fmt::ellipsize;
 use crate::tui::state::AppState;
 use crate::tui::theme::Theme;
 use crate::tui::wizard::{Stage, Wizard};
@@ -26,10 +27,17 @@ pub fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme) {
         ));
     let inner = block.inner(area);
     frame.render_widget(block, area);
+    let hints = hint_lines(w, theme);
+    // The key hints wrap on a narrow terminal rather than lose their end.
+    let hint_h: u16 = hints
+        .iter()
+        .map(|l| l.width().div_ceil(usize::from(inner.width.max(1))).max(1) as u16)
+        .sum::<u16>()
+        .max(2);
     let [context, main, hint] = Layout::vertical([
         Constraint::Length(context_height(w, inner.height)),
         Constraint::Min(3),
-        Constraint::Length(2),
+        Constraint::Length(hint_h),
     ])
     .areas(inner);
     frame.render_widget(
@@ -87,7 +95,7 @@ pub fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme) {
             );
         }
     }
-    frame.render_widget(Paragraph::new(hint_lines(w, theme)), hint);
+    frame.render_widget(Paragraph::new(hints).wrap(Wrap { trim: false }), hint);
 }
 
 fn step_of(stage: &Stage) -> (u8, &'static str) {
@@ -193,6 +201,8 @@ fn review(frame: &mut Frame, area: Rect, w: &Wizard, selected: usize, theme: &Th
     };
     let [table_area, problems_area] =
         Layout::vertical([Constraint::Min(3), Constraint::Length(5)]).areas(area);
+    // Borders, the mark and the fixed columns with their spacing: what the description keeps.
+    let desc_w = usize::from(area.width.saturating_sub(2 + 1 + 14 + 9 + 14 + 4));
     let rows: Vec<Row> = plan
         .tasks
         .iter()
@@ -205,10 +215,10 @@ fn review(frame: &mut Frame, area: Rect, w: &Wizard, selected: usize, theme: &Th
             };
             Row::new(vec![
                 Cell::from(mark),
-                Cell::from(t.id.clone()),
+                Cell::from(ellipsize(&t.id, 14)),
                 Cell::from(t.priority.as_str()),
-                Cell::from(t.dependencies.join(",")),
-                Cell::from(t.description.clone()),
+                Cell::from(ellipsize(&t.dependencies.join(","), 14)),
+                Cell::from(ellipsize(&t.description, desc_w)),
             ])
         })
         .collect();
