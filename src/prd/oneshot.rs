@@ -255,7 +255,7 @@ struct GroupGuard(Option<u32>);
 impl Drop for GroupGuard {
     fn drop(&mut self) {
         if let Some(pid) = self.0 {
-            crate::engine::verify::kill_group(pid);
+            crate::procguard::kill_group(pid);
         }
     }
 }

@@ -77,7 +77,7 @@ pub fn run_setup(
 
     let status = status_rx.recv_timeout(timeout);
     // Whatever the outcome, nothing the setup started may outlive it holding our pipe open.
-    kill_group(pid);
+    crate::procguard::kill_group(pid);
     let output = tail(
         out_rx
             .recv_timeout(Duration::from_secs(5))
@@ -114,21 +114,6 @@ fn tail(mut buf: Vec<u8>) -> String {
     }
     String::from_utf8_lossy(&buf).into_owned()
 }
-
-#[cfg(unix)]
-fn kill_group(pid: u32) {
-    if let Ok(pid) = i32::try_from(pid) {
-        // SAFETY: killpg only sends a signal. The group is the one our child created with
-        // process_group(0); its id stays reserved while any member lives, and we signal it right
-        // after the leader ends, so it does not name a stranger's group in practice.
-        unsafe {
-            libc::killpg(pid, libc::SIGKILL);
-        }
-    }
-}
-
-#[cfg(not(unix))]
-fn kill_group(_pid: u32) {}
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
