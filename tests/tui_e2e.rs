@@ -239,7 +239,7 @@ fn inbox_approves_one_handoff_and_rejects_another_with_a_reason() {
     tmux.keys(&["Enter"]);
     let s = tmux.wait("H1's diff", 20, |s| s.contains("+reviewed by a human"));
     assert!(s.contains("files/H1.txt"), "{s}");
-    assert!(s.contains("What was asked"), "{s}");
+    assert!(s.contains("The task"), "{s}");
     tmux.literal("a");
     tmux.wait("H1 left the inbox", 60, |s| s.contains("Inbox (2)"));
 

@@ -505,13 +505,15 @@ fn inbox_lists_what_waits_for_a_human() {
 }
 
 #[test]
-fn inbox_item_shows_the_prompt_and_the_coloured_diff() {
+fn inbox_item_shows_the_task_what_the_agent_said_and_the_coloured_diff() {
     use whilly::tui::state::InboxDetail;
     use whilly::workspace::WorktreeDiff;
     let mut s = inbox_with(&[Action::Inbox, Action::MoveDown, Action::Zoom]);
     s.set_inbox_detail(InboxDetail {
         task_pk: 7,
-        prompt: "Review the release notes by hand.\nWrite result.json when done.".into(),
+        brief: "Review the release notes by hand.\n\nAcceptance criteria:\n- the wording is final".into(),
+        said: Some("I reworded the first line of NOTES.md.".into()),
+        handoff_dir: Some("/repo/.whilly/handoff/demo/REVIEW-7".into()),
         diff: Some(WorktreeDiff {
             files: 1,
             insertions: 1,
@@ -526,7 +528,13 @@ fn inbox_item_shows_the_prompt_and_the_coloured_diff() {
     insta::assert_snapshot!("inbox_detail_200x60", big);
     let (out, _, buf) = render_with(&s, 80, 24, &demo_screens(), Theme::default());
     insta::assert_snapshot!("inbox_detail_80x24", out);
-    assert!(out.contains("Review the release notes by hand."), "{out}");
+    assert!(big.contains("Review the release notes by hand."), "{big}");
+    assert!(big.contains("What the agent said"), "{big}");
+    assert!(
+        big.contains("I reworded the first line of NOTES.md."),
+        "{big}"
+    );
+    assert!(big.contains("whilly handoff complete REVIEW-7"), "{big}");
     assert!(out.contains("1 file(s), +1 −1"), "{out}");
     assert!(out.contains("Worktree: /work/trees/demo/REVIEW-7"), "{out}");
     let row = out.lines().position(|l| l.contains("+new line")).unwrap() as u16;
@@ -603,13 +611,30 @@ fn wizard_interview_and_plan_review() {
         description: "fix".into(),
         ..good.clone()
     };
+    // Through the interview and the PRD to the plan, then the second task selected.
+    let key = |code, modifiers| crossterm::event::KeyEvent::new(code, modifiers);
+    let (none, control) = (
+        crossterm::event::KeyModifiers::NONE,
+        crossterm::event::KeyModifiers::CONTROL,
+    );
+    use crossterm::event::KeyCode;
+    s.wizard_key(key(KeyCode::Char('n'), control));
+    s.wizard_reply(WizardReply::Prd {
+        path: "docs/PRD-profile.md".into(),
+        text: "# Profile".into(),
+    });
+    s.wizard_key(key(KeyCode::Char('s'), control));
     s.wizard_reply(WizardReply::Plan(PlanSpec {
         id: "prd-profile".into(),
         project: "demo".into(),
         tasks: vec![good, vague],
         ..PlanSpec::default()
     }));
-    s.wizard.as_mut().unwrap().stage = whilly::tui::wizard::Stage::Review { selected: 1 };
+    s.wizard_key(key(KeyCode::Down, none));
+    assert_eq!(
+        s.wizard.as_ref().map(|w| w.stage()),
+        Some(whilly::tui::wizard::Stage::Review { selected: 1 })
+    );
     for (w, h) in SIZES {
         let out = render(&s, w, h);
         insta::assert_snapshot!(format!("wizard_review_{w}x{h}"), out);
@@ -712,4 +737,36 @@ fn tasks_held_by_another_worker_are_named_where_panes_would_be() {
     s.own_worker = Some("there/2/b".into());
     let out = render(&s, 200, 60);
     assert!(out.contains("No agent running yet."), "{out}");
+}
+
+#[test]
+fn diff_view_shows_where_the_changes_come_from_and_colours_them() {
+    use whilly::tui::msg::Msg;
+    use whilly::workspace::{DiffSource, WorktreeDiff};
+    let mut s = demo_state(fixed_now());
+    s.handle(Action::Diff);
+    let pk = s.diff.as_ref().map(|d| d.task_pk).expect("diff view");
+    s.update(Msg::Diff(
+        pk,
+        Ok((
+            DiffSource::Landed("0123456789abcdef0123".into()),
+            WorktreeDiff {
+                files: 1,
+                insertions: 1,
+                deletions: 1,
+                patch: "diff --git a/src/auth.rs b/src/auth.rs\n--- a/src/auth.rs\n+++ b/src/auth.rs\n@@ -1 +1 @@\n-fn old() {}\n+fn login() {}\n".into(),
+                truncated: false,
+            },
+        )),
+    ));
+    for (w, h) in SIZES {
+        let (out, _, buf) = render_with(&s, w, h, &demo_screens(), Theme::default());
+        insta::assert_snapshot!(format!("diff_{w}x{h}"), out);
+        assert!(
+            out.contains("landed commit 0123456789ab against its parent"),
+            "{out}"
+        );
+        let row = out.lines().position(|l| l.contains("+fn login")).unwrap() as u16;
+        assert_eq!(fg_of(&buf, "+fn login", row), Some(Color::Green));
+    }
 }

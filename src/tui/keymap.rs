@@ -272,6 +272,7 @@ const DEFAULTS: &[(&str, Action)] = &[
     ("b", Action::SendBack),
     ("space", Action::Mark),
     ("o", Action::Replay),
+    ("D", Action::Diff),
     ("S", Action::SkipTask),
     ("K", Action::KillAttempt),
 ];

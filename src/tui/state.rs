@@ -36,6 +36,18 @@ pub enum View {
     Challenge,
     /// A finished attempt's log replayed into a pane.
     Replay,
+    /// What a task changed against its base.
+    Diff,
+}
+
+/// The diff view's task and what was loaded for it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DiffMeta {
+    pub task_pk: i64,
+    pub task_id: String,
+    /// `None` while loading; the diff with where it came from, or why there is none.
+    pub loaded:
+        Option<Result<(crate::workspace::DiffSource, crate::workspace::WorktreeDiff), String>>,
 }
 
 /// The pane key the replayed log's screen goes by (no task pk is negative).
@@ -67,6 +79,7 @@ impl View {
             View::Wizard => "PRD wizard",
             View::Challenge => "challenge",
             View::Replay => "replay",
+            View::Diff => "diff",
         }
     }
 
@@ -113,6 +126,7 @@ impl View {
                 Inbox,
                 Workers,
                 Replay,
+                Diff,
                 TaskDetail,
                 Events,
                 Tasks,
@@ -162,6 +176,9 @@ impl View {
             // The wizard takes every key itself; its own hints are on screen.
             View::Wizard => &[Quit],
             View::Replay => &[Quit, Help, ScrollUp, ScrollDown, Replay, Back],
+            View::Diff => &[
+                Quit, Help, MoveUp, MoveDown, ScrollUp, ScrollDown, Diff, TaskDetail, Back,
+            ],
             View::Events | View::TaskDetail | View::Triz | View::Workers | View::Challenge => &[
                 Quit,
                 Help,
@@ -252,8 +269,13 @@ impl InputPurpose {
 #[derive(Debug, Clone, PartialEq)]
 pub struct InboxDetail {
     pub task_pk: i64,
-    /// What the human was asked (the handoff prompt, or the task itself).
-    pub prompt: String,
+    /// The task as the plan states it (description, criteria, test steps), not the agent's
+    /// prompt with its envelope.
+    pub brief: String,
+    /// What the agent said about it last (its message, or why the attempt stopped).
+    pub said: Option<String>,
+    /// Where a handoff's files are, for answering it from a shell.
+    pub handoff_dir: Option<std::path::PathBuf>,
     pub diff: Option<WorktreeDiff>,
     /// Where the work is (a human doing a handoff works there).
     pub worktree: Option<std::path::PathBuf>,
@@ -312,6 +334,11 @@ pub enum Effect {
     },
     /// Scroll the replay pane (positive = back in time).
     ScrollReplay(i32),
+    /// Load what the task changed into [`AppState::diff`].
+    LoadDiff {
+        task_pk: i64,
+        task_id: String,
+    },
     /// Tell the operator (desktop notification or terminal bell, per `[notifications]`).
     Notify(Box<crate::notify::Notice>),
 }
@@ -423,6 +450,8 @@ pub struct AppState {
     pub wizard: Option<Wizard>,
     pub challenge: Option<ChallengeView>,
     pub replay: Option<ReplayMeta>,
+    /// The diff view's task and content.
+    pub diff: Option<DiffMeta>,
     /// Whether the first load arrived: events up to it are history and notify nobody.
     pub seen_history: bool,
 }
@@ -467,6 +496,7 @@ impl AppState {
             wizard: None,
             challenge: None,
             replay: None,
+            diff: None,
             seen_history: false,
         }
     }
@@ -743,6 +773,7 @@ impl AppState {
             }
             Action::Workers => self.switch(View::Workers),
             Action::Replay => return self.open_replay(),
+            Action::Diff => return self.open_diff(),
             Action::Approve => return self.approve(),
             Action::Merge => {
                 let targets: Vec<InboxTarget> = self
@@ -976,6 +1007,39 @@ impl AppState {
             task_pk: pk,
             task_id: id,
         }]
+    }
+
+    fn open_diff(&mut self) -> Vec<Effect> {
+        if self.view == View::Diff {
+            self.view = View::Main;
+            return Vec::new();
+        }
+        let Some(task) = self.selected_task() else {
+            self.set_status("no task selected", Level::Info);
+            return Vec::new();
+        };
+        let (pk, id) = (task.pk, task.id.clone());
+        self.diff = Some(DiffMeta {
+            task_pk: pk,
+            task_id: id.clone(),
+            loaded: None,
+        });
+        self.switch(View::Diff);
+        vec![Effect::LoadDiff {
+            task_pk: pk,
+            task_id: id,
+        }]
+    }
+
+    /// The diff view's content arrived; ignored if the operator moved on to another task.
+    pub fn set_diff(
+        &mut self,
+        task_pk: i64,
+        loaded: Result<(crate::workspace::DiffSource, crate::workspace::WorktreeDiff), String>,
+    ) {
+        if let Some(d) = self.diff.as_mut().filter(|d| d.task_pk == task_pk) {
+            d.loaded = Some(loaded);
+        }
     }
 
     /// Whether task `pk` is held by another worker while no pane of this console shows it.
@@ -1240,6 +1304,7 @@ impl AppState {
             | View::Workers
             | View::Challenge
             | View::Replay
+            | View::Diff
             | View::Wizard => self.scroll_view(delta),
         }
     }
@@ -1260,6 +1325,7 @@ impl AppState {
             | View::Workers
             | View::Challenge
             | View::Replay
+            | View::Diff
             | View::Wizard => {
                 self.detail_scroll = (i64::from(self.detail_scroll).saturating_add(delta))
                     .clamp(0, i64::from(u16::MAX)) as u16;

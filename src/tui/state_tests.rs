@@ -600,7 +600,7 @@ fn skip_and_kill_ask_first() {
 /// notifies, and notes land in the status bar.
 #[test]
 fn replies_are_messages_the_state_answers() {
-    use crate::tui::feed::FeedData;
+    use crate::tui::feed::{FeedData, TaskLoad};
     use crate::tui::msg::Msg;
     use crate::tui::testkit::event;
     let mut s = state();
@@ -616,7 +616,7 @@ fn replies_are_messages_the_state_answers() {
     let feed = |events| {
         Msg::Data(Box::new(FeedData {
             plan: plan.clone(),
-            tasks: tasks.clone(),
+            tasks: TaskLoad::All(tasks.clone()),
             events,
             workers: None,
             handoffs: None,
@@ -637,4 +637,40 @@ fn replies_are_messages_the_state_answers() {
     );
     s.update(Msg::FeedFailed("connection refused".into()));
     assert!(matches!(&s.status, Some((t, Level::Warn)) if t.contains("connection refused")));
+}
+
+#[test]
+fn d_opens_the_selected_tasks_diff_and_takes_only_its_answer() {
+    use crate::tui::msg::Msg;
+    use crate::workspace::{DiffSource, WorktreeDiff};
+    let mut s = state();
+    s.handle(Action::MoveDown);
+    let id = s.selected_task().map(|t| t.id.clone()).expect("selected");
+    let pk = s.selected_task().map(|t| t.pk).expect("selected");
+    let fx = s.handle(Action::Diff);
+    assert_eq!(s.view, View::Diff);
+    assert_eq!(
+        fx,
+        vec![Effect::LoadDiff {
+            task_pk: pk,
+            task_id: id
+        }]
+    );
+    // A late answer for another task is dropped; this task's fills the view.
+    s.update(Msg::Diff(pk + 100, Err("other".into())));
+    assert!(s.diff.as_ref().is_some_and(|d| d.loaded.is_none()));
+    let diff = WorktreeDiff {
+        files: 1,
+        insertions: 2,
+        deletions: 0,
+        patch: "+a\n+b\n".into(),
+        truncated: false,
+    };
+    s.update(Msg::Diff(pk, Ok((DiffSource::Branch("b".into()), diff))));
+    assert!(
+        matches!(&s.diff.as_ref().and_then(|d| d.loaded.clone()), Some(Ok((DiffSource::Branch(_), d))) if d.insertions == 2)
+    );
+    // D again (or esc) goes back.
+    s.handle(Action::Diff);
+    assert_eq!(s.view, View::Main);
 }

@@ -28,6 +28,10 @@ impl AppState {
                 self.set_replay(task_pk, result);
                 Vec::new()
             }
+            Msg::Diff(task_pk, loaded) => {
+                self.set_diff(task_pk, loaded);
+                Vec::new()
+            }
             Msg::Data(data) => self.take_feed(*data),
             Msg::FeedFailed(e) => {
                 self.set_status(format!("queue: {e}"), Level::Warn);
@@ -61,7 +65,9 @@ impl AppState {
             );
         }
         self.seen_history = true;
-        self.set_data(d.plan, d.tasks, d.events);
+        let mut tasks = std::mem::take(&mut self.tasks);
+        d.tasks.apply(&mut tasks);
+        self.set_data(d.plan, tasks, d.events);
         if let Some(h) = d.handoffs {
             self.waiting_handoffs = h;
         }

@@ -159,6 +159,20 @@ impl Console {
                     emu.set_scrollback_offset((cur + i64::from(delta)).max(0) as usize);
                 }
             }
+            Effect::LoadDiff { task_pk, task_id } => {
+                let landed = crate::tui::attempts::landed_commit(&self.state.task_events(&task_id));
+                let workspaces = self.around.workspaces.clone();
+                let plan = self.plan_id.clone();
+                let tx = self.msg_tx.clone();
+                tokio::task::spawn_blocking(move || {
+                    let loaded = workspaces
+                        .task_diff(&plan, &task_id, landed.as_deref(), decide::MAX_DIFF_BYTES)
+                        .map_err(|e| format!("{task_id}: {e}"));
+                    if tx.send(Msg::Diff(task_pk, loaded)).is_err() {
+                        tracing::debug!(task_pk, "diff loaded after the console closed");
+                    }
+                });
+            }
             Effect::LoadInboxDetail(target) => {
                 let task = self
                     .state
@@ -166,11 +180,15 @@ impl Console {
                     .iter()
                     .find(|t| t.pk == target.task_pk)
                     .cloned();
+                let said = task
+                    .as_ref()
+                    .and_then(|t| crate::tui::attempts::last_words(&self.state.task_events(&t.id)));
                 let workspaces = self.around.workspaces.clone();
                 let handoff = self.around.handoff.clone();
                 let tx = self.msg_tx.clone();
                 tokio::task::spawn_blocking(move || {
-                    let d = decide::load_detail(&workspaces, &handoff, &target, task.as_ref());
+                    let d =
+                        decide::load_detail(&workspaces, &handoff, &target, task.as_ref(), said);
                     let _ = tx.send(Msg::InboxDetail(d));
                 });
             }

@@ -17,7 +17,7 @@ pub fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme) {
     let Some(w) = &state.wizard else {
         return;
     };
-    let (step, name) = step_of(&w.stage);
+    let (step, name) = step_of(&w.stage());
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(theme.title())
@@ -44,7 +44,7 @@ pub fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme) {
         Paragraph::new(context_lines(w, theme)).wrap(Wrap { trim: false }),
         context,
     );
-    match &w.stage {
+    match &w.stage() {
         Stage::Idea | Stage::Answer { .. } | Stage::EditPrd { .. } | Stage::EditTask { .. } => {
             let mut editor = w.editor.clone();
             editor.set_block(
@@ -61,7 +61,7 @@ pub fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme) {
                 .map(|t| state.now.saturating_duration_since(t).as_secs())
                 .unwrap_or(0);
             let spin = SPINNER[(secs as usize) % SPINNER.len()];
-            let what = match w.stage {
+            let what = match w.stage() {
                 Stage::Asking => "the agent is thinking of the next question",
                 Stage::Writing => "the agent is writing the PRD",
                 Stage::Planning => "the agent is turning the PRD into a plan (read-only)",
@@ -111,9 +111,9 @@ fn step_of(stage: &Stage) -> (u8, &'static str) {
 }
 
 fn context_height(w: &Wizard, available: u16) -> u16 {
-    let want: u16 = match &w.stage {
+    let want: u16 = match &w.stage() {
         Stage::Idea => 2,
-        Stage::Answer { .. } | Stage::Asking => (w.answers.len() as u16 * 2 + 3).min(12),
+        Stage::Answer { .. } | Stage::Asking => (w.answers().len() as u16 * 2 + 3).min(12),
         Stage::EditPrd { .. } | Stage::Writing => 2,
         Stage::EditTask { .. } => 2,
         _ => 1,
@@ -122,19 +122,19 @@ fn context_height(w: &Wizard, available: u16) -> u16 {
 }
 
 fn context_lines<'a>(w: &'a Wizard, theme: &Theme) -> Vec<Line<'a>> {
-    match &w.stage {
+    match w.stage() {
         Stage::Idea => vec![Line::raw(
             "Describe the idea: what to build, for whom, and why. An agent then interviews you.",
         )],
         Stage::Asking | Stage::Answer { .. } => {
             let mut lines = Vec::new();
             // The newest answers matter most when space is short.
-            let skip = w.answers.len().saturating_sub(4);
-            for (q, a) in &w.answers[skip..] {
-                lines.push(Line::styled(format!("Q: {q}"), theme.dim()));
-                lines.push(Line::styled(format!("A: {a}"), theme.dim()));
+            let skip = w.answers().len().saturating_sub(4);
+            for qa in &w.answers()[skip..] {
+                lines.push(Line::styled(format!("Q: {}", qa.question), theme.dim()));
+                lines.push(Line::styled(format!("A: {}", qa.answer), theme.dim()));
             }
-            if let Stage::Answer { question } = &w.stage {
+            if let Stage::Answer { question } = w.stage() {
                 lines.push(Line::styled(format!("Q: {question}"), theme.title()));
             }
             lines
@@ -152,7 +152,7 @@ fn context_lines<'a>(w: &'a Wizard, theme: &Theme) -> Vec<Line<'a>> {
 }
 
 fn hint_lines<'a>(w: &Wizard, theme: &Theme) -> Vec<Line<'a>> {
-    let keys: &[(&str, &str)] = match &w.stage {
+    let keys: &[(&str, &str)] = match &w.stage() {
         Stage::Idea => &[("ctrl-s", "send"), ("esc esc", "close")],
         Stage::Answer { .. } => &[
             ("ctrl-s", "answer"),
@@ -187,7 +187,7 @@ fn hint_lines<'a>(w: &Wizard, theme: &Theme) -> Vec<Line<'a>> {
             ),
         );
     } else if let Some(e) = &w.error
-        && w.stage != Stage::Failed
+        && w.stage() != Stage::Failed
     {
         lines.insert(0, Line::styled(format!(" {e}"), theme.error()));
     }
@@ -195,7 +195,7 @@ fn hint_lines<'a>(w: &Wizard, theme: &Theme) -> Vec<Line<'a>> {
 }
 
 fn review(frame: &mut Frame, area: Rect, w: &Wizard, selected: usize, theme: &Theme) {
-    let Some(plan) = &w.plan else {
+    let Some(plan) = w.plan() else {
         frame.render_widget(Paragraph::new("no plan yet"), area);
         return;
     };
@@ -231,7 +231,7 @@ fn review(frame: &mut Frame, area: Rect, w: &Wizard, selected: usize, theme: &Th
         } else {
             format!(
                 " · {} problem(s)",
-                w.problems.iter().filter(|p| p.error).count()
+                w.problems().iter().filter(|p| p.error).count()
             )
         }
     );
@@ -262,7 +262,7 @@ fn review(frame: &mut Frame, area: Rect, w: &Wizard, selected: usize, theme: &Th
             lines.push(Line::styled(format!("{}: {}", t.id, p.message), style));
         }
     }
-    for p in w.problems.iter().filter(|p| p.task_id.is_none()) {
+    for p in w.problems().iter().filter(|p| p.task_id.is_none()) {
         lines.push(Line::styled(p.message.clone(), theme.error()));
     }
     if lines.is_empty() {
