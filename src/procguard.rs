@@ -36,6 +36,7 @@ static GUARD_EXE: OnceLock<PathBuf> = OnceLock::new();
 
 /// Turns guarding on for this process: programs are started through `exe __guard`.
 pub fn enable(exe: PathBuf) {
+    // Set once per process; a second call has nothing to change.
     let _ = GUARD_EXE.set(exe);
 }
 

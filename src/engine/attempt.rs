@@ -533,7 +533,9 @@ impl AgentExecutor {
         let exit = match ended {
             Ended::Exited(exit) => exit,
             Ended::TimedOut => {
-                let _ = session.terminate(Duration::from_secs(5)).await;
+                if let Err(e) = session.terminate(Duration::from_secs(5)).await {
+                    tracing::warn!(task = %cx.task.id, "stopping the agent after its timeout: {e}");
+                }
                 self.account(cx, backend, &log_path, ctl);
                 return Step::Outcome(fail(
                     cx,
@@ -558,8 +560,15 @@ impl AgentExecutor {
                     Some(exit) => exit,
                     None => {
                         // The grace period was the agent's chance to finish: kill the group now.
-                        let _ = session.kill();
-                        let _ = tokio::time::timeout(Duration::from_secs(5), session.wait()).await;
+                        if let Err(e) = session.kill() {
+                            tracing::warn!(task = %cx.task.id, "killing the agent: {e}");
+                        }
+                        if tokio::time::timeout(Duration::from_secs(5), session.wait())
+                            .await
+                            .is_err()
+                        {
+                            tracing::warn!(task = %cx.task.id, "the agent has not exited 5 s after SIGKILL");
+                        }
                         self.account(cx, backend, &log_path, ctl);
                         let reason = ctl.reason().unwrap_or(reason);
                         return Step::Outcome(match reason {

@@ -92,6 +92,7 @@ fn wait_exit_nowait(pid: i32) -> ExitInfo {
 pub(crate) fn run_waiter(pid: i32, release: Receiver<()>, report: impl FnOnce(ExitInfo)) {
     let info = wait_exit_nowait(pid);
     report(info);
+    // Either a message or the sender dropped: both mean the session is gone.
     let _ = release.recv();
     if let Err(err) = signal_group(pid, libc::SIGKILL) {
         tracing::warn!(pid, %err, "cannot kill the rest of the process group");

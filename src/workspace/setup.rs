@@ -68,10 +68,12 @@ pub fn run_setup(
                 }
             }
         }
+        // The receiver is gone only after it gave up waiting: the output is not wanted then.
         let _ = out_tx.send(buf);
     });
     let (status_tx, status_rx) = mpsc::channel();
     std::thread::spawn(move || {
+        // Likewise: nobody waits for the status of a setup that already timed out.
         let _ = status_tx.send(child.wait());
     });
 
