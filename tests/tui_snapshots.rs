@@ -770,3 +770,26 @@ fn diff_view_shows_where_the_changes_come_from_and_colours_them() {
         assert_eq!(fg_of(&buf, "+fn login", row), Some(Color::Green));
     }
 }
+
+#[test]
+fn an_agent_waiting_for_input_is_named_in_its_pane_and_counted_in_the_header() {
+    let mut s = demo_state(fixed_now());
+    let mut panes = s.panes.clone();
+    panes[0].waiting_input = true;
+    s.set_panes(panes);
+    for (w, h) in SIZES {
+        let (out, _, _) = render_with(&s, w, h, &demo_screens(), Theme::default());
+        insta::assert_snapshot!(format!("waiting_input_{w}x{h}"), out);
+        // Whole where the pane has room, short where it has not.
+        let badge = if w >= 200 {
+            "[waiting for input]"
+        } else {
+            "[input?]"
+        };
+        assert!(out.contains(badge), "{out}");
+        assert!(
+            out.lines().next().is_some_and(|l| l.contains("input 1")),
+            "{out}"
+        );
+    }
+}

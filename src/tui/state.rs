@@ -362,6 +362,8 @@ pub struct PaneMeta {
     pub state: SessionState,
     /// Whether a terminal is attached (none while preparing or for a human handoff).
     pub has_screen: bool,
+    /// The agent is blocked reading its terminal: it waits for someone to type (from /proc).
+    pub waiting_input: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -590,6 +592,11 @@ impl AppState {
     }
 
     // ---- derived ---------------------------------------------------------------------------
+
+    /// How many agents wait for someone to type into their terminal.
+    pub fn waiting_input(&self) -> usize {
+        self.panes.iter().filter(|p| p.waiting_input).count()
+    }
 
     pub fn finished(&self) -> bool {
         self.summary.is_some() || self.engine_error.is_some()
