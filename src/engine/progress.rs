@@ -118,6 +118,7 @@ impl HeadlessPrinter {
         for e in &events {
             self.after_id = e.id;
             if let Some(line) = transition_line(e) {
+                // Progress lines are best-effort (a closed stdout must not stop the run).
                 let _ = writeln!(out, "{line}");
             }
         }

@@ -208,7 +208,9 @@ impl PtySession {
         let started = Instant::now();
 
         let kill_on_error = |err: PtyError| {
-            let _ = signal_group(pid, libc::SIGKILL);
+            if let Err(e) = signal_group(pid, libc::SIGKILL) {
+                tracing::warn!(pid, "killing a session that failed to start: {e}");
+            }
             let mut status = 0;
             // SAFETY: reaping our own child after killing it.
             unsafe { libc::waitpid(pid, &mut status, 0) };
@@ -549,6 +551,7 @@ impl PtySession {
                 }
             }
         };
+        // Output still unread after this is given up: the exit is what the caller waits for.
         let _ = tokio::time::timeout(DRAIN_AFTER_EXIT, drained).await;
         exit
     }
@@ -577,6 +580,7 @@ impl PtySession {
         }
         self.signal(libc::SIGTERM)?;
         let deadline = tokio::time::Instant::now() + grace;
+        // A timeout here is handled below: whatever is still alive then gets SIGKILL.
         let _ = tokio::time::timeout_at(deadline, self.wait_exit()).await;
         while group_alive(self.pid) && tokio::time::Instant::now() < deadline {
             tokio::time::sleep(GROUP_POLL).await;
@@ -596,8 +600,13 @@ impl PtySession {
 impl Drop for PtySession {
     fn drop(&mut self) {
         // The child is unreaped until the waiter is released, so its group id is still ours.
-        if self.exit_info().is_none() || group_alive(self.pid) {
-            let _ = signal_group(self.pid, libc::SIGKILL);
+        if (self.exit_info().is_none() || group_alive(self.pid))
+            && let Err(e) = signal_group(self.pid, libc::SIGKILL)
+        {
+            tracing::warn!(
+                pid = self.pid,
+                "killing a dropped session's process group: {e}"
+            );
         }
         self.release_waiter.take();
         self.wake_reader.take();
