@@ -11,15 +11,51 @@ use std::path::PathBuf;
     long_about = "Whilly validates a plan, queues its tasks with their dependencies, priorities and \
 budget, and runs each task with an AI coding agent in its own pseudo-terminal and git worktree. \
 The queue is embedded (SQLite under .whilly/) unless WHILLY_DATABASE_URL points at Postgres.",
-    after_help = "Examples:\n  whilly plan check tasks.json\n  whilly plan import tasks.json --budget 20\n  \
+    after_help = "Examples:\n  whilly demo                 # a tour in a throwaway repository\n  \
+whilly plan check tasks.json\n  whilly plan import tasks.json --budget 20\n  \
+whilly my-plan               # the console on an imported plan (or: whilly tasks.json)\n  \
 whilly plan show my-plan\n  whilly events --plan my-plan --follow\n\n\
-Exit codes: 0 ok, 1 invalid input or failed work, 2 environment error, 130 interrupted."
+Exit codes: 0 ok, 1 invalid input or failed work, 2 environment error, 130 interrupted.",
+    override_usage = "whilly [OPTIONS] [PLAN]\n       whilly [OPTIONS] <COMMAND>"
 )]
 pub struct Cli {
     #[command(flatten)]
     pub global: GlobalArgs,
+    /// Without a command: the console on this plan, a plan file (imported first) or an
+    /// imported plan's id.
+    #[arg(value_name = "PLAN")]
+    pub plan_arg: Option<PathBuf>,
+    /// Without a command: the console on this imported plan.
+    #[arg(long, value_name = "ID")]
+    pub plan: Option<String>,
     #[command(subcommand)]
     pub command: Option<Command>,
+}
+
+impl Cli {
+    /// `whilly PLAN` / `whilly --plan ID` are `whilly tui …`: one command line for the console,
+    /// whichever way it was asked for. A plan before a command is refused (it would be ignored).
+    pub fn normalize(mut self) -> Result<Cli, clap::Error> {
+        let named = self.plan_arg.is_some() || self.plan.is_some();
+        match &self.command {
+            None if named => {
+                self.command = Some(Command::Tui(RunArgs {
+                    plan_arg: self.plan_arg.take(),
+                    plan: self.plan.take(),
+                    ..RunArgs::default()
+                }));
+            }
+            Some(_) if named => {
+                return Err(<Cli as clap::CommandFactory>::command().error(
+                    clap::error::ErrorKind::ArgumentConflict,
+                    "a plan goes after the command (`whilly run PLAN`, `whilly tui --plan ID`), \
+                     or alone (`whilly PLAN`)",
+                ));
+            }
+            _ => {}
+        }
+        Ok(self)
+    }
 }
 
 #[derive(Debug, Args, Clone)]
@@ -198,11 +234,13 @@ whilly prd plan docs/PRD-calendar-sync.md --merge-into my-plan"
     },
 }
 
-#[derive(Debug, Args, Clone)]
+#[derive(Debug, Args, Clone, Default)]
 pub struct RunArgs {
-    /// A plan file to import (or re-import) before running.
-    pub plan_file: Option<PathBuf>,
-    /// An imported plan's id (with a file: the id to import it as).
+    /// The plan: a plan file (imported, or re-imported, first) if one exists by that name, else
+    /// an imported plan's id.
+    #[arg(value_name = "PLAN")]
+    pub plan_arg: Option<PathBuf>,
+    /// An imported plan's id (with a plan file: the id to import it as).
     #[arg(long, value_name = "ID")]
     pub plan: Option<String>,
     /// JSON lines on stdout instead of the console (also without a terminal).

@@ -39,6 +39,7 @@ pub mod launcher;
 pub mod logging;
 pub mod merge_cmd;
 pub mod plan_checks;
+pub mod plan_choice;
 pub mod plan_cmd;
 pub mod plan_view;
 pub mod prd_cmd;
@@ -66,7 +67,7 @@ pub fn main() -> ExitCode {
         crate::procguard::enable(exe);
     }
     launcher::unblock_inherited();
-    let cli = match Cli::try_parse() {
+    let cli = match Cli::try_parse().and_then(Cli::normalize) {
         Ok(cli) => cli,
         Err(err) => {
             // clap exits 2 for usage errors; ours is 1 (invalid input), 2 is kept for the environment.
@@ -118,16 +119,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Some(c) => c,
         // No arguments: the console on a terminal (over the imported plan), help otherwise.
         None if std::io::IsTerminal::is_terminal(&std::io::stdout()) => {
-            Command::Tui(args::RunArgs {
-                plan_file: None,
-                plan: None,
-                headless: false,
-                parallel: None,
-                agent: None,
-                budget: None,
-                timeout: None,
-                resume: false,
-            })
+            Command::Tui(args::RunArgs::default())
         }
         None => {
             Cli::command().print_help()?;
@@ -142,7 +134,13 @@ async fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         return demo_cmd::run(cli.global, args).await;
     }
     let ctx = Context::new(cli.global)?;
-    let _log_guard = logging::init(&ctx.state_dir().join("logs"), "info");
+    if needs_repo(&command) {
+        ctx.require_repo()?;
+    }
+    // Outside a repository there is no `.whilly/` to log into, and none is made.
+    let _log_guard = ctx
+        .in_repo
+        .then(|| logging::init(&ctx.state_dir().join("logs"), "info"));
     tracing::info!(repo = %ctx.repo_root.display(), "whilly {}", env!("CARGO_PKG_VERSION"));
     match command {
         Command::Plan(cmd) => plan_cmd::run(&ctx, cmd).await,
@@ -158,6 +156,21 @@ async fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Bench(cmd) => bench_cmd::run(&ctx, cmd).await,
         Command::Prd(cmd) => prd_cmd::run(&ctx, cmd).await,
         Command::Completions { .. } | Command::Demo(_) => Ok(exit::OK),
+    }
+}
+
+/// Whether the command works on a repository (its queue, worktrees, handoffs, logs). The rest
+/// (configuration, benchmarks in scratch repositories, reading a plan file) works anywhere.
+fn needs_repo(command: &Command) -> bool {
+    use args::PlanCommand;
+    match command {
+        Command::Config(_) | Command::Bench(_) | Command::Completions { .. } | Command::Demo(_) => {
+            false
+        }
+        Command::Plan(PlanCommand::Check { .. }) => false,
+        Command::Plan(PlanCommand::Triz { target, .. }) => !std::path::Path::new(target).is_file(),
+        Command::Plan(PlanCommand::Challenge { plan_file, .. }) => plan_file.is_none(),
+        _ => true,
     }
 }
 

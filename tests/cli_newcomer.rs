@@ -1,0 +1,201 @@
+//! What a newcomer meets on the command line (issue 11, "what a newcomer hit"): choosing a plan
+//! by file or id, commands run outside a repository, plans that end, headless runs that always
+//! say how they ended, an unreachable Postgres said at once. Each runs the real binary.
+
+#[path = "support/engine.rs"]
+mod engine;
+
+use engine::{Output, Repo, plan, task};
+use std::time::{Duration, Instant};
+
+/// An agent that changes nothing and says it is done; the task's check (`true`) passes.
+const DONE_AGENT: &str = "bash -c 'echo \"<promise>COMPLETE</promise>\"'";
+const LIMIT: Duration = Duration::from_secs(60);
+
+fn run(repo: &Repo, args: &[&str]) -> Output {
+    repo.run(args, LIMIT)
+}
+
+fn run_in(repo: &Repo, dir: &std::path::Path, args: &[&str]) -> Output {
+    repo.spawn_in(dir, args, &[]).wait(LIMIT)
+}
+
+/// A repository with plans `p` (imported from plan.json) and `q`.
+fn two_plans() -> Repo {
+    let repo = Repo::new(&plan("p", vec![task("T-1")]), DONE_AGENT);
+    repo.write(
+        "q.json",
+        &serde_json::to_string(&plan("q", vec![task("Q-1")])).unwrap(),
+    );
+    for file in ["plan.json", "q.json"] {
+        let o = run(&repo, &["plan", "import", file]);
+        assert_eq!(o.code, Some(0), "{o}");
+    }
+    repo
+}
+
+// ---- choosing a plan -------------------------------------------------------------------------
+
+#[test]
+fn a_fresh_repository_suggests_the_demo_and_plan_import() {
+    let repo = Repo::new(&plan("p", vec![task("T-1")]), DONE_AGENT);
+    let o = run(&repo, &["run", "--headless"]);
+    assert_eq!(o.code, Some(1), "{o}");
+    assert!(o.stderr.contains("whilly demo"), "{o}");
+    assert!(o.stderr.contains("whilly plan import FILE"), "{o}");
+}
+
+#[test]
+fn a_plan_id_is_accepted_wherever_a_plan_is_wanted() {
+    let repo = two_plans();
+    // `run ID`: no file of that name, so the imported plan.
+    let o = run(&repo, &["run", "p", "--headless"]);
+    assert_eq!(o.code, Some(0), "{o}");
+    assert_eq!(o.complete()["done"], 1, "{o}");
+    assert_eq!(repo.task("p", "T-1")["status"], "DONE");
+    assert_eq!(repo.task("q", "Q-1")["status"], "PENDING");
+    // `whilly --plan ID` and `whilly ID` are the console, headless without a terminal; so is
+    // `whilly tui ID`.
+    for args in [
+        &["--plan", "q"][..],
+        &["q"][..],
+        &["tui", "q"][..],
+        &["tui", "--plan", "q"][..],
+    ] {
+        let o = run(&repo, args);
+        assert_eq!(o.code, Some(0), "whilly {args:?}: {o}");
+        assert_eq!(o.complete()["end"], "all_done", "whilly {args:?}: {o}");
+    }
+    assert_eq!(repo.task("q", "Q-1")["status"], "DONE");
+}
+
+#[test]
+fn a_file_of_that_name_is_imported_first() {
+    let repo = two_plans();
+    // A file named like nothing imported: imported, then run.
+    repo.write(
+        "r.json",
+        &serde_json::to_string(&plan("r", vec![task("R-1")])).unwrap(),
+    );
+    let o = run(&repo, &["run", "r.json", "--headless"]);
+    assert_eq!(o.code, Some(0), "{o}");
+    assert_eq!(repo.task("r", "R-1")["status"], "DONE");
+}
+
+#[test]
+fn a_name_that_is_neither_file_nor_id_lists_the_plans() {
+    let repo = two_plans();
+    for args in [
+        &["run", "nope", "--headless"][..],
+        &["run", "--plan", "nope", "--headless"][..],
+        &["nope"][..],
+    ] {
+        let o = run(&repo, args);
+        assert_eq!(o.code, Some(1), "whilly {args:?}: {o}");
+        assert!(o.stderr.contains("\"nope\""), "whilly {args:?}: {o}");
+        assert!(
+            o.stderr.contains("imported plans: p, q"),
+            "whilly {args:?}: {o}"
+        );
+    }
+    // Several plans and none named: how to name one.
+    let o = run(&repo, &["run", "--headless"]);
+    assert_eq!(o.code, Some(1), "{o}");
+    assert!(o.stderr.contains("`whilly PLAN_ID`"), "{o}");
+}
+
+// ---- outside a git repository ----------------------------------------------------------------
+
+#[test]
+fn commands_that_need_a_repository_refuse_outside_one() {
+    let repo = Repo::new(&plan("p", vec![task("T-1")]), DONE_AGENT);
+    let outside = repo.home.join("not-a-repo");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::copy(repo.repo.join("plan.json"), outside.join("plan.json")).unwrap();
+    for args in [
+        &["plan", "import", "plan.json"][..],
+        &["plan", "list"][..],
+        &["events"][..],
+        &["handoff", "list"][..],
+        &["worktrees", "list"][..],
+        &["run", "plan.json", "--headless"][..],
+        &["worker", "--until-idle"][..],
+    ] {
+        let o = run_in(&repo, &outside, args);
+        assert_eq!(o.code, Some(2), "whilly {args:?}: {o}");
+        assert!(
+            o.stderr.contains("not inside a git repository: ")
+                && o.stderr.contains("give --repo DIR"),
+            "whilly {args:?}: {o}"
+        );
+    }
+    assert!(
+        !outside.join(".whilly").exists(),
+        "a refused command left .whilly/ behind"
+    );
+    // What needs no repository still works there.
+    for args in [
+        &["config", "show"][..],
+        &["--help"][..],
+        &["completions", "bash"][..],
+        &["plan", "check", "plan.json"][..],
+    ] {
+        let o = run_in(&repo, &outside, args);
+        assert_eq!(o.code, Some(0), "whilly {args:?}: {o}");
+    }
+    assert!(!outside.join(".whilly").exists(), "{:?}", outside);
+    // And --repo makes the repository's commands work from anywhere (what the console's detach
+    // message prints).
+    let root = repo.repo.to_str().unwrap();
+    let o = run_in(
+        &repo,
+        &outside,
+        &["--repo", root, "plan", "import", "plan.json"],
+    );
+    assert_eq!(o.code, Some(0), "{o}");
+    assert!(repo.repo.join(".whilly/whilly.db").is_file());
+    let o = run_in(&repo, &outside, &["--repo", root, "events", "--plan", "p"]);
+    assert_eq!(o.code, Some(0), "{o}");
+    assert!(o.stdout.contains("T-1"), "{o}");
+}
+
+// ---- Postgres unreachable --------------------------------------------------------------------
+
+#[test]
+fn an_unreachable_postgres_is_said_at_once_with_its_address() {
+    let repo = Repo::new(&plan("p", vec![task("T-1")]), DONE_AGENT);
+    // A port that nothing listens on: bound, then let go.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("postgres://127.0.0.1:{port}/x");
+    let started = Instant::now();
+    let o = run(&repo, &["--database-url", &url, "plan", "list"]);
+    let took = started.elapsed();
+    assert_eq!(o.code, Some(2), "{o}");
+    assert!(
+        o.stderr
+            .contains(&format!("connection refused at 127.0.0.1:{port}")),
+        "{o}"
+    );
+    assert!(o.stderr.contains("start the local one"), "{o}");
+    assert!(took < Duration::from_millis(1500), "took {took:?}: {o}");
+    // The engine commands wait for a queue that may come up, and say at once why they wait.
+    let mut w = repo.spawn(&["--database-url", &url, "worker", "--until-idle"]);
+    let said = engine::wait_for(Duration::from_secs(5), "the worker to say it waits", || {
+        let err = std::fs::read_dir(repo.home.join("outputs"))
+            .ok()?
+            .filter_map(|e| e.ok())
+            .filter(|e| e.path().extension().is_some_and(|x| x == "err"))
+            .filter_map(|e| std::fs::read_to_string(e.path()).ok())
+            .find(|t| t.contains("does not answer yet"))?;
+        Some(err)
+    });
+    assert!(
+        said.contains(&format!("connection refused at 127.0.0.1:{port}")),
+        "{said}"
+    );
+    assert!(!w.exited(), "the worker gave up at once: {said}");
+}
