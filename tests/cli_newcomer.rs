@@ -199,3 +199,84 @@ fn an_unreachable_postgres_is_said_at_once_with_its_address() {
     );
     assert!(!w.exited(), "the worker gave up at once: {said}");
 }
+
+// ---- headless output always ends with `complete` ---------------------------------------------
+
+/// The last JSON line of stdout: the `complete` line, with its `end`.
+fn last_line(o: &Output) -> serde_json::Value {
+    let last = o
+        .lines()
+        .pop()
+        .unwrap_or_else(|| panic!("no JSON line: {o}"));
+    assert_eq!(last["event"], "complete", "{o}");
+    assert_eq!(last["exit_code"].as_i64().map(|c| c as i32), o.code, "{o}");
+    last
+}
+
+#[test]
+fn a_missing_agent_program_ends_with_an_environment_complete_line() {
+    let repo = Repo::new(&plan("p", vec![task("T-1")]), "/nonexistent/agent-prog");
+    let o = run(&repo, &["run", "plan.json", "--headless"]);
+    assert_eq!(o.code, Some(2), "{o}");
+    let last = last_line(&o);
+    assert_eq!(last["end"], "environment", "{o}");
+    assert!(
+        last["error"]
+            .as_str()
+            .unwrap()
+            .contains("/nonexistent/agent-prog"),
+        "{o}"
+    );
+}
+
+#[test]
+fn no_repository_and_a_refused_plan_end_with_a_complete_line_too() {
+    let repo = Repo::new(&plan("p", vec![task("T-1")]), DONE_AGENT);
+    let outside = repo.home.join("elsewhere");
+    std::fs::create_dir_all(&outside).unwrap();
+    let o = run_in(&repo, &outside, &["run", "--headless"]);
+    assert_eq!(o.code, Some(2), "{o}");
+    let last = last_line(&o);
+    assert_eq!(last["end"], "environment", "{o}");
+    assert!(
+        last["error"]
+            .as_str()
+            .unwrap()
+            .contains("not inside a git repository"),
+        "{o}"
+    );
+    // Input errors say so, with exit 1: a script tells them from the environment.
+    repo.write("bad.json", "{\"tasks\": [");
+    let o = run(&repo, &["run", "bad.json", "--headless"]);
+    assert_eq!(o.code, Some(1), "{o}");
+    assert_eq!(last_line(&o)["end"], "invalid_input", "{o}");
+    let o = run(&repo, &["run", "nope", "--headless"]);
+    assert_eq!(o.code, Some(1), "{o}");
+    assert_eq!(last_line(&o)["end"], "invalid_input", "{o}");
+}
+
+/// The engine commands wait 30 s for a queue that does not answer; then the run ends with the
+/// `environment` complete line, not only a message on stderr.
+#[test]
+fn an_unreachable_database_ends_with_an_environment_complete_line() {
+    let repo = Repo::new(&plan("p", vec![task("T-1")]), DONE_AGENT);
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("postgres://127.0.0.1:{port}/x");
+    let o = repo
+        .spawn(&["--database-url", &url, "run", "plan.json", "--headless"])
+        .wait(Duration::from_secs(90));
+    assert_eq!(o.code, Some(2), "{o}");
+    let last = last_line(&o);
+    assert_eq!(last["end"], "environment", "{o}");
+    assert!(
+        last["error"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("connection refused at 127.0.0.1:{port}")),
+        "{o}"
+    );
+}

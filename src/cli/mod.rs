@@ -114,7 +114,35 @@ pub fn main() -> ExitCode {
     ExitCode::from(code.clamp(0, 255) as u8)
 }
 
+/// Runs the command; a headless run that fails before or instead of its own `complete` line
+/// (no repository, the queue unreachable, an agent's program missing, the engine stopped by an
+/// outage) still ends its output with one, so a script reads how it ended from the last line.
 async fn dispatch(cli: Cli) -> anyhow::Result<i32> {
+    let headless = match &cli.command {
+        Some(Command::Run(a) | Command::Tui(a)) => a.headless || !crate::tui::terminal::available(),
+        _ => false,
+    };
+    let result = dispatch_command(cli).await;
+    if headless
+        && let Err(err) = &result
+        && !exit::is_broken_pipe(err)
+    {
+        let end = match exit::code_for(err) {
+            exit::ENVIRONMENT => crate::engine::RunEnd::Environment,
+            exit::INTERRUPTED => crate::engine::RunEnd::Interrupted,
+            _ => crate::engine::RunEnd::InvalidInput,
+        };
+        let line = crate::engine::progress::failed_line(end, &exit::describe(err));
+        // Best-effort like every progress line: the exit code says it too.
+        let _ = {
+            use std::io::Write as _;
+            writeln!(std::io::stdout(), "{line}")
+        };
+    }
+    result
+}
+
+async fn dispatch_command(cli: Cli) -> anyhow::Result<i32> {
     let command = match cli.command {
         Some(c) => c,
         // No arguments: the console on a terminal (over the imported plan), help otherwise.

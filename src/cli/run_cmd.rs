@@ -121,7 +121,15 @@ pub async fn run(ctx: &Context, args: RunArgs) -> anyhow::Result<i32> {
         ..
     } = match prepare_run(ctx, &args).await? {
         Ok(setup) => setup,
-        Err(code) => return Ok(code),
+        Err(code) => {
+            // The problems are on stderr already; the last line says the run never started.
+            let line = crate::engine::progress::failed_line(
+                RunEnd::InvalidInput,
+                "the plan file was refused: see the problems on stderr; nothing was imported",
+            );
+            let _ = writeln!(std::io::stdout(), "{line}");
+            return Ok(code);
+        }
     };
     let shutdown = signals::shutdown_channel();
     let presence = patiently("registering the worker", || async {
@@ -218,6 +226,9 @@ fn worker_exit(end: RunEnd) -> (i32, &'static str) {
         ),
         RunEnd::TimedOut => (3, "stopped: run timeout"),
         RunEnd::AllDone | RunEnd::SomeFailed => (exit::OK, "nothing left to do"),
+        // Not ends of the engine's loop (the command line reports those itself).
+        RunEnd::Environment => (exit::ENVIRONMENT, "stopped: environment error"),
+        RunEnd::InvalidInput => (exit::FAILED, "stopped: invalid input"),
     }
 }
 
