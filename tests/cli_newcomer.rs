@@ -280,3 +280,94 @@ fn an_unreachable_database_ends_with_an_environment_complete_line() {
         "{o}"
     );
 }
+
+// ---- plans that end --------------------------------------------------------------------------
+
+fn plan_list(repo: &Repo, extra: &[&str]) -> Vec<serde_json::Value> {
+    let mut args = vec!["plan", "list", "--json"];
+    args.extend(extra);
+    let o = run(repo, &args);
+    assert_eq!(o.code, Some(0), "{o}");
+    serde_json::from_str::<Vec<serde_json::Value>>(&o.stdout).unwrap_or_else(|e| panic!("{e}: {o}"))
+}
+
+fn ids(plans: &[serde_json::Value]) -> Vec<String> {
+    plans
+        .iter()
+        .map(|p| p["plan"]["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn a_finished_plan_is_done_and_can_be_archived_and_deleted() {
+    let repo = two_plans();
+    let o = run(&repo, &["run", "p", "--headless"]);
+    assert_eq!(o.code, Some(0), "{o}");
+    let o = run(&repo, &["plan", "list"]);
+    let line = |o: &Output, id: &str| {
+        o.stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("{id} ")))
+            .unwrap_or_else(|| panic!("no row for {id}: {o}"))
+            .to_string()
+    };
+    assert!(line(&o, "p").contains(" done "), "{o}");
+    assert!(line(&o, "q").contains(" active "), "{o}");
+
+    // Archived: out of the list, in `--all` marked archived, back with --undo / unarchive.
+    let o = run(&repo, &["plan", "archive", "p"]);
+    assert_eq!(o.code, Some(0), "{o}");
+    assert_eq!(ids(&plan_list(&repo, &[])), ["q"]);
+    let o = run(&repo, &["plan", "list"]);
+    assert!(o.stdout.contains("1 archived plan not shown"), "{o}");
+    let o = run(&repo, &["plan", "list", "--all"]);
+    assert!(line(&o, "p").contains(" archived "), "{o}");
+    let all = plan_list(&repo, &["--all"]);
+    assert_eq!(ids(&all), ["p", "q"]);
+    assert!(all[0]["plan"]["archived_at"].is_string(), "{all:?}");
+    let o = run(&repo, &["plan", "archive", "p", "--undo"]);
+    assert_eq!(o.code, Some(0), "{o}");
+    assert_eq!(ids(&plan_list(&repo, &[])), ["p", "q"]);
+    run(&repo, &["plan", "archive", "p"]);
+    let o = run(&repo, &["plan", "unarchive", "p"]);
+    assert_eq!(o.code, Some(0), "{o}");
+    assert_eq!(ids(&plan_list(&repo, &[])), ["p", "q"]);
+
+    // Deleted: refused without a terminal to ask on unless --yes; then gone, events kept.
+    let o = run(&repo, &["plan", "delete", "p"]);
+    assert_eq!(o.code, Some(1), "{o}");
+    assert!(o.stderr.contains("--yes"), "{o}");
+    assert_eq!(ids(&plan_list(&repo, &[])), ["p", "q"]);
+    let o = run(&repo, &["plan", "delete", "p", "--yes"]);
+    assert_eq!(o.code, Some(0), "{o}");
+    assert_eq!(ids(&plan_list(&repo, &["--all"])), ["q"]);
+    let o = run(&repo, &["plan", "show", "p"]);
+    assert_eq!(o.code, Some(1), "{o}");
+    let events: Vec<String> = repo
+        .events(None)
+        .iter()
+        .filter(|e| e["plan_id"] == "p")
+        .map(|e| e["event_type"].as_str().unwrap().to_string())
+        .collect();
+    assert!(events.contains(&"task.done".to_string()), "{events:?}");
+    assert_eq!(events.last().map(String::as_str), Some("plan.deleted"));
+    // The id is free for a new import.
+    let o = run(&repo, &["plan", "import", "plan.json"]);
+    assert_eq!(o.code, Some(0), "{o}");
+}
+
+#[test]
+fn a_plan_with_running_work_is_not_deleted() {
+    let repo = Repo::new(&plan("p", vec![task("T-1")]), "bash -c 'sleep 60'");
+    let running = repo.spawn(&["run", "plan.json", "--headless"]);
+    engine::wait_for(Duration::from_secs(30), "the task to run", || {
+        let o = run(&repo, &["plan", "show", "p", "--json"]);
+        let v: serde_json::Value = serde_json::from_str(&o.stdout).ok()?;
+        (v["tasks"][0]["status"] == "IN_PROGRESS").then_some(())
+    });
+    let o = run(&repo, &["plan", "delete", "p", "--yes"]);
+    assert_eq!(o.code, Some(1), "{o}");
+    assert!(o.stderr.contains("has work running"), "{o}");
+    assert_eq!(ids(&plan_list(&repo, &[])), ["p"]);
+    drop(running);
+}

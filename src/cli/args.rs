@@ -413,11 +413,43 @@ Re-importing an unchanged plan changes nothing; a changed plan updates only task
         #[arg(long)]
         json: bool,
     },
-    /// List imported plans with their progress and budget.
-    #[command(after_help = "Examples:\n  whilly plan list\n  whilly plan list --json")]
+    /// List imported plans with their state (active, paused, done, archived), progress and
+    /// budget.
+    #[command(
+        after_help = "Examples:\n  whilly plan list\n  whilly plan list --all --json\n\n\
+A plan is done when every task has ended (DONE, FAILED or SKIPPED)."
+    )]
     List {
+        /// Print the plans as JSON.
         #[arg(long)]
         json: bool,
+        /// Archived plans too (marked archived).
+        #[arg(long)]
+        all: bool,
+    },
+    /// Hide a plan from lists (its tasks and events are kept; `--undo` lists it again).
+    #[command(
+        after_help = "Examples:\n  whilly plan archive sprint-11\n  whilly plan archive sprint-11 --undo"
+    )]
+    Archive {
+        plan_id: String,
+        /// List the plan again (same as `whilly plan unarchive ID`).
+        #[arg(long)]
+        undo: bool,
+    },
+    /// List an archived plan again.
+    #[command(after_help = "Example:\n  whilly plan unarchive sprint-11")]
+    Unarchive { plan_id: String },
+    /// Delete a plan and its tasks (asks first; the audit trail keeps its events and records
+    /// the deletion). Refused while its tasks run.
+    #[command(
+        after_help = "Examples:\n  whilly plan delete sprint-11\n  whilly plan delete sprint-11 --yes   # without asking (scripts)"
+    )]
+    Delete {
+        plan_id: String,
+        /// Do not ask (needed without a terminal).
+        #[arg(long, short = 'y')]
+        yes: bool,
     },
     /// A plan's tasks, dependency tree and budget.
     #[command(after_help = "Examples:\n  whilly plan show demo\n  whilly plan show demo --json")]

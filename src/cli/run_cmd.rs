@@ -40,10 +40,15 @@ pub async fn resolve_plan(
     args: &RunArgs,
 ) -> anyhow::Result<Result<String, i32>> {
     let plans = store.list_plans().await?;
-    let known: Vec<String> = plans.iter().map(|p| p.plan.id.clone()).collect();
+    let (archived, known): (Vec<_>, Vec<_>) =
+        plans.iter().partition(|p| p.plan.archived_at.is_some());
+    let ids = |v: Vec<&crate::store::PlanSummary>| -> Vec<String> {
+        v.into_iter().map(|p| p.plan.id.clone()).collect()
+    };
+    let (known, archived) = (ids(known), ids(archived));
     let arg = args.plan_arg.as_deref();
     let arg_is_file = arg.is_some_and(|p| p.exists());
-    let choice = plan_choice::choose(arg, arg_is_file, args.plan.as_deref(), &known, &[])
+    let choice = plan_choice::choose(arg, arg_is_file, args.plan.as_deref(), &known, &archived)
         .map_err(|msg| anyhow::anyhow!(msg))?;
     let plan_id = match (choice, arg) {
         (plan_choice::Choice::File, Some(file)) => {

@@ -6,6 +6,7 @@
 
 mod import;
 mod lease;
+mod lifecycle;
 mod location;
 mod operator;
 mod query;
@@ -310,6 +311,14 @@ impl Store for PgStore {
 
     async fn reset_plan(&self, plan_id: &str, mode: ResetMode) -> StoreResult<()> {
         operator::reset_plan(&self.inner, plan_id, mode).await
+    }
+
+    async fn set_plan_archived(&self, plan_id: &str, archived: bool) -> StoreResult<()> {
+        lifecycle::set_plan_archived(&self.inner, plan_id, archived).await
+    }
+
+    async fn delete_plan(&self, plan_id: &str) -> StoreResult<()> {
+        lifecycle::delete_plan(&self.inner, plan_id).await
     }
 
     async fn list_tasks(&self, plan_id: &str) -> StoreResult<Vec<TaskRecord>> {

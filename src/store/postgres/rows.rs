@@ -17,7 +17,7 @@ pub(crate) use task_cols;
 macro_rules! plan_cols {
     () => {
         "id, project, paused, budget_micros, spent_micros, reserved_micros, spec, created_at, \
-         updated_at"
+         updated_at, archived_at"
     };
 }
 pub(crate) use plan_cols;
@@ -101,6 +101,7 @@ pub struct PlanRow {
     pub spec: serde_json::Value,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+    pub archived_at: Option<DateTime<Utc>>,
 }
 
 impl PlanRow {
@@ -118,6 +119,7 @@ impl PlanRow {
             spec,
             created_at: self.created_at,
             updated_at: self.updated_at,
+            archived_at: self.archived_at,
         })
     }
 }

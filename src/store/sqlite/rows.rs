@@ -17,7 +17,7 @@ pub const TASK_COLS: &str = "pk, plan_id, task_id, status, priority_rank, pendin
      reserved_micros, reason, spec, updated_at";
 
 pub const PLAN_COLS: &str = "id, project, paused, budget_micros, spent_micros, reserved_micros, \
-     spec, created_at, updated_at";
+     spec, created_at, updated_at, archived_at";
 
 pub const EVENT_COLS: &str =
     "id, ts, event_type, plan_id, task_id, worker_id, epoch, from_status, to_status, payload";
@@ -71,6 +71,7 @@ pub fn plan(r: &SqliteRow) -> StoreResult<PlanRecord> {
         spec,
         created_at: time(r.try_get("created_at")?)?,
         updated_at: time(r.try_get("updated_at")?)?,
+        archived_at: opt_time(r.try_get("archived_at")?)?,
     })
 }
 
