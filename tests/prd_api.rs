@@ -1,13 +1,14 @@
-//! The `whilly::prd` API as the console drives it: one-shot calls (answer, cost, typed errors,
-//! timeout and cancellation killing the whole process group) and the wizard step by step with a
-//! real SQLite store.
+//! The `whilly::prd` API as the console and the CLI drive it: one-shot calls (answer, cost, typed
+//! errors, timeout and cancellation killing the whole process group) and the wizard's jobs run
+//! for real (a scripted agent, files, a real SQLite store) with the pure wizard deciding each step.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use whilly::agent::{AgentSettings, BackendKind};
 use whilly::domain::Usd;
 use whilly::prd::{
-    Collisions, OneShot, OneShotError, PrdError, Stage, Step, Wizard, WizardOptions,
+    Applied, Collisions, Effect, Input, Job, JobContext, OneShot, OneShotError, PrdError, Reply,
+    Stage, Wizard, WizardOptions, run_job,
 };
 
 fn command_agent(template: &str, scratch: &Path) -> OneShot {
@@ -169,8 +170,24 @@ fn script_agent(mode: &str, log: &Path, scratch: &Path) -> OneShot {
     )
 }
 
+/// Runs the jobs `fx` asks for, feeding each reply back, until the wizard wants the operator;
+/// returns what it shows then and adds up the agent calls' cost.
+async fn settle(
+    w: &mut Wizard,
+    cx: &JobContext<'_>,
+    mut fx: Vec<Effect>,
+    cost: &mut Usd,
+) -> Vec<Effect> {
+    while let [Effect::Run(job)] = &fx[..] {
+        let done = run_job(cx, job.clone()).await.unwrap();
+        *cost += done.spent.cost;
+        fx = w.handle(Input::Reply(done.reply));
+    }
+    fx
+}
+
 #[tokio::test]
-async fn the_wizard_step_by_step_as_the_console_drives_it() {
+async fn the_wizard_with_its_jobs_from_idea_to_imported_and_merged_plans() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("project");
     std::fs::create_dir_all(&root).unwrap();
@@ -179,70 +196,103 @@ async fn the_wizard_step_by_step_as_the_console_drives_it() {
         &dir.path().join("log"),
         &root.join(whilly::prd::STATE_DIR),
     );
-    let mut w = Wizard::new(
-        agent,
-        &root,
-        "Sync our two team calendars",
-        WizardOptions::default(),
-    );
-    assert!(matches!(w.answer("too early"), Err(PrdError::WrongStep(_))));
-    assert_eq!(w.stage(), Stage::Interviewing);
-    let Step::Question(q1) = w.next_question().await.unwrap() else {
-        panic!("expected a question")
-    };
-    // Asking again before answering gives the same question without another call.
-    assert_eq!(w.next_question().await.unwrap(), Step::Question(q1.clone()));
-    w.answer("the operations team").unwrap();
-    assert!(matches!(
-        w.next_question().await.unwrap(),
-        Step::Question(_)
-    ));
-    w.answer("").unwrap();
-    assert_eq!(w.next_question().await.unwrap(), Step::Done);
-    assert_eq!(w.answers().len(), 2);
-    assert_eq!(w.stage(), Stage::InterviewDone);
-
-    let prd = w.write_prd().await.unwrap();
-    assert_eq!(prd, root.join("docs/PRD-calendar-sync.md"));
-    assert_eq!(w.stage(), Stage::PrdWritten);
-    // The operator edits the PRD; the plan is generated from the edited file.
-    let edited = std::fs::read_to_string(&prd).unwrap() + "FR-3. Edited by the operator.\n";
-    std::fs::write(&prd, &edited).unwrap();
-    let generated = w.generate_plan().await.unwrap().clone();
-    assert_eq!(
-        generated.calls, 2,
-        "the first reply needed the repair round"
-    );
-    assert_eq!(generated.gate.len(), 1);
-    let log = std::fs::read_to_string(dir.path().join("log/prompt-004.md")).unwrap();
-    assert!(log.contains("Edited by the operator"), "{log}");
-
-    // The operator fixes the task the gate refused in the task table.
-    let mut spec = generated.spec.clone();
-    let t3 = spec.tasks.iter_mut().find(|t| t.id == "TASK-003").unwrap();
-    t3.description = "Write the user documentation of the calendar sync.".into();
-    t3.test_steps = vec!["test -s docs/sync.md".into()];
-    let report = w.set_plan(spec);
-    assert!(!report.has_errors() && report.gate.is_empty());
-
     let target = whilly::store::open::target_from(None, &root).unwrap();
     let store = whilly::store::open::open(&target, &root).await.unwrap();
-    let (path, saved, imported) = w.save_as_new_plan(store.as_ref(), None).await.unwrap();
-    assert_eq!(path, root.join("docs/PRD-calendar-sync.plan.json"));
-    assert_eq!(saved.id, "prd-calendar-sync");
-    assert_eq!(imported.created.len(), 3);
+    let cx = JobContext {
+        agent: &agent,
+        root: &root,
+        store: Some(store.as_ref()),
+        merge_into: Some("prd-calendar-sync"),
+    };
+    let mut cost = Usd::ZERO;
+    let mut w = Wizard::new(WizardOptions::default());
+    assert!(matches!(
+        &w.handle(Input::Answer("too early".into()))[..],
+        [Effect::Refused(_)]
+    ));
+    let fx = w.handle(Input::Idea("Sync our two team calendars".into()));
+    let fx = settle(&mut w, &cx, fx, &mut cost).await;
+    assert!(
+        matches!(&fx[..], [Effect::ShowQuestion(q)] if q.contains("question 1")),
+        "{fx:?}"
+    );
+    let fx = w.handle(Input::Answer("the operations team".into()));
+    let fx = settle(&mut w, &cx, fx, &mut cost).await;
+    assert!(matches!(&fx[..], [Effect::ShowQuestion(_)]), "{fx:?}");
+    // An empty answer, then the scripted agent says DONE and writes the PRD.
+    let fx = w.handle(Input::Answer(String::new()));
+    let fx = settle(&mut w, &cx, fx, &mut cost).await;
+    let prd = root.join("docs/PRD-calendar-sync.md");
+    assert!(
+        matches!(&fx[..], [Effect::ShowPrd { path, text }] if path == &prd && text.starts_with("# Calendar Sync")),
+        "{fx:?}"
+    );
+    assert_eq!(w.answers().len(), 2);
+    assert_eq!(w.answers()[1].answer, "");
+
+    // The operator edits the PRD; the plan is made from the edited text, saved first.
+    let edited = std::fs::read_to_string(&prd).unwrap() + "FR-3. Edited by the operator.\n";
+    let job = w.handle(Input::MakePlan {
+        edited: Some(edited.clone()),
+    });
+    let [Effect::Run(job @ Job::MakePlan { .. })] = &job[..] else {
+        panic!("{job:?}")
+    };
+    let done = run_job(&cx, job.clone()).await.unwrap();
+    assert_eq!(
+        done.spent.calls, 2,
+        "the first reply needed the repair round"
+    );
+    assert_eq!(std::fs::read_to_string(&prd).unwrap(), edited);
+    let log = std::fs::read_to_string(dir.path().join("log/prompt-004.md")).unwrap();
+    assert!(log.contains("Edited by the operator"), "{log}");
+    assert_eq!(w.handle(Input::Reply(done.reply)), [Effect::ShowPlan]);
+    assert_eq!(w.gate().len(), 1, "TASK-003 is vague");
+    let fx = w.handle(Input::Import(None));
+    assert!(
+        matches!(&fx[..], [Effect::Refused(why)] if why.contains("TASK-003")),
+        "{fx:?}"
+    );
+
+    // The operator fixes the task the gate refused.
+    let mut spec = w.plan().unwrap().clone();
+    let index = spec.tasks.iter().position(|t| t.id == "TASK-003").unwrap();
+    let t3 = &mut spec.tasks[index];
+    t3.description = "Write the user documentation of the calendar sync.".into();
+    t3.test_steps = vec!["test -s docs/sync.md".into()];
+    let fix = spec.tasks[index].clone();
+    w.handle(Input::SetTask { index, task: fix });
+    assert!(w.plan_ready(), "{:?}", w.problems());
+
+    let mut merging = w.clone();
+    let fx = w.handle(Input::Import(None));
+    let fx = settle(&mut w, &cx, fx, &mut cost).await;
+    let imported = Applied::Imported {
+        path: root.join("docs/PRD-calendar-sync.plan.json"),
+        plan_id: "prd-calendar-sync".into(),
+        tasks: 3,
+    };
+    assert_eq!(fx, [Effect::Done(imported.clone())]);
+    assert_eq!(w.stage(), &Stage::Finished(imported));
+    assert!(root.join("docs/PRD-calendar-sync.plan.json").is_file());
+
     // Merging the same plan into it: every id clashes and is renamed, dependencies follow.
-    let (merged, report) = w
-        .merge_into(store.as_ref(), "prd-calendar-sync", Collisions::Rename)
-        .await
-        .unwrap();
-    assert_eq!(merged.added, ["TASK-004", "TASK-005", "TASK-006"]);
-    assert_eq!(report.created.len(), 3);
-    let err = w
-        .merge_into(store.as_ref(), "prd-calendar-sync", Collisions::Refuse)
-        .await
-        .unwrap_err()
-        .to_string();
+    let fx = merging.handle(Input::Merge);
+    let fx = settle(&mut merging, &cx, fx, &mut cost).await;
+    let [Effect::Done(Applied::Merged { added, renamed, .. })] = &fx[..] else {
+        panic!("{fx:?}")
+    };
+    assert_eq!(added, &["TASK-004", "TASK-005", "TASK-006"]);
+    assert_eq!(renamed.len(), 3);
+    let err = whilly::prd::merge_and_import(
+        store.as_ref(),
+        "prd-calendar-sync",
+        merging.plan().unwrap(),
+        Collisions::Refuse,
+    )
+    .await
+    .unwrap_err()
+    .to_string();
     assert!(err.contains("TASK-001, TASK-002, TASK-003"), "{err}");
     let tasks = store.list_tasks("prd-calendar-sync").await.unwrap();
     assert_eq!(tasks.len(), 6);
@@ -251,7 +301,22 @@ async fn the_wizard_step_by_step_as_the_console_drives_it() {
         ["TASK-004"],
         "TASK-005 depends on the renamed TASK-004"
     );
-    assert!(w.cost() == Usd::ZERO);
+    assert!(cost == Usd::ZERO);
+
+    // Without a queue the queue's jobs fail, typed.
+    let bare = JobContext {
+        store: None,
+        merge_into: None,
+        ..cx
+    };
+    let err = run_job(&bare, Job::Merge(merging.plan().unwrap().clone()))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, PrdError::Missing(_)), "{err}");
+    assert!(matches!(
+        Reply::failed(&err),
+        Reply::Failed { raw: None, .. }
+    ));
 }
 
 #[tokio::test]
@@ -259,28 +324,37 @@ async fn the_question_cap_ends_the_interview_without_a_call() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("log");
     let agent = script_agent("good", &log, &dir.path().join("scratch"));
+    let cx = JobContext {
+        agent: &agent,
+        root: dir.path(),
+        store: None,
+        merge_into: None,
+    };
+    let mut cost = Usd::ZERO;
     let opts = WizardOptions {
         max_questions: 1,
         ..WizardOptions::default()
     };
-    let mut w = Wizard::new(agent, dir.path(), "an idea", opts);
-    assert!(matches!(
-        w.next_question().await.unwrap(),
-        Step::Question(_)
-    ));
-    w.answer("yes").unwrap();
-    // The scripted agent would ask a second question; the cap says DONE first.
-    assert_eq!(w.next_question().await.unwrap(), Step::Done);
+    let mut w = Wizard::new(opts);
+    let fx = w.handle(Input::Idea("an idea".into()));
+    let fx = settle(&mut w, &cx, fx, &mut cost).await;
+    assert!(matches!(&fx[..], [Effect::ShowQuestion(_)]), "{fx:?}");
+    // The scripted agent would ask a second question; the cap writes the PRD instead.
+    let fx = w.handle(Input::Answer("yes".into()));
+    assert!(
+        matches!(&fx[..], [Effect::Run(Job::WritePrd { .. })]),
+        "{fx:?}"
+    );
     assert_eq!(std::fs::read_dir(&log).unwrap().count(), 1);
-    // Ending early drops a pending question.
-    let agent = script_agent("good", &log, &dir.path().join("scratch"));
-    let mut w = Wizard::new(agent, dir.path(), "an idea", WizardOptions::default());
-    assert!(matches!(
-        w.next_question().await.unwrap(),
-        Step::Question(_)
-    ));
-    w.finish_interview();
-    assert_eq!(w.pending_question(), None);
-    assert_eq!(w.next_question().await.unwrap(), Step::Done);
+    // Ending early drops the question shown.
+    let mut w = Wizard::new(WizardOptions::default());
+    let fx = w.handle(Input::Idea("an idea".into()));
+    let fx = settle(&mut w, &cx, fx, &mut cost).await;
+    assert!(matches!(&fx[..], [Effect::ShowQuestion(_)]), "{fx:?}");
+    let fx = w.handle(Input::EndInterview);
+    assert!(
+        matches!(&fx[..], [Effect::Run(Job::WritePrd { answers, .. })] if answers.is_empty()),
+        "{fx:?}"
+    );
     assert_eq!(std::fs::read_dir(&log).unwrap().count(), 2);
 }

@@ -65,7 +65,7 @@ fn task_ids(plan: &Value) -> Vec<String> {
 
 #[test]
 fn new_with_answers_file_writes_prd_and_imports_a_checked_plan() {
-    let (repo, log) = prd_repo("good");
+    let (repo, log) = prd_repo("clean");
     repo.write(
         "answers.txt",
         "the operations team\nbefore the end of the quarter\n",
@@ -116,13 +116,14 @@ fn new_with_answers_file_writes_prd_and_imports_a_checked_plan() {
     let text = std::fs::read_to_string(prd).unwrap();
     assert!(text.starts_with("# Calendar Sync\n"), "{text}");
 
-    // The plan: our id and PRD path, the gate failure reported, written beside the PRD, imported.
+    // The plan: our id and PRD path, every task through the gate, written beside the PRD,
+    // imported.
     assert!(
         out.stdout
             .contains("plan prd-calendar-sync: 3 tasks (1 agent call)"),
         "{out}"
     );
-    assert!(out.stdout.contains("gate: TASK-003 fails"), "{out}");
+    assert!(!out.stdout.contains("gate: "), "{out}");
     let plan_file = line_after(&out, "plan file: ");
     assert!(
         plan_file.ends_with("docs/PRD-calendar-sync.plan.json"),
@@ -160,6 +161,62 @@ fn new_with_answers_file_writes_prd_and_imports_a_checked_plan() {
         "{again}"
     );
     assert_eq!(task_ids(&plan_json(&repo, "prd-calendar-sync")).len(), 3);
+}
+
+#[test]
+fn tasks_failing_the_gate_are_kept_in_a_file_not_put_into_the_queue() {
+    let (repo, _log) = prd_repo("good");
+    let out = run(
+        &repo,
+        &[
+            "prd",
+            "new",
+            "--idea",
+            "Sync calendars",
+            "--no-interview",
+            "--import",
+        ],
+    );
+    assert_eq!(out.code, Some(1), "{out}");
+    assert!(
+        out.stdout.contains("gate: TASK-003 fails: description is"),
+        "{out}"
+    );
+    assert!(
+        out.stderr.contains("errors (TASK-003)")
+            && out.stderr.contains("nothing entered the queue"),
+        "{out}"
+    );
+    // The plan waits in its file, with the way on.
+    let plan_file = line_after(&out, "plan file: ");
+    assert!(
+        plan_file.ends_with("docs/PRD-calendar-sync.plan.json"),
+        "{plan_file}"
+    );
+    let file: Value = serde_json::from_str(&std::fs::read_to_string(plan_file).unwrap()).unwrap();
+    assert_eq!(file["tasks"].as_array().unwrap().len(), 3);
+    assert!(
+        out.stderr
+            .contains(&format!("`whilly plan import {plan_file}`")),
+        "{out}"
+    );
+    let list = run(&repo, &["plan", "list", "--json"]);
+    assert!(!list.stdout.contains("prd-calendar-sync"), "{list}");
+
+    // Nor into a running plan.
+    assert_eq!(run(&repo, &["plan", "import", "plan.json"]).code, Some(0));
+    let out = run(
+        &repo,
+        &[
+            "prd",
+            "plan",
+            "docs/PRD-calendar-sync.md",
+            "--merge-into",
+            "base",
+        ],
+    );
+    assert_eq!(out.code, Some(1), "{out}");
+    assert_eq!(task_ids(&plan_json(&repo, "base")), ["B-1"]);
 }
 
 #[test]
@@ -223,7 +280,7 @@ fn a_reply_that_never_parses_is_kept_and_named() {
 
 #[test]
 fn plan_merges_into_an_imported_plan_renaming_clashing_ids() {
-    let (repo, _log) = prd_repo("good");
+    let (repo, _log) = prd_repo("clean");
     let base = plan("base", vec![task("TASK-001"), task("TASK-002")]);
     repo.write("base.json", &serde_json::to_string(&base).unwrap());
     assert_eq!(run(&repo, &["plan", "import", "base.json"]).code, Some(0));

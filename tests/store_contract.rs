@@ -325,6 +325,9 @@ contract!(
     key_files_keep_concurrent_claimers_apart,
     key_files_are_scoped_by_repo_target,
     silent_workers_are_marked_offline,
+    tasks_by_ids_reads_only_those_tasks,
+    event_watch_sees_this_and_other_handles,
+    keyed_task_leaving_its_lease_wakes_waiters,
     plans_archive_and_unarchive,
     plan_delete_removes_plan_and_tasks_keeps_events,
 );
@@ -1810,6 +1813,115 @@ async fn wait_for_work_sees_other_handles(c: &Ctx) {
     assert!(waited < Duration::from_secs(15), "{waited:?}");
     assert_eq!(claim(&*other, &req("w")).await.task.id, "a");
     other.close().await;
+}
+
+async fn tasks_by_ids_reads_only_those_tasks(c: &Ctx) {
+    let s = &*c.store;
+    import(
+        s,
+        &plan("p", vec![task("c", &[]), task("a", &[]), task("b", &["a"])]),
+    )
+    .await;
+    import(s, &plan("q", vec![task("a", &[])])).await;
+    let ids = |v: &[TaskRecord]| v.iter().map(|t| t.id.clone()).collect::<Vec<_>>();
+    // Import order, not the order asked; unknown ids and other plans' tasks are left out.
+    let got = s
+        .tasks_by_ids("p", &["b".into(), "c".into(), "zz".into()])
+        .await
+        .expect("tasks_by_ids");
+    assert_eq!(ids(&got), ["c", "b"]);
+    assert!(got.iter().all(|t| t.plan_id == "p"));
+    assert_eq!(got[1].pending_deps, 1);
+    assert!(s.tasks_by_ids("p", &[]).await.expect("no ids").is_empty());
+    // The same records as the full list.
+    let all = s.list_tasks("p").await.expect("list");
+    let every: Vec<String> = ids(&all);
+    assert_eq!(
+        s.tasks_by_ids("p", &every).await.expect("all ids"),
+        all,
+        "tasks_by_ids and list_tasks disagree"
+    );
+    // More ids than one statement binds.
+    let many: Vec<TaskSpec> = (0..1200).map(|i| task(&format!("t{i:04}"), &[])).collect();
+    import(s, &plan("big", many)).await;
+    let want: Vec<String> = (0..1200)
+        .rev()
+        .step_by(2)
+        .map(|i| format!("t{i:04}"))
+        .collect();
+    let got = s.tasks_by_ids("big", &want).await.expect("many ids");
+    assert_eq!(got.len(), 600);
+    assert_eq!(got[0].id, "t0001");
+    assert_eq!(got[599].id, "t1199");
+}
+
+async fn event_watch_sees_this_and_other_handles(c: &Ctx) {
+    let s = c.store.clone();
+    let mut watch = s.watch_events().await;
+    // Nothing written: the watch waits out its time.
+    let t0 = Instant::now();
+    assert!(!watch.changed(Duration::from_millis(400)).await);
+    assert!(
+        t0.elapsed() >= Duration::from_millis(350),
+        "{:?}",
+        t0.elapsed()
+    );
+    // A write by this handle, made while nobody waits, is still reported.
+    import(&*s, &plan("p", vec![task("a", &[])])).await;
+    assert!(watch.changed(Duration::from_secs(10)).await);
+    // Reported once: the next wait times out again.
+    assert!(!watch.changed(Duration::from_millis(300)).await);
+    // A write by another handle (another process) wakes a waiting watch.
+    let other = c.second_store().await;
+    let waiter = tokio::spawn(async move {
+        let t0 = Instant::now();
+        (watch.changed(Duration::from_secs(20)).await, t0.elapsed())
+    });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    other.set_plan_paused("p", true).await.expect("pause");
+    let (seen, waited) = tokio::time::timeout(Duration::from_secs(15), waiter)
+        .await
+        .expect("woken well before max_wait")
+        .expect("join");
+    assert!(
+        seen && waited < Duration::from_secs(10),
+        "{seen} {waited:?}"
+    );
+    other.close().await;
+}
+
+async fn keyed_task_leaving_its_lease_wakes_waiters(c: &Ctx) {
+    let s = c.store.clone();
+    import(
+        &*s,
+        &plan(
+            "p",
+            vec![keyed("a", &["src/x.rs"]), keyed("b", &["src/x.rs"])],
+        ),
+    )
+    .await;
+    let cl = claim(&*s, &req("w1")).await;
+    // b shares a's key: nothing to claim while a holds it.
+    assert!(s.claim(&req("w2")).await.expect("claim").is_none());
+    let waiter = {
+        let s = s.clone();
+        tokio::spawn(async move {
+            let t0 = Instant::now();
+            s.wait_for_work(Duration::from_secs(30)).await;
+            t0.elapsed()
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    // a ends other than DONE or PENDING: only its key being free makes b claimable.
+    s.park(cl.lease, Park::HumanLoop, &Outcome::default())
+        .await
+        .expect("park");
+    let waited = tokio::time::timeout(Duration::from_secs(15), waiter)
+        .await
+        .expect("woken well before max_wait")
+        .expect("join");
+    assert!(waited < Duration::from_secs(10), "{waited:?}");
+    assert_eq!(claim(&*s, &req("w2")).await.task.id, "b");
 }
 
 // ---- SQLite only --------------------------------------------------------------------------

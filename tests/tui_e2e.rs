@@ -121,11 +121,10 @@ fn console_shows_live_panes_help_zoom_takeover_and_quits_cleanly() {
     for t in repo.tasks("p") {
         assert_eq!(t["status"], "PENDING", "{t}");
     }
-    let left = wait_for(Duration::from_secs(5), "agents to be gone", || {
-        let pids = repo.marked_pids(&[]);
-        pids.is_empty().then_some(pids)
+    // `wait_for` fails the test naming what it waited for when an agent outlives the console.
+    wait_for(Duration::from_secs(5), "agents to be gone", || {
+        repo.marked_pids(&[]).is_empty().then_some(())
     });
-    assert!(left.is_empty());
 }
 
 #[test]
@@ -240,7 +239,7 @@ fn inbox_approves_one_handoff_and_rejects_another_with_a_reason() {
     tmux.keys(&["Enter"]);
     let s = tmux.wait("H1's diff", 20, |s| s.contains("+reviewed by a human"));
     assert!(s.contains("files/H1.txt"), "{s}");
-    assert!(s.contains("What was asked"), "{s}");
+    assert!(s.contains("The task"), "{s}");
     tmux.literal("a");
     tmux.wait("H1 left the inbox", 60, |s| s.contains("Inbox (2)"));
 

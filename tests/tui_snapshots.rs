@@ -195,6 +195,7 @@ fn takeover_marks_the_pane_and_footer() {
     assert_eq!(s.takeover, Some(2));
     let mut state = s;
     state.status = None;
+    insta::assert_snapshot!("takeover_200x60", render(&state, 200, 60));
     let out = render(&state, 80, 24);
     insta::assert_snapshot!("takeover_80x24", out);
     assert!(out.contains("TAKEOVER"));
@@ -223,6 +224,7 @@ fn finished_run_shows_the_summary() {
         unlanded: vec![],
         unchanged: vec![],
     });
+    insta::assert_snapshot!("finished_200x60", render(&s, 200, 60));
     let out = render(&s, 80, 24);
     insta::assert_snapshot!("finished_80x24", out);
     // The phrase, not the variant's name (it wraps in the pane, and is whole in the header).
@@ -258,10 +260,15 @@ fn grids_for_three_and_eight_panes() {
     let (out, info, _) = render_with(&s, 200, 60, &screens, Theme::default());
     insta::assert_snapshot!("eight_panes_200x60", out);
     assert_eq!(info.panes.len(), 8);
+    let (small, small_info, _) = render_with(&s, 80, 24, &screens, Theme::default());
+    insta::assert_snapshot!("eight_panes_80x24", small);
+    assert_eq!(small_info.panes.len(), 8);
     for i in 0..8 {
         assert!(out.contains(&format!("pane {i} output")), "{out}");
     }
     s.set_panes(panes[..3].to_vec());
+    let (big, _, _) = render_with(&s, 200, 60, &screens, Theme::default());
+    insta::assert_snapshot!("three_panes_200x60", big);
     let (out, info, _) = render_with(&s, 80, 24, &screens, Theme::default());
     insta::assert_snapshot!("three_panes_80x24", out);
     assert_eq!(info.panes.len(), 3);
@@ -407,7 +414,21 @@ fn every_view_renders_at_both_sizes() {
         s.view = v;
         for (w, h) in SIZES {
             let out = render(&s, w, h);
-            assert!(out.contains("whilly"), "{v:?}");
+            let lines: Vec<&str> = out.lines().collect();
+            // The header gives way part by part: what it shows is whole (the clock too).
+            assert!(
+                lines[0].contains("whilly demo"),
+                "{v:?} {w}x{h}: {}",
+                lines[0]
+            );
+            assert!(lines[0].contains("01:05"), "{v:?} {w}x{h}: {}", lines[0]);
+            // The footer shows whole hints: it never ends on a key without its label.
+            let footer = lines.last().map(|l| l.trim_end()).unwrap_or_default();
+            let tail = footer.rsplit(' ').next().unwrap_or_default();
+            assert!(
+                tail.chars().count() > 1,
+                "{v:?} {w}x{h}: footer cut: {footer:?}"
+            );
         }
     }
 }
@@ -484,13 +505,15 @@ fn inbox_lists_what_waits_for_a_human() {
 }
 
 #[test]
-fn inbox_item_shows_the_prompt_and_the_coloured_diff() {
+fn inbox_item_shows_the_task_what_the_agent_said_and_the_coloured_diff() {
     use whilly::tui::state::InboxDetail;
     use whilly::workspace::WorktreeDiff;
     let mut s = inbox_with(&[Action::Inbox, Action::MoveDown, Action::Zoom]);
     s.set_inbox_detail(InboxDetail {
         task_pk: 7,
-        prompt: "Review the release notes by hand.\nWrite result.json when done.".into(),
+        brief: "Review the release notes by hand.\n\nAcceptance criteria:\n- the wording is final".into(),
+        said: Some("I reworded the first line of NOTES.md.".into()),
+        handoff_dir: Some("/repo/.whilly/handoff/demo/REVIEW-7".into()),
         diff: Some(WorktreeDiff {
             files: 1,
             insertions: 1,
@@ -501,9 +524,17 @@ fn inbox_item_shows_the_prompt_and_the_coloured_diff() {
         worktree: Some("/work/trees/demo/REVIEW-7".into()),
         diff_note: None,
     });
+    let (big, _, _) = render_with(&s, 200, 60, &demo_screens(), Theme::default());
+    insta::assert_snapshot!("inbox_detail_200x60", big);
     let (out, _, buf) = render_with(&s, 80, 24, &demo_screens(), Theme::default());
     insta::assert_snapshot!("inbox_detail_80x24", out);
-    assert!(out.contains("Review the release notes by hand."), "{out}");
+    assert!(big.contains("Review the release notes by hand."), "{big}");
+    assert!(big.contains("What the agent said"), "{big}");
+    assert!(
+        big.contains("I reworded the first line of NOTES.md."),
+        "{big}"
+    );
+    assert!(big.contains("whilly handoff complete REVIEW-7"), "{big}");
     assert!(out.contains("1 file(s), +1 −1"), "{out}");
     assert!(out.contains("Worktree: /work/trees/demo/REVIEW-7"), "{out}");
     let row = out.lines().position(|l| l.contains("+new line")).unwrap() as u16;
@@ -516,6 +547,7 @@ fn reject_asks_for_a_reason_in_a_popup() {
     for c in "needs tests".chars() {
         s.handle(Action::TextChar(c));
     }
+    insta::assert_snapshot!("inbox_reject_popup_200x60", render(&s, 200, 60));
     let out = render(&s, 80, 24);
     insta::assert_snapshot!("inbox_reject_popup_80x24", out);
     assert!(out.contains("Reject DOCS-5: reason"), "{out}");
@@ -579,13 +611,30 @@ fn wizard_interview_and_plan_review() {
         description: "fix".into(),
         ..good.clone()
     };
+    // Through the interview and the PRD to the plan, then the second task selected.
+    let key = |code, modifiers| crossterm::event::KeyEvent::new(code, modifiers);
+    let (none, control) = (
+        crossterm::event::KeyModifiers::NONE,
+        crossterm::event::KeyModifiers::CONTROL,
+    );
+    use crossterm::event::KeyCode;
+    s.wizard_key(key(KeyCode::Char('n'), control));
+    s.wizard_reply(WizardReply::Prd {
+        path: "docs/PRD-profile.md".into(),
+        text: "# Profile".into(),
+    });
+    s.wizard_key(key(KeyCode::Char('s'), control));
     s.wizard_reply(WizardReply::Plan(PlanSpec {
         id: "prd-profile".into(),
         project: "demo".into(),
         tasks: vec![good, vague],
         ..PlanSpec::default()
     }));
-    s.wizard.as_mut().unwrap().stage = whilly::tui::wizard::Stage::Review { selected: 1 };
+    s.wizard_key(key(KeyCode::Down, none));
+    assert_eq!(
+        s.wizard.as_ref().map(|w| w.stage()),
+        Some(whilly::tui::wizard::Stage::Review { selected: 1 })
+    );
     for (w, h) in SIZES {
         let out = render(&s, w, h);
         insta::assert_snapshot!(format!("wizard_review_{w}x{h}"), out);
@@ -623,6 +672,8 @@ fn replay_view_shows_a_finished_attempts_log() {
     );
     let mut screens: BTreeMap<i64, Emulator> = BTreeMap::new();
     screens.insert(REPLAY_PK, emu);
+    let (big, _, _) = render_with(&s, 200, 60, &screens, Theme::default());
+    insta::assert_snapshot!("replay_200x60", big);
     let (out, _, buf) = render_with(&s, 80, 24, &screens, Theme::default());
     insta::assert_snapshot!("replay_80x24", out);
     assert!(out.contains("AUTH-1 · replay of 1.log"), "{out}");

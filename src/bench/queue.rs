@@ -448,14 +448,14 @@ async fn wake_latency(store: &Arc<dyn Store>, samples: usize) -> anyhow::Result<
 }
 
 /// A throwaway database on a Postgres server.
-struct Scratch {
+pub(crate) struct Scratch {
     admin: String,
-    name: String,
-    url: String,
+    pub(crate) name: String,
+    pub(crate) url: String,
 }
 
 impl Scratch {
-    async fn create(server: &str) -> anyhow::Result<Scratch> {
+    pub(crate) async fn create(server: &str) -> anyhow::Result<Scratch> {
         use sqlx::Connection;
         let name = format!("whilly_bench_{:08x}", rand::random::<u32>());
         let mut conn = sqlx::PgConnection::connect(server).await.with_context(|| {
@@ -475,7 +475,7 @@ impl Scratch {
         })
     }
 
-    async fn drop_db(&self) {
+    pub(crate) async fn drop_db(&self) {
         use sqlx::Connection;
         if let Ok(mut conn) = sqlx::PgConnection::connect(&self.admin).await {
             let _ = sqlx::query(sqlx::AssertSqlSafe(format!(

@@ -195,7 +195,7 @@ pub enum PrdCommand {
 whilly prd new --idea \"…\" --answers-file answers.txt --import\n  \
 whilly prd new --idea \"…\" --no-interview --plan-out plan.json --agent claude\n  \
 whilly prd new --idea \"…\" --no-interview --merge-into my-plan\n\n\
-Exit codes: 0 ok, 1 no usable plan (the raw reply is kept under .whilly/prd/), 2 agent missing, 130 interrupted."
+Exit codes: 0 ok, 1 no usable plan (the raw reply is kept under .whilly/prd/) or tasks failing the decision gate (not imported or merged; the plan file is kept), 2 agent missing, 130 interrupted."
     )]
     New {
         /// The idea, in a sentence or a page.

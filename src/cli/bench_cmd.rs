@@ -40,8 +40,20 @@ pub async fn run(ctx: &Context, cmd: BenchCommand) -> anyhow::Result<i32> {
             Ok(exit::OK)
         }
         BenchCommand::Console(args) => {
-            let whilly = std::env::current_exe()
-                .map_err(|e| anyhow::anyhow!("cannot find the whilly binary to measure: {e}"))?;
+            // WHILLY_BENCH_WHILLY measures another build (say, main's) with this harness;
+            // WHILLY_BENCH_CASES picks cases by name.
+            let whilly = match std::env::var_os("WHILLY_BENCH_WHILLY") {
+                Some(p) => std::path::PathBuf::from(p),
+                None => std::env::current_exe().map_err(|e| {
+                    anyhow::anyhow!("cannot find the whilly binary to measure: {e}")
+                })?,
+            };
+            if !whilly.is_file() {
+                anyhow::bail!(
+                    "WHILLY_BENCH_WHILLY={}: no such file; point it at a whilly binary",
+                    whilly.display()
+                );
+            }
             let mut opts = crate::bench::console::ConsoleBenchOptions::new(whilly);
             opts.panes = args.panes;
             opts.mb = args.mb;
@@ -49,6 +61,30 @@ pub async fn run(ctx: &Context, cmd: BenchCommand) -> anyhow::Result<i32> {
             opts.first_frame_tasks = args.tasks;
             opts.first_frame_runs = args.runs;
             opts.tmux = !args.no_tmux;
+            if let Ok(list) = std::env::var("WHILLY_BENCH_CASES") {
+                opts.cases = crate::bench::console::BenchCases::parse(&list)
+                    .map_err(|e| anyhow::anyhow!("WHILLY_BENCH_CASES: {e}"))?;
+            }
+            if let Some(n) = std::env::var("WHILLY_BENCH_BIG_TASKS")
+                .ok()
+                .and_then(|v| v.parse().ok())
+            {
+                opts.big_tasks = n;
+            }
+            if let Some(n) = std::env::var("WHILLY_BENCH_DB_SECS")
+                .ok()
+                .and_then(|v| v.parse().ok())
+            {
+                opts.db_secs = n;
+            }
+            opts.database_url = Some(
+                ctx.global
+                    .database_url
+                    .clone()
+                    .or_else(|| std::env::var("WHILLY_DATABASE_URL").ok())
+                    .filter(|u| u.starts_with("postgres"))
+                    .unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432/postgres".to_string()),
+            );
             let report = crate::bench::console::run(&opts).await?;
             if args.json {
                 outln!("{}", serde_json::to_string_pretty(&report)?);

@@ -1,13 +1,17 @@
 //! `whilly prd new|plan` and `whilly plan challenge`: the PRD wizard and the challenge for
-//! scripts and tests (the console drives the same `crate::prd` API step by step).
+//! scripts and the terminal. This drives the same `prd::Wizard` as the console's `n`, with
+//! answers read from a file or the terminal and every step reported on stdout/stderr.
 
 use super::args::{OneShotArgs, PlanOutArgs, PrdCommand};
 use super::context::Context;
 use super::exit::{self, EnvironmentError, Interrupted};
+use crate::domain::Usd;
 use crate::prd::{
-    self, Collisions, GeneratedPlan, OneShot, OneShotError, PrdError, Step, Wizard, WizardOptions,
+    self, Applied, Effect, Input, Job, JobContext, JobDone, OneShot, OneShotError, PlanOptions,
+    PrdError, Stage, Wizard, WizardOptions,
 };
 use anyhow::{Context as _, bail};
+use std::collections::VecDeque;
 use std::io::{BufRead, IsTerminal};
 use std::path::{Path, PathBuf};
 
@@ -24,30 +28,22 @@ pub async fn run(ctx: &Context, cmd: PrdCommand) -> anyhow::Result<i32> {
         } => {
             let answers = match (&answers_file, no_interview) {
                 (Some(f), _) => Answers::File(read_answers(f)?),
-                (None, true) => Answers::File(Vec::new()),
+                (None, true) => Answers::File(VecDeque::new()),
                 (None, false) if std::io::stdin().is_terminal() => Answers::Terminal,
                 (None, false) => bail!(
                     "stdin is not a terminal: give the answers with --answers-file FILE, or --no-interview"
                 ),
             };
+            // No answers to give: no questions to ask.
+            let none = matches!(&answers, Answers::File(a) if a.is_empty());
             let opts = WizardOptions {
-                max_questions: if no_interview { 0 } else { max_questions },
-                repair_rounds: out.repair_rounds,
-                plan_id: out.plan_id.clone(),
-                project: None,
+                max_questions: if none { 0 } else { max_questions },
+                plan: plan_options(&out),
             };
             let agent = one_shot(ctx, &agent)?;
-            let mut wizard = Wizard::new(agent, &ctx.repo_root, idea.clone(), opts);
-            interview(&mut wizard, answers).await?;
-            errln!("writing the PRD…");
-            let prd_path = interruptible(wizard.write_prd()).await?;
-            outln!("prd: {}", prd_path.display());
-            if no_plan {
-                outln!("cost: {}", wizard.cost());
-                return Ok(exit::OK);
-            }
-            let code = plan_and_place(ctx, &mut wizard, &out).await?;
-            outln!("cost: {}", wizard.cost());
+            let mut driver = Driver::new(ctx, &agent, &out, answers, no_plan);
+            let code = driver.drive(Wizard::new(opts), Input::Idea(idea)).await?;
+            outln!("cost: {}", driver.cost);
             Ok(code)
         }
         PrdCommand::Plan {
@@ -60,17 +56,26 @@ pub async fn run(ctx: &Context, cmd: PrdCommand) -> anyhow::Result<i32> {
             }
             let prd_file = std::path::absolute(&prd_file).unwrap_or(prd_file);
             let opts = WizardOptions {
-                repair_rounds: out.repair_rounds,
-                plan_id: out.plan_id.clone(),
+                plan: plan_options(&out),
                 ..WizardOptions::default()
             };
             let agent = one_shot(ctx, &agent)?;
-            let mut wizard = Wizard::new(agent, &ctx.repo_root, "", opts);
-            wizard.use_prd_file(&prd_file);
-            let code = plan_and_place(ctx, &mut wizard, &out).await?;
-            outln!("cost: {}", wizard.cost());
+            let answers = Answers::File(VecDeque::new());
+            let mut driver = Driver::new(ctx, &agent, &out, answers, false);
+            let code = driver
+                .drive(Wizard::new(opts), Input::UsePrd(prd_file))
+                .await?;
+            outln!("cost: {}", driver.cost);
             Ok(code)
         }
+    }
+}
+
+fn plan_options(out: &PlanOutArgs) -> PlanOptions {
+    PlanOptions {
+        repair_rounds: out.repair_rounds,
+        plan_id: out.plan_id.clone(),
+        project: None,
     }
 }
 
@@ -129,63 +134,256 @@ async fn interruptible<T>(
 }
 
 enum Answers {
-    File(Vec<String>),
+    /// From a file, in order; the interview ends when they run out.
+    File(VecDeque<String>),
     Terminal,
 }
 
-fn read_answers(path: &Path) -> anyhow::Result<Vec<String>> {
+fn read_answers(path: &Path) -> anyhow::Result<VecDeque<String>> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read answers file {}", path.display()))?;
     Ok(text.lines().map(|l| l.trim().to_string()).collect())
 }
 
-async fn interview(wizard: &mut Wizard, answers: Answers) -> anyhow::Result<()> {
-    let mut file_answers = match &answers {
-        Answers::File(a) => Some(a.iter()),
-        Answers::Terminal => None,
-    };
-    if file_answers.as_ref().is_some_and(|a| a.len() == 0) {
-        wizard.finish_interview();
-        return Ok(());
+/// The wizard on stdin/stdout: questions answered from the file or the terminal, jobs run here
+/// one at a time, the plan placed as the flags say.
+struct Driver<'a> {
+    ctx: &'a Context,
+    agent: &'a OneShot,
+    out: &'a PlanOutArgs,
+    answers: Answers,
+    /// Stop once the PRD is written.
+    no_plan: bool,
+    /// Every agent call's cost so far.
+    cost: Usd,
+    /// Agent calls the last job took.
+    last_calls: u32,
+}
+
+impl<'a> Driver<'a> {
+    fn new(
+        ctx: &'a Context,
+        agent: &'a OneShot,
+        out: &'a PlanOutArgs,
+        answers: Answers,
+        no_plan: bool,
+    ) -> Driver<'a> {
+        Driver {
+            ctx,
+            agent,
+            out,
+            answers,
+            no_plan,
+            cost: Usd::ZERO,
+            last_calls: 0,
+        }
     }
-    loop {
-        errln!(
-            "asking the agent for question {}…",
-            wizard.answers().len() + 1
-        );
-        let question = match interruptible(wizard.next_question()).await? {
-            Step::Done => break,
-            Step::Question(q) => q,
-        };
-        let n = wizard.answers().len() + 1;
-        let answer = match &mut file_answers {
-            Some(it) => match it.next() {
-                Some(a) => a.clone(),
-                None => {
-                    wizard.finish_interview();
-                    break;
+
+    /// Feeds `first` and everything that follows from it to the wizard until it is over;
+    /// returns the exit code.
+    async fn drive(&mut self, mut wizard: Wizard, first: Input) -> anyhow::Result<i32> {
+        let mut inputs = VecDeque::from([first]);
+        while let Some(input) = inputs.pop_front() {
+            for effect in wizard.handle(input) {
+                match effect {
+                    Effect::Run(job) => match self.run(&wizard, job).await? {
+                        Some(done) => inputs.push_back(Input::Reply(done.reply)),
+                        None => return Ok(exit::FAILED),
+                    },
+                    Effect::ShowQuestion(q) => inputs.push_back(self.ask(&wizard, &q).await?),
+                    Effect::ShowPrd { path, .. } => {
+                        outln!("prd: {}", path.display());
+                        if self.no_plan {
+                            return Ok(exit::OK);
+                        }
+                        inputs.push_back(Input::MakePlan { edited: None });
+                    }
+                    Effect::ShowPlan => {
+                        self.report_plan(&wizard)?;
+                        inputs.push_back(self.placement(&wizard)?);
+                    }
+                    Effect::Refused(why) if *wizard.stage() == Stage::PlanReady => {
+                        return self.keep_refused_plan(&mut wizard, &why).await;
+                    }
+                    Effect::Refused(why) if *wizard.stage() == Stage::Idea => {
+                        bail!("--idea: {why}")
+                    }
+                    Effect::Refused(why) => bail!("{why}"),
+                    Effect::Failed { message, .. } => bail!("{message}"),
+                    Effect::Done(applied) => {
+                        report_applied(&applied)?;
+                        return Ok(exit::OK);
+                    }
                 }
+            }
+        }
+        bail!("the PRD wizard stopped before its end")
+    }
+
+    /// Runs one job, saying what it waits for. `None`: no usable plan came (already reported).
+    async fn run(&mut self, wizard: &Wizard, job: Job) -> anyhow::Result<Option<JobDone>> {
+        match &job {
+            Job::Ask { .. } => errln!(
+                "asking the agent for question {}…",
+                wizard.answers().len() + 1
+            ),
+            Job::WritePrd { .. } => errln!("writing the PRD…"),
+            Job::MakePlan { .. } => errln!("asking the agent for the plan…"),
+            Job::Merge(_) | Job::Import { .. } | Job::WritePlan { .. } => {}
+        }
+        // The queue is opened only for the jobs that need it.
+        let store = match &job {
+            Job::Merge(_) | Job::Import { .. } => Some(self.ctx.store().await?),
+            _ => None,
+        };
+        let cx = JobContext {
+            agent: self.agent,
+            root: &self.ctx.repo_root,
+            store: store.as_deref(),
+            merge_into: self.out.merge_into.as_deref(),
+        };
+        match interruptible(prd::run_job(&cx, job)).await {
+            Ok(done) => {
+                self.cost += done.spent.cost;
+                self.last_calls = done.spent.calls;
+                Ok(Some(done))
+            }
+            Err(e) if matches!(e.downcast_ref(), Some(PrdError::PlanInvalid { .. })) => {
+                errln!("error: {}", exit::describe(&e));
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The operator's answer to `question`, from the file or the terminal.
+    async fn ask(&mut self, wizard: &Wizard, question: &str) -> anyhow::Result<Input> {
+        let n = wizard.answers().len() + 1;
+        let (answer, last) = match &mut self.answers {
+            Answers::File(queue) => match queue.pop_front() {
+                Some(a) => (a, queue.is_empty()),
+                None => return Ok(Input::EndInterview),
             },
-            None => {
+            Answers::Terminal => {
                 errln!(
                     "Q{n}: {question}\n(answer on one line; empty: let the agent decide; Ctrl-D: enough questions)"
                 );
                 match read_terminal_line().await? {
-                    Some(a) => a,
-                    None => {
-                        wizard.finish_interview();
-                        break;
-                    }
+                    Some(a) => (a, false),
+                    None => return Ok(Input::EndInterview),
                 }
             }
         };
         outln!("Q{n}: {question}");
         outln!("A{n}: {answer}");
-        wizard.answer(answer)?;
-        if file_answers.as_ref().is_some_and(|a| a.len() == 0) {
-            wizard.finish_interview();
-            break;
+        // The last answer of the file ends the interview: no question nobody will answer.
+        Ok(if last {
+            Input::LastAnswer(answer)
+        } else {
+            Input::Answer(answer)
+        })
+    }
+
+    fn report_plan(&self, wizard: &Wizard) -> anyhow::Result<()> {
+        let Some(spec) = wizard.plan() else {
+            return Ok(());
+        };
+        outln!(
+            "plan {}: {} tasks ({} agent call{})",
+            spec.id,
+            spec.tasks.len(),
+            self.last_calls,
+            if self.last_calls == 1 { "" } else { "s" }
+        );
+        for g in wizard.gate() {
+            let why: Vec<String> = g.failures.iter().map(|f| f.to_string()).collect();
+            outln!("gate: {} fails: {}", g.task_id, why.join("; "));
         }
+        Ok(())
+    }
+
+    /// Where the plan goes: `--merge-into` (the file too with `--plan-out`), `--import`, or
+    /// only the file.
+    fn placement(&self, wizard: &Wizard) -> anyhow::Result<Input> {
+        let plan_out = self
+            .out
+            .plan_out
+            .as_deref()
+            .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf()));
+        if self.out.merge_into.is_some() {
+            if let (Some(path), Some(spec)) = (&plan_out, wizard.plan()) {
+                prd::write_plan_file(path, spec)?;
+                outln!("plan file: {}", path.display());
+            }
+            return Ok(Input::Merge);
+        }
+        if self.out.import {
+            return Ok(Input::Import(plan_out));
+        }
+        Ok(Input::WritePlan(plan_out))
+    }
+
+    /// The plan may not enter the queue (tasks fail the decision gate): it is written to its
+    /// file for the operator to fix, and the command fails.
+    async fn keep_refused_plan(&mut self, wizard: &mut Wizard, why: &str) -> anyhow::Result<i32> {
+        errln!("error: {why}; nothing entered the queue");
+        let plan_out = self
+            .out
+            .plan_out
+            .as_deref()
+            .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf()));
+        let mut inputs = VecDeque::from([Input::WritePlan(plan_out)]);
+        while let Some(input) = inputs.pop_front() {
+            for effect in wizard.handle(input) {
+                match effect {
+                    Effect::Run(job) => {
+                        if let Some(done) = self.run(wizard, job).await? {
+                            inputs.push_back(Input::Reply(done.reply));
+                        }
+                    }
+                    Effect::Done(Applied::Written { path, .. }) => {
+                        outln!("plan file: {}", path.display());
+                        errln!(
+                            "fix those tasks in {p} and import it with `whilly plan import {p}`",
+                            p = path.display()
+                        );
+                    }
+                    Effect::Refused(why) | Effect::Failed { message: why, .. } => {
+                        errln!("error: the plan could not be kept either: {why}");
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Ok(exit::FAILED)
+    }
+}
+
+fn report_applied(applied: &Applied) -> anyhow::Result<()> {
+    match applied {
+        Applied::Merged {
+            into,
+            added,
+            renamed,
+        } => {
+            for (from, to) in renamed {
+                outln!("renamed: {from} -> {to}");
+            }
+            outln!(
+                "merged into plan {into}: {} tasks added ({})",
+                added.len(),
+                added.join(", ")
+            );
+        }
+        Applied::Imported {
+            path,
+            plan_id,
+            tasks,
+        } => {
+            outln!("plan file: {}", path.display());
+            outln!("imported plan {plan_id} with {tasks} tasks");
+        }
+        Applied::Written { path, .. } => outln!("plan file: {}", path.display()),
     }
     Ok(())
 }
@@ -203,87 +401,6 @@ async fn read_terminal_line() -> anyhow::Result<Option<String>> {
         r = line => Ok(r.context("reading the terminal")??),
         _ = tokio::signal::ctrl_c() => Err(Interrupted.into()),
     }
-}
-
-/// Generates the plan, reports the gate, writes it and imports or merges it as asked.
-async fn plan_and_place(
-    ctx: &Context,
-    wizard: &mut Wizard,
-    out: &PlanOutArgs,
-) -> anyhow::Result<i32> {
-    errln!("asking the agent for the plan…");
-    let generated: GeneratedPlan = match interruptible(wizard.generate_plan()).await {
-        Ok(g) => g.clone(),
-        Err(e) => {
-            if let Some(PrdError::PlanInvalid { .. }) = e.downcast_ref::<PrdError>() {
-                errln!("error: {}", exit::describe(&e));
-                return Ok(exit::FAILED);
-            }
-            return Err(e);
-        }
-    };
-    outln!(
-        "plan {}: {} tasks ({} agent call{})",
-        generated.spec.id,
-        generated.spec.tasks.len(),
-        generated.calls,
-        if generated.calls == 1 { "" } else { "s" }
-    );
-    for g in &generated.gate {
-        let why: Vec<String> = g.failures.iter().map(|f| f.to_string()).collect();
-        outln!("gate: {} fails: {}", g.task_id, why.join("; "));
-    }
-    if let Some(target) = &out.merge_into {
-        if let Some(path) = &out.plan_out {
-            crate::fsutil::atomic_write(
-                path,
-                crate::plan::canonical_json(&generated.spec).as_bytes(),
-            )
-            .with_context(|| format!("cannot write {}", path.display()))?;
-            outln!("plan file: {}", path.display());
-        }
-        let store = ctx.store().await?;
-        let (merged, report) = wizard
-            .merge_into(store.as_ref(), target, Collisions::Rename)
-            .await
-            .map_err(lift)?;
-        for (from, to) in &merged.renamed {
-            outln!("renamed: {from} -> {to}");
-        }
-        outln!(
-            "merged into plan {}: {} tasks added ({})",
-            report.plan_id,
-            merged.added.len(),
-            merged.added.join(", ")
-        );
-        return Ok(exit::OK);
-    }
-    if out.import {
-        let store = ctx.store().await?;
-        let (path, spec, report) = wizard
-            .save_as_new_plan(store.as_ref(), out.plan_out.as_deref())
-            .await
-            .map_err(lift)?;
-        outln!("plan file: {}", path.display());
-        outln!(
-            "imported plan {} with {} tasks",
-            spec.id,
-            report.created.len()
-        );
-        return Ok(exit::OK);
-    }
-    let path: PathBuf = match (&out.plan_out, wizard.prd_path()) {
-        (Some(p), _) => p.clone(),
-        (None, Some(prd)) => prd::default_plan_path(prd),
-        (None, None) => bail!("--plan-out is needed"),
-    };
-    crate::fsutil::atomic_write(
-        &path,
-        crate::plan::canonical_json(&generated.spec).as_bytes(),
-    )
-    .with_context(|| format!("cannot write {}", path.display()))?;
-    outln!("plan file: {}", path.display());
-    Ok(exit::OK)
 }
 
 /// `whilly plan challenge`: the agent's critique of a plan file or an imported plan, on stdout.

@@ -77,8 +77,12 @@ impl EngineConfig {
     }
 }
 
-/// How often a serving engine sums up its idle plan (the summary reads the plan's events).
+/// How often a serving engine sums up its idle plan at most (the summary reads the plan's
+/// tasks and events, so it is done again only once something may have changed).
 const IDLE_REPORT_EVERY: Duration = Duration::from_secs(2);
+/// With a store that wakes waiters for every change ([`Store::wakes_for_work`]), an idle engine
+/// looks for work by itself only this often (a safety net); otherwise every `poll`.
+const SAFETY_POLL: Duration = Duration::from_secs(30);
 
 /// What a run did.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -190,6 +194,21 @@ impl Engine {
         let mut graceful_since: Option<Instant> = None;
         let mut next_heartbeat = Instant::now() + self.cfg.heartbeat;
         let mut next_reap = Instant::now();
+        let mut next_offline_check = Instant::now();
+        // Workers are marked offline after minutes: looking a few times per threshold is enough.
+        let offline_every = self.cfg.reaper_interval.max(self.cfg.offline_after / 4);
+        let safety_poll = if self.store.wakes_for_work() {
+            self.cfg.poll.max(SAFETY_POLL)
+        } else {
+            self.cfg.poll
+        };
+        // A claim is tried only when work may have come (a wakeup, a slot freed, a backoff
+        // over, the reaper returned tasks) or the safety poll is due: an idle engine costs the
+        // database nothing between those.
+        let mut claim_due = true;
+        let mut next_safety_claim = Instant::now() + safety_poll;
+        // Likewise for the idle checks (they read the plan's tasks).
+        let mut news = true;
         let mut shutdown_closed = false;
         let mut last_report: Option<Instant> = None;
 
@@ -248,11 +267,17 @@ impl Engine {
                         {
                             tracing::info!(?report, "reaper returned tasks");
                             t.idle_check = true;
+                            claim_due = true;
+                            news = true;
                         }
                     }
                     Err(e) => soft(&mut t.outage, "reaper", e),
                 }
-                if self.cfg.offline_after > Duration::ZERO && !t.outage.waiting() {
+                if self.cfg.offline_after > Duration::ZERO
+                    && now >= next_offline_check
+                    && !t.outage.waiting()
+                {
+                    next_offline_check = now + offline_every;
                     match self
                         .store
                         .mark_offline_workers(self.cfg.offline_after)
@@ -298,11 +323,20 @@ impl Engine {
             // Outcomes of finished attempts, in the order they ended.
             if !t.unsettled.is_empty() && !t.outage.waiting() {
                 self.settle_pending(&mut t).await?;
+                claim_due = true;
+                news = true;
             }
 
             // Fill free slots.
+            let backoffs = t.not_before.len();
+            t.not_before.retain(|_, nb| *nb > Instant::now());
+            if t.not_before.len() < backoffs || now >= next_safety_claim {
+                claim_due = true;
+                news = true;
+            }
             let mut claimed_any = false;
-            while !t.stop_claiming
+            while claim_due
+                && !t.stop_claiming
                 && t.running.len() + t.unsettled.len() < slots
                 && !t.outage.waiting()
             {
@@ -320,6 +354,8 @@ impl Engine {
                     Ok(Some(c)) => c,
                     Ok(None) => {
                         t.outage.ok();
+                        claim_due = false;
+                        next_safety_claim = Instant::now() + safety_poll;
                         break;
                     }
                     Err(e) => {
@@ -379,8 +415,10 @@ impl Engine {
                     .is_some_and(|tx| tx.receiver_count() > 0);
                 let exit_when_idle =
                     self.cfg.exit_when_idle || (self.cfg.idle_reports.is_some() && !watched);
-                if exit_when_idle && (t.idle_check || !claimed_any) && !t.outage.waiting() {
+                if exit_when_idle && (t.idle_check || (!claimed_any && news)) && !t.outage.waiting()
+                {
                     t.idle_check = false;
+                    news = false;
                     match self.finished(&t).await {
                         Ok(Some(done)) => {
                             t.outage.ok();
@@ -397,8 +435,10 @@ impl Engine {
                     && watched
                     && !self.cfg.observer
                     && !t.outage.waiting()
+                    && news
                     && last_report.is_none_or(|at| at.elapsed() >= IDLE_REPORT_EVERY)
                 {
+                    news = false;
                     match self.finished(&t).await {
                         Ok(Some(end)) => {
                             t.outage.ok();
@@ -422,14 +462,20 @@ impl Engine {
                                     });
                                     last_report = Some(Instant::now());
                                 }
-                                Err(e) => soft(&mut t.outage, "summing up the run", e),
+                                Err(e) => {
+                                    news = true;
+                                    soft(&mut t.outage, "summing up the run", e);
+                                }
                             }
                         }
                         Ok(None) => {
                             t.outage.ok();
                             tx.send_if_modified(|cur| cur.take().is_some());
                         }
-                        Err(e) => soft(&mut t.outage, "checking whether the work is done", e),
+                        Err(e) => {
+                            news = true;
+                            soft(&mut t.outage, "checking whether the work is done", e);
+                        }
                     }
                 }
             } else if let Some(tx) = &self.cfg.idle_reports {
@@ -437,8 +483,15 @@ impl Engine {
                 last_report = None;
             }
 
-            // Wait for something to happen.
-            let mut wake = (now + self.cfg.poll).min(next_heartbeat).min(next_reap);
+            // Wait for something to happen: the timers below, or (with a slot to fill) work.
+            let mut wake = next_heartbeat.min(next_reap);
+            let fill = claim_due && !t.stop_claiming && t.running.len() + t.unsettled.len() < slots;
+            let idle_checks = self.cfg.exit_when_idle || self.cfg.idle_reports.is_some();
+            if fill || (news && idle_checks && t.running.is_empty() && t.unsettled.is_empty()) {
+                // Something is left to do that a busy store or the report interval put off:
+                // look again soon.
+                wake = wake.min(now + self.cfg.poll);
+            }
             if let Some(nb) = t.not_before.values().min() {
                 wake = wake.min(*nb);
             }
@@ -457,8 +510,10 @@ impl Engine {
             }
             let sleep = wake.saturating_duration_since(Instant::now());
             let can_claim = !t.stop_claiming
+                && !claim_due
                 && t.running.len() + t.unsettled.len() < slots
                 && !t.outage.in_outage();
+            let work_wait = next_safety_claim.saturating_duration_since(Instant::now());
             tokio::select! {
                 Some(joined) = joins.join_next_with_id(), if !joins.is_empty() => {
                     match joined {
@@ -485,12 +540,17 @@ impl Engine {
                         }
                     }
                     t.idle_check = true;
+                    claim_due = true;
+                    news = true;
                 }
                 // Waiting for work only makes sense with a slot to fill: the store answers at
                 // once while events are newer than the last fruitless claim, and with every
                 // slot busy no claim is ever made, so that wait would spin.
-                _ = self.store.wait_for_work(sleep), if can_claim => {}
-                _ = tokio::time::sleep(sleep), if !can_claim => {}
+                _ = self.store.wait_for_work(work_wait), if can_claim => {
+                    claim_due = true;
+                    news = true;
+                }
+                _ = tokio::time::sleep(sleep) => {}
                 changed = self.shutdown.changed(), if !shutdown_closed => {
                     // A dropped sender never speaks again; stop listening instead of spinning.
                     shutdown_closed = changed.is_err();

@@ -30,6 +30,6 @@ pub enum PrdError {
     Merge(#[from] MergeError),
     #[error(transparent)]
     Store(#[from] StoreError),
-    #[error("the wizard is not at that step: {0}")]
-    WrongStep(&'static str),
+    #[error("this step needs {0}, which it was not given")]
+    Missing(&'static str),
 }

@@ -1,4 +1,5 @@
-//! The interview: the agent asks one question at a time until it says DONE or the cap is hit.
+//! The interview: the agent asks one question at a time until it says DONE (the wizard holds
+//! the cap on their number).
 
 use super::error::PrdError;
 use super::oneshot::OneShot;
@@ -6,7 +7,9 @@ use super::prompts::{self, DONE_SENTINEL, QUESTION_PREFIX};
 use crate::domain::Usd;
 use std::path::Path;
 
-/// Questions asked when the caller does not say (the original asked 8–12).
+/// The most questions the wizard asks, in the console and on the command line alike (the
+/// original asked 8–12; the operator can end the interview at any question, the agent can say
+/// DONE sooner).
 pub const DEFAULT_MAX_QUESTIONS: usize = 10;
 
 /// Longest question kept; anything longer is an essay, not a question.
@@ -28,8 +31,8 @@ pub enum Step {
     Done,
 }
 
-/// The agent's next question, or [`Step::Done`] (without calling it once `qa` holds
-/// `max_questions` answers). Returns the cost of the call too.
+/// The agent's next question, or [`Step::Done`], and the cost of the call. `max_questions` is
+/// what the prompt tells the agent; the wizard holds the cap (it does not ask once it is reached).
 pub async fn next_question(
     agent: &OneShot,
     cwd: &Path,
@@ -37,9 +40,6 @@ pub async fn next_question(
     qa: &[QaPair],
     max_questions: usize,
 ) -> Result<(Step, Usd), PrdError> {
-    if qa.len() >= max_questions {
-        return Ok((Step::Done, Usd::ZERO));
-    }
     let prompt = prompts::interview(idea, qa, max_questions);
     let reply = agent.ask("prd-interview", &prompt, cwd).await?;
     let step = parse_step(&reply.text).ok_or_else(|| PrdError::Unparseable {

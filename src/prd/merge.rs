@@ -151,6 +151,16 @@ pub fn default_plan_path(prd_path: &Path) -> PathBuf {
     prd_path.with_extension("plan.json")
 }
 
+/// Writes `spec` to `path` as a plan file (its canonical JSON), atomically.
+pub fn write_plan_file(path: &Path, spec: &PlanSpec) -> Result<(), PrdError> {
+    crate::fsutil::atomic_write(path, crate::plan::canonical_json(spec).as_bytes()).map_err(
+        |source| PrdError::Io {
+            path: path.to_path_buf(),
+            source,
+        },
+    )
+}
+
 /// Saves `spec` as a plan of its own: its canonical JSON written atomically to `path`, then
 /// imported. An id already used by an imported plan gets a `-2`, `-3`, … suffix first, so a
 /// separate plan never updates another one.
@@ -176,12 +186,7 @@ pub async fn save_as_new_plan(
     if report.has_errors() {
         return Err(MergeError::Invalid(problems_text(&report)).into());
     }
-    crate::fsutil::atomic_write(path, crate::plan::canonical_json(&spec).as_bytes()).map_err(
-        |source| PrdError::Io {
-            path: path.to_path_buf(),
-            source,
-        },
-    )?;
+    write_plan_file(path, &spec)?;
     let opts = ImportOptions {
         default_max_attempts: 3,
         ..ImportOptions::default()

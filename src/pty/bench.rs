@@ -16,6 +16,11 @@ pub struct BenchReport {
     /// `None` when tmux is missing or failed (see `tmux_error`).
     pub tmux: Option<Duration>,
     pub tmux_error: Option<String>,
+    /// What whilly's emulator showed once the stream was drained: a lost or reordered byte
+    /// shows here (compare with the stream replayed straight into an emulator).
+    pub whilly_screen: String,
+    /// Bytes whilly read from the PTY (the stream plus the `\r` the line discipline adds).
+    pub whilly_bytes_read: u64,
 }
 
 impl BenchReport {
@@ -94,10 +99,21 @@ pub fn write_coloured_stream(out: &mut impl Write, mb: u64) -> std::io::Result<u
     Ok(written)
 }
 
+/// The bench's terminal size, rows × columns.
+pub const BENCH_SIZE: (u16, u16) = (50, 200);
+
+/// What draining a stream through whilly took and left.
+pub struct Drained {
+    pub took: Duration,
+    pub screen: String,
+    pub bytes_read: u64,
+}
+
 /// Drains `file` through a PTY + emulator (`cat file` at 50×200), returning the wall time.
-pub async fn drain_through_whilly(file: &Path) -> Result<Duration, PtyError> {
+pub async fn drain_through_whilly(file: &Path) -> Result<Drained, PtyError> {
     let started = Instant::now();
-    let spec = SpawnSpec::new([std::ffi::OsStr::new("cat"), file.as_os_str()]).size(50, 200);
+    let spec = SpawnSpec::new([std::ffi::OsStr::new("cat"), file.as_os_str()])
+        .size(BENCH_SIZE.0, BENCH_SIZE.1);
     let session = PtySession::spawn(spec)?;
     let exit = session.wait().await;
     let took = started.elapsed();
@@ -107,7 +123,11 @@ pub async fn drain_through_whilly(file: &Path) -> Result<Duration, PtyError> {
             file.display()
         )));
     }
-    Ok(took)
+    Ok(Drained {
+        took,
+        screen: session.screen_text(),
+        bytes_read: session.stats().total_bytes,
+    })
 }
 
 /// Drains `file` through a private tmux server (`cat file` in a detached 200×50 session),
@@ -172,8 +192,10 @@ pub async fn bench_drain(mb: u64) -> Result<BenchReport, PtyError> {
     };
     Ok(BenchReport {
         bytes,
-        whilly,
+        whilly: whilly.took,
         tmux,
         tmux_error,
+        whilly_screen: whilly.screen,
+        whilly_bytes_read: whilly.bytes_read,
     })
 }

@@ -51,6 +51,13 @@ pub trait Store: Send + Sync {
     async fn list_tasks(&self, plan_id: &str) -> StoreResult<Vec<TaskRecord>>;
     async fn get_task(&self, plan_id: &str, task_id: &str) -> StoreResult<TaskRecord>;
     async fn get_task_by_pk(&self, task_pk: i64) -> StoreResult<TaskRecord>;
+    /// The plan's tasks with these ids, in import order; ids the plan does not have are left
+    /// out. What a follower of the events reloads: only the tasks they name.
+    async fn tasks_by_ids(
+        &self,
+        plan_id: &str,
+        task_ids: &[String],
+    ) -> StoreResult<Vec<TaskRecord>>;
     async fn counts(&self, plan_id: &str) -> StoreResult<StatusCounts>;
 
     // ---- the worker protocol (fenced by Lease) -----------------------------------------------
@@ -128,7 +135,25 @@ pub trait Store: Send + Sync {
     /// after `max_wait`). Spurious wakeups are allowed; missed ones are not.
     async fn wait_for_work(&self, max_wait: Duration);
 
+    /// Whether [`Store::wait_for_work`] wakes for every change by any process that may make
+    /// work claimable (a notification, or the store's own cheap cross-process check), so that a
+    /// waiting worker needs only a slow safety poll of its own.
+    fn wakes_for_work(&self) -> bool;
+
+    /// A watch on the audit trail: it says when events may have been written since it last
+    /// said so, by this process or any other.
+    async fn watch_events(&self) -> Box<dyn EventWatch>;
+
     async fn close(&self);
+}
+
+/// See [`Store::watch_events`].
+#[async_trait]
+pub trait EventWatch: Send {
+    /// Resolves `true` when events may have been written since the watch was made or since it
+    /// last resolved `true` (spurious wakes allowed, missed ones not), or `false` after
+    /// `max_wait` with nothing seen. Safe to cancel: a write in between is still reported.
+    async fn changed(&mut self, max_wait: Duration) -> bool;
 }
 
 /// An event to append that is not a transition.

@@ -333,6 +333,14 @@ impl Store for PgStore {
         query::get_task_by_pk(&self.inner, task_pk).await
     }
 
+    async fn tasks_by_ids(
+        &self,
+        plan_id: &str,
+        task_ids: &[String],
+    ) -> StoreResult<Vec<TaskRecord>> {
+        query::tasks_by_ids(&self.inner, plan_id, task_ids).await
+    }
+
     async fn counts(&self, plan_id: &str) -> StoreResult<StatusCounts> {
         query::counts(&self.inner, plan_id).await
     }
@@ -447,6 +455,16 @@ impl Store for PgStore {
         } else {
             tokio::time::sleep(max_wait).await;
         }
+    }
+
+    /// With NOTIFY on: every transaction that may make work claimable notifies, and a
+    /// reconnected listener wakes everyone (what it may have missed).
+    fn wakes_for_work(&self) -> bool {
+        self.inner.notify_enabled()
+    }
+
+    async fn watch_events(&self) -> Box<dyn super::EventWatch> {
+        Box::new(wake::PgEventWatch::new(self.inner.clone()))
     }
 
     async fn close(&self) {

@@ -4,8 +4,9 @@
 //!
 //! Keeping these here (no IO) is what lets SQLite and Postgres agree exactly.
 
+use super::NewEvent;
 use super::error::{StoreError, StoreResult};
-use super::types::{ImportOptions, Outcome};
+use super::types::{ImportOptions, Outcome, TaskRecord};
 use crate::domain::{Action, PlanSpec, Status, TaskSpec, Usd, transition};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -233,6 +234,12 @@ pub fn children_delta(from: Status, to: Status) -> i64 {
     }
 }
 
+/// Whether moving `t` (as it is before the move) out of its lease lets go of key files that
+/// another task's claim may be waiting for.
+pub fn frees_keys(t: &TaskRecord) -> bool {
+    t.status.is_leased() && !t.spec.key_files.is_empty()
+}
+
 /// A money amount as an event field.
 pub fn usd_json(v: Usd) -> Value {
     json!(v.as_f64())
@@ -348,10 +355,96 @@ pub mod payload {
     }
 }
 
-/// A status column's text.
-pub fn parse_status(s: &str) -> StoreResult<Status> {
-    s.parse()
-        .map_err(|e| StoreError::Corrupt(format!("task status column: {e}")))
+/// A status column's text; `what` names the row in the error.
+pub fn parse_status(s: &str, what: &str) -> StoreResult<Status> {
+    s.parse::<Status>()
+        .map_err(|e| StoreError::Corrupt(format!("{what}: stored status {s:?}: {e}")))
+}
+
+/// The task columns every task query selects, in one order for both stores (a literal, so
+/// Postgres queries can splice it with `concat!`).
+macro_rules! task_cols {
+    () => {
+        "pk, plan_id, task_id, status, priority_rank, pending_deps, epoch, attempts, max_attempts, \
+         worker_id, lease_expires_at, deadline_at, cost_micros, reserved_micros, reason, \
+         spec, updated_at"
+    };
+}
+pub(crate) use task_cols;
+
+/// The plan columns every plan query selects.
+macro_rules! plan_cols {
+    () => {
+        "id, project, paused, budget_micros, spent_micros, reserved_micros, spec, created_at, \
+         updated_at, archived_at"
+    };
+}
+pub(crate) use plan_cols;
+
+/// The event columns every event query selects.
+macro_rules! event_cols {
+    () => {
+        "id, ts, event_type, plan_id, task_id, worker_id, epoch, from_status, to_status, payload"
+    };
+}
+pub(crate) use event_cols;
+
+/// An event about to be written inside a transaction (either store's `event` / bulk insert).
+#[derive(Debug, Clone, Default)]
+pub struct Ev {
+    pub event_type: String,
+    pub plan_id: Option<String>,
+    pub task_id: Option<String>,
+    pub worker_id: Option<String>,
+    pub epoch: Option<i64>,
+    pub from: Option<Status>,
+    pub to: Option<Status>,
+    pub payload: Value,
+}
+
+impl Ev {
+    pub fn plan(event_type: &str, plan_id: &str, payload: Value) -> Ev {
+        Ev {
+            event_type: event_type.to_string(),
+            plan_id: Some(plan_id.to_string()),
+            payload,
+            ..Ev::default()
+        }
+    }
+
+    /// A transition of `t` to `to`, attributed to the task's current worker and epoch.
+    pub fn task(event_type: &str, t: &TaskRecord, to: Status, payload: Value) -> Ev {
+        Ev {
+            event_type: event_type.to_string(),
+            plan_id: Some(t.plan_id.clone()),
+            task_id: Some(t.id.clone()),
+            worker_id: t.worker_id.clone(),
+            epoch: Some(t.epoch),
+            from: Some(t.status),
+            to: Some(to),
+            payload,
+        }
+    }
+
+    /// What [`crate::store::Store::append_event`] writes: an event that is not a transition.
+    /// Refuses an empty event type.
+    pub fn appended(e: NewEvent) -> StoreResult<Ev> {
+        if e.event_type.trim().is_empty() {
+            return Err(StoreError::Invalid(
+                "an event needs a non-empty event_type".into(),
+            ));
+        }
+        Ok(Ev {
+            event_type: e.event_type,
+            plan_id: e.plan_id,
+            task_id: e.task_id,
+            worker_id: e.worker_id,
+            epoch: e.epoch,
+            from: None,
+            to: None,
+            payload: e.payload,
+        })
+    }
 }
 
 /// A JSON column decoded, with the column named in the error.

@@ -13,7 +13,10 @@ pub struct AttemptLine {
     pub agent: Option<String>,
     pub exit: Option<String>,
     pub cost_usd: Option<f64>,
-    pub checks: Vec<CheckLine>,
+    /// Every verification round, oldest first: a failing round was followed by a repair.
+    pub rounds: Vec<Vec<CheckLine>>,
+    /// Whether this ending used up an attempt: a release at shutdown gives its attempt back.
+    pub counted: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,7 +61,8 @@ pub fn attempts(events: &[&Event]) -> Vec<AttemptLine> {
                 cost_usd: ev
                     .and_then(|m| m.get("attempt_cost_usd"))
                     .and_then(Value::as_f64),
-                checks: ev.map(checks).unwrap_or_default(),
+                rounds: ev.map(rounds).unwrap_or_default(),
+                counted: e.event_type != et::TASK_RELEASED,
             }
         })
         .collect()
@@ -73,16 +77,18 @@ fn evidence(payload: &Value) -> Option<&Map<String, Value>> {
     }
 }
 
-/// The last verification round's checks.
-fn checks(ev: &Map<String, Value>) -> Vec<CheckLine> {
-    let Some(last) = ev
-        .get("verification")
+/// Every verification round's checks.
+fn rounds(ev: &Map<String, Value>) -> Vec<Vec<CheckLine>> {
+    ev.get("verification")
         .and_then(Value::as_array)
-        .and_then(|rounds| rounds.last())
-    else {
-        return Vec::new();
-    };
-    last.get("checks")
+        .map(|rounds| rounds.iter().map(checks).collect())
+        .unwrap_or_default()
+}
+
+/// One round's checks, with the end of each failing check's output.
+fn checks(round: &Value) -> Vec<CheckLine> {
+    round
+        .get("checks")
         .and_then(Value::as_array)
         .map(|cs| {
             cs.iter()
@@ -149,6 +155,32 @@ pub fn outcome_notes(events: &[&Event]) -> Vec<String> {
     out
 }
 
+/// What the agent (or the human of a handoff) said at the end of the newest attempt: its final
+/// answer (its last lines), else the attempt's message or detail.
+pub fn last_words(events: &[&Event]) -> Option<String> {
+    let e = events
+        .iter()
+        .rev()
+        .find(|e| SETTLED.contains(&e.event_type.as_str()))?;
+    let ev = evidence(&e.payload);
+    let text = |m: Option<&Map<String, Value>>, k: &str| {
+        m.and_then(|m| m.get(k))
+            .and_then(Value::as_str)
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .map(str::to_string)
+    };
+    if let Some(result) = text(ev, "result") {
+        let lines: Vec<&str> = result.lines().collect();
+        return Some(lines[lines.len().saturating_sub(12)..].join("\n"));
+    }
+    let top = e.payload.as_object();
+    text(ev, "message")
+        .or_else(|| text(top, "message"))
+        .or_else(|| text(ev, "detail"))
+        .or_else(|| text(top, "detail"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -190,14 +222,15 @@ mod tests {
         assert_eq!(got[0].ended, "retry");
         assert_eq!(got[0].reason.as_deref(), Some("verification_failed"));
         assert_eq!(got[0].cost_usd, Some(0.12));
-        assert_eq!(got[0].checks.len(), 2);
-        assert!(!got[0].checks[0].passed);
-        assert_eq!(got[0].checks[0].exit_code, Some(101));
-        assert_eq!(got[0].checks[0].tail, ["b", "FAILED: 2 tests", "error: x"]);
-        assert!(got[0].checks[1].tail.is_empty());
+        let checks = &got[0].rounds[0];
+        assert_eq!(checks.len(), 2);
+        assert!(!checks[0].passed);
+        assert_eq!(checks[0].exit_code, Some(101));
+        assert_eq!(checks[0].tail, ["b", "FAILED: 2 tests", "error: x"]);
+        assert!(checks[1].tail.is_empty());
         assert_eq!(got[1].ended, "done");
         assert_eq!(got[1].exit.as_deref(), Some("exit 0"));
-        assert!(got[1].checks.is_empty());
+        assert!(got[1].rounds.is_empty());
     }
 
     #[test]
@@ -216,5 +249,47 @@ mod tests {
         );
         assert_eq!(outcome_notes(&[&parked, &unchanged]).len(), 1);
         assert!(outcome_notes(&[&ev("task.done", json!({}))]).is_empty());
+    }
+
+    #[test]
+    fn every_repair_round_is_kept_and_a_release_counts_no_attempt() {
+        let failed = ev(
+            et::TASK_FAILED,
+            json!({"reason": "verification_failed", "evidence": {
+            "verification": [
+                {"round": 1, "passed": false, "checks": [
+                    {"name": "tests", "passed": false, "exit_code": 1, "output": "first failure"}]},
+                {"round": 2, "passed": false, "checks": [
+                    {"name": "tests", "passed": false, "exit_code": 1, "output": "still failing"}]}
+            ]}}),
+        );
+        let released = ev(et::TASK_RELEASED, json!({"reason": "shutdown"}));
+        let got = attempts(&[&released, &failed]);
+        assert!(!got[0].counted);
+        assert!(got[1].counted);
+        assert_eq!(got[1].rounds.len(), 2);
+        assert_eq!(got[1].rounds[0][0].tail, ["first failure"]);
+        assert_eq!(got[1].rounds[1][0].tail, ["still failing"]);
+    }
+
+    #[test]
+    fn last_words_are_the_agents_final_answer_or_the_message() {
+        let answer: String = (1..=20).map(|i| format!("line {i}\n")).collect();
+        let parked = ev(
+            et::TASK_HUMAN_LOOP,
+            json!({"reason": "ready_to_merge", "detail": "the base moved", "evidence": {"result": answer}}),
+        );
+        let said = last_words(&[&parked]).expect("said");
+        assert!(said.starts_with("line 9\n"), "{said}");
+        assert!(said.ends_with("line 20"), "{said}");
+        let handoff = ev(
+            et::TASK_HUMAN_LOOP,
+            json!({"evidence": {"message": "needs a product decision"}}),
+        );
+        assert_eq!(
+            last_words(&[&parked, &handoff]).as_deref(),
+            Some("needs a product decision")
+        );
+        assert_eq!(last_words(&[]), None);
     }
 }

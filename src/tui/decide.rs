@@ -108,25 +108,22 @@ fn unreachable_merge<T>() -> Result<T, String> {
     Err("internal: a merge decision reached the approval path".to_string())
 }
 
-/// What the inbox shows for one item: the handoff prompt (or the task itself) and the diff of
-/// the task's worktree against the commit it started from.
+/// What the inbox shows for one item: the task itself (not the agent's prompt, whose envelope
+/// is for the agent), what the agent said (`said`, from its last events), where a handoff's
+/// files are, and the diff of the task's worktree against the commit it started from.
 pub fn load_detail(
     workspaces: &Workspaces,
     handoff: &HandoffDir,
     target: &InboxTarget,
     task: Option<&TaskRecord>,
+    said: Option<String>,
 ) -> InboxDetail {
-    let prompt = match target.kind {
-        InboxKind::Handoff => task
-            .ok_or_else(|| "the task is gone".to_string())
-            .and_then(|t| {
-                handoff
-                    .find(&t.id, Some(&t.plan_id))
-                    .and_then(|dir| crate::agent::handoff::read_prompt(&dir))
-                    .map_err(|e| e.to_string())
-            })
-            .unwrap_or_else(|e| format!("(the handoff prompt cannot be read: {e})")),
-        _ => task.map(task_brief).unwrap_or_default(),
+    let brief = task
+        .map(task_brief)
+        .unwrap_or_else(|| "(the task is gone)".to_string());
+    let handoff_dir = match (target.kind, task) {
+        (InboxKind::Handoff, Some(t)) => handoff.find(&t.id, Some(&t.plan_id)).ok(),
+        _ => None,
     };
     let mut worktree = None;
     let (diff, diff_note) = match task.map(|t| workspaces.find(&t.plan_id, &t.id)) {
@@ -142,7 +139,9 @@ pub fn load_detail(
     };
     InboxDetail {
         task_pk: target.task_pk,
-        prompt,
+        brief,
+        said,
+        handoff_dir,
         diff,
         worktree,
         diff_note,

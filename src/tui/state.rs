@@ -252,8 +252,13 @@ impl InputPurpose {
 #[derive(Debug, Clone, PartialEq)]
 pub struct InboxDetail {
     pub task_pk: i64,
-    /// What the human was asked (the handoff prompt, or the task itself).
-    pub prompt: String,
+    /// The task as the plan states it (description, criteria, test steps), not the agent's
+    /// prompt with its envelope.
+    pub brief: String,
+    /// What the agent said about it last (its message, or why the attempt stopped).
+    pub said: Option<String>,
+    /// Where a handoff's files are, for answering it from a shell.
+    pub handoff_dir: Option<std::path::PathBuf>,
     pub diff: Option<WorktreeDiff>,
     /// Where the work is (a human doing a handoff works there).
     pub worktree: Option<std::path::PathBuf>,
@@ -312,6 +317,8 @@ pub enum Effect {
     },
     /// Scroll the replay pane (positive = back in time).
     ScrollReplay(i32),
+    /// Tell the operator (desktop notification or terminal bell, per `[notifications]`).
+    Notify(Box<crate::notify::Notice>),
 }
 
 /// The agent's critique of the plan (`c`).
@@ -421,6 +428,8 @@ pub struct AppState {
     pub wizard: Option<Wizard>,
     pub challenge: Option<ChallengeView>,
     pub replay: Option<ReplayMeta>,
+    /// Whether the first load arrived: events up to it are history and notify nobody.
+    pub seen_history: bool,
 }
 
 impl AppState {
@@ -463,6 +472,7 @@ impl AppState {
             wizard: None,
             challenge: None,
             replay: None,
+            seen_history: false,
         }
     }
 

@@ -595,3 +595,46 @@ fn skip_and_kill_ask_first() {
     s.handle(Action::KillAttempt);
     assert_eq!(s.handle(Action::Answer('y')), [Effect::KillAttempt(2)]);
 }
+
+/// Replies go through `update` like keys: the queue's first load is history, later news
+/// notifies, and notes land in the status bar.
+#[test]
+fn replies_are_messages_the_state_answers() {
+    use crate::tui::feed::{FeedData, TaskLoad};
+    use crate::tui::msg::Msg;
+    use crate::tui::testkit::event;
+    let mut s = state();
+    let plan = s.plan.clone().expect("demo plan");
+    let tasks = s.tasks.clone();
+    let human = event(
+        900,
+        "task.human_loop",
+        "DB-4",
+        None,
+        Some(Status::HumanLoop),
+    );
+    let feed = |events| {
+        Msg::Data(Box::new(FeedData {
+            plan: plan.clone(),
+            tasks: TaskLoad::All(tasks.clone()),
+            events,
+            workers: None,
+            handoffs: None,
+        }))
+    };
+    // The first load is history: nobody is told about what happened before the console opened.
+    let fx = s.update(feed(vec![human.clone()]));
+    assert!(fx.is_empty(), "{fx:?}");
+    let fx = s.update(feed(vec![human]));
+    assert!(
+        matches!(fx.as_slice(), [Effect::Notify(n)] if n.body.contains("DB-4")),
+        "{fx:?}"
+    );
+    s.update(Msg::Note("DB-4 is PENDING again".into(), Level::Info));
+    assert_eq!(
+        s.status.as_ref().map(|(t, _)| t.as_str()),
+        Some("DB-4 is PENDING again")
+    );
+    s.update(Msg::FeedFailed("connection refused".into()));
+    assert!(matches!(&s.status, Some((t, Level::Warn)) if t.contains("connection refused")));
+}

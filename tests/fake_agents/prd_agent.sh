@@ -2,7 +2,9 @@
 # A scripted agent for the PRD wizard tests: it answers by what the prompt asks for, and keeps
 # every prompt it got in LOG_DIR (prompt-000.md, prompt-001.md, …).
 #   usage: prd_agent.sh MODE LOG_DIR PROMPT_FILE
-#   MODE good   — the plan comes at once, fenced, with chatter around it
+#   MODE good   — the plan comes at once, fenced, with chatter around it (TASK-003 is too vague
+#                 for the decision gate)
+#        clean  — as good, but every task passes the gate
 #        repair — the first plan reply is broken JSON; the repair round gets a valid one
 #        never  — the plan reply is never valid JSON
 #        fail   — every call fails (exit 3, an error on stderr)
@@ -30,11 +32,21 @@ good_plan() {
      "description": "Schedule the sync every five minutes and log every failure.",
      "dependencies": ["TASK-001"], "key_files": ["src/schedule.rs"],
      "acceptance_criteria": ["a sync runs every five minutes"], "test_steps": ["cargo test schedule"]},
+JSON
+  if [ "$mode" = clean ]; then
+    cat <<'JSON'
+    {"id": "TASK-003", "status": "pending", "priority": "low",
+     "description": "Document the calendar sync for the operations team.",
+     "dependencies": ["TASK-002"], "acceptance_criteria": ["docs exist"],
+     "test_steps": ["test -s docs/sync.md"]}
+JSON
+  else
+    cat <<'JSON'
     {"id": "TASK-003", "status": "pending", "priority": "low",
      "description": "Docs.", "dependencies": ["TASK-002"], "acceptance_criteria": ["docs exist"]}
-  ]
-}
 JSON
+  fi
+  printf '  ]\n}\n'
 }
 
 if grep -q "Interview the operator" "$prompt"; then
@@ -62,7 +74,7 @@ elif grep -q "Challenge the plan" "$prompt"; then
 elif grep -q "Turn the product requirements document" "$prompt"; then
   if [ "$mode" = repair ] && grep -q "Your previous reply could not be used" "$prompt"; then
     good_plan
-  elif [ "$mode" = good ]; then
+  elif [ "$mode" = good ] || [ "$mode" = clean ]; then
     printf 'Here is the plan:\n\n```json\n'; good_plan; printf '```\n\nLet me know if you want changes.\n'
   else
     printf 'Here is the plan:\n```json\n{"project": "x", "tasks": [\n  {"id": "TASK-001", "description": }\n]}\n```\n'

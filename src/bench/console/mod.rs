@@ -17,6 +17,7 @@
 pub mod host;
 pub mod procfs;
 pub mod report;
+pub mod scale;
 pub mod scratch;
 pub mod tmux;
 
@@ -56,6 +57,69 @@ pub struct ConsoleBenchOptions {
     pub cols: u16,
     /// Measure tmux too (skipped with a note when it is not installed).
     pub tmux: bool,
+    pub cases: BenchCases,
+    /// The big plan of the scale cases (the other one has `first_frame_tasks`).
+    pub big_tasks: usize,
+    /// The Postgres server the idle database load is measured on (a scratch database is
+    /// created there and dropped after).
+    pub database_url: Option<String>,
+    /// Length of each idle database window.
+    pub db_secs: u64,
+}
+
+/// Which measurements run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BenchCases {
+    pub drain: bool,
+    pub idle: bool,
+    pub first_frame: bool,
+    /// The console idle on paused plans of `first_frame_tasks` and `big_tasks` tasks.
+    pub big_idle: bool,
+    /// The drain with its agents in a plan of `first_frame_tasks` tasks.
+    pub live_big: bool,
+    pub db_load: bool,
+}
+
+impl BenchCases {
+    pub const ALL: BenchCases = BenchCases {
+        drain: true,
+        idle: true,
+        first_frame: true,
+        big_idle: true,
+        live_big: true,
+        db_load: true,
+    };
+    pub const NAMES: &'static str = "drain, idle, first-frame, big-idle, live-big, db-load";
+
+    /// A comma-separated list of case names (see [`BenchCases::NAMES`]).
+    pub fn parse(list: &str) -> Result<BenchCases, String> {
+        let mut c = BenchCases {
+            drain: false,
+            idle: false,
+            first_frame: false,
+            big_idle: false,
+            live_big: false,
+            db_load: false,
+        };
+        for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+            let slot = match name {
+                "drain" => &mut c.drain,
+                "idle" => &mut c.idle,
+                "first-frame" => &mut c.first_frame,
+                "big-idle" => &mut c.big_idle,
+                "live-big" => &mut c.live_big,
+                "db-load" => &mut c.db_load,
+                other => {
+                    return Err(format!(
+                        "unknown console bench case {other:?}; the cases are {}",
+                        BenchCases::NAMES
+                    ));
+                }
+            };
+            *slot = true;
+        }
+        Ok(c)
+    }
 }
 
 impl ConsoleBenchOptions {
@@ -72,6 +136,10 @@ impl ConsoleBenchOptions {
             rows: 60,
             cols: 200,
             tmux: true,
+            cases: BenchCases::ALL,
+            big_tasks: 100_000,
+            database_url: None,
+            db_secs: 30,
         }
     }
 }
@@ -101,9 +169,24 @@ pub async fn run(opts: &ConsoleBenchOptions) -> anyhow::Result<ConsoleBenchRepor
     write_stream(&idle_file, opts.idle_mb)?;
     let idle_lines = count_lines(&idle_file)?;
     let repo = BenchRepo::create(&opts.whilly, &drain_file, &idle_file, HOLD_SECS)?;
+    let mut report = ConsoleBenchReport {
+        panes: opts.panes,
+        rows: opts.rows,
+        cols: opts.cols,
+        drain: None,
+        idle: None,
+        first_frame: None,
+        big_idle: Vec::new(),
+        live_big: None,
+        live_big_tasks: opts.first_frame_tasks,
+        db_load: None,
+        db_note: None,
+        tmux_note,
+    };
     let result = measure(
         opts,
         &repo,
+        &mut report,
         bytes_per_pane,
         idle_lines,
         &drain_file,
@@ -113,48 +196,82 @@ pub async fn run(opts: &ConsoleBenchOptions) -> anyhow::Result<ConsoleBenchRepor
     if result.is_err() && std::env::var_os("WHILLY_BENCH_KEEP").is_some() {
         eprintln!("scratch project kept: {}", repo.keep().display());
     }
-    let (drain, idle, first_frame) = result?;
-    Ok(ConsoleBenchReport {
-        panes: opts.panes,
-        rows: opts.rows,
-        cols: opts.cols,
-        drain: Some(drain),
-        idle: Some(idle),
-        first_frame: Some(first_frame),
-        tmux_note,
-    })
+    result?;
+    Ok(report)
 }
 
 async fn measure(
     opts: &ConsoleBenchOptions,
     repo: &BenchRepo,
+    report: &mut ConsoleBenchReport,
     bytes_per_pane: u64,
     idle_lines: usize,
     drain_file: &Path,
     idle_file: &Path,
-) -> anyhow::Result<(DrainFigures, IdleFigures, FirstFrameFigures)> {
+) -> anyhow::Result<()> {
     let with_tmux = opts.tmux && tmux::available();
-    let mut drain = drain_console(opts, repo, bytes_per_pane).await?;
-    if with_tmux {
-        drain.tmux_detached = Some(drain_tmux(opts, repo, drain_file, false).await?);
-        drain.tmux_attached = Some(drain_tmux(opts, repo, drain_file, true).await?);
+    let cases = opts.cases;
+    let mut tmux_drain = (None, None);
+    if (cases.drain || cases.live_big) && with_tmux {
+        tmux_drain = (
+            Some(drain_tmux(opts, repo, drain_file, false).await?),
+            Some(drain_tmux(opts, repo, drain_file, true).await?),
+        );
     }
-    let (whilly, frames) = idle_console(opts, repo, "idle", opts.panes).await?;
-    let (spare, _) = idle_console(opts, repo, "idle-spare", opts.panes + 1).await?;
-    let mut idle = IdleFigures {
-        lines_per_pane: idle_lines,
-        scrollback: SCROLLBACK,
-        window: Duration::from_secs(opts.idle_secs),
-        whilly,
-        frames,
-        spare_slot: spare,
-        tmux: None,
-    };
-    if with_tmux {
-        idle.tmux = Some(idle_tmux(opts, repo, idle_file).await?);
+    if cases.drain {
+        let mut drain = drain_console(opts, repo, bytes_per_pane).await?;
+        (drain.tmux_detached, drain.tmux_attached) = tmux_drain;
+        report.drain = Some(drain);
     }
-    let first_frame = first_frames(opts, repo).await?;
-    Ok((drain, idle, first_frame))
+    if cases.live_big {
+        report.live_big = Some(
+            scale::live_big(
+                opts,
+                repo,
+                bytes_per_pane,
+                opts.first_frame_tasks.max(opts.panes),
+                tmux_drain,
+            )
+            .await?,
+        );
+    }
+    if cases.idle {
+        let (whilly, frames) = idle_console(opts, repo, "idle", opts.panes).await?;
+        let (spare, _) = idle_console(opts, repo, "idle-spare", opts.panes + 1).await?;
+        let mut idle = IdleFigures {
+            lines_per_pane: idle_lines,
+            scrollback: SCROLLBACK,
+            window: Duration::from_secs(opts.idle_secs),
+            whilly,
+            frames,
+            spare_slot: spare,
+            tmux: None,
+        };
+        if with_tmux {
+            idle.tmux = Some(idle_tmux(opts, repo, idle_file).await?);
+        }
+        report.idle = Some(idle);
+    }
+    if cases.first_frame {
+        report.first_frame = Some(first_frames(opts, repo).await?);
+    }
+    if cases.big_idle {
+        for tasks in [opts.first_frame_tasks, opts.big_tasks] {
+            report
+                .big_idle
+                .push(scale::idle_big(opts, repo, tasks.max(1)).await?);
+        }
+    }
+    if cases.db_load {
+        match &opts.database_url {
+            Some(server) => match scale::db_load(opts, repo, server).await {
+                Ok(load) => report.db_load = Some(load),
+                Err(e) => report.db_note = Some(format!("{e:#}")),
+            },
+            None => report.db_note = Some("no Postgres server given".to_string()),
+        }
+    }
+    Ok(())
 }
 
 fn write_stream(path: &Path, mb: u64) -> anyhow::Result<u64> {

@@ -9,6 +9,15 @@ pub const TARGET_DRAIN_RATIO: f64 = 1.0;
 pub const TARGET_IDLE_CPU_PCT: f64 = 1.0;
 pub const TARGET_RSS_MB: f64 = 150.0;
 pub const TARGET_FIRST_FRAME_MS: f64 = 200.0;
+/// Issue 11: the console idle on a paused 10,000-task plan, and on a 100,000-task one.
+pub const TARGET_BIG_IDLE_CPU_PCT: f64 = 1.0;
+pub const TARGET_BIG_IDLE_RSS_MB: f64 = 80.0;
+pub const TARGET_HUGE_IDLE_CPU_PCT: f64 = 2.0;
+pub const TARGET_HUGE_FIRST_FRAME_MS: f64 = 300.0;
+/// Issue 11: 8 live panes in a 10,000-task plan drain at least this much faster than tmux.
+pub const TARGET_LIVE_BIG_RATIO: f64 = 1.5;
+/// Issue 11: transactions per second of an idle worker, and of an idle console.
+pub const TARGET_IDLE_DB_TX_PER_S: f64 = 1.0;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct ConsoleBenchReport {
@@ -18,6 +27,14 @@ pub struct ConsoleBenchReport {
     pub drain: Option<DrainFigures>,
     pub idle: Option<IdleFigures>,
     pub first_frame: Option<FirstFrameFigures>,
+    /// The console idle on big paused plans (smaller first).
+    pub big_idle: Vec<super::scale::BigIdle>,
+    /// The drain with its agents in a plan of `live_big_tasks` tasks.
+    pub live_big: Option<DrainFigures>,
+    pub live_big_tasks: usize,
+    pub db_load: Option<super::scale::DbLoad>,
+    /// Why the database load was not measured, when it was not.
+    pub db_note: Option<String>,
     /// Why tmux was not measured, when it was not.
     pub tmux_note: Option<String>,
 }
@@ -170,8 +187,131 @@ impl fmt::Display for ConsoleBenchReport {
         if let Some(t) = &self.first_frame {
             t.write(f)?;
         }
+        for (i, b) in self.big_idle.iter().enumerate() {
+            write_big_idle(f, b, i > 0)?;
+        }
+        if let Some(d) = &self.live_big {
+            write_live_big(f, d, self.panes, self.live_big_tasks)?;
+        }
+        if let Some(l) = &self.db_load {
+            write_db_load(f, l)?;
+        } else if let Some(note) = &self.db_note {
+            writeln!(f, "  idle database load: not measured ({note})")?;
+        }
         Ok(())
     }
+}
+
+/// `huge`: the 100,000-task case, with its own targets.
+fn write_big_idle(
+    f: &mut fmt::Formatter<'_>,
+    b: &super::scale::BigIdle,
+    huge: bool,
+) -> fmt::Result {
+    let cpu = b.usage.cpu_pct(b.window);
+    let rss = b.usage.rss_mb();
+    writeln!(
+        f,
+        "  idle on a paused {}-task plan, nothing running; {:.0} s window",
+        b.tasks,
+        b.window.as_secs_f64()
+    )?;
+    let (cpu_target, rss_target) = if huge {
+        (TARGET_HUGE_IDLE_CPU_PCT, None)
+    } else {
+        (TARGET_BIG_IDLE_CPU_PCT, Some(TARGET_BIG_IDLE_RSS_MB))
+    };
+    writeln!(
+        f,
+        "    CPU:    whilly {cpu:.2} % of a core ({} frames)   (target < {cpu_target} %: {})",
+        b.frames,
+        met(cpu < cpu_target)
+    )?;
+    write!(
+        f,
+        "    memory: whilly {rss:.1} MB RSS (peak {:.1} MB)",
+        b.usage.peak_mb()
+    )?;
+    match rss_target {
+        Some(t) => writeln!(f, "   (target < {t} MB: {})", met(rss < t))?,
+        None => writeln!(f)?,
+    }
+    write!(
+        f,
+        "    start → first frame {:.0} ms, → tasks listed {:.0} ms",
+        ms(b.first_frame),
+        ms(b.tasks_shown)
+    )?;
+    if huge {
+        writeln!(
+            f,
+            "   (target < {TARGET_HUGE_FIRST_FRAME_MS} ms for the first frame: {})",
+            met(ms(b.first_frame) < TARGET_HUGE_FIRST_FRAME_MS)
+        )
+    } else {
+        writeln!(f)
+    }
+}
+
+fn write_live_big(
+    f: &mut fmt::Formatter<'_>,
+    d: &DrainFigures,
+    panes: usize,
+    tasks: usize,
+) -> fmt::Result {
+    let total = d.bytes_per_pane * panes as u64;
+    writeln!(
+        f,
+        "  live panes on a big plan: {panes} drain agents in a {tasks}-task plan (the rest DONE)"
+    )?;
+    writeln!(
+        f,
+        "    whilly console  first start → last DONE {:>7.2} s {:>6.1} MB/s  (cpu {:.1} s; {} frames)",
+        d.whilly.as_secs_f64(),
+        mb_s(total, d.whilly),
+        d.whilly_cpu.as_secs_f64(),
+        d.frames
+    )?;
+    for (name, run) in [
+        ("tmux detached", d.tmux_detached),
+        ("tmux attached", d.tmux_attached),
+    ] {
+        if let Some(t) = run {
+            let r = d.ratio(&t);
+            writeln!(
+                f,
+                "    {name} (same run) {:>7.2} s  whilly/tmux {r:.2}× (target ≥ {TARGET_LIVE_BIG_RATIO}×: {})",
+                t.took.as_secs_f64(),
+                met(r >= TARGET_LIVE_BIG_RATIO)
+            )?;
+        }
+    }
+    writeln!(
+        f,
+        "    drained: {} of {panes} tasks DONE (each log ≥ {} bytes: {})",
+        d.done,
+        d.bytes_per_pane,
+        if d.drained_all(panes) { "yes" } else { "NO" }
+    )
+}
+
+fn write_db_load(f: &mut fmt::Formatter<'_>, l: &super::scale::DbLoad) -> fmt::Result {
+    writeln!(
+        f,
+        "  idle database load (Postgres, fresh database, transactions from pg_stat_database over {:.0} s)",
+        l.window.as_secs_f64()
+    )?;
+    for (who, v) in [
+        ("`whilly worker`, nothing to claim", l.worker_tx_per_s),
+        ("`whilly tui` on a paused plan  ", l.console_tx_per_s),
+    ] {
+        writeln!(
+            f,
+            "    {who} {v:.2} transactions/s   (target < {TARGET_IDLE_DB_TX_PER_S}/s: {})",
+            met(v < TARGET_IDLE_DB_TX_PER_S)
+        )?;
+    }
+    Ok(())
 }
 
 impl DrainFigures {
@@ -407,6 +547,26 @@ mod tests {
                     plan_shown: Duration::from_millis(50),
                 }],
             }),
+            big_idle: vec![super::super::scale::BigIdle {
+                tasks: 10_000,
+                first_frame: Duration::from_millis(30),
+                tasks_shown: Duration::from_millis(90),
+                window: Duration::from_secs(10),
+                usage: Usage {
+                    cpu: Duration::from_millis(30),
+                    rss_kib: 50_000,
+                    peak_rss_kib: 60_000,
+                },
+                frames: 10,
+            }],
+            live_big: Some(drain(1000, 2000, vec![1100, 1200])),
+            live_big_tasks: 10_000,
+            db_load: Some(super::super::scale::DbLoad {
+                window: Duration::from_secs(30),
+                worker_tx_per_s: 0.4,
+                console_tx_per_s: 0.6,
+            }),
+            db_note: None,
             tmux_note: None,
         };
         let text = report.to_string();
@@ -419,6 +579,11 @@ mod tests {
             "median 40 / 150 ms",
             "10000-task / 1-task 3.00×",
             "each ≥ 1000 bytes: yes",
+            "paused 10000-task plan",
+            "whilly 0.30 % of a core (10 frames)",
+            "whilly/tmux 2.00× (target ≥ 1.5×: met)",
+            "0.40 transactions/s",
+            "0.60 transactions/s",
         ] {
             assert!(text.contains(needle), "{needle:?} missing from:\n{text}");
         }

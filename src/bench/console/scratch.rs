@@ -195,6 +195,21 @@ impl BenchRepo {
 
     /// Sizes of the agents' output logs (raw PTY bytes) under `.whilly/runs/`.
     pub fn output_log_sizes(&self) -> Vec<u64> {
+        self.log_sizes(|_| true)
+    }
+
+    /// The same for one plan's agents (`runs/<run>/<plan>/<task>/…`).
+    pub fn output_log_sizes_of(&self, plan_id: &str) -> Vec<u64> {
+        let runs = state_dir(&self.repo()).join("runs");
+        self.log_sizes(|p| {
+            p.strip_prefix(&runs)
+                .ok()
+                .and_then(|rel| rel.components().nth(1))
+                .is_some_and(|c| c.as_os_str() == plan_id)
+        })
+    }
+
+    fn log_sizes(&self, keep: impl Fn(&Path) -> bool) -> Vec<u64> {
         let mut out = Vec::new();
         let mut dirs = vec![state_dir(&self.repo()).join("runs")];
         while let Some(dir) = dirs.pop() {
@@ -205,7 +220,9 @@ impl BenchRepo {
                 let path = e.path();
                 match e.metadata() {
                     Ok(m) if m.is_dir() => dirs.push(path),
-                    Ok(m) if path.extension().is_some_and(|x| x == "log") => out.push(m.len()),
+                    Ok(m) if path.extension().is_some_and(|x| x == "log") && keep(&path) => {
+                        out.push(m.len())
+                    }
                     _ => {}
                 }
             }
@@ -235,6 +252,16 @@ pub fn plan(id: &str, agent: &str, n: usize) -> PlanSpec {
             .collect(),
         ..Default::default()
     }
+}
+
+/// [`plan`] with short tasks, so 100,000 of them fit in a plan file (32 MiB at most).
+pub fn lean_plan(id: &str, agent: &str, n: usize) -> PlanSpec {
+    let mut p = plan(id, agent, n);
+    for (i, t) in p.tasks.iter_mut().enumerate() {
+        t.description = format!("bench task {i}");
+        t.acceptance_criteria.clear();
+    }
+    p
 }
 
 /// Whether every task has ended, and the first that ended other than DONE.

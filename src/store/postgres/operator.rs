@@ -217,23 +217,9 @@ async fn reset_keep_tasks(tx: &mut Tx, plan_id: &str) -> StoreResult<()> {
 }
 
 pub async fn append_event(inner: &Inner, e: NewEvent) -> StoreResult<Event> {
-    if e.event_type.trim().is_empty() {
-        return Err(StoreError::Invalid(
-            "an event needs a non-empty event_type".into(),
-        ));
-    }
+    let ev = Ev::appended(e)?;
     let mut tx = Tx::begin(inner).await?;
-    let ev = tx
-        .event(Ev {
-            event_type: e.event_type,
-            plan_id: e.plan_id,
-            task_id: e.task_id,
-            worker_id: e.worker_id,
-            epoch: e.epoch,
-            payload: e.payload,
-            ..Ev::default()
-        })
-        .await?;
+    let ev = tx.event(ev).await?;
     tx.commit(inner).await?;
     Ok(ev)
 }

@@ -134,6 +134,23 @@ pub async fn get_task_by_pk(inner: &Inner, pk: i64) -> StoreResult<TaskRecord> {
     }
 }
 
+pub async fn tasks_by_ids(
+    inner: &Inner,
+    plan_id: &str,
+    task_ids: &[String],
+) -> StoreResult<Vec<TaskRecord>> {
+    let rows: Vec<TaskRow> = sqlx::query_as(concat!(
+        "SELECT ",
+        task_cols!(),
+        " FROM tasks WHERE plan_id = $1 AND task_id = ANY($2::text[]) ORDER BY ord, pk"
+    ))
+    .bind(plan_id)
+    .bind(task_ids)
+    .fetch_all(&inner.pool)
+    .await?;
+    rows.into_iter().map(TaskRow::into_record).collect()
+}
+
 /// The plan's spec with its tasks in import order, each carrying its LIVE status.
 pub async fn export_plan(inner: &Inner, plan_id: &str) -> StoreResult<PlanSpec> {
     let plan = get_plan(inner, plan_id).await?;

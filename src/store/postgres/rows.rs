@@ -4,30 +4,7 @@ use crate::domain::{PlanSpec, Priority, Status, TaskSpec, Usd};
 use crate::store::{Event, PlanRecord, StoreError, StoreResult, TaskRecord, WorkerRecord};
 use chrono::{DateTime, Utc};
 
-/// The task columns every query returns, as a literal so it can be spliced with `concat!`.
-macro_rules! task_cols {
-    () => {
-        "pk, plan_id, task_id, status, priority_rank, pending_deps, epoch, attempts, max_attempts, \
-         worker_id, lease_expires_at, deadline_at, cost_micros, reserved_micros, reason, \
-         spec, updated_at"
-    };
-}
-pub(crate) use task_cols;
-
-macro_rules! plan_cols {
-    () => {
-        "id, project, paused, budget_micros, spent_micros, reserved_micros, spec, created_at, \
-         updated_at, archived_at"
-    };
-}
-pub(crate) use plan_cols;
-
-macro_rules! event_cols {
-    () => {
-        "id, ts, event_type, plan_id, task_id, worker_id, epoch, from_status, to_status, payload"
-    };
-}
-pub(crate) use event_cols;
+pub(crate) use crate::store::sql_common::{event_cols, parse_status, plan_cols, task_cols};
 
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct TaskRow {
@@ -83,11 +60,6 @@ impl TaskRow {
             updated_at: self.updated_at,
         })
     }
-}
-
-pub fn parse_status(s: &str, what: &str) -> StoreResult<Status> {
-    s.parse::<Status>()
-        .map_err(|e| StoreError::Corrupt(format!("{what}: stored status {s:?}: {e}")))
 }
 
 #[derive(Debug, Clone, sqlx::FromRow)]

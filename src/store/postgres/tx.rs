@@ -3,48 +3,11 @@
 use super::Inner;
 use super::rows::{EventRow, TaskRow, event_cols, task_cols};
 use crate::domain::{Status, Usd};
+pub use crate::store::sql_common::Ev;
 use crate::store::sql_common::children_delta;
 use crate::store::{Event, StoreResult, TaskRecord};
 use crate::store::{Lease, StoreError};
 use sqlx::{Postgres, Transaction};
-
-/// An event to write inside a transaction.
-#[derive(Debug, Clone, Default)]
-pub struct Ev {
-    pub event_type: String,
-    pub plan_id: Option<String>,
-    pub task_id: Option<String>,
-    pub worker_id: Option<String>,
-    pub epoch: Option<i64>,
-    pub from: Option<Status>,
-    pub to: Option<Status>,
-    pub payload: serde_json::Value,
-}
-
-impl Ev {
-    pub fn plan(event_type: &str, plan_id: &str, payload: serde_json::Value) -> Ev {
-        Ev {
-            event_type: event_type.to_string(),
-            plan_id: Some(plan_id.to_string()),
-            payload,
-            ..Ev::default()
-        }
-    }
-
-    /// A transition of `t` to `to`, attributed to the task's current worker and epoch.
-    pub fn task(event_type: &str, t: &TaskRecord, to: Status, payload: serde_json::Value) -> Ev {
-        Ev {
-            event_type: event_type.to_string(),
-            plan_id: Some(t.plan_id.clone()),
-            task_id: Some(t.id.clone()),
-            worker_id: t.worker_id.clone(),
-            epoch: Some(t.epoch),
-            from: Some(t.status),
-            to: Some(to),
-            payload,
-        }
-    }
-}
 
 pub struct Tx {
     pub tx: Transaction<'static, Postgres>,
@@ -232,9 +195,9 @@ impl Tx {
             ev.epoch = Some(after.epoch);
         }
         self.event(ev).await?;
-        // Back in the queue, or a reservation handed back that a budget-bound claim may be
-        // waiting for.
-        if m.to == Status::Pending || t.reserved != Usd::ZERO {
+        // Back in the queue, a reservation handed back that a budget-bound claim may be
+        // waiting for, or key files let go that another task waits for.
+        if m.to == Status::Pending || t.reserved != Usd::ZERO || frees_keys(t) {
             self.wake(&t.plan_id);
         }
         Ok(after)
@@ -267,4 +230,4 @@ impl Tx {
     }
 }
 
-pub use crate::store::sql_common::Move;
+pub use crate::store::sql_common::{Move, frees_keys};

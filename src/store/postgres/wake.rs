@@ -1,4 +1,6 @@
-//! Wakeups: one LISTEN connection per store feeds a generation counter that waiting workers watch.
+//! Wakeups: one LISTEN connection per store feeds a generation counter that waiting workers watch,
+//! and another that followers of the audit trail watch (every insert into `events` notifies, by a
+//! trigger).
 //!
 //! A waiter compares the generation it saw when its last claim started with the current one, so
 //! a notification that lands between "claim found nothing" and "wait" is not lost.
@@ -10,6 +12,8 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 pub const CHANNEL: &str = "whilly_work";
+/// Notified by the `events_notify` trigger (migration 0003) for every statement inserting events.
+pub const EVENTS_CHANNEL: &str = "whilly_events";
 
 /// Who is waiting: the tokio task when there is one, else the thread (a `block_on` caller).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -31,6 +35,7 @@ const MAX_TRACKED_CALLERS: usize = 4096;
 pub struct WakeHub {
     generation: watch::Sender<u64>,
     seen_at_claim: Mutex<HashMap<Caller, u64>>,
+    events: watch::Sender<u64>,
 }
 
 impl Default for WakeHub {
@@ -38,6 +43,7 @@ impl Default for WakeHub {
         WakeHub {
             generation: watch::Sender::new(0),
             seen_at_claim: Mutex::new(HashMap::new()),
+            events: watch::Sender::new(0),
         }
     }
 }
@@ -45,6 +51,14 @@ impl Default for WakeHub {
 impl WakeHub {
     pub fn bump(&self) {
         self.generation.send_modify(|g| *g = g.wrapping_add(1));
+    }
+
+    pub fn bump_events(&self) {
+        self.events.send_modify(|g| *g = g.wrapping_add(1));
+    }
+
+    pub fn subscribe_events(&self) -> watch::Receiver<u64> {
+        self.events.subscribe()
     }
 
     pub fn generation(&self) -> u64 {
@@ -63,19 +77,35 @@ impl WakeHub {
     }
 
     /// Resolves on the next wakeup, at once if one came since the caller's last claim began, or
-    /// after `max_wait` (the polling fallback).
+    /// after `max_wait` (the polling fallback). Cancelled (the caller's timer fired first), it
+    /// keeps the caller's generation, so its next wait still sees what came meanwhile.
     pub async fn wait(&self, max_wait: Duration) {
         let mut rx = self.generation.subscribe();
         let now = *rx.borrow_and_update();
+        let me = caller();
         let seen = self
             .seen_at_claim
             .lock()
             .ok()
-            .and_then(|mut m| m.remove(&caller()));
+            .and_then(|m| m.get(&me).copied());
         if seen.is_some_and(|s| s != now) {
+            self.forget(me);
             return;
         }
+        if seen.is_none()
+            && let Ok(mut map) = self.seen_at_claim.lock()
+        {
+            // Waiting again without a claim in between: anything after now counts.
+            map.insert(me, now);
+        }
         let _ = tokio::time::timeout(max_wait, rx.changed()).await;
+        self.forget(me);
+    }
+
+    fn forget(&self, who: Caller) {
+        if let Ok(mut map) = self.seen_at_claim.lock() {
+            map.remove(&who);
+        }
     }
 }
 
@@ -96,7 +126,7 @@ pub async fn run_listener(
         }
         let listener = async {
             let mut l = PgListener::connect_with(&pool).await?;
-            l.listen(CHANNEL).await?;
+            l.listen_all([CHANNEL, EVENTS_CHANNEL]).await?;
             Ok::<_, sqlx::Error>(l)
         };
         let mut listener = tokio::select! {
@@ -120,7 +150,10 @@ pub async fn run_listener(
                 let _ = tx.send(());
             }
             // Notifications sent while we were disconnected are lost: everyone looks again.
-            None => hub.bump(),
+            None => {
+                hub.bump();
+                hub.bump_events();
+            }
         }
         loop {
             let got = tokio::select! {
@@ -128,17 +161,26 @@ pub async fn run_listener(
                 r = listener.try_recv() => r,
             };
             match got {
-                Ok(Some(_)) => {
-                    hub.bump();
+                Ok(Some(n)) => {
+                    let work = route(&hub, &n);
+                    if work {
+                        hub.bump();
+                    }
                     let until = tokio::time::Instant::now() + debounce;
                     let mut lost = false;
+                    let mut more_work = false;
                     while let Ok(r) = tokio::time::timeout_at(until, listener.try_recv()).await {
-                        if !matches!(r, Ok(Some(_))) {
-                            lost = true;
-                            break;
+                        match r {
+                            Ok(Some(n)) => more_work |= route(&hub, &n),
+                            _ => {
+                                lost = true;
+                                break;
+                            }
                         }
                     }
-                    hub.bump();
+                    if work || more_work {
+                        hub.bump();
+                    }
                     if lost {
                         break;
                     }
@@ -147,5 +189,44 @@ pub async fn run_listener(
             }
         }
         tracing::debug!("postgres LISTEN connection lost; reconnecting");
+    }
+}
+
+/// Passes an events notification on at once (the watch folds bursts); says whether `n` was
+/// about work.
+fn route(hub: &WakeHub, n: &sqlx::postgres::PgNotification) -> bool {
+    if n.channel() == EVENTS_CHANNEL {
+        hub.bump_events();
+        false
+    } else {
+        true
+    }
+}
+
+/// [`crate::store::Store::watch_events`] on Postgres: the events notifications, or with NOTIFY
+/// off, the clock.
+pub struct PgEventWatch {
+    inner: std::sync::Arc<super::Inner>,
+    rx: watch::Receiver<u64>,
+}
+
+impl PgEventWatch {
+    pub fn new(inner: std::sync::Arc<super::Inner>) -> PgEventWatch {
+        let rx = inner.hub.subscribe_events();
+        PgEventWatch { inner, rx }
+    }
+}
+
+#[async_trait::async_trait]
+impl crate::store::EventWatch for PgEventWatch {
+    async fn changed(&mut self, max_wait: Duration) -> bool {
+        if !self.inner.notify_enabled() {
+            tokio::time::sleep(max_wait).await;
+            return false;
+        }
+        matches!(
+            tokio::time::timeout(max_wait, self.rx.changed()).await,
+            Ok(Ok(()))
+        )
     }
 }

@@ -56,7 +56,7 @@ pub async fn import_plan(
             id.clone(),
             ExistingTask {
                 pk: r.try_get("pk")?,
-                status: parse_status(&r.try_get::<String, _>("status")?)?,
+                status: parse_status(&r.try_get::<String, _>("status")?, "tasks.status")?,
                 attempts: r.try_get("attempts")?,
                 reason: r.try_get("reason")?,
                 spec: decode_json::<TaskSpec>(&spec, "tasks.spec")?,

@@ -53,7 +53,7 @@ pub async fn delete_plan(s: &Shared, plan_id: &str) -> StoreResult<()> {
             .fetch_all(tx.conn())
             .await?;
     for (task_id, status) in &rows {
-        let status = parse_status(status)?;
+        let status = parse_status(status, task_id)?;
         if status.is_leased() {
             return Err(StoreError::Refused {
                 task_id: task_id.clone(),

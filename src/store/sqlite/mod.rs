@@ -9,6 +9,7 @@ mod operator;
 mod read;
 mod rows;
 mod tx;
+mod watch;
 
 use super::mirror::JsonlMirror;
 use super::types::*;
@@ -41,6 +42,8 @@ pub(crate) struct Shared {
     /// as anything newer exists, so a commit by another process between that claim and the wait
     /// is not missed.
     seen_event_id: AtomicI64,
+    /// Bumped after every commit that wrote events, for this process's event watches.
+    events_written: tokio::sync::watch::Sender<u64>,
 }
 
 impl Shared {
@@ -161,6 +164,7 @@ impl SqliteStore {
                 mirror: mirror.map(JsonlMirror::new),
                 notify: Notify::new(),
                 seen_event_id: AtomicI64::new(0),
+                events_written: tokio::sync::watch::Sender::new(0),
             }),
             path: path.to_path_buf(),
             applied,
@@ -274,6 +278,13 @@ impl Store for SqliteStore {
     async fn get_task_by_pk(&self, task_pk: i64) -> StoreResult<TaskRecord> {
         read::get_task_by_pk(self.shared(), task_pk).await
     }
+    async fn tasks_by_ids(
+        &self,
+        plan_id: &str,
+        task_ids: &[String],
+    ) -> StoreResult<Vec<TaskRecord>> {
+        read::tasks_by_ids(self.shared(), plan_id, task_ids).await
+    }
     async fn counts(&self, plan_id: &str) -> StoreResult<StatusCounts> {
         read::counts(self.shared(), plan_id).await
     }
@@ -368,6 +379,16 @@ impl Store for SqliteStore {
 
     async fn wait_for_work(&self, max_wait: Duration) {
         read::wait_for_work(self.shared(), max_wait, CROSS_PROCESS_POLL).await
+    }
+
+    /// Every change that can make work claimable writes an event, and the wait looks for new
+    /// events of other processes every [`CROSS_PROCESS_POLL`].
+    fn wakes_for_work(&self) -> bool {
+        true
+    }
+
+    async fn watch_events(&self) -> Box<dyn super::EventWatch> {
+        Box::new(watch::SqliteEventWatch::new(self.shared.clone(), CROSS_PROCESS_POLL).await)
     }
 
     async fn close(&self) {

@@ -214,24 +214,9 @@ pub async fn reject_task(
 }
 
 pub async fn append_event(s: &Shared, e: NewEvent) -> StoreResult<Event> {
-    if e.event_type.trim().is_empty() {
-        return Err(StoreError::Invalid(
-            "an event needs a non-empty event_type".into(),
-        ));
-    }
+    let ev = Ev::appended(e)?;
     let mut tx = WriteTx::begin(s).await?;
-    let ev = tx
-        .event(Ev {
-            event_type: e.event_type,
-            plan_id: e.plan_id,
-            task_id: e.task_id,
-            worker_id: e.worker_id,
-            epoch: e.epoch,
-            from: None,
-            to: None,
-            payload: e.payload,
-        })
-        .await?;
+    let ev = tx.event(ev).await?;
     tx.commit().await?;
     Ok(ev)
 }

@@ -36,7 +36,7 @@ pub async fn list_plans(s: &Shared) -> StoreResult<Vec<PlanSummary>> {
     let mut counts: BTreeMap<String, StatusCounts> = BTreeMap::new();
     for r in &count_rows {
         let plan_id: String = r.try_get("plan_id")?;
-        let status = parse_status(&r.try_get::<String, _>("status")?)?;
+        let status = parse_status(&r.try_get::<String, _>("status")?, "tasks.status")?;
         let n = u64::try_from(r.try_get::<i64, _>("n")?).unwrap_or(0);
         let c = counts.entry(plan_id).or_default();
         *c.by_status.entry(status).or_default() += n;
@@ -93,6 +93,33 @@ pub async fn get_task_by_pk(s: &Shared, pk: i64) -> StoreResult<TaskRecord> {
     }
 }
 
+/// Ids bound per statement (well under SQLite's parameter limit).
+const IDS_PER_QUERY: usize = 500;
+
+pub async fn tasks_by_ids(
+    s: &Shared,
+    plan_id: &str,
+    task_ids: &[String],
+) -> StoreResult<Vec<TaskRecord>> {
+    let mut out = Vec::with_capacity(task_ids.len());
+    for chunk in task_ids.chunks(IDS_PER_QUERY) {
+        let mut qb = QueryBuilder::<Sqlite>::new(format!(
+            "SELECT {TASK_COLS}, ord FROM tasks WHERE plan_id = "
+        ));
+        qb.push_bind(plan_id).push(" AND task_id IN (");
+        let mut ids = qb.separated(", ");
+        for id in chunk {
+            ids.push_bind(id.clone());
+        }
+        qb.push(")");
+        for r in qb.build().fetch_all(&s.reader).await? {
+            out.push((r.try_get::<i64, _>("ord")?, rows::task(&r)?));
+        }
+    }
+    out.sort_by_key(|(ord, t)| (*ord, t.pk));
+    Ok(out.into_iter().map(|(_, t)| t).collect())
+}
+
 pub async fn counts(s: &Shared, plan_id: &str) -> StoreResult<StatusCounts> {
     get_plan(&s.reader, plan_id).await?;
     let all =
@@ -102,7 +129,7 @@ pub async fn counts(s: &Shared, plan_id: &str) -> StoreResult<StatusCounts> {
             .await?;
     let mut c = StatusCounts::default();
     for r in &all {
-        let status: Status = parse_status(&r.try_get::<String, _>("status")?)?;
+        let status: Status = parse_status(&r.try_get::<String, _>("status")?, "tasks.status")?;
         let n = u64::try_from(r.try_get::<i64, _>("n")?).unwrap_or(0);
         c.by_status.insert(status, n);
         c.total += n;

@@ -2,7 +2,7 @@
 
 use crate::domain::{PlanSpec, Priority, TaskSpec, Usd};
 use crate::store::error::{StoreError, StoreResult};
-use crate::store::sql_common::{decode_json, parse_status};
+use crate::store::sql_common::{decode_json, event_cols, parse_status, plan_cols, task_cols};
 use crate::store::types::{Event, PlanRecord, TaskRecord, WorkerRecord};
 use chrono::{DateTime, TimeZone, Utc};
 use sqlx::Row;
@@ -12,15 +12,11 @@ use sqlx::sqlite::SqliteRow;
 pub const NOW_MS: &str = "SELECT CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER)";
 
 /// The task columns every task query selects, in the order [`task`] reads them.
-pub const TASK_COLS: &str = "pk, plan_id, task_id, status, priority_rank, pending_deps, epoch, \
-     attempts, max_attempts, worker_id, lease_expires_at, deadline_at, cost_micros, \
-     reserved_micros, reason, spec, updated_at";
+pub const TASK_COLS: &str = task_cols!();
 
-pub const PLAN_COLS: &str = "id, project, paused, budget_micros, spent_micros, reserved_micros, \
-     spec, created_at, updated_at, archived_at";
+pub const PLAN_COLS: &str = plan_cols!();
 
-pub const EVENT_COLS: &str =
-    "id, ts, event_type, plan_id, task_id, worker_id, epoch, from_status, to_status, payload";
+pub const EVENT_COLS: &str = event_cols!();
 
 pub const WORKER_COLS: &str = "id, host, slots, tags, started_at, heartbeat_at, offline_at";
 
@@ -41,7 +37,7 @@ pub fn task(r: &SqliteRow) -> StoreResult<TaskRecord> {
         pk: r.try_get("pk")?,
         plan_id: r.try_get("plan_id")?,
         id: r.try_get("task_id")?,
-        status: parse_status(&r.try_get::<String, _>("status")?)?,
+        status: parse_status(&r.try_get::<String, _>("status")?, "tasks.status")?,
         priority: Priority::from_rank(r.try_get("priority_rank")?),
         pending_deps: r.try_get("pending_deps")?,
         epoch: r.try_get("epoch")?,
@@ -80,7 +76,7 @@ pub fn event(r: &SqliteRow) -> StoreResult<Event> {
     let status = |col: &str| -> StoreResult<_> {
         r.try_get::<Option<String>, _>(col)?
             .as_deref()
-            .map(parse_status)
+            .map(|s| parse_status(s, col))
             .transpose()
     };
     Ok(Event {

@@ -6,49 +6,11 @@ use super::Shared;
 use super::rows::{self, EVENT_COLS, NOW_MS, TASK_COLS};
 use crate::domain::{Status, Usd};
 use crate::store::error::{StoreError, StoreResult};
+pub use crate::store::sql_common::Ev;
 use crate::store::sql_common::{children_delta, encode_json};
 use crate::store::types::{Event, Lease, TaskRecord};
-use serde_json::Value;
 use sqlx::sqlite::{Sqlite, SqliteConnection};
 use sqlx::{AssertSqlSafe, QueryBuilder, Transaction};
-
-/// An event about to be written.
-#[derive(Debug, Clone, Default)]
-pub struct Ev {
-    pub event_type: String,
-    pub plan_id: Option<String>,
-    pub task_id: Option<String>,
-    pub worker_id: Option<String>,
-    pub epoch: Option<i64>,
-    pub from: Option<Status>,
-    pub to: Option<Status>,
-    pub payload: Value,
-}
-
-impl Ev {
-    pub fn plan(event_type: &str, plan_id: &str, payload: Value) -> Ev {
-        Ev {
-            event_type: event_type.to_string(),
-            plan_id: Some(plan_id.to_string()),
-            payload,
-            ..Default::default()
-        }
-    }
-
-    /// A transition of `t` to `to`, attributed to the task's current worker and epoch.
-    pub fn task(event_type: &str, t: &TaskRecord, to: Status, payload: Value) -> Ev {
-        Ev {
-            event_type: event_type.to_string(),
-            plan_id: Some(t.plan_id.clone()),
-            task_id: Some(t.id.clone()),
-            worker_id: t.worker_id.clone(),
-            epoch: Some(t.epoch),
-            from: Some(t.status),
-            to: Some(to),
-            payload,
-        }
-    }
-}
 
 pub struct WriteTx<'s> {
     tx: Transaction<'static, Sqlite>,
@@ -89,6 +51,11 @@ impl<'s> WriteTx<'s> {
         }
         if self.wake {
             self.shared.wake_waiters();
+        }
+        if !self.events.is_empty() {
+            self.shared
+                .events_written
+                .send_modify(|n| *n = n.wrapping_add(1));
         }
         Ok(self.events)
     }
@@ -268,7 +235,7 @@ impl<'s> WriteTx<'s> {
             ev.epoch = Some(after.epoch);
         }
         self.event(ev).await?;
-        if m.to == Status::Pending || m.to == Status::Done {
+        if m.to == Status::Pending || m.to == Status::Done || frees_keys(t) {
             self.wake();
         }
         Ok(Some(after))
@@ -297,4 +264,4 @@ impl<'s> WriteTx<'s> {
     }
 }
 
-pub use crate::store::sql_common::Move;
+pub use crate::store::sql_common::{Move, frees_keys};

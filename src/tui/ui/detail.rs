@@ -74,8 +74,15 @@ pub fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme) {
     if !tried.is_empty() {
         lines.push(Line::raw(""));
         lines.push(head("Attempts"));
-        for (i, a) in tried.iter().enumerate() {
-            let mut text = format!("  #{} {}", i + 1, a.ended);
+        // Numbered as the task's attempt counter counts them: a release gives its attempt back.
+        let mut n = 0;
+        for a in &tried {
+            let mut text = if a.counted {
+                n += 1;
+                format!("  #{n} {}", a.ended)
+            } else {
+                format!("  -- {} (the attempt is given back)", a.ended)
+            };
             if let Some(r) = &a.reason {
                 text.push_str(&format!(" ({r})"));
             }
@@ -94,19 +101,33 @@ pub fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme) {
                 theme.text()
             };
             lines.push(Line::styled(text, style));
-            for c in &a.checks {
-                let (mark, style) = if c.passed {
-                    ("✓", theme.ok())
-                } else {
-                    ("✗", theme.error())
-                };
-                let exit = c
-                    .exit_code
-                    .map(|e| format!(" (exit {e})"))
-                    .unwrap_or_default();
-                lines.push(Line::styled(format!("     {mark} {}{exit}", c.name), style));
-                for l in &c.tail {
-                    lines.push(Line::styled(format!("       {l}"), theme.dim()));
+            let several = a.rounds.len() > 1;
+            for (r, checks) in a.rounds.iter().enumerate() {
+                if several {
+                    let then = if r + 1 < a.rounds.len() {
+                        " → repair"
+                    } else {
+                        ""
+                    };
+                    lines.push(Line::styled(
+                        format!("     check round {}{then}", r + 1),
+                        theme.dim(),
+                    ));
+                }
+                for c in checks {
+                    let (mark, style) = if c.passed {
+                        ("✓", theme.ok())
+                    } else {
+                        ("✗", theme.error())
+                    };
+                    let exit = c
+                        .exit_code
+                        .map(|e| format!(" (exit {e})"))
+                        .unwrap_or_default();
+                    lines.push(Line::styled(format!("     {mark} {}{exit}", c.name), style));
+                    for l in &c.tail {
+                        lines.push(Line::styled(format!("       {l}"), theme.dim()));
+                    }
                 }
             }
         }

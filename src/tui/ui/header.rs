@@ -2,7 +2,7 @@
 //! the footer (key hints, filter entry, takeover banner, messages).
 
 use super::UiContext;
-use super::fmt::{clock, money};
+use super::fmt::{Part, clock, fit_parts, money};
 use crate::tui::action::Action;
 use crate::tui::state::{AppState, Level};
 use crate::tui::theme::Theme;
@@ -11,66 +11,111 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Gauge, Paragraph};
+use unicode_width::UnicodeWidthStr;
 
 pub fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme) {
     let [top, bar] = Layout::vertical([Constraint::Length(1), Constraint::Length(1)]).areas(area);
     let c = state.counts();
     let b = state.budget();
     let plan = state.plan.as_ref().map(|p| p.id.as_str()).unwrap_or("…");
-    let mut spans = vec![
+    // Each part gives way in turn on a narrow terminal (see `fit_parts`): the backend first,
+    // then the counts shorten, the clock leaves, the cost loses its percentage.
+    let mut title = vec![
         Span::styled(" whilly ", theme.title()),
         Span::styled(plan.to_string(), theme.text().add_modifier(Modifier::BOLD)),
     ];
     if state.plan.as_ref().is_some_and(|p| p.paused) {
-        spans.push(Span::styled(" PAUSED", theme.warn()));
+        title.push(Span::styled(" PAUSED", theme.warn()));
     }
-    let sep = || Span::styled(" · ", theme.dim());
-    spans.push(sep());
-    spans.push(Span::styled(format!("done {}", c.done), theme.ok()));
-    spans.push(Span::raw(format!(" pend {}", c.pending)));
-    spans.push(Span::styled(
-        format!(" run {}", c.running),
-        theme.status(crate::domain::Status::InProgress),
-    ));
     let failed = if c.failed > 0 {
         theme.error()
     } else {
         theme.text()
     };
-    spans.push(Span::styled(format!(" fail {}", c.failed), failed));
-    if c.skipped > 0 {
-        spans.push(Span::styled(format!(" skip {}", c.skipped), theme.dim()));
-    }
-    if c.held > 0 {
-        spans.push(Span::styled(format!(" held {}", c.held), theme.warn()));
-    }
+    let running = theme.status(crate::domain::Status::InProgress);
+    let counts = |long: bool| {
+        let name = |full: &'static str, letter: &'static str| if long { full } else { letter };
+        let mut v = vec![
+            Span::styled(format!("{} {}", name("done", "✓"), c.done), theme.ok()),
+            Span::raw(format!(" {} {}", name("pend", "○"), c.pending)),
+            Span::styled(format!(" {} {}", name("run", "▶"), c.running), running),
+            Span::styled(format!(" {} {}", name("fail", "✗"), c.failed), failed),
+        ];
+        if c.skipped > 0 {
+            v.push(Span::styled(
+                format!(" {} {}", name("skip", "-"), c.skipped),
+                theme.dim(),
+            ));
+        }
+        if c.held > 0 {
+            v.push(Span::styled(
+                format!(" {} {}", name("held", "⏸"), c.held),
+                theme.warn(),
+            ));
+        }
+        v
+    };
+    let mut parts = vec![
+        Part {
+            full: title,
+            short: None,
+            rank: 0,
+        },
+        Part {
+            full: counts(true),
+            short: Some(counts(false)),
+            rank: 4,
+        },
+    ];
     let waiting = state.inbox().len();
     if waiting > 0 {
-        spans.push(sep());
-        spans.push(Span::styled(
-            format!("inbox {waiting}"),
-            theme.warn().add_modifier(Modifier::REVERSED),
-        ));
+        parts.push(Part {
+            full: vec![Span::styled(
+                format!("inbox {waiting}"),
+                theme.warn().add_modifier(Modifier::REVERSED),
+            )],
+            short: None,
+            rank: 0,
+        });
     }
-    spans.push(sep());
-    let cost = match b.limit {
-        Some(limit) => format!(
-            "{} / {} ({:.0}%)",
-            money(b.spent),
-            money(limit),
-            b.ratio.unwrap_or(0.0).min(9.99) * 100.0
+    let cost_style = theme.budget(b.state);
+    let (cost, short_cost) = match b.limit {
+        Some(limit) => (
+            format!(
+                "{} / {} ({:.0}%)",
+                money(b.spent),
+                money(limit),
+                b.ratio.unwrap_or(0.0).min(9.99) * 100.0
+            ),
+            Some(format!("{}/{}", money(b.spent), money(limit))),
         ),
-        None => money(b.spent),
+        None => (money(b.spent), None),
     };
-    spans.push(Span::styled(cost, theme.budget(b.state)));
-    spans.push(sep());
-    spans.push(Span::raw(clock(state.elapsed())));
-    spans.push(sep());
-    spans.push(Span::styled(state.backend.clone(), theme.dim()));
+    parts.push(Part {
+        full: vec![Span::styled(cost, cost_style)],
+        short: short_cost.map(|t| vec![Span::styled(t, cost_style)]),
+        rank: 2,
+    });
+    parts.push(Part {
+        full: vec![Span::raw(clock(state.elapsed()))],
+        short: None,
+        rank: 3,
+    });
+    let mut backend = vec![Span::styled(state.backend.clone(), theme.dim())];
     let online = state.online_workers().count();
     if online > 0 {
-        spans.push(Span::styled(format!(" {online} worker(s)"), theme.dim()));
+        backend.push(Span::styled(format!(" {online} worker(s)"), theme.dim()));
     }
+    parts.push(Part {
+        full: backend,
+        short: None,
+        rank: 5,
+    });
+    let spans = fit_parts(
+        parts,
+        Span::styled(" · ", theme.dim()),
+        usize::from(top.width),
+    );
     frame.render_widget(Paragraph::new(Line::from(spans)), top);
 
     let finished = c.done + c.skipped;
@@ -148,6 +193,11 @@ pub fn footer(frame: &mut Frame, area: Rect, state: &AppState, ui: &UiContext) {
             ));
             spans.push(Span::styled(format!(" inbox ({waiting})"), theme.warn()));
         }
+        let filter = (!state.filter.is_empty()).then(|| format!("  [/{}]", state.filter));
+        let mut room = usize::from(area.width)
+            .saturating_sub(spans.iter().map(Span::width).sum::<usize>())
+            .saturating_sub(filter.as_deref().map_or(0, str::len));
+        // Whole hints only, as many as fit: `?` lists the rest.
         for (a, label) in [
             (Action::Quit, "quit"),
             (Action::Help, "help"),
@@ -159,11 +209,18 @@ pub fn footer(frame: &mut Frame, area: Rect, state: &AppState, ui: &UiContext) {
             (Action::Events, "events"),
             (Action::Budget, "budget"),
         ] {
-            spans.push(Span::styled(format!(" {}", key(a)), theme.key()));
-            spans.push(Span::styled(format!(" {label}"), theme.dim()));
+            let k = format!(" {}", key(a));
+            let l = format!(" {label}");
+            let w = k.width() + l.width();
+            if w > room {
+                break;
+            }
+            room -= w;
+            spans.push(Span::styled(k, theme.key()));
+            spans.push(Span::styled(l, theme.dim()));
         }
-        if !state.filter.is_empty() {
-            spans.push(Span::styled(format!("  [/{}]", state.filter), theme.warn()));
+        if let Some(f) = filter {
+            spans.push(Span::styled(f, theme.warn()));
         }
         Line::from(spans)
     };

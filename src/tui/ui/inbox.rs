@@ -178,9 +178,29 @@ fn render_detail(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme,
                 }
                 (None, None) => {}
             }
+            if let Some(said) = &d.said {
+                lines.push(Line::raw(""));
+                lines.push(Line::styled("What the agent said", theme.title()));
+                lines.extend(said.lines().map(|l| Line::raw(format!("  {l}"))));
+            }
             lines.push(Line::raw(""));
-            lines.push(Line::styled("What was asked", theme.title()));
-            lines.extend(d.prompt.lines().map(|l| Line::raw(format!("  {l}"))));
+            lines.push(Line::styled("The task", theme.title()));
+            lines.extend(d.brief.lines().map(|l| Line::raw(format!("  {l}"))));
+            if let Some(dir) = &d.handoff_dir {
+                lines.push(Line::raw(""));
+                lines.push(Line::styled(
+                    format!(
+                        "  From a shell: whilly handoff complete {} --status complete|failed --message … (files in {})",
+                        state
+                            .tasks
+                            .iter()
+                            .find(|t| t.pk == d.task_pk)
+                            .map_or("ID", |t| t.id.as_str()),
+                        dir.display()
+                    ),
+                    theme.dim(),
+                ));
+            }
         }
     }
     frame.render_widget(

@@ -2,6 +2,7 @@
 //! confirmations (reset a task; quit while agents run).
 
 use super::UiContext;
+use super::fmt::ellipsize;
 use crate::engine::sessions::SessionState;
 use crate::tui::action::Action;
 use crate::tui::state::{AppState, Confirm, Popup};
@@ -53,18 +54,34 @@ fn help(frame: &mut Frame, area: Rect, state: &AppState, ui: &UiContext) {
     let columns: u16 = if fits { 1 } else { 2 };
     let per_col = entries.len().div_ceil(usize::from(columns));
     let h = (per_col as u16).saturating_add(2);
-    let w = if columns == 1 { 64 } else { area.width };
+    // One column as wide as its longest entry (within the screen), two over the whole width.
+    let longest = entries
+        .iter()
+        .map(|(_, d)| d.chars().count())
+        .max()
+        .unwrap_or(0) as u16;
+    let w = if columns == 1 {
+        (key_w + 1 + longest + 2).clamp(40, area.width)
+    } else {
+        area.width
+    };
     let rect = centred(area, w, h);
     frame.render_widget(Clear, rect);
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(theme.title())
         .title(Span::styled(
-            format!(" Help: {} view (any key closes) ", state.view.title()),
+            ellipsize(
+                &format!(" Help: {} view (any key closes) ", state.view.title()),
+                usize::from(rect.width.saturating_sub(2)),
+            ),
             theme.title(),
         ))
         .title_bottom(Line::styled(
-            format!(" takeover: every key goes to the agent; {release} returns "),
+            ellipsize(
+                &format!(" takeover: every key goes to the agent; {release} returns "),
+                usize::from(rect.width.saturating_sub(2)),
+            ),
             theme.dim(),
         ));
     let inner = block.inner(rect);
@@ -78,9 +95,11 @@ fn help(frame: &mut Frame, area: Rect, state: &AppState, ui: &UiContext) {
             .skip(i * per_col)
             .take(per_col)
             .map(|(k, d)| {
+                // Cut with a visible `…`: a narrow terminal shows every entry, shortened.
+                let desc_w = usize::from(col.width.saturating_sub(key_w + 1));
                 Row::new(vec![
-                    Cell::from(Span::styled(k.clone(), theme.key())),
-                    Cell::from(*d),
+                    Cell::from(Span::styled(ellipsize(k, usize::from(key_w)), theme.key())),
+                    Cell::from(ellipsize(d, desc_w)),
                 ])
             })
             .collect();

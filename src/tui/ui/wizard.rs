@@ -2,6 +2,7 @@
 //! agent works; the generated plan as a table with each task's problems; failures with the path
 //! of the agent's raw reply.
 
+use super::fmt::ellipsize;
 use crate::tui::state::AppState;
 use crate::tui::theme::Theme;
 use crate::tui::wizard::{Stage, Wizard};
@@ -16,7 +17,7 @@ pub fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme) {
     let Some(w) = &state.wizard else {
         return;
     };
-    let (step, name) = step_of(&w.stage);
+    let (step, name) = step_of(&w.stage());
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(theme.title())
@@ -26,17 +27,24 @@ pub fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme) {
         ));
     let inner = block.inner(area);
     frame.render_widget(block, area);
+    let hints = hint_lines(w, theme);
+    // The key hints wrap on a narrow terminal rather than lose their end.
+    let hint_h: u16 = hints
+        .iter()
+        .map(|l| l.width().div_ceil(usize::from(inner.width.max(1))).max(1) as u16)
+        .sum::<u16>()
+        .max(2);
     let [context, main, hint] = Layout::vertical([
         Constraint::Length(context_height(w, inner.height)),
         Constraint::Min(3),
-        Constraint::Length(2),
+        Constraint::Length(hint_h),
     ])
     .areas(inner);
     frame.render_widget(
         Paragraph::new(context_lines(w, theme)).wrap(Wrap { trim: false }),
         context,
     );
-    match &w.stage {
+    match &w.stage() {
         Stage::Idea | Stage::Answer { .. } | Stage::EditPrd { .. } | Stage::EditTask { .. } => {
             let mut editor = w.editor.clone();
             editor.set_block(
@@ -53,7 +61,7 @@ pub fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme) {
                 .map(|t| state.now.saturating_duration_since(t).as_secs())
                 .unwrap_or(0);
             let spin = SPINNER[(secs as usize) % SPINNER.len()];
-            let what = match w.stage {
+            let what = match w.stage() {
                 Stage::Asking => "the agent is thinking of the next question",
                 Stage::Writing => "the agent is writing the PRD",
                 Stage::Planning => "the agent is turning the PRD into a plan (read-only)",
@@ -87,7 +95,7 @@ pub fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme) {
             );
         }
     }
-    frame.render_widget(Paragraph::new(hint_lines(w, theme)), hint);
+    frame.render_widget(Paragraph::new(hints).wrap(Wrap { trim: false }), hint);
 }
 
 fn step_of(stage: &Stage) -> (u8, &'static str) {
@@ -103,9 +111,9 @@ fn step_of(stage: &Stage) -> (u8, &'static str) {
 }
 
 fn context_height(w: &Wizard, available: u16) -> u16 {
-    let want: u16 = match &w.stage {
+    let want: u16 = match &w.stage() {
         Stage::Idea => 2,
-        Stage::Answer { .. } | Stage::Asking => (w.answers.len() as u16 * 2 + 3).min(12),
+        Stage::Answer { .. } | Stage::Asking => (w.answers().len() as u16 * 2 + 3).min(12),
         Stage::EditPrd { .. } | Stage::Writing => 2,
         Stage::EditTask { .. } => 2,
         _ => 1,
@@ -114,19 +122,19 @@ fn context_height(w: &Wizard, available: u16) -> u16 {
 }
 
 fn context_lines<'a>(w: &'a Wizard, theme: &Theme) -> Vec<Line<'a>> {
-    match &w.stage {
+    match w.stage() {
         Stage::Idea => vec![Line::raw(
             "Describe the idea: what to build, for whom, and why. An agent then interviews you.",
         )],
         Stage::Asking | Stage::Answer { .. } => {
             let mut lines = Vec::new();
             // The newest answers matter most when space is short.
-            let skip = w.answers.len().saturating_sub(4);
-            for (q, a) in &w.answers[skip..] {
-                lines.push(Line::styled(format!("Q: {q}"), theme.dim()));
-                lines.push(Line::styled(format!("A: {a}"), theme.dim()));
+            let skip = w.answers().len().saturating_sub(4);
+            for qa in &w.answers()[skip..] {
+                lines.push(Line::styled(format!("Q: {}", qa.question), theme.dim()));
+                lines.push(Line::styled(format!("A: {}", qa.answer), theme.dim()));
             }
-            if let Stage::Answer { question } = &w.stage {
+            if let Stage::Answer { question } = w.stage() {
                 lines.push(Line::styled(format!("Q: {question}"), theme.title()));
             }
             lines
@@ -144,7 +152,7 @@ fn context_lines<'a>(w: &'a Wizard, theme: &Theme) -> Vec<Line<'a>> {
 }
 
 fn hint_lines<'a>(w: &Wizard, theme: &Theme) -> Vec<Line<'a>> {
-    let keys: &[(&str, &str)] = match &w.stage {
+    let keys: &[(&str, &str)] = match &w.stage() {
         Stage::Idea => &[("ctrl-s", "send"), ("esc esc", "close")],
         Stage::Answer { .. } => &[
             ("ctrl-s", "answer"),
@@ -179,7 +187,7 @@ fn hint_lines<'a>(w: &Wizard, theme: &Theme) -> Vec<Line<'a>> {
             ),
         );
     } else if let Some(e) = &w.error
-        && w.stage != Stage::Failed
+        && w.stage() != Stage::Failed
     {
         lines.insert(0, Line::styled(format!(" {e}"), theme.error()));
     }
@@ -187,12 +195,14 @@ fn hint_lines<'a>(w: &Wizard, theme: &Theme) -> Vec<Line<'a>> {
 }
 
 fn review(frame: &mut Frame, area: Rect, w: &Wizard, selected: usize, theme: &Theme) {
-    let Some(plan) = &w.plan else {
+    let Some(plan) = w.plan() else {
         frame.render_widget(Paragraph::new("no plan yet"), area);
         return;
     };
     let [table_area, problems_area] =
         Layout::vertical([Constraint::Min(3), Constraint::Length(5)]).areas(area);
+    // Borders, the mark and the fixed columns with their spacing: what the description keeps.
+    let desc_w = usize::from(area.width.saturating_sub(2 + 1 + 14 + 9 + 14 + 4));
     let rows: Vec<Row> = plan
         .tasks
         .iter()
@@ -205,10 +215,10 @@ fn review(frame: &mut Frame, area: Rect, w: &Wizard, selected: usize, theme: &Th
             };
             Row::new(vec![
                 Cell::from(mark),
-                Cell::from(t.id.clone()),
+                Cell::from(ellipsize(&t.id, 14)),
                 Cell::from(t.priority.as_str()),
-                Cell::from(t.dependencies.join(",")),
-                Cell::from(t.description.clone()),
+                Cell::from(ellipsize(&t.dependencies.join(","), 14)),
+                Cell::from(ellipsize(&t.description, desc_w)),
             ])
         })
         .collect();
@@ -221,7 +231,7 @@ fn review(frame: &mut Frame, area: Rect, w: &Wizard, selected: usize, theme: &Th
         } else {
             format!(
                 " · {} problem(s)",
-                w.problems.iter().filter(|p| p.error).count()
+                w.problems().iter().filter(|p| p.error).count()
             )
         }
     );
@@ -252,7 +262,7 @@ fn review(frame: &mut Frame, area: Rect, w: &Wizard, selected: usize, theme: &Th
             lines.push(Line::styled(format!("{}: {}", t.id, p.message), style));
         }
     }
-    for p in w.problems.iter().filter(|p| p.task_id.is_none()) {
+    for p in w.problems().iter().filter(|p| p.task_id.is_none()) {
         lines.push(Line::styled(p.message.clone(), theme.error()));
     }
     if lines.is_empty() {

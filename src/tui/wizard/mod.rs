@@ -1,23 +1,26 @@
-//! The PRD wizard (`n`): idea → interview → PRD → plan → merged, saved or discarded.
-//!
-//! A state machine over key presses and the replies of agent calls; no IO. The console runs its
-//! [`WizardEffect`]s (agent calls, file writes, imports) on tasks and feeds the outcome back as a
-//! [`WizardReply`]. Text is typed in a `ratatui-textarea` editor; Ctrl-S sends what was typed
-//! (Enter is a newline in an editor), Esc twice closes the wizard.
+//! The PRD wizard (`n`) in the console: its editor and screens over `prd::Wizard`, the one state
+//! machine `whilly prd` drives too. Keys become the wizard's [`Input`]s, its [`Effect`]s become
+//! what the screen shows, and its jobs go to the console to run on a task ([`run`]); their
+//! outcome comes back as a [`WizardReply`]. Text is typed in a `ratatui-textarea` editor; Ctrl-S
+//! sends what was typed (Enter is a newline in an editor), Esc twice closes the wizard.
 
 pub mod run;
 
 use crate::domain::{PlanSpec, TaskSpec};
-use crate::plan::check::check_plan;
-use crate::plan::export::canonical_json;
+use crate::prd::QaPair;
+use crate::prd::wizard::{self as core, Effect, Input};
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use ratatui_textarea::{TextArea, WrapMode};
 use std::path::PathBuf;
 use std::time::Instant;
 
-/// How many questions the interview asks at most before writing the PRD anyway.
-pub const MAX_QUESTIONS: usize = 8;
+/// A job of the wizard, for the console to run ([`run::run`]).
+pub use crate::prd::wizard::Job as WizardEffect;
+pub use crate::prd::wizard::PlanProblem;
+/// What came back from a job.
+pub use crate::prd::wizard::Reply as WizardReply;
 
+/// The screen shown: the wizard's stage, with the table's selection and the task being edited.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Stage {
     /// Typing the idea.
@@ -44,67 +47,10 @@ pub enum Stage {
     Finished { message: String },
 }
 
-/// What the console must do for the wizard.
-#[derive(Debug, Clone, PartialEq)]
-pub enum WizardEffect {
-    /// Ask the agent for the next interview question (or to say it has enough).
-    Ask {
-        idea: String,
-        answers: Vec<(String, String)>,
-    },
-    /// Have the agent write the PRD and save it under `docs/`.
-    WritePrd {
-        idea: String,
-        answers: Vec<(String, String)>,
-    },
-    /// Save the edited PRD, then turn it into a plan.
-    SaveAndPlan { path: PathBuf, text: String },
-    /// Add the plan's tasks to the running plan.
-    Merge(PlanSpec),
-    /// Import the plan as a plan of its own, its file written beside the PRD (if there is one).
-    SaveAs(PlanSpec, Option<PathBuf>),
-}
-
-/// What came back from an effect.
-#[derive(Debug, Clone, PartialEq)]
-pub enum WizardReply {
-    Question(String),
-    /// The agent has enough to write the PRD.
-    InterviewDone,
-    Prd {
-        path: PathBuf,
-        text: String,
-    },
-    Plan(PlanSpec),
-    /// The effect failed; `raw` keeps the agent's reply when it could not be used.
-    Failed {
-        message: String,
-        raw: Option<PathBuf>,
-    },
-    /// The plan was merged or saved.
-    Applied(String),
-}
-
-/// A problem of the generated plan, for the table.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PlanProblem {
-    /// The task it is about, if any.
-    pub task_id: Option<String>,
-    pub message: String,
-    /// Errors block merging and saving; warnings do not.
-    pub error: bool,
-}
-
 pub struct Wizard {
-    pub stage: Stage,
-    pub idea: String,
-    pub answers: Vec<(String, String)>,
+    core: core::Wizard,
     pub editor: TextArea<'static>,
-    pub plan: Option<PlanSpec>,
-    /// The PRD file the plan comes from.
-    pub prd_path: Option<PathBuf>,
-    pub problems: Vec<PlanProblem>,
-    /// The last failure, shown until the next step.
+    /// The last refusal or failure, shown until the next step.
     pub error: Option<String>,
     /// Where the agent's unusable reply was kept.
     pub raw_reply: Option<PathBuf>,
@@ -113,8 +59,10 @@ pub struct Wizard {
     /// Esc was pressed once: a second one closes.
     pub closing: bool,
     pub closed: bool,
-    /// The stage to go back to with `r` after a failure.
-    retry: Option<WizardEffect>,
+    /// The task selected in the plan's table.
+    selected: usize,
+    /// The task open in the editor.
+    editing_task: Option<usize>,
 }
 
 impl Default for Wizard {
@@ -126,42 +74,75 @@ impl Default for Wizard {
 impl Wizard {
     pub fn new() -> Wizard {
         Wizard {
-            stage: Stage::Idea,
-            idea: String::new(),
-            answers: Vec::new(),
+            core: core::Wizard::default(),
             editor: editor(Vec::new()),
-            plan: None,
-            prd_path: None,
-            problems: Vec::new(),
             error: None,
             raw_reply: None,
             waiting_since: None,
             closing: false,
             closed: false,
-            retry: None,
+            selected: 0,
+            editing_task: None,
+        }
+    }
+
+    pub fn stage(&self) -> Stage {
+        match self.core.stage() {
+            core::Stage::Idea => Stage::Idea,
+            core::Stage::Asking => Stage::Asking,
+            core::Stage::Answering { question } => Stage::Answer {
+                question: question.clone(),
+            },
+            core::Stage::WritingPrd => Stage::Writing,
+            core::Stage::PrdReady { path } => Stage::EditPrd { path: path.clone() },
+            core::Stage::Planning => Stage::Planning,
+            core::Stage::PlanReady => match self.editing_task {
+                Some(index) => Stage::EditTask { index },
+                None => Stage::Review {
+                    selected: self.selected,
+                },
+            },
+            core::Stage::Applying => Stage::Applying,
+            core::Stage::Failed => Stage::Failed,
+            core::Stage::Finished(applied) => Stage::Finished {
+                message: applied.to_string(),
+            },
         }
     }
 
     /// Whether the wizard waits for an agent or a write.
     pub fn busy(&self) -> bool {
-        matches!(
-            self.stage,
-            Stage::Asking | Stage::Writing | Stage::Planning | Stage::Applying
-        )
+        self.core.busy()
     }
 
     /// Whether keys go to the text editor.
     pub fn editing(&self) -> bool {
         matches!(
-            self.stage,
+            self.stage(),
             Stage::Idea | Stage::Answer { .. } | Stage::EditPrd { .. } | Stage::EditTask { .. }
         )
     }
 
+    pub fn answers(&self) -> &[QaPair] {
+        self.core.answers()
+    }
+
+    pub fn plan(&self) -> Option<&PlanSpec> {
+        self.core.plan()
+    }
+
+    pub fn problems(&self) -> &[PlanProblem] {
+        self.core.problems()
+    }
+
+    /// The problems of one task.
+    pub fn problems_of(&self, task_id: &str) -> Vec<&PlanProblem> {
+        self.core.problems_of(task_id)
+    }
+
     /// Whether the plan may be merged or saved: it exists and has no errors.
     pub fn plan_ready(&self) -> bool {
-        self.plan.as_ref().is_some_and(|p| !p.tasks.is_empty())
-            && !self.problems.iter().any(|p| p.error)
+        self.core.plan_ready()
     }
 
     pub fn handle_key(&mut self, key: KeyEvent, now: Instant) -> Vec<WizardEffect> {
@@ -169,15 +150,16 @@ impl Wizard {
             return Vec::new();
         }
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
-        if let Stage::Finished { .. } = self.stage {
+        let stage = self.stage();
+        if let Stage::Finished { .. } = stage {
             self.closed = true;
             return Vec::new();
         }
         if key.code == KeyCode::Esc
-            && let Stage::EditTask { index } = self.stage
+            && let Stage::EditTask { .. } = stage
         {
             // Leaving a task's editor drops the edit, not the wizard.
-            self.stage = Stage::Review { selected: index };
+            self.editing_task = None;
             self.error = None;
             return Vec::new();
         }
@@ -193,266 +175,139 @@ impl Wizard {
         if self.busy() {
             return Vec::new();
         }
-        if self.stage == Stage::Failed {
-            match key.code {
-                KeyCode::Char('r') => {
-                    if let Some(effect) = self.retry.take() {
-                        return vec![self.start(effect, now)];
-                    }
-                }
-                KeyCode::Char('e') => {
-                    if let Some(WizardEffect::SaveAndPlan { path, text }) = self.retry.clone() {
-                        self.editor = editor(text.lines().map(str::to_string).collect());
-                        self.stage = Stage::EditPrd { path };
-                        self.error = None;
-                    }
-                }
-                _ => {}
-            }
-            return Vec::new();
+        if stage == Stage::Failed {
+            return match key.code {
+                KeyCode::Char('r') => self.feed(Input::Retry, now),
+                KeyCode::Char('e') => self.feed(Input::EditPrd, now),
+                _ => Vec::new(),
+            };
         }
         if self.editing() {
             if ctrl && matches!(key.code, KeyCode::Char('s')) {
-                return self.submit(now);
+                return self.submit(stage, now);
             }
             if ctrl
                 && matches!(key.code, KeyCode::Char('n'))
-                && matches!(self.stage, Stage::Answer { .. })
+                && matches!(stage, Stage::Answer { .. })
             {
-                // Enough questions: write the PRD from what is known.
-                return vec![self.start(self.write_effect(), now)];
+                // Enough questions: what is typed is the last answer, then the PRD.
+                let text = self.text();
+                let input = if text.trim().is_empty() {
+                    Input::EndInterview
+                } else {
+                    Input::LastAnswer(text)
+                };
+                return self.feed(input, now);
             }
             self.editor.input(key);
             return Vec::new();
         }
-        if let Stage::Review { selected } = self.stage {
+        if let Stage::Review { selected } = stage {
             return self.review_key(key, selected, now);
         }
         Vec::new()
     }
 
-    fn submit(&mut self, now: Instant) -> Vec<WizardEffect> {
-        let text = self.editor.lines().join("\n");
-        let trimmed = text.trim().to_string();
-        match self.stage.clone() {
-            Stage::Idea => {
-                if trimmed.is_empty() {
-                    self.error = Some("type the idea first".into());
-                    return Vec::new();
+    fn text(&self) -> String {
+        self.editor.lines().join("\n")
+    }
+
+    fn submit(&mut self, stage: Stage, now: Instant) -> Vec<WizardEffect> {
+        let text = self.text();
+        match stage {
+            Stage::Idea => self.feed(Input::Idea(text), now),
+            Stage::Answer { .. } => self.feed(Input::Answer(text), now),
+            Stage::EditPrd { .. } => self.feed(Input::MakePlan { edited: Some(text) }, now),
+            Stage::EditTask { index } => match serde_json::from_str::<TaskSpec>(&text) {
+                Ok(task) => {
+                    self.editing_task = None;
+                    self.selected = index;
+                    self.feed(Input::SetTask { index, task }, now)
                 }
-                self.idea = trimmed;
-                vec![self.start(self.ask_effect(), now)]
-            }
-            Stage::Answer { question } => {
-                if trimmed.is_empty() {
-                    self.error =
-                        Some("type an answer (Ctrl-N skips the rest of the interview)".into());
-                    return Vec::new();
+                Err(e) => {
+                    self.error = Some(format!(
+                        "the task is not valid JSON at line {} column {}: {e}",
+                        e.line(),
+                        e.column()
+                    ));
+                    Vec::new()
                 }
-                self.answers.push((question, trimmed));
-                let effect = if self.answers.len() >= MAX_QUESTIONS {
-                    self.write_effect()
-                } else {
-                    self.ask_effect()
-                };
-                vec![self.start(effect, now)]
-            }
-            Stage::EditPrd { path } => {
-                if trimmed.is_empty() {
-                    self.error = Some("the PRD is empty".into());
-                    return Vec::new();
-                }
-                vec![self.start(WizardEffect::SaveAndPlan { path, text }, now)]
-            }
-            Stage::EditTask { index } => {
-                match serde_json::from_str::<TaskSpec>(&text) {
-                    Ok(task) => {
-                        if let Some(plan) = self.plan.as_mut()
-                            && index < plan.tasks.len()
-                        {
-                            plan.tasks[index] = task;
-                        }
-                        self.recheck();
-                        self.stage = Stage::Review { selected: index };
-                        self.error = None;
-                    }
-                    Err(e) => {
-                        self.error = Some(format!(
-                            "the task is not valid JSON at line {} column {}: {e}",
-                            e.line(),
-                            e.column()
-                        ));
-                    }
-                }
-                Vec::new()
-            }
+            },
             _ => Vec::new(),
         }
     }
 
     fn review_key(&mut self, key: KeyEvent, selected: usize, now: Instant) -> Vec<WizardEffect> {
-        let n = self.plan.as_ref().map_or(0, |p| p.tasks.len());
+        let n = self.plan().map_or(0, |p| p.tasks.len());
         match key.code {
-            KeyCode::Up | KeyCode::Char('k') => {
-                self.stage = Stage::Review {
-                    selected: selected.saturating_sub(1),
-                };
-            }
+            KeyCode::Up | KeyCode::Char('k') => self.selected = selected.saturating_sub(1),
             KeyCode::Down | KeyCode::Char('j') => {
-                self.stage = Stage::Review {
-                    selected: (selected + 1).min(n.saturating_sub(1)),
-                };
+                self.selected = (selected + 1).min(n.saturating_sub(1));
             }
             KeyCode::Enter | KeyCode::Char('e') => {
-                if let Some(task) = self.plan.as_ref().and_then(|p| p.tasks.get(selected)) {
+                if let Some(task) = self.plan().and_then(|p| p.tasks.get(selected)) {
                     let json = serde_json::to_string_pretty(task).unwrap_or_default();
                     self.editor = editor(json.lines().map(str::to_string).collect());
-                    self.stage = Stage::EditTask { index: selected };
+                    self.editing_task = Some(selected);
                 }
             }
             KeyCode::Char('d') | KeyCode::Delete => {
-                if let Some(plan) = self.plan.as_mut()
-                    && selected < plan.tasks.len()
-                {
-                    plan.tasks.remove(selected);
-                    self.recheck();
-                    self.stage = Stage::Review {
-                        selected: selected.min(n.saturating_sub(2)),
-                    };
-                }
+                return self.feed(Input::DeleteTask(selected), now);
             }
-            KeyCode::Char('m') | KeyCode::Char('s') => {
-                if !self.plan_ready() {
-                    self.error = Some(
-                        "the plan has errors: edit (e) or delete (d) the tasks marked ✗ first"
-                            .into(),
-                    );
-                    return Vec::new();
-                }
-                let Some(plan) = self.plan.clone() else {
-                    return Vec::new();
-                };
-                let effect = if key.code == KeyCode::Char('m') {
-                    WizardEffect::Merge(plan)
-                } else {
-                    WizardEffect::SaveAs(plan, self.prd_path.clone())
-                };
-                return vec![self.start(effect, now)];
-            }
+            KeyCode::Char('m') => return self.feed(Input::Merge, now),
+            KeyCode::Char('s') => return self.feed(Input::Import(None), now),
             _ => {}
         }
         Vec::new()
     }
 
-    /// Moves to the waiting stage of `effect` and returns it for the console to run.
-    fn start(&mut self, effect: WizardEffect, now: Instant) -> WizardEffect {
-        self.stage = match &effect {
-            WizardEffect::Ask { .. } => Stage::Asking,
-            WizardEffect::WritePrd { .. } => Stage::Writing,
-            WizardEffect::SaveAndPlan { .. } => Stage::Planning,
-            WizardEffect::Merge(_) | WizardEffect::SaveAs(..) => Stage::Applying,
-        };
-        self.error = None;
-        self.waiting_since = Some(now);
-        self.retry = Some(effect.clone());
-        effect
-    }
-
-    fn ask_effect(&self) -> WizardEffect {
-        WizardEffect::Ask {
-            idea: self.idea.clone(),
-            answers: self.answers.clone(),
-        }
-    }
-
-    fn write_effect(&self) -> WizardEffect {
-        WizardEffect::WritePrd {
-            idea: self.idea.clone(),
-            answers: self.answers.clone(),
-        }
-    }
-
-    /// Feeds the outcome of the running effect back.
+    /// Feeds the outcome of the running job back.
     pub fn apply(&mut self, reply: WizardReply, now: Instant) -> Vec<WizardEffect> {
-        self.waiting_since = None;
-        match reply {
-            WizardReply::Question(q) => {
-                self.editor = editor(Vec::new());
-                self.stage = Stage::Answer { question: q };
-            }
-            WizardReply::InterviewDone => return vec![self.start(self.write_effect(), now)],
-            WizardReply::Prd { path, text } => {
-                self.prd_path = Some(path.clone());
-                self.editor = editor(text.lines().map(str::to_string).collect());
-                self.stage = Stage::EditPrd { path };
-            }
-            WizardReply::Plan(plan) => {
-                self.plan = Some(plan);
-                self.raw_reply = None;
-                self.recheck();
-                self.stage = Stage::Review { selected: 0 };
-            }
-            WizardReply::Failed { message, raw } => {
-                self.error = Some(message);
-                self.raw_reply = raw;
-                // A failed merge or save leaves the plan to review; anything else waits for
-                // `r` (retry) or `e` (edit the PRD).
-                self.stage = if matches!(
-                    self.retry,
-                    Some(WizardEffect::Merge(_) | WizardEffect::SaveAs(..))
-                ) {
-                    Stage::Review { selected: 0 }
-                } else {
-                    Stage::Failed
-                };
-            }
-            WizardReply::Applied(message) => {
-                self.retry = None;
-                self.stage = Stage::Finished { message };
-            }
+        if matches!(reply, WizardReply::Plan(_)) && self.core.stage() == &core::Stage::Planning {
+            // A new plan is reviewed from its first task.
+            self.selected = 0;
         }
-        Vec::new()
+        self.feed(Input::Reply(reply), now)
     }
 
-    /// Re-validates the plan as a whole (the same checks as `whilly plan check`) and gates every
-    /// task.
-    fn recheck(&mut self) {
-        self.problems.clear();
-        let Some(plan) = &self.plan else { return };
-        let json = canonical_json(plan);
-        let report = check_plan(json.as_bytes(), "generated plan", false);
-        for d in &report.diagnostics {
-            self.problems.push(PlanProblem {
-                task_id: task_of_pointer(plan, d.pointer().unwrap_or("")),
-                message: d.message.clone(),
-                error: d.is_error(),
-            });
-        }
-        for g in &report.gate {
-            for f in &g.failures {
-                self.problems.push(PlanProblem {
-                    task_id: Some(g.task_id.clone()),
-                    message: format!("{f}: {}", f.hint()),
-                    error: true,
-                });
+    /// One input to the wizard: what it shows goes to the screen, the jobs to the console.
+    fn feed(&mut self, input: Input, now: Instant) -> Vec<WizardEffect> {
+        let mut jobs = Vec::new();
+        for effect in self.core.handle(input) {
+            match effect {
+                Effect::Run(job) => {
+                    self.error = None;
+                    self.waiting_since = Some(now);
+                    jobs.push(job);
+                }
+                Effect::ShowQuestion(_) => {
+                    self.waiting_since = None;
+                    self.editor = editor(Vec::new());
+                }
+                Effect::ShowPrd { text, .. } => {
+                    self.waiting_since = None;
+                    self.error = None;
+                    self.editor = editor(text.lines().map(str::to_string).collect());
+                }
+                Effect::ShowPlan => {
+                    self.waiting_since = None;
+                    self.raw_reply = None;
+                    self.error = None;
+                    self.editing_task = None;
+                    let n = self.plan().map_or(0, |p| p.tasks.len());
+                    self.selected = self.selected.min(n.saturating_sub(1));
+                }
+                Effect::Refused(why) => self.error = Some(why),
+                Effect::Failed { message, raw } => {
+                    self.waiting_since = None;
+                    self.error = Some(message);
+                    self.raw_reply = raw;
+                }
+                Effect::Done(_) => self.waiting_since = None,
             }
         }
+        jobs
     }
-
-    /// The problems of one task.
-    pub fn problems_of(&self, task_id: &str) -> Vec<&PlanProblem> {
-        self.problems
-            .iter()
-            .filter(|p| p.task_id.as_deref() == Some(task_id))
-            .collect()
-    }
-}
-
-/// `/tasks/3/...` → the id of task 3.
-fn task_of_pointer(plan: &PlanSpec, pointer: &str) -> Option<String> {
-    let rest = pointer.strip_prefix("/tasks/")?;
-    let index: usize = rest.split('/').next()?.parse().ok()?;
-    plan.tasks.get(index).map(|t| t.id.clone())
 }
 
 fn editor(lines: Vec<String>) -> TextArea<'static> {

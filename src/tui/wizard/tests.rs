@@ -2,6 +2,8 @@
 
 use super::*;
 use crate::domain::Priority;
+use crate::prd::wizard::Applied;
+use crate::prd::{DEFAULT_MAX_QUESTIONS, QaPair};
 
 fn key(code: KeyCode) -> KeyEvent {
     KeyEvent::new(code, KeyModifiers::NONE)
@@ -43,6 +45,43 @@ fn plan_of(tasks: Vec<TaskSpec>) -> PlanSpec {
     }
 }
 
+/// A wizard showing the PRD `text` (the interview skipped with Ctrl-N).
+fn at_prd(text: &str) -> Wizard {
+    let now = Instant::now();
+    let mut w = Wizard::new();
+    type_text(&mut w, "idea");
+    w.handle_key(ctrl('s'), now);
+    w.apply(WizardReply::Question("q1".into()), now);
+    w.handle_key(ctrl('n'), now);
+    w.apply(
+        WizardReply::Prd {
+            path: "docs/PRD-x.md".into(),
+            text: text.into(),
+        },
+        now,
+    );
+    assert!(matches!(w.stage(), Stage::EditPrd { .. }));
+    w
+}
+
+/// A wizard reviewing `plan`.
+fn at_review(plan: PlanSpec) -> Wizard {
+    let now = Instant::now();
+    let mut w = at_prd("# X");
+    assert_eq!(w.handle_key(ctrl('s'), now).len(), 1);
+    w.apply(WizardReply::Plan(plan), now);
+    assert_eq!(w.stage(), Stage::Review { selected: 0 });
+    w
+}
+
+fn merged() -> Applied {
+    Applied::Merged {
+        into: "base".into(),
+        added: vec!["P-1".into()],
+        renamed: Vec::new(),
+    }
+}
+
 #[test]
 fn idea_then_interview_then_prd_then_plan() {
     let mut w = Wizard::new();
@@ -56,16 +95,29 @@ fn idea_then_interview_then_prd_then_plan() {
         fx,
         [WizardEffect::Ask {
             idea: "A profile page\nwith avatars".into(),
-            answers: vec![]
+            answers: vec![],
+            max_questions: DEFAULT_MAX_QUESTIONS,
         }]
     );
     assert!(w.busy());
     // Keys while the agent thinks do nothing (but Esc still may close).
     assert!(w.handle_key(key(KeyCode::Char('x')), now).is_empty());
 
+    // A reply nobody asked for (a PRD while a question is awaited) is dropped.
+    assert!(
+        w.apply(
+            WizardReply::Prd {
+                path: "docs/PRD-stale.md".into(),
+                text: "# Stale".into()
+            },
+            now
+        )
+        .is_empty()
+    );
+    assert_eq!(w.stage(), Stage::Asking);
     w.apply(WizardReply::Question("Who uses it?".into()), now);
     assert_eq!(
-        w.stage,
+        w.stage(),
         Stage::Answer {
             question: "Who uses it?".into()
         }
@@ -75,9 +127,9 @@ fn idea_then_interview_then_prd_then_plan() {
     assert!(matches!(&fx[..], [WizardEffect::Ask { answers, .. }] if answers.len() == 1));
     let fx = w.apply(WizardReply::InterviewDone, now);
     assert!(
-        matches!(&fx[..], [WizardEffect::WritePrd { answers, .. }] if answers[0].1 == "logged-in users")
+        matches!(&fx[..], [WizardEffect::WritePrd { answers, .. }] if answers[0].answer == "logged-in users")
     );
-    assert_eq!(w.stage, Stage::Writing);
+    assert_eq!(w.stage(), Stage::Writing);
 
     w.apply(
         WizardReply::Prd {
@@ -90,19 +142,30 @@ fn idea_then_interview_then_prd_then_plan() {
     type_text(&mut w, "!");
     let fx = w.handle_key(ctrl('s'), now);
     match &fx[..] {
-        [WizardEffect::SaveAndPlan { path, text }] => {
-            assert_eq!(path, &PathBuf::from("docs/PRD-profile.md"));
+        [
+            WizardEffect::MakePlan {
+                prd,
+                edited: Some(text),
+                ..
+            },
+        ] => {
+            assert_eq!(prd, &PathBuf::from("docs/PRD-profile.md"));
             assert!(text.starts_with("!# Profile"), "{text}");
         }
         other => panic!("{other:?}"),
     }
     w.apply(WizardReply::Plan(plan_of(vec![good_task("P-1")])), now);
-    assert_eq!(w.stage, Stage::Review { selected: 0 });
-    assert!(w.plan_ready(), "{:?}", w.problems);
+    assert_eq!(w.stage(), Stage::Review { selected: 0 });
+    assert!(w.plan_ready(), "{:?}", w.problems());
     let fx = w.handle_key(key(KeyCode::Char('m')), now);
     assert!(matches!(&fx[..], [WizardEffect::Merge(p)] if p.tasks.len() == 1));
-    w.apply(WizardReply::Applied("merged 1 task".into()), now);
-    assert!(matches!(w.stage, Stage::Finished { .. }));
+    w.apply(WizardReply::Applied(merged()), now);
+    assert_eq!(
+        w.stage(),
+        Stage::Finished {
+            message: merged().to_string()
+        }
+    );
     w.handle_key(key(KeyCode::Char('x')), now);
     assert!(w.closed);
 }
@@ -117,41 +180,53 @@ fn ctrl_n_ends_the_interview_early_and_the_cap_ends_it_too() {
     let fx = w.handle_key(ctrl('n'), now);
     assert!(matches!(&fx[..], [WizardEffect::WritePrd { answers, .. }] if answers.is_empty()));
 
+    // What is typed when Ctrl-N is pressed is the last answer, not lost.
+    let mut w = Wizard::new();
+    type_text(&mut w, "idea");
+    w.handle_key(ctrl('s'), now);
+    w.apply(WizardReply::Question("q1".into()), now);
+    type_text(&mut w, "only this");
+    let fx = w.handle_key(ctrl('n'), now);
+    let last = QaPair {
+        question: "q1".into(),
+        answer: "only this".into(),
+    };
+    assert!(matches!(&fx[..], [WizardEffect::WritePrd { answers, .. }] if answers == &[last]));
+
+    // The same cap as `whilly prd new`; an empty answer lets the agent decide.
     let mut w = Wizard::new();
     type_text(&mut w, "idea");
     w.handle_key(ctrl('s'), now);
     let mut last = Vec::new();
-    for i in 0..MAX_QUESTIONS {
+    for i in 0..DEFAULT_MAX_QUESTIONS {
         w.apply(WizardReply::Question(format!("q{i}")), now);
-        type_text(&mut w, "a");
+        if i > 0 {
+            type_text(&mut w, "a");
+        }
         last = w.handle_key(ctrl('s'), now);
     }
     assert!(
-        matches!(&last[..], [WizardEffect::WritePrd { answers, .. }] if answers.len() == MAX_QUESTIONS)
+        matches!(&last[..], [WizardEffect::WritePrd { answers, .. }] if answers.len() == DEFAULT_MAX_QUESTIONS && answers[0].answer.is_empty())
     );
 }
 
 #[test]
 fn vague_tasks_block_merging_until_edited_or_deleted() {
     let now = Instant::now();
-    let mut w = Wizard::new();
     let mut vague = good_task("P-2");
     vague.description = "fix".into();
     vague.acceptance_criteria.clear();
-    w.apply(
-        WizardReply::Plan(plan_of(vec![good_task("P-1"), vague])),
-        now,
-    );
+    let mut w = at_review(plan_of(vec![good_task("P-1"), vague]));
     assert!(!w.plan_ready());
-    assert!(!w.problems_of("P-2").is_empty(), "{:?}", w.problems);
-    assert!(w.problems_of("P-1").is_empty(), "{:?}", w.problems);
+    assert!(!w.problems_of("P-2").is_empty(), "{:?}", w.problems());
+    assert!(w.problems_of("P-1").is_empty(), "{:?}", w.problems());
     assert!(w.handle_key(key(KeyCode::Char('s')), now).is_empty());
     assert!(w.error.as_deref().is_some_and(|e| e.contains("errors")));
 
     // Edit P-2 as JSON: a syntax error is reported and the editor stays.
     w.handle_key(key(KeyCode::Down), now);
     w.handle_key(key(KeyCode::Char('e')), now);
-    assert_eq!(w.stage, Stage::EditTask { index: 1 });
+    assert_eq!(w.stage(), Stage::EditTask { index: 1 });
     let good = serde_json::to_string_pretty(&good_task("P-2")).unwrap();
     w.editor = super::editor(vec!["{ broken".into()]);
     w.handle_key(ctrl('s'), now);
@@ -160,36 +235,26 @@ fn vague_tasks_block_merging_until_edited_or_deleted() {
         "{:?}",
         w.error
     );
-    assert_eq!(w.stage, Stage::EditTask { index: 1 });
+    assert_eq!(w.stage(), Stage::EditTask { index: 1 });
     w.editor = super::editor(good.lines().map(str::to_string).collect());
     w.handle_key(ctrl('s'), now);
-    assert_eq!(w.stage, Stage::Review { selected: 1 });
-    assert!(w.plan_ready(), "{:?}", w.problems);
+    assert_eq!(w.stage(), Stage::Review { selected: 1 });
+    assert!(w.plan_ready(), "{:?}", w.problems());
 
     // Deleting a task others depend on is an error until fixed.
     let mut dependent = good_task("P-3");
     dependent.dependencies = vec!["P-1".into()];
-    w.apply(
-        WizardReply::Plan(plan_of(vec![good_task("P-1"), dependent])),
-        now,
-    );
+    let mut w = at_review(plan_of(vec![good_task("P-1"), dependent]));
     assert!(w.plan_ready());
     w.handle_key(key(KeyCode::Char('d')), now);
-    assert_eq!(w.plan.as_ref().map(|p| p.tasks.len()), Some(1));
+    assert_eq!(w.plan().map(|p| p.tasks.len()), Some(1));
     assert!(!w.plan_ready(), "P-3 depends on a deleted task");
 }
 
 #[test]
 fn failures_wait_for_retry_or_edit_and_escape_twice_closes() {
     let now = Instant::now();
-    let mut w = Wizard::new();
-    w.apply(
-        WizardReply::Prd {
-            path: "docs/PRD-x.md".into(),
-            text: "# X".into(),
-        },
-        now,
-    );
+    let mut w = at_prd("# X");
     let fx = w.handle_key(ctrl('s'), now);
     assert_eq!(fx.len(), 1);
     w.apply(
@@ -199,7 +264,7 @@ fn failures_wait_for_retry_or_edit_and_escape_twice_closes() {
         },
         now,
     );
-    assert_eq!(w.stage, Stage::Failed);
+    assert_eq!(w.stage(), Stage::Failed);
     assert_eq!(w.raw_reply, Some(PathBuf::from(".whilly/prd/raw.txt")));
     // `r` runs the same step again.
     assert_eq!(w.handle_key(key(KeyCode::Char('r')), now), fx);
@@ -213,7 +278,7 @@ fn failures_wait_for_retry_or_edit_and_escape_twice_closes() {
     // `e` goes back to the PRD with the text as it was sent.
     w.handle_key(key(KeyCode::Char('e')), now);
     assert_eq!(
-        w.stage,
+        w.stage(),
         Stage::EditPrd {
             path: "docs/PRD-x.md".into()
         }
@@ -232,13 +297,12 @@ fn failures_wait_for_retry_or_edit_and_escape_twice_closes() {
 #[test]
 fn escape_in_a_task_editor_drops_the_edit_only() {
     let now = Instant::now();
-    let mut w = Wizard::new();
-    w.apply(WizardReply::Plan(plan_of(vec![good_task("P-1")])), now);
+    let mut w = at_review(plan_of(vec![good_task("P-1")]));
     w.handle_key(key(KeyCode::Enter), now);
-    assert_eq!(w.stage, Stage::EditTask { index: 0 });
+    assert_eq!(w.stage(), Stage::EditTask { index: 0 });
     type_text(&mut w, "garbage");
     w.handle_key(key(KeyCode::Esc), now);
-    assert_eq!(w.stage, Stage::Review { selected: 0 });
+    assert_eq!(w.stage(), Stage::Review { selected: 0 });
     assert!(!w.closing);
     assert!(w.plan_ready());
 }

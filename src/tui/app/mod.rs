@@ -3,30 +3,30 @@
 //! counter. It renders only when something changed, at most `fps` times a second, and runs the
 //! state machine's effects.
 
+mod effects;
+mod input;
+
 use super::action::Action;
-use super::decide;
-use super::keymap::{Key, KeyChord, Keymap, KeymapError};
+use super::keymap::{Keymap, KeymapError};
+use super::msg::Msg;
 use super::resize::ResizeCoalescer;
-use super::state::{AppState, Effect, Focus, InboxDetail, Level, PaneMeta};
+use super::state::{AppState, Level, PaneMeta};
 use super::terminal::{ConsoleTerminal, TerminalGuard, draw_synchronized};
 use super::theme::Theme;
 use super::ui::{self, FrameInfo, UiContext};
-use super::wizard::WizardReply;
-use super::wizard::run::{self as wizard_run, WizardContext};
+use super::wizard::run::WizardContext;
 use crate::agent::HandoffDir;
 use crate::config::Config;
 use crate::engine::sessions::SessionRegistry;
 use crate::engine::sessions::SessionState;
 use crate::engine::setup::RunSetup;
 use crate::engine::{Engine, RunSummary, StopLevel};
-use crate::notify::{Notice, NoticeKind, Notifier, NotifyEnv, notices_for_events};
-use crate::pty::{MouseMode, PtySession};
-use crate::store::{
-    Event as StoreEvent, EventFilter, PlanRecord, Store, StoreResult, TaskRecord, WorkerRecord,
-};
+use crate::notify::{Notice, NoticeKind, Notifier, NotifyEnv};
+use crate::pty::PtySession;
+use crate::store::{PlanRecord, Store, StoreResult};
 use crate::workspace::Workspaces;
-use crossterm::event::{Event, KeyEvent, MouseButton, MouseEvent, MouseEventKind};
-use ratatui::layout::{Position, Rect};
+use crossterm::event::Event;
+use ratatui::layout::Rect;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -34,10 +34,6 @@ use std::time::{Duration, Instant};
 use tokio::sync::{Notify, mpsc, watch};
 use tokio::task::JoinHandle;
 
-/// How often the store is asked for new events (a full reload follows any).
-const STORE_POLL: Duration = Duration::from_millis(250);
-/// A full reload at least this often, for spend written without an event.
-const FULL_RELOAD: Duration = Duration::from_secs(2);
 /// How often the session registry is looked at.
 const SESSION_POLL: Duration = Duration::from_millis(100);
 /// How often the input thread looks at its stop flag while no key comes (each look is a
@@ -51,8 +47,6 @@ const SYNC_HOLD: Duration = Duration::from_millis(100);
 const SYNC_RECHECK: Duration = Duration::from_millis(8);
 /// Scrollback of a replayed log.
 const REPLAY_SCROLLBACK: usize = 5000;
-/// Lines a mouse wheel step scrolls a pane.
-const WHEEL_LINES: i32 = 3;
 
 /// How the console looks and feels, from the config.
 #[derive(Debug, Clone)]
@@ -113,17 +107,6 @@ pub struct ConsoleOutcome {
     /// The operator left the agents to finish in the background: the terminal is no longer
     /// ours (standard output is `/dev/null`).
     pub detached: bool,
-}
-
-struct DataMsg {
-    plan: PlanRecord,
-    tasks: Vec<TaskRecord>,
-    events: Vec<StoreEvent>,
-    /// Reloaded with every full reload.
-    workers: Option<Vec<WorkerRecord>>,
-    /// With every full reload: this plan's tasks whose handoff waits for a human (any process's:
-    /// a console opened beside a background run answers its handoffs).
-    handoffs: Option<std::collections::BTreeSet<String>>,
 }
 
 /// What the console needs besides the engine: where the handoffs and worktrees live, and the
@@ -302,16 +285,11 @@ struct Console {
     idle: Option<watch::Receiver<Option<RunSummary>>>,
     frozen_now: Option<Instant>,
     hold_until: Option<Instant>,
-    notes_tx: mpsc::UnboundedSender<(String, Level)>,
-    notes_rx: mpsc::UnboundedReceiver<(String, Level)>,
-    details_tx: mpsc::UnboundedSender<InboxDetail>,
-    details_rx: mpsc::UnboundedReceiver<InboxDetail>,
-    wizard_tx: mpsc::UnboundedSender<WizardReply>,
-    wizard_rx: mpsc::UnboundedReceiver<WizardReply>,
+    /// Replies of the work effects started: every one goes through `AppState::update`.
+    msg_tx: mpsc::UnboundedSender<Msg>,
+    msg_rx: mpsc::UnboundedReceiver<Msg>,
     /// The wizard's running agent call: aborted (its agent killed) when the wizard closes.
     wizard_task: Option<JoinHandle<()>>,
-    challenge_tx: mpsc::UnboundedSender<Result<String, String>>,
-    challenge_rx: mpsc::UnboundedReceiver<Result<String, String>>,
     input_stop: Arc<AtomicBool>,
     input_thread: Option<std::thread::JoinHandle<()>>,
     /// Set when the operator chose to go on in the background: `Some(whole_plan)`.
@@ -319,23 +297,19 @@ struct Console {
     around: Surroundings,
     /// Notices waiting to be written to the terminal after the next frame.
     notices: Vec<Notice>,
-    /// Events up to the first load are history: they notify nobody.
-    seen_history: bool,
     /// The engine's slots: how many panes to expect when sizing new agents.
     slots: usize,
     /// The replay view's emulator, fed from a finished attempt's log.
     replay_screen: Option<crate::pty::Emulator>,
-    replay_tx: mpsc::UnboundedSender<ReplayLoaded>,
-    replay_rx: mpsc::UnboundedReceiver<ReplayLoaded>,
+    /// Replayed screens: not state (like the panes' screens), so apart from `msg_tx`.
+    replay_tx: mpsc::UnboundedSender<ReplayScreen>,
+    replay_rx: mpsc::UnboundedReceiver<ReplayScreen>,
     /// The size of the live replay's log when it was last loaded.
     replay_len: Option<u64>,
 }
 
-/// A replay's log, found and replayed (or why not), for task pk.
-type ReplayLoaded = (
-    i64,
-    Result<(std::path::PathBuf, crate::pty::Emulator), String>,
-);
+/// A replay's log, replayed into an emulator, for task pk.
+type ReplayScreen = (i64, std::path::PathBuf, crate::pty::Emulator);
 
 /// The live panes plus the replay view's screen under [`super::state::REPLAY_PK`].
 struct ConsoleScreens<'a> {
@@ -368,10 +342,7 @@ impl Console {
         shutdown: watch::Sender<StopLevel>,
         around: Surroundings,
     ) -> Console {
-        let (notes_tx, notes_rx) = mpsc::unbounded_channel();
-        let (details_tx, details_rx) = mpsc::unbounded_channel();
-        let (wizard_tx, wizard_rx) = mpsc::unbounded_channel();
-        let (challenge_tx, challenge_rx) = mpsc::unbounded_channel();
+        let (msg_tx, msg_rx) = mpsc::unbounded_channel();
         let (replay_tx, replay_rx) = mpsc::unbounded_channel();
         let offline_after = opts.worker_offline_after;
         Console {
@@ -397,21 +368,14 @@ impl Console {
             idle: None,
             frozen_now: None,
             hold_until: None,
-            notes_tx,
-            notes_rx,
-            details_tx,
-            details_rx,
-            wizard_tx,
-            wizard_rx,
+            msg_tx,
+            msg_rx,
             wizard_task: None,
-            challenge_tx,
-            challenge_rx,
             input_stop: Arc::new(AtomicBool::new(false)),
             input_thread: None,
             detach: None,
             around,
             notices: Vec::new(),
-            seen_history: false,
             slots: 1,
             replay_screen: None,
             replay_tx,
@@ -425,7 +389,8 @@ impl Console {
     }
 
     /// Finds the task's log and replays it into an emulator of the body's size, off the loop;
-    /// the result arrives on `replay_rx` (the screen shown meanwhile is kept).
+    /// the screen arrives on `replay_rx`, a failure as [`Msg::Replay`] (the screen shown
+    /// meanwhile is kept).
     fn load_replay(&self, task_pk: i64, task_id: String) {
         // The replay fills the body: the terminal less header, footer and borders.
         let (cols, rows) = crossterm::terminal::size().unwrap_or((120, 40));
@@ -433,7 +398,7 @@ impl Console {
             crate::pty::TermSize::new(rows.saturating_sub(5).max(1), cols.saturating_sub(2).max(1));
         let store = self.store.clone();
         let plan = self.plan_id.clone();
-        let tx = self.replay_tx.clone();
+        let (tx, msgs) = (self.replay_tx.clone(), self.msg_tx.clone());
         let live = self.state.running_elsewhere(task_pk);
         let runs = self.around.runs.clone();
         tokio::spawn(async move {
@@ -462,7 +427,13 @@ impl Console {
                 .unwrap_or_else(|e| Err(e.to_string())),
                 Err(e) => Err(e),
             };
-            let _ = tx.send((task_pk, loaded));
+            let sent = match loaded {
+                Ok((path, emu)) => tx.send((task_pk, path, emu)).is_ok(),
+                Err(e) => msgs.send(Msg::Replay(task_pk, Err(e))).is_ok(),
+            };
+            if !sent {
+                tracing::debug!(task_pk, "replay loaded after the console closed");
+            }
         });
     }
 
@@ -572,7 +543,7 @@ impl Console {
         self.input_thread = spawn_input_thread(input_tx, self.input_stop.clone());
         let (data_tx, mut data_rx) = mpsc::channel(4);
         let reload = Arc::new(Notify::new());
-        let loader = tokio::spawn(load_loop(
+        let loader = tokio::spawn(super::feed::load_loop(
             self.store.clone(),
             self.plan_id.clone(),
             self.around.handoff.clone(),
@@ -611,7 +582,7 @@ impl Console {
                         Ok(summary) => self.run_finished(&mut outcome, summary, true),
                         Err(e) => {
                             outcome.engine_error = Some(e.clone());
-                            self.state.set_engine_error(e);
+                            self.update(Msg::EngineFailed(e));
                         }
                     }
                     self.sync_sessions();
@@ -629,7 +600,7 @@ impl Console {
                         }
                         None => {
                             outcome.summary = None;
-                            self.state.clear_finished();
+                            self.update(Msg::Resumed);
                         }
                     }
                     reload.notify_one();
@@ -647,60 +618,23 @@ impl Console {
                     // A periodic reload with nothing new waits for the clock's next frame (at
                     // most a second): an idle console draws once a second, not once per reload.
                     let news = match &msg {
-                        Ok(d) => !self.seen_history || !d.events.is_empty() || self.state.finished(),
-                        Err(_) => true,
-                    };
-                    match msg {
-                        Ok(d) => {
-                            if self.seen_history {
-                                self.notices.extend(notices_for_events(&self.plan_id, &d.events));
-                            }
-                            self.seen_history = true;
-                            self.state.set_data(d.plan, d.tasks, d.events);
-                            if let Some(h) = d.handoffs {
-                                self.state.waiting_handoffs = h;
-                            }
-                            if let Some(w) = d.workers {
-                                self.state.set_workers(w);
-                                // The human may be working in the worktree being read: the diff
-                                // follows, at the pace of full reloads.
-                                if let Some(target) = self.state.open_inbox_target() {
-                                    self.run_effect(Effect::LoadInboxDetail(target));
-                                }
-                            }
+                        Msg::Data(d) => {
+                            !self.state.seen_history || !d.events.is_empty() || self.state.finished()
                         }
-                        Err(e) => self.state.set_status(format!("queue: {e}"), Level::Warn),
-                    }
+                        _ => true,
+                    };
+                    self.update(msg);
                     self.dirty |= news;
                 }
-                Some((text, level)) = self.notes_rx.recv() => {
-                    self.state.set_status(text, level);
-                    self.dirty = true;
-                }
-                Some(detail) = self.details_rx.recv() => {
-                    self.state.set_inbox_detail(detail);
-                    self.dirty = true;
-                }
-                Some(reply) = self.wizard_rx.recv() => {
+                Some(msg) = self.msg_rx.recv() => {
                     self.state.now = Instant::now();
-                    for effect in self.state.wizard_reply(reply) {
-                        self.run_effect(effect);
-                    }
+                    self.update(msg);
                     self.dirty = true;
                 }
-                Some(result) = self.challenge_rx.recv() => {
-                    self.state.set_challenge(result);
-                    self.dirty = true;
-                }
-                Some((pk, loaded)) = self.replay_rx.recv() => {
-                    match loaded {
-                        Ok((path, emu)) => {
-                            self.state.set_replay(pk, Ok(path));
-                            if self.state.replay.as_ref().is_some_and(|r| r.task_pk == pk) {
-                                self.replay_screen = Some(emu);
-                            }
-                        }
-                        Err(e) => self.state.set_replay(pk, Err(e)),
+                Some((pk, path, emu)) = self.replay_rx.recv() => {
+                    self.update(Msg::Replay(pk, Ok(path)));
+                    if self.state.replay.as_ref().is_some_and(|r| r.task_pk == pk) {
+                        self.replay_screen = Some(emu);
                     }
                     self.dirty = true;
                 }
@@ -763,7 +697,7 @@ impl Console {
             ));
         }
         outcome.summary = Some(summary.clone());
-        self.state.set_finished(summary);
+        self.update(Msg::Finished(summary));
     }
 
     /// Whether a visible pane is inside a synchronized-output block (mode 2026) that began
@@ -902,211 +836,15 @@ impl Console {
         }
     }
 
-    // ---- input -------------------------------------------------------------------------------
-
-    fn on_input(&mut self, ev: Event) {
-        let before = self.state.takeover;
-        // Mouse motion (any-motion reporting) arrives in floods: it redraws only if it did
-        // something.
-        if !matches!(&ev, Event::Mouse(m) if m.kind == MouseEventKind::Moved) {
-            self.dirty = true;
-        }
-        self.on_input_inner(ev);
-        if self.state.takeover != before {
-            self.dirty = true;
-            // Agents that asked for focus reports (mode 1004) learn when typing starts and ends.
-            if let Some(pty) = before.and_then(|pk| self.ptys.get(&pk)) {
-                let _ = pty.send_focus(false);
-            }
-            if let Some(pty) = self.state.takeover.and_then(|pk| self.ptys.get(&pk)) {
-                let _ = pty.send_focus(true);
-            }
-        }
-    }
-
-    fn on_input_inner(&mut self, ev: Event) {
-        match ev {
-            Event::Key(key) => self.on_key(key),
-            Event::Paste(text) => self.on_paste(&text),
-            Event::Mouse(m) => self.on_mouse(m),
-            Event::Resize(w, h) => self.act(Action::Resize(w, h)),
-            Event::FocusGained | Event::FocusLost => {}
-        }
-    }
-
-    fn on_key(&mut self, key: KeyEvent) {
-        let Some(chord) = KeyChord::from_event(&key) else {
-            return;
-        };
-        if let Some(pk) = self.state.takeover
-            && self.state.popups.is_empty()
-        {
-            if self.opts.keymap.is_release(&chord) {
-                self.act(Action::Release);
-            } else if let Some(pty) = self.ptys.get(&pk)
-                && let Err(e) = pty.send_key(key)
-            {
-                self.state.set_status(format!("typing: {e}"), Level::Warn);
-            }
-            return;
-        }
-        if self.state.view == super::state::View::Wizard
-            && self.state.wizard.is_some()
-            && self.state.popups.is_empty()
-        {
-            self.state.now = Instant::now();
-            for effect in self.state.wizard_key(key) {
-                self.run_effect(effect);
-            }
-            if self.state.wizard.is_none()
-                && let Some(task) = self.wizard_task.take()
-            {
-                // Closed while an agent call ran: dropping the call kills the agent.
-                task.abort();
-            }
-            return;
-        }
-        if self.state.wants_text() {
-            let action = match chord.key {
-                Key::Char(c) if !chord.ctrl && !chord.alt => Some(Action::TextChar(c)),
-                Key::Backspace => Some(Action::TextBackspace),
-                Key::Enter => Some(Action::TextSubmit),
-                Key::Esc => Some(Action::Back),
-                _ => None,
-            };
-            if let Some(a) = action {
-                self.act(a);
-            }
-            return;
-        }
-        if self.state.wants_answer() {
-            let action = match chord.key {
-                Key::Char(c) if !chord.ctrl && !chord.alt => Some(Action::Answer(c)),
-                Key::Enter => Some(Action::Answer('y')),
-                Key::Esc => Some(Action::Back),
-                _ => self
-                    .opts
-                    .keymap
-                    .action(&chord)
-                    .filter(|a| *a == Action::Quit),
-            };
-            if let Some(a) = action {
-                self.act(a);
-            }
-            return;
-        }
-        if self.state.filter_editing && self.state.popups.is_empty() {
-            let action = match chord.key {
-                Key::Char(c) if !chord.ctrl && !chord.alt => Some(Action::FilterChar(c)),
-                Key::Backspace => Some(Action::FilterBackspace),
-                Key::Enter => Some(Action::FilterDone),
-                Key::Esc => Some(Action::Back),
-                _ => self.opts.keymap.action(&chord),
-            };
-            if let Some(a) = action {
-                self.act(a);
-            }
-            return;
-        }
-        match self.opts.keymap.action(&chord) {
-            Some(a) => self.act(a),
-            // Any key closes the help popup.
-            None if !self.state.popups.is_empty() => self.act(Action::Back),
-            None => {}
-        }
-    }
-
-    fn on_paste(&mut self, text: &str) {
-        if self.state.view == super::state::View::Wizard
-            && let Some(w) = self.state.wizard.as_mut()
-        {
-            if w.editing() {
-                w.editor.insert_str(text);
-            }
-            return;
-        }
-        if let Some(pk) = self.state.takeover
-            && let Some(pty) = self.ptys.get(&pk)
-        {
-            if let Err(e) = pty.paste(text) {
-                self.state.set_status(format!("paste: {e}"), Level::Warn);
-            }
-        } else if self.state.wants_text() {
-            for c in text.chars().filter(|c| !c.is_control()) {
-                self.act(Action::TextChar(c));
-            }
-        } else if self.state.filter_editing {
-            for c in text.chars().filter(|c| !c.is_control()) {
-                self.act(Action::FilterChar(c));
-            }
-        }
-    }
-
-    fn on_mouse(&mut self, m: MouseEvent) {
-        let at = Position::new(m.column, m.row);
-        let pane = self
-            .frame
-            .panes
-            .iter()
-            .find(|(_, r)| r.contains(at))
-            .map(|(pk, r)| (*pk, *r));
-        if let Some((pk, rect)) = pane {
-            let engaged = self.state.takeover == Some(pk) || self.state.focus == Focus::Pane(pk);
-            if engaged
-                && let Some(pty) = self.ptys.get(&pk)
-                && pty.input_modes().mouse_mode != MouseMode::None
-            {
-                let local = MouseEvent {
-                    column: m.column - rect.x,
-                    row: m.row - rect.y,
-                    ..m
-                };
-                let _ = pty.send_mouse(local);
-                return;
-            }
-            match m.kind {
-                MouseEventKind::Down(MouseButton::Left) => {
-                    if self.state.takeover.is_some_and(|t| t != pk) {
-                        self.state.takeover = None;
-                    }
-                    self.state.focus = Focus::Pane(pk);
-                }
-                MouseEventKind::ScrollUp => self.scroll_pane(pk, WHEEL_LINES),
-                MouseEventKind::ScrollDown => self.scroll_pane(pk, -WHEEL_LINES),
-                _ => {}
-            }
-            return;
-        }
-        if let Some((rect, offset)) = self.frame.task_list
-            && rect.contains(at)
-        {
-            match m.kind {
-                MouseEventKind::Down(MouseButton::Left) if m.row > rect.y => {
-                    let row = usize::from(m.row - rect.y - 1) + offset;
-                    if row < self.state.visible_tasks().len() {
-                        self.state.selected = row;
-                        self.state.focus = Focus::TaskList;
-                    }
-                }
-                MouseEventKind::ScrollUp => self.act(Action::MoveUp),
-                MouseEventKind::ScrollDown => self.act(Action::MoveDown),
-                _ => {}
-            }
-        }
-    }
-
-    fn scroll_pane(&mut self, pk: i64, delta: i32) {
-        if let Some(pty) = self.ptys.get(&pk) {
-            let cur = pty.scrollback_offset() as i64;
-            let next = (cur + i64::from(delta)).max(0) as usize;
-            pty.set_scrollback_offset(next);
-        }
-    }
-
     // ---- actions and effects ---------------------------------------------------------------
 
     fn act(&mut self, action: Action) {
-        for effect in self.state.handle(action) {
+        self.update(Msg::Action(action));
+    }
+
+    /// Hands `msg` to the state and carries out what it asks for.
+    fn update(&mut self, msg: Msg) {
+        for effect in self.state.update(msg) {
             self.run_effect(effect);
         }
     }
@@ -1115,172 +853,6 @@ impl Console {
         self.state.stopping = true;
         self.state.takeover = None;
         let _ = self.shutdown.send(StopLevel::Now);
-    }
-
-    fn run_effect(&mut self, effect: Effect) {
-        match effect {
-            Effect::Quit => {
-                if self.engine_done || self.state.stopping {
-                    self.quit = true;
-                } else {
-                    // Nothing is running, but the engine still holds the queue: stop it first.
-                    self.stop_agents();
-                    self.quit_after_engine = true;
-                }
-            }
-            Effect::FinishAndQuit => {
-                self.state.takeover = None;
-                let _ = self.shutdown.send(StopLevel::Drain);
-                self.quit_after_engine = true;
-                if self.engine_done {
-                    self.quit = true;
-                }
-            }
-            Effect::Background { whole_plan } => {
-                if !whole_plan {
-                    let _ = self.shutdown.send(StopLevel::Drain);
-                }
-                self.detach = Some(whole_plan);
-                self.quit = true;
-            }
-            Effect::StopAgentsAndQuit => {
-                self.stop_agents();
-                self.quit_after_engine = true;
-                if self.engine_done {
-                    self.quit = true;
-                }
-            }
-            Effect::ResetTask(id) => {
-                let store = self.store.clone();
-                let plan = self.plan_id.clone();
-                let notes = self.notes_tx.clone();
-                tokio::spawn(async move {
-                    let note = match store
-                        .reset_task(&plan, &id, "operator reset (console)")
-                        .await
-                    {
-                        Ok(t) => (format!("{} is {} again", t.id, t.status), Level::Info),
-                        Err(e) => (format!("reset {id}: {e}"), Level::Warn),
-                    };
-                    let _ = notes.send(note);
-                });
-            }
-            Effect::SkipTask(id) => {
-                let store = self.store.clone();
-                let plan = self.plan_id.clone();
-                let notes = self.notes_tx.clone();
-                tokio::spawn(async move {
-                    let note = match store.skip_task(&plan, &id, "operator skip (console)").await {
-                        Ok(t) => (format!("{} is {}", t.id, t.status), Level::Info),
-                        Err(e) => (format!("skip {id}: {e}"), Level::Warn),
-                    };
-                    let _ = notes.send(note);
-                });
-            }
-            Effect::KillAttempt(pk) => {
-                if let Some(pty) = self.ptys.get(&pk)
-                    && let Err(e) = pty.kill()
-                {
-                    self.state.set_status(format!("kill: {e}"), Level::Warn);
-                }
-            }
-            Effect::SetPaused(paused) => {
-                let store = self.store.clone();
-                let plan = self.plan_id.clone();
-                let notes = self.notes_tx.clone();
-                tokio::spawn(async move {
-                    let note = match store.set_plan_paused(&plan, paused).await {
-                        Ok(()) if paused => ("plan paused".to_string(), Level::Info),
-                        Ok(()) => ("plan resumed".to_string(), Level::Info),
-                        Err(e) => (format!("pause: {e}"), Level::Warn),
-                    };
-                    let _ = notes.send(note);
-                });
-            }
-            Effect::ScrollPane { task_pk, delta } => self.scroll_pane(task_pk, delta),
-            Effect::Decide(targets, decision) => {
-                let store = self.store.clone();
-                let plan = self.plan_id.clone();
-                let handoff = self.around.handoff.clone();
-                let workspaces = self.around.workspaces.clone();
-                let notes = self.notes_tx.clone();
-                tokio::spawn(async move {
-                    let mut done = Vec::new();
-                    for t in &targets {
-                        match decide::apply(&store, &handoff, &workspaces, &plan, t, &decision)
-                            .await
-                        {
-                            Ok(note) => done.push(note),
-                            Err(e) => {
-                                let _ = notes.send((e, Level::Warn));
-                                return;
-                            }
-                        }
-                    }
-                    let _ = notes.send((done.join("; "), Level::Info));
-                });
-            }
-            Effect::Wizard(step) => {
-                let tx = self.wizard_tx.clone();
-                match &self.around.wizard {
-                    Ok(cx) => {
-                        let cx = cx.clone();
-                        if let Some(old) = self.wizard_task.take() {
-                            old.abort();
-                        }
-                        self.wizard_task = Some(tokio::spawn(async move {
-                            let _ = tx.send(wizard_run::run(&cx, *step).await);
-                        }));
-                    }
-                    Err(why) => {
-                        let _ = tx.send(WizardReply::Failed {
-                            message: why.clone(),
-                            raw: None,
-                        });
-                    }
-                }
-            }
-            Effect::Challenge => {
-                let tx = self.challenge_tx.clone();
-                match &self.around.wizard {
-                    Ok(cx) => {
-                        let cx = cx.clone();
-                        tokio::spawn(async move {
-                            let _ = tx.send(wizard_run::challenge(&cx).await);
-                        });
-                    }
-                    Err(why) => {
-                        let _ = tx.send(Err(why.clone()));
-                    }
-                }
-            }
-            Effect::LoadReplay { task_pk, task_id } => {
-                self.replay_screen = None;
-                self.replay_len = None;
-                self.load_replay(task_pk, task_id);
-            }
-            Effect::ScrollReplay(delta) => {
-                if let Some(emu) = self.replay_screen.as_mut() {
-                    let cur = emu.scrollback_offset() as i64;
-                    emu.set_scrollback_offset((cur + i64::from(delta)).max(0) as usize);
-                }
-            }
-            Effect::LoadInboxDetail(target) => {
-                let task = self
-                    .state
-                    .tasks
-                    .iter()
-                    .find(|t| t.pk == target.task_pk)
-                    .cloned();
-                let workspaces = self.around.workspaces.clone();
-                let handoff = self.around.handoff.clone();
-                let tx = self.details_tx.clone();
-                tokio::task::spawn_blocking(move || {
-                    let d = decide::load_detail(&workspaces, &handoff, &target, task.as_ref());
-                    let _ = tx.send(d);
-                });
-            }
-        }
     }
 }
 
@@ -1342,94 +914,6 @@ fn spawn_input_thread(
             None
         }
     }
-}
-
-/// Follows the store: new events every [`STORE_POLL`], the plan and its tasks reloaded when
-/// anything happened (or every [`FULL_RELOAD`]).
-async fn load_loop(
-    store: Arc<dyn Store>,
-    plan_id: String,
-    handoff: HandoffDir,
-    tx: mpsc::Sender<Result<DataMsg, String>>,
-    reload: Arc<Notify>,
-) {
-    let mut after = 0i64;
-    let mut last_full: Option<Instant> = None;
-    loop {
-        // The first load takes only the recent past (what the views keep), not a history of
-        // one `task.created` per task of a large plan.
-        let first = last_full.is_none() && after == 0;
-        let filter = EventFilter {
-            plan_id: Some(plan_id.clone()),
-            after_id: Some(after),
-            limit: first.then_some(super::state::MAX_EVENTS as i64),
-            newest: first,
-            ..Default::default()
-        };
-        let msg = async {
-            let events = store.events(&filter).await?;
-            let due = last_full.is_none_or(|t| t.elapsed() >= FULL_RELOAD);
-            if events.is_empty() && !due {
-                return Ok(None);
-            }
-            let plan = store.get_plan(&plan_id).await?;
-            let tasks = store.list_tasks(&plan_id).await?;
-            let workers = if due {
-                Some(store.list_workers().await?)
-            } else {
-                None
-            };
-            let handoffs = if due {
-                let (dir, plan) = (handoff.clone(), plan_id.clone());
-                tokio::task::spawn_blocking(move || waiting_handoffs(&dir, &plan))
-                    .await
-                    .ok()
-            } else {
-                None
-            };
-            Ok::<_, crate::store::StoreError>(Some(DataMsg {
-                plan,
-                tasks,
-                events,
-                workers,
-                handoffs,
-            }))
-        }
-        .await;
-        let send = match msg {
-            Ok(Some(d)) => {
-                last_full = Some(Instant::now());
-                if let Some(e) = d.events.last() {
-                    after = e.id;
-                }
-                Some(Ok(d))
-            }
-            Ok(None) => None,
-            Err(e) => Some(Err(e.to_string())),
-        };
-        if let Some(m) = send
-            && tx.send(m).await.is_err()
-        {
-            return;
-        }
-        tokio::select! {
-            _ = tokio::time::sleep(STORE_POLL) => {}
-            _ = reload.notified() => last_full = None,
-        }
-    }
-}
-
-/// The ids of `plan_id`'s tasks whose handoff directory has no answer yet. Unreadable
-/// directories are left out (the inbox shows what can be answered).
-fn waiting_handoffs(dir: &HandoffDir, plan_id: &str) -> std::collections::BTreeSet<String> {
-    dir.list()
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|e| !matches!(e.state, crate::agent::HandoffPoll::Result(_)))
-        .filter_map(|e| e.meta.ok())
-        .filter(|m| m.plan_id == plan_id)
-        .map(|m| m.task_id)
-        .collect()
 }
 
 /// SIGTERM, SIGHUP (the terminal went away) and SIGINT (from `kill`, as raw mode turns Ctrl-C

@@ -1,0 +1,183 @@
+//! Carrying out what the state asks for: store writes, agent kills, stops, the wizard's and the
+//! challenge's agent calls, inbox details and replays, each answering with a [`Msg`].
+
+use super::Console;
+use crate::engine::StopLevel;
+use crate::tui::decide;
+use crate::tui::msg::Msg;
+use crate::tui::state::{Effect, Level};
+use crate::tui::wizard::WizardReply;
+use crate::tui::wizard::run as wizard_run;
+
+impl Console {
+    pub(super) fn run_effect(&mut self, effect: Effect) {
+        match effect {
+            Effect::Notify(notice) => self.notices.push(*notice),
+            Effect::Quit => {
+                if self.engine_done || self.state.stopping {
+                    self.quit = true;
+                } else {
+                    // Nothing is running, but the engine still holds the queue: stop it first.
+                    self.stop_agents();
+                    self.quit_after_engine = true;
+                }
+            }
+            Effect::FinishAndQuit => {
+                self.state.takeover = None;
+                let _ = self.shutdown.send(StopLevel::Drain);
+                self.quit_after_engine = true;
+                if self.engine_done {
+                    self.quit = true;
+                }
+            }
+            Effect::Background { whole_plan } => {
+                if !whole_plan {
+                    let _ = self.shutdown.send(StopLevel::Drain);
+                }
+                self.detach = Some(whole_plan);
+                self.quit = true;
+            }
+            Effect::StopAgentsAndQuit => {
+                self.stop_agents();
+                self.quit_after_engine = true;
+                if self.engine_done {
+                    self.quit = true;
+                }
+            }
+            Effect::ResetTask(id) => {
+                let store = self.store.clone();
+                let plan = self.plan_id.clone();
+                let notes = self.msg_tx.clone();
+                tokio::spawn(async move {
+                    let note = match store
+                        .reset_task(&plan, &id, "operator reset (console)")
+                        .await
+                    {
+                        Ok(t) => (format!("{} is {} again", t.id, t.status), Level::Info),
+                        Err(e) => (format!("reset {id}: {e}"), Level::Warn),
+                    };
+                    let _ = notes.send(Msg::Note(note.0, note.1));
+                });
+            }
+            Effect::SkipTask(id) => {
+                let store = self.store.clone();
+                let plan = self.plan_id.clone();
+                let notes = self.msg_tx.clone();
+                tokio::spawn(async move {
+                    let note = match store.skip_task(&plan, &id, "operator skip (console)").await {
+                        Ok(t) => (format!("{} is {}", t.id, t.status), Level::Info),
+                        Err(e) => (format!("skip {id}: {e}"), Level::Warn),
+                    };
+                    let _ = notes.send(Msg::Note(note.0, note.1));
+                });
+            }
+            Effect::KillAttempt(pk) => {
+                if let Some(pty) = self.ptys.get(&pk)
+                    && let Err(e) = pty.kill()
+                {
+                    self.state.set_status(format!("kill: {e}"), Level::Warn);
+                }
+            }
+            Effect::SetPaused(paused) => {
+                let store = self.store.clone();
+                let plan = self.plan_id.clone();
+                let notes = self.msg_tx.clone();
+                tokio::spawn(async move {
+                    let note = match store.set_plan_paused(&plan, paused).await {
+                        Ok(()) if paused => ("plan paused".to_string(), Level::Info),
+                        Ok(()) => ("plan resumed".to_string(), Level::Info),
+                        Err(e) => (format!("pause: {e}"), Level::Warn),
+                    };
+                    let _ = notes.send(Msg::Note(note.0, note.1));
+                });
+            }
+            Effect::ScrollPane { task_pk, delta } => self.scroll_pane(task_pk, delta),
+            Effect::Decide(targets, decision) => {
+                let store = self.store.clone();
+                let plan = self.plan_id.clone();
+                let handoff = self.around.handoff.clone();
+                let workspaces = self.around.workspaces.clone();
+                let notes = self.msg_tx.clone();
+                tokio::spawn(async move {
+                    let mut done = Vec::new();
+                    for t in &targets {
+                        match decide::apply(&store, &handoff, &workspaces, &plan, t, &decision)
+                            .await
+                        {
+                            Ok(note) => done.push(note),
+                            Err(e) => {
+                                let _ = notes.send(Msg::Note(e, Level::Warn));
+                                return;
+                            }
+                        }
+                    }
+                    let _ = notes.send(Msg::Note(done.join("; "), Level::Info));
+                });
+            }
+            Effect::Wizard(step) => {
+                let tx = self.msg_tx.clone();
+                match &self.around.wizard {
+                    Ok(cx) => {
+                        let cx = cx.clone();
+                        if let Some(old) = self.wizard_task.take() {
+                            old.abort();
+                        }
+                        self.wizard_task = Some(tokio::spawn(async move {
+                            let _ = tx.send(Msg::Wizard(wizard_run::run(&cx, *step).await));
+                        }));
+                    }
+                    Err(why) => {
+                        let _ = tx.send(Msg::Wizard(WizardReply::Failed {
+                            message: why.clone(),
+                            raw: None,
+                        }));
+                    }
+                }
+            }
+            Effect::Challenge => {
+                let tx = self.msg_tx.clone();
+                match &self.around.wizard {
+                    Ok(cx) => {
+                        let cx = cx.clone();
+                        tokio::spawn(async move {
+                            let _ = tx.send(Msg::Challenge(wizard_run::challenge(&cx).await));
+                        });
+                    }
+                    Err(why) => {
+                        let _ = tx.send(Msg::Challenge(Err(why.clone())));
+                    }
+                }
+            }
+            Effect::LoadReplay { task_pk, task_id } => {
+                self.replay_screen = None;
+                self.replay_len = None;
+                self.load_replay(task_pk, task_id);
+            }
+            Effect::ScrollReplay(delta) => {
+                if let Some(emu) = self.replay_screen.as_mut() {
+                    let cur = emu.scrollback_offset() as i64;
+                    emu.set_scrollback_offset((cur + i64::from(delta)).max(0) as usize);
+                }
+            }
+            Effect::LoadInboxDetail(target) => {
+                let task = self
+                    .state
+                    .tasks
+                    .iter()
+                    .find(|t| t.pk == target.task_pk)
+                    .cloned();
+                let said = task
+                    .as_ref()
+                    .and_then(|t| crate::tui::attempts::last_words(&self.state.task_events(&t.id)));
+                let workspaces = self.around.workspaces.clone();
+                let handoff = self.around.handoff.clone();
+                let tx = self.msg_tx.clone();
+                tokio::task::spawn_blocking(move || {
+                    let d =
+                        decide::load_detail(&workspaces, &handoff, &target, task.as_ref(), said);
+                    let _ = tx.send(Msg::InboxDetail(d));
+                });
+            }
+        }
+    }
+}

@@ -1,0 +1,323 @@
+//! The console's view of the queue. It loads the plan and all its tasks once, then follows the
+//! plan's events: after each change it reads the events after the last one seen and reloads only
+//! the tasks they name (with their children when one moved into or out of DONE, since their
+//! `pending_deps` changed) and the plan row (spend). A full reload happens again only after a gap:
+//! more events than one read takes, an event about a task not loaded, a plan-wide change (reset,
+//! re-import) or a failed read. The trigger is the store's event watch (Postgres LISTEN/NOTIFY,
+//! SQLite's in-process wakeup plus a cheap look at the newest event id for other processes), so
+//! an idle console costs next to nothing however big its plan. The workers and the waiting
+//! handoffs are reloaded now and then.
+
+use super::msg::Msg;
+use crate::agent::HandoffDir;
+use crate::domain::Status;
+use crate::store::{
+    Event as StoreEvent, EventFilter, PlanRecord, Store, StoreResult, TaskRecord, WorkerRecord,
+    event_types,
+};
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::{Notify, mpsc};
+
+/// How often the workers and handoffs are reloaded even when nothing happened.
+const SIDE_RELOAD: Duration = Duration::from_secs(10);
+/// The longest the console waits without looking at the queue, whatever the watch says.
+const SAFETY_POLL: Duration = Duration::from_secs(30);
+/// Events read at once; a read that fills it is a gap (a full reload follows).
+const BATCH: i64 = 2_000;
+/// How far back (in event ids) each read looks again: on Postgres an id is taken at insert and
+/// a transaction may commit after one with a higher id; its events are not skipped as long as it
+/// commits within this many ids.
+const LOOKBACK: i64 = 256;
+
+#[derive(Debug)]
+pub struct FeedData {
+    pub plan: PlanRecord,
+    pub tasks: TaskLoad,
+    pub events: Vec<StoreEvent>,
+    /// Reloaded now and then ([`SIDE_RELOAD`]) and with every full load.
+    pub workers: Option<Vec<WorkerRecord>>,
+    /// Likewise: this plan's tasks whose handoff waits for a human (any process's: a console
+    /// opened beside a background run answers its handoffs).
+    pub handoffs: Option<BTreeSet<String>>,
+}
+
+/// The tasks a load brings.
+#[derive(Debug)]
+pub enum TaskLoad {
+    /// All the plan's tasks, in import order (the first load, and after a gap).
+    All(Vec<TaskRecord>),
+    /// Only the tasks that changed since the last load.
+    Changed(Vec<TaskRecord>),
+}
+
+/// Follows the store (see the module comment). `reload` asks for a look at once, with the
+/// workers and handoffs (the engine ended, or ran out of work).
+pub async fn load_loop(
+    store: Arc<dyn Store>,
+    plan_id: String,
+    handoff: HandoffDir,
+    tx: mpsc::Sender<Msg>,
+    reload: Arc<Notify>,
+) {
+    let mut watch = store.watch_events().await;
+    let mut follow = Follow::default();
+    let mut full = true;
+    let mut next_side = Instant::now();
+    loop {
+        let side = full || Instant::now() >= next_side;
+        let loaded = if full {
+            follow.full(&*store, &plan_id).await.map(Some)
+        } else {
+            follow.incremental(&*store, &plan_id, side).await
+        };
+        let send = match loaded {
+            Ok(Some(mut d)) => {
+                full = false;
+                if side {
+                    next_side = Instant::now() + SIDE_RELOAD;
+                    d.workers = Some(match store.list_workers().await {
+                        Ok(w) => w,
+                        Err(e) => {
+                            full = true;
+                            let _ = tx.send(Msg::FeedFailed(e.to_string())).await;
+                            continue;
+                        }
+                    });
+                    let (dir, plan) = (handoff.clone(), plan_id.clone());
+                    d.handoffs = tokio::task::spawn_blocking(move || waiting_handoffs(&dir, &plan))
+                        .await
+                        .ok();
+                }
+                Some(Msg::Data(Box::new(d)))
+            }
+            Ok(None) => None,
+            Err(Gap::Full) => {
+                full = true;
+                continue;
+            }
+            Err(Gap::Failed(e)) => {
+                // A failed read may have lost track: the next one starts over.
+                full = true;
+                Some(Msg::FeedFailed(e))
+            }
+        };
+        if let Some(m) = send
+            && tx.send(m).await.is_err()
+        {
+            return;
+        }
+        // A change seen, the safety poll, the side reload's time, or the app asking: look.
+        let until_side = next_side.saturating_duration_since(Instant::now());
+        tokio::select! {
+            _ = watch.changed(SAFETY_POLL.min(until_side).max(Duration::from_millis(1))) => {}
+            _ = reload.notified() => next_side = Instant::now(),
+        }
+        if full {
+            // After a failure, not in a tight loop.
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    }
+}
+
+impl TaskLoad {
+    /// The task list after this load: all of it, or `current` with the changed tasks put in
+    /// place (matched by pk; one the list does not have is added at the end).
+    pub fn apply(self, current: &mut Vec<TaskRecord>) {
+        let changed = match self {
+            TaskLoad::All(all) => {
+                *current = all;
+                return;
+            }
+            TaskLoad::Changed(changed) => changed,
+        };
+        if changed.is_empty() {
+            return;
+        }
+        let at: HashMap<i64, usize> = if changed.len() > 8 {
+            current.iter().enumerate().map(|(i, t)| (t.pk, i)).collect()
+        } else {
+            HashMap::new()
+        };
+        for t in changed {
+            let i = if at.is_empty() {
+                current.iter().position(|c| c.pk == t.pk)
+            } else {
+                at.get(&t.pk).copied()
+            };
+            match i {
+                Some(i) => current[i] = t,
+                None => current.push(t),
+            }
+        }
+    }
+}
+
+/// Why a load did not bring data.
+enum Gap {
+    /// Track was lost: load everything.
+    Full,
+    Failed(String),
+}
+
+impl From<crate::store::StoreError> for Gap {
+    fn from(e: crate::store::StoreError) -> Self {
+        Gap::Failed(e.to_string())
+    }
+}
+
+/// What the feed knows between loads.
+#[derive(Default)]
+struct Follow {
+    /// The newest event id seen.
+    after: i64,
+    /// Events up to this id are not news (the last full load covered them).
+    floor: i64,
+    /// Ids seen within [`LOOKBACK`] of `after` (the overlap read again each time).
+    recent: BTreeSet<i64>,
+    /// The plan's task ids, and for each the ids of the tasks that depend on it.
+    known: HashSet<String>,
+    children: HashMap<String, Vec<String>>,
+}
+
+impl Follow {
+    /// The plan, all its tasks and the recent past of its events.
+    async fn full(&mut self, store: &dyn Store, plan_id: &str) -> Result<FeedData, Gap> {
+        // The newest events first, so nothing written during the load is missed: what comes
+        // after them is read by the next incremental look.
+        let events = store
+            .events(&EventFilter {
+                plan_id: Some(plan_id.to_string()),
+                limit: Some(super::state::MAX_EVENTS as i64),
+                newest: true,
+                ..Default::default()
+            })
+            .await?;
+        let plan = store.get_plan(plan_id).await?;
+        let tasks = store.list_tasks(plan_id).await?;
+        self.known = tasks.iter().map(|t| t.id.clone()).collect();
+        self.children.clear();
+        for t in &tasks {
+            for d in &t.spec.dependencies {
+                self.children
+                    .entry(d.clone())
+                    .or_default()
+                    .push(t.id.clone());
+            }
+        }
+        self.recent.clear();
+        // A reload after a gap sends only the events the console has not seen.
+        let events: Vec<StoreEvent> = events.into_iter().filter(|e| e.id > self.after).collect();
+        self.note(&events);
+        // Older events are history, even those the overlap of the next read finds.
+        self.floor = self.after;
+        Ok(FeedData {
+            plan,
+            tasks: TaskLoad::All(tasks),
+            events,
+            workers: None,
+            handoffs: None,
+        })
+    }
+
+    /// The events after the last seen, and the tasks they name; `None` when nothing is new
+    /// (and `side` does not ask for the plan row anyway).
+    async fn incremental(
+        &mut self,
+        store: &dyn Store,
+        plan_id: &str,
+        side: bool,
+    ) -> Result<Option<FeedData>, Gap> {
+        let fetched = store
+            .events(&EventFilter {
+                plan_id: Some(plan_id.to_string()),
+                after_id: Some((self.after - LOOKBACK).max(0)),
+                limit: Some(BATCH),
+                ..Default::default()
+            })
+            .await?;
+        if fetched.len() as i64 >= BATCH {
+            return Err(Gap::Full);
+        }
+        let events: Vec<StoreEvent> = fetched
+            .into_iter()
+            .filter(|e| e.id > self.floor && !self.recent.contains(&e.id))
+            .collect();
+        if events.is_empty() && !side {
+            return Ok(None);
+        }
+        let ids = match self.touched(&events) {
+            Some(ids) => ids,
+            None => return Err(Gap::Full),
+        };
+        self.note(&events);
+        let plan = store.get_plan(plan_id).await?;
+        let tasks = if ids.is_empty() {
+            Vec::new()
+        } else {
+            load_tasks(store, plan_id, &ids).await?
+        };
+        Ok(Some(FeedData {
+            plan,
+            tasks: TaskLoad::Changed(tasks),
+            events,
+            workers: None,
+            handoffs: None,
+        }))
+    }
+
+    /// The ids of the tasks `events` changed (with the children of those that moved into or out
+    /// of DONE); `None` when they need a full reload.
+    fn touched(&self, events: &[StoreEvent]) -> Option<Vec<String>> {
+        let mut ids = BTreeSet::new();
+        for e in events {
+            if matches!(
+                e.event_type.as_str(),
+                event_types::PLAN_RESET | event_types::PLAN_UPDATED
+            ) {
+                return None;
+            }
+            let Some(id) = &e.task_id else { continue };
+            if !self.known.contains(id) {
+                return None;
+            }
+            ids.insert(id.clone());
+            let done = |s: Option<Status>| s == Some(Status::Done);
+            if done(e.from_status) || done(e.to_status) {
+                ids.extend(self.children.get(id).into_iter().flatten().cloned());
+            }
+        }
+        Some(ids.into_iter().collect())
+    }
+
+    fn note(&mut self, events: &[StoreEvent]) {
+        for e in events {
+            self.recent.insert(e.id);
+            self.after = self.after.max(e.id);
+        }
+        let floor = self.after - LOOKBACK;
+        self.recent = self.recent.split_off(&floor);
+    }
+}
+
+async fn load_tasks(
+    store: &dyn Store,
+    plan_id: &str,
+    ids: &[String],
+) -> StoreResult<Vec<TaskRecord>> {
+    store.tasks_by_ids(plan_id, ids).await
+}
+
+/// The ids of `plan_id`'s tasks whose handoff directory has no answer yet. Unreadable
+/// directories are left out (the inbox shows what can be answered).
+fn waiting_handoffs(dir: &HandoffDir, plan_id: &str) -> BTreeSet<String> {
+    dir.list()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|e| !matches!(e.state, crate::agent::HandoffPoll::Result(_)))
+        .filter_map(|e| e.meta.ok())
+        .filter(|m| m.plan_id == plan_id)
+        .map(|m| m.task_id)
+        .collect()
+}

@@ -1,0 +1,39 @@
+//! What reaches the console's state besides keys: the answers of the work its effects started
+//! (store writes, inbox details, wizard steps, the challenge, replays) and the queue's news.
+//! Everything goes through [`super::state::AppState::update`], so a reply is tested like a key.
+
+use super::action::Action;
+use super::feed::FeedData;
+use super::state::{InboxDetail, Level};
+use super::wizard::WizardReply;
+use crate::engine::RunSummary;
+use std::path::PathBuf;
+
+#[derive(Debug)]
+pub enum Msg {
+    /// The operator's action (a key, a click, a resize), after the keymap.
+    Action(Action),
+    /// A key for the open PRD wizard (its editor takes keys as they are).
+    WizardKey(crossterm::event::KeyEvent),
+    /// A line for the status bar: how an effect ended.
+    Note(String, Level),
+    /// An inbox item's detail, loaded.
+    InboxDetail(InboxDetail),
+    /// A PRD wizard step's answer.
+    Wizard(WizardReply),
+    /// The agent's critique of the plan, or why there is none.
+    Challenge(Result<String, String>),
+    /// A replay's log, found (its screen goes to the console's emulator), or why not.
+    Replay(i64, Result<PathBuf, String>),
+    /// The queue's news: the plan, its tasks, new events (and with a full reload the workers and
+    /// the waiting handoffs).
+    Data(Box<FeedData>),
+    /// The queue did not answer a load.
+    FeedFailed(String),
+    /// The run is over (the engine ended or ran out of work).
+    Finished(RunSummary),
+    /// The serving engine has work again.
+    Resumed,
+    /// The engine failed.
+    EngineFailed(String),
+}

@@ -1,0 +1,78 @@
+//! [`AppState::update`]: every input of the console's state in one place, keys and replies
+//! alike, each answered with the effects the event loop carries out.
+
+use super::msg::Msg;
+use super::state::{AppState, Effect, Level};
+use crate::notify::notices_for_events;
+
+impl AppState {
+    /// Applies `msg` and says what must happen because of it.
+    pub fn update(&mut self, msg: Msg) -> Vec<Effect> {
+        match msg {
+            Msg::Action(action) => self.handle(action),
+            Msg::WizardKey(key) => self.wizard_key(key),
+            Msg::Note(text, level) => {
+                self.set_status(text, level);
+                Vec::new()
+            }
+            Msg::InboxDetail(detail) => {
+                self.set_inbox_detail(detail);
+                Vec::new()
+            }
+            Msg::Wizard(reply) => self.wizard_reply(reply),
+            Msg::Challenge(result) => {
+                self.set_challenge(result);
+                Vec::new()
+            }
+            Msg::Replay(task_pk, result) => {
+                self.set_replay(task_pk, result);
+                Vec::new()
+            }
+            Msg::Data(data) => self.take_feed(*data),
+            Msg::FeedFailed(e) => {
+                self.set_status(format!("queue: {e}"), Level::Warn);
+                Vec::new()
+            }
+            Msg::Finished(summary) => {
+                self.set_finished(summary);
+                Vec::new()
+            }
+            Msg::Resumed => {
+                self.clear_finished();
+                Vec::new()
+            }
+            Msg::EngineFailed(e) => {
+                self.set_engine_error(e);
+                Vec::new()
+            }
+        }
+    }
+
+    /// The queue's news: notices for what happened since the first load, and the open inbox
+    /// item's detail reloaded with every full reload (the human may be working in the worktree
+    /// being read: the diff follows).
+    fn take_feed(&mut self, d: super::feed::FeedData) -> Vec<Effect> {
+        let mut effects = Vec::new();
+        if self.seen_history {
+            effects.extend(
+                notices_for_events(&d.plan.id, &d.events)
+                    .into_iter()
+                    .map(|n| Effect::Notify(Box::new(n))),
+            );
+        }
+        self.seen_history = true;
+        let mut tasks = std::mem::take(&mut self.tasks);
+        d.tasks.apply(&mut tasks);
+        self.set_data(d.plan, tasks, d.events);
+        if let Some(h) = d.handoffs {
+            self.waiting_handoffs = h;
+        }
+        if let Some(w) = d.workers {
+            self.set_workers(w);
+            if let Some(target) = self.open_inbox_target() {
+                effects.push(Effect::LoadInboxDetail(target));
+            }
+        }
+        effects
+    }
+}
