@@ -371,3 +371,79 @@ fn a_plan_with_running_work_is_not_deleted() {
     assert_eq!(ids(&plan_list(&repo, &[])), ["p"]);
     drop(running);
 }
+
+// ---- help and completion ---------------------------------------------------------------------
+
+#[test]
+fn flags_are_described_and_globals_stay_where_they_mean_something() {
+    let repo = Repo::new(&plan("p", vec![task("T-1")]), DONE_AGENT);
+    let help = |args: &[&str]| {
+        let o = run(&repo, args);
+        assert_eq!(o.code, Some(0), "{o}");
+        o.stdout
+    };
+    let events = help(&["events", "--help"]);
+    assert!(events.contains("Only this plan's events"), "{events}");
+    assert!(events.contains("Only this task's events"), "{events}");
+    let worker = help(&["worker", "--help"]);
+    assert!(worker.contains("Agents running at once"), "{worker}");
+    let complete = help(&["handoff", "complete", "--help"]);
+    assert!(complete.contains("What the work cost"), "{complete}");
+    let completions = help(&["completions", "--help"]);
+    for global in ["--database-url", "--repo", "--set"] {
+        assert!(!completions.contains(global), "{completions}");
+    }
+    assert!(!help(&["plan", "check", "--help"]).contains("--database-url"));
+    assert!(help(&["plan", "list", "--help"]).contains("--database-url"));
+    // The static scripts still come out.
+    let bash = help(&["completions", "bash"]);
+    assert!(bash.contains("_whilly"), "{bash}");
+}
+
+/// `COMPLETE=fish whilly -- whilly ARGS…`: what the shell offers for the last word.
+fn complete_in(repo: &Repo, dir: &std::path::Path, words: &[&str]) -> Vec<String> {
+    let mut args = vec!["--", "whilly"];
+    args.extend(words);
+    let o = repo
+        .spawn_in(dir, &args, &[("COMPLETE", "fish")])
+        .wait(LIMIT);
+    assert_eq!(o.code, Some(0), "{o}");
+    o.stdout
+        .lines()
+        .map(|l| l.split('\t').next().unwrap_or("").to_string())
+        .collect()
+}
+
+#[test]
+fn the_shell_completes_plan_and_task_ids() {
+    let repo = two_plans();
+    let dir = repo.repo.clone();
+    let plans = complete_in(&repo, &dir, &["plan", "show", ""]);
+    assert!(
+        plans.contains(&"p".into()) && plans.contains(&"q".into()),
+        "{plans:?}"
+    );
+    let plans = complete_in(&repo, &dir, &["run", "--plan", "q"]);
+    assert_eq!(plans, ["q"]);
+    // A PLAN is a file or an id: both are offered.
+    let either = complete_in(&repo, &dir, &["run", ""]);
+    assert!(either.contains(&"p".into()), "{either:?}");
+    assert!(either.contains(&"plan.json".into()), "{either:?}");
+    let tasks = complete_in(&repo, &dir, &["events", "--task", ""]);
+    assert!(
+        tasks.contains(&"T-1".into()) && tasks.contains(&"Q-1".into()),
+        "{tasks:?}"
+    );
+    let tasks = complete_in(&repo, &dir, &["merge", "Q"]);
+    assert_eq!(tasks, ["Q-1"]);
+    // An archived plan is not offered.
+    run(&repo, &["plan", "archive", "q"]);
+    let plans = complete_in(&repo, &dir, &["plan", "show", ""]);
+    assert!(!plans.contains(&"q".into()), "{plans:?}");
+    // Outside a repository nothing is completed and no queue is made.
+    let outside = repo.home.join("nowhere");
+    std::fs::create_dir_all(&outside).unwrap();
+    let none = complete_in(&repo, &outside, &["plan", "show", ""]);
+    assert!(!none.iter().any(|c| c == "p"), "{none:?}");
+    assert!(!outside.join(".whilly").exists());
+}

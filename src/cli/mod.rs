@@ -28,6 +28,7 @@ macro_rules! errln {
 
 pub mod args;
 pub mod bench_cmd;
+pub mod complete;
 pub mod config_cmd;
 pub mod context;
 pub mod db_cmd;
@@ -49,7 +50,6 @@ pub mod tui_cmd;
 pub mod worktrees_cmd;
 
 use args::{Cli, Command};
-use clap::{CommandFactory, Parser};
 use context::Context;
 use std::process::ExitCode;
 
@@ -63,11 +63,19 @@ pub fn main() -> ExitCode {
     {
         crate::procguard::run(&args[2..]);
     }
+    // `COMPLETE=bash whilly …`: the shell asks for completions (plan and task ids included).
+    clap_complete::CompleteEnv::with_factory(args::command)
+        .bin("whilly")
+        .complete();
     if let Ok(exe) = std::env::current_exe() {
         crate::procguard::enable(exe);
     }
     launcher::unblock_inherited();
-    let cli = match Cli::try_parse().and_then(Cli::normalize) {
+    let parsed = args::command()
+        .try_get_matches()
+        .and_then(|m| <Cli as clap::FromArgMatches>::from_arg_matches(&m))
+        .and_then(Cli::normalize);
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(err) => {
             // clap exits 2 for usage errors; ours is 1 (invalid input), 2 is kept for the environment.
@@ -150,7 +158,7 @@ async fn dispatch_command(cli: Cli) -> anyhow::Result<i32> {
             Command::Tui(args::RunArgs::default())
         }
         None => {
-            Cli::command().print_help()?;
+            args::command().print_help()?;
             return Ok(exit::OK);
         }
     };
@@ -204,7 +212,7 @@ fn needs_repo(command: &Command) -> bool {
 
 fn print_completions(shell: args::Shell) -> std::io::Result<()> {
     use std::io::Write as _;
-    let mut cmd = Cli::command();
+    let mut cmd = args::command();
     let shell = match shell {
         args::Shell::Bash => clap_complete::Shell::Bash,
         args::Shell::Zsh => clap_complete::Shell::Zsh,
