@@ -293,6 +293,30 @@ impl PtySession {
         self.pid
     }
 
+    /// Whether the terminal's foreground program (or the agent itself) is blocked reading the
+    /// terminal: it waits for someone to type (see [`crate::procinfo::blocked_reading`]).
+    pub fn waiting_for_input(&self) -> bool {
+        if !self.is_running() {
+            return false;
+        }
+        let (tty, foreground) = {
+            let master = self.master.lock().unwrap_or_else(|e| e.into_inner());
+            (master.tty_name(), master.process_group_leader())
+        };
+        let Some(tty) = tty else {
+            return false;
+        };
+        let mut pids = vec![self.pid];
+        if let Some(fg) = foreground
+            && fg != self.pid
+            && fg > 1
+        {
+            pids.push(fg);
+        }
+        pids.into_iter()
+            .any(|pid| crate::procinfo::blocked_reading(pid, &tty))
+    }
+
     pub fn log_path(&self) -> Option<&Path> {
         self.log_path.as_deref()
     }

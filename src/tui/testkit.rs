@@ -152,6 +152,7 @@ pub fn pane(pk: i64, id: &str, state: SessionState, now: Instant, age: Duration)
         started: now.checked_sub(age).unwrap_or(now),
         state,
         has_screen: true,
+        waiting_input: false,
     }
 }
 
