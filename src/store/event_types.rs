@@ -7,7 +7,11 @@ pub const PLAN_UPDATED: &str = "plan.updated";
 pub const PLAN_PAUSED: &str = "plan.paused";
 pub const PLAN_RESUMED: &str = "plan.resumed";
 pub const PLAN_RESET: &str = "plan.reset";
+/// The plan and its tasks were deleted; its events stay (the audit trail is append-only).
 pub const PLAN_DELETED: &str = "plan.deleted";
+/// Hidden from plan lists (`whilly plan archive`); `plan.unarchived` lists it again.
+pub const PLAN_ARCHIVED: &str = "plan.archived";
+pub const PLAN_UNARCHIVED: &str = "plan.unarchived";
 
 pub const TASK_CREATED: &str = "task.created";
 pub const TASK_UPDATED: &str = "task.updated";

@@ -61,6 +61,7 @@ pub fn plan(budget: Option<f64>, spent: f64) -> PlanRecord {
         },
         created_at: t0(),
         updated_at: t0(),
+        archived_at: None,
     }
 }
 
