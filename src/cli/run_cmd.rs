@@ -295,6 +295,8 @@ async fn set_budget(store: &Arc<dyn Store>, plan_id: &str, budget: f64) -> anyho
 /// How long the engine commands wait, at start, for a queue that does not answer yet (a server
 /// restarting or out of connections); an unreachable one still ends them with exit 2 after it.
 const STARTUP_WAIT: Duration = Duration::from_secs(30);
+/// How long they wait for a connection slot on a server that is up but full.
+const FULL_WAIT: Duration = Duration::from_secs(600);
 
 /// Runs `f` again while it fails with a transient store error, for up to [`STARTUP_WAIT`],
 /// saying once on stderr that it waits.
@@ -305,6 +307,7 @@ where
 {
     let started = std::time::Instant::now();
     let mut failures = 0u32;
+    let mut seen_full = false;
     loop {
         match f().await {
             Ok(v) => return Ok(v),
@@ -313,7 +316,14 @@ where
                     .chain()
                     .find_map(|c| c.downcast_ref::<crate::store::StoreError>())
                     .is_some_and(|s| s.is_transient());
-                if !transient || started.elapsed() >= STARTUP_WAIT {
+                // A full server is there: a slot frees up when another process lets one go, so
+                // a fleet larger than its connection limit queues for longer instead of dying.
+                seen_full |= e
+                    .chain()
+                    .find_map(|c| c.downcast_ref::<crate::store::StoreError>())
+                    .is_some_and(|s| matches!(s, crate::store::StoreError::Full { .. }));
+                let limit = if seen_full { FULL_WAIT } else { STARTUP_WAIT };
+                if !transient || started.elapsed() >= limit {
                     return Err(e);
                 }
                 failures += 1;

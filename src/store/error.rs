@@ -12,6 +12,17 @@ pub enum StoreError {
         hint: String,
     },
 
+    /// The server answers but admits no more connections now (its `max_connections`, or the
+    /// role's `CONNECTION LIMIT`): a slot frees up when another process lets one go.
+    #[error(
+        "the {backend} queue at {location} admits no more connections now: {detail}\n  check: raise max_connections (or the role's CONNECTION LIMIT), or run fewer processes against it"
+    )]
+    Full {
+        backend: &'static str,
+        location: String,
+        detail: String,
+    },
+
     /// The store kept failing with transient errors for longer than the engine waits.
     #[error(
         "the {backend} queue at {location} did not answer for {waited_secs} s (last error: {last})\n  \
@@ -69,7 +80,7 @@ impl StoreError {
     pub fn is_environment(&self) -> bool {
         matches!(
             self,
-            StoreError::Unreachable { .. } | StoreError::Outage { .. }
+            StoreError::Unreachable { .. } | StoreError::Outage { .. } | StoreError::Full { .. }
         ) || matches!(self, StoreError::Db(e) if matches!(e, sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Tls(_)))
     }
 }
@@ -80,7 +91,7 @@ impl StoreError {
     /// retries these (with backoff) instead of ending; everything else is an answer.
     pub fn is_transient(&self) -> bool {
         match self {
-            StoreError::Unreachable { .. } => true,
+            StoreError::Unreachable { .. } | StoreError::Full { .. } => true,
             StoreError::Db(e) => sqlx_transient(e),
             // Every process migrates on open; losing the connection while it checks is a fault.
             StoreError::Migrate(

@@ -137,16 +137,35 @@ impl PgStore {
         };
         // One connection first, tried once: a pool retries refused connections until its
         // acquire timeout, so a server that is not there would take seconds to say so.
-        probe(&connect_opts, opts.connect_timeout)
-            .await
-            .map_err(|(detail, refused)| unreachable(detail, refused))?;
+        let full = |e: &sqlx::Error| {
+            e.as_database_error()
+                .and_then(|d| d.code())
+                .is_some_and(|c| c == "53300")
+                .then(|| StoreError::Full {
+                    backend: "postgres",
+                    location: location.clone(),
+                    detail: e.to_string(),
+                })
+        };
+        match probe(&connect_opts, opts.connect_timeout).await {
+            Ok(()) => {}
+            Err(Probe::Refused(e)) if full(&e).is_some() => {
+                return Err(full(&e).unwrap_or_else(|| unreachable(e.to_string(), false)));
+            }
+            Err(Probe::Refused(e)) => {
+                let (detail, refused) =
+                    location::connect_failure(connect_opts.get_host(), connect_opts.get_port(), &e);
+                return Err(unreachable(detail, refused));
+            }
+            Err(Probe::Silent(detail)) => return Err(unreachable(detail, false)),
+        }
         let pool = PgPoolOptions::new()
             .max_connections(opts.max_connections.max(2))
             .acquire_timeout(opts.connect_timeout)
             .connect_with(connect_opts.clone());
         let pool = match tokio::time::timeout(opts.connect_timeout, pool).await {
             Ok(Ok(p)) => p,
-            Ok(Err(e)) => return Err(unreachable(e.to_string(), false)),
+            Ok(Err(e)) => return Err(full(&e).unwrap_or_else(|| unreachable(e.to_string(), false))),
             Err(_) => {
                 return Err(unreachable(
                     format!("no answer within {:?}", opts.connect_timeout),
@@ -252,19 +271,22 @@ impl PgStore {
 }
 
 /// Opens and closes one connection: `Err((detail, refused))` when the server does not take it.
-async fn probe(opts: &PgConnectOptions, timeout: Duration) -> Result<(), (String, bool)> {
+/// How the first connection failed: with an error from the network or the server, or not at
+/// all within the timeout.
+enum Probe {
+    Refused(sqlx::Error),
+    Silent(String),
+}
+
+async fn probe(opts: &PgConnectOptions, timeout: Duration) -> Result<(), Probe> {
     use sqlx::{ConnectOptions as _, Connection as _};
     match tokio::time::timeout(timeout, opts.connect()).await {
         Ok(Ok(conn)) => {
             let _ = conn.close().await;
             Ok(())
         }
-        Ok(Err(e)) => Err(location::connect_failure(
-            opts.get_host(),
-            opts.get_port(),
-            &e,
-        )),
-        Err(_) => Err((format!("no answer within {timeout:?}"), false)),
+        Ok(Err(e)) => Err(Probe::Refused(e)),
+        Err(_) => Err(Probe::Silent(format!("no answer within {timeout:?}"))),
     }
 }
 

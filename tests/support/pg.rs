@@ -8,12 +8,23 @@ use sqlx::{ConnectOptions, Connection, PgConnection};
 use std::str::FromStr;
 use std::time::Duration;
 
+#[path = "pg_private.rs"]
+mod private;
+
 /// The server the tests use when `WHILLY_TEST_PG_URL` is not set (trust auth, user postgres).
 pub const DEFAULT_BASE_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
 
 /// The server URL the tests connect to for administration (creating/dropping databases).
+/// With neither a URL nor a server on the default port, a private server of this test binary
+/// (`pg_private`): the test command passes on a fresh machine by itself.
 pub fn base_url() -> String {
-    std::env::var("WHILLY_TEST_PG_URL").unwrap_or_else(|_| DEFAULT_BASE_URL.to_string())
+    if let Ok(url) = std::env::var("WHILLY_TEST_PG_URL") {
+        return url;
+    }
+    if std::env::var_os("WHILLY_TEST_PG_PRIVATE").is_some() || !private::default_answers() {
+        return private::url();
+    }
+    DEFAULT_BASE_URL.to_string()
 }
 
 /// A database that exists for the lifetime of this value.

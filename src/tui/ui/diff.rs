@@ -1,7 +1,7 @@
 //! The diff view (`D`): what a task changed against its base, from its worktree while it runs
 //! or waits, from its branch or its landed commit once it is done.
 
-use super::inbox::diff_style;
+use super::inbox::{diff_size, diff_style};
 use crate::tui::state::AppState;
 use crate::tui::theme::Theme;
 use crate::workspace::DiffSource;
@@ -27,16 +27,7 @@ pub fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme) {
                 }
             };
             lines.push(Line::styled(from, theme.dim()));
-            lines.push(Line::styled(
-                format!(
-                    "{} file(s), +{} −{}{}",
-                    diff.files,
-                    diff.insertions,
-                    diff.deletions,
-                    if diff.truncated { " (cut)" } else { "" }
-                ),
-                theme.title(),
-            ));
+            lines.push(Line::styled(diff_size(diff), theme.title()));
             if diff.files == 0 {
                 lines.push(Line::styled("no changes", theme.dim()));
             }

@@ -156,13 +156,7 @@ fn render_detail(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme,
             match (&d.diff, &d.diff_note) {
                 (Some(diff), _) => {
                     lines.push(Line::styled(
-                        format!(
-                            "Changes against the base: {} file(s), +{} −{}{}",
-                            diff.files,
-                            diff.insertions,
-                            diff.deletions,
-                            if diff.truncated { " (cut)" } else { "" }
-                        ),
+                        format!("Changes against the base: {}", diff_size(diff)),
                         theme.title(),
                     ));
                     if diff.files == 0 {
@@ -215,6 +209,17 @@ fn render_detail(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme,
             ),
         area,
     );
+}
+
+/// `2 file(s), +10 −3`, and `(cut)` when the patch was cut.
+pub(super) fn diff_size(diff: &crate::workspace::WorktreeDiff) -> String {
+    format!(
+        "{} file(s), +{} −{}{}",
+        diff.files,
+        diff.insertions,
+        diff.deletions,
+        if diff.truncated { " (cut)" } else { "" }
+    )
 }
 
 pub(super) fn diff_style(l: &str, theme: &Theme) -> ratatui::style::Style {
