@@ -122,6 +122,11 @@ pub async fn load_loop(
 }
 
 impl TaskLoad {
+    /// Whether the load brings no task at all (nothing to put in place).
+    pub fn is_empty(&self) -> bool {
+        matches!(self, TaskLoad::Changed(c) if c.is_empty())
+    }
+
     /// The task list after this load: all of it, or `current` with the changed tasks put in
     /// place (matched by pk; one the list does not have is added at the end).
     pub fn apply(self, current: &mut Vec<TaskRecord>) {

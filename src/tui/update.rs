@@ -61,9 +61,7 @@ impl AppState {
             );
         }
         self.seen_history = true;
-        let mut tasks = std::mem::take(&mut self.tasks);
-        d.tasks.apply(&mut tasks);
-        self.set_data(d.plan, tasks, d.events);
+        self.apply_feed(d.plan, d.tasks, d.events);
         if let Some(h) = d.handoffs {
             self.waiting_handoffs = h;
         }
