@@ -9,6 +9,7 @@ use crate::store::{
     Event, EventFilter, PlanRecord, PlanSummary, StatusCounts, StoreError, StoreResult, TaskRecord,
     WorkerRecord,
 };
+use futures::TryStreamExt;
 use std::collections::HashMap;
 
 pub async fn get_plan(inner: &Inner, plan_id: &str) -> StoreResult<PlanRecord> {
@@ -99,15 +100,19 @@ pub async fn counts(inner: &Inner, plan_id: &str) -> StoreResult<StatusCounts> {
 
 pub async fn list_tasks(inner: &Inner, plan_id: &str) -> StoreResult<Vec<TaskRecord>> {
     get_plan(inner, plan_id).await?;
-    let rows: Vec<TaskRow> = sqlx::query_as(concat!(
+    // Row by row: a plan may have 100,000 tasks; see the SQLite store's list_tasks.
+    let mut rows = sqlx::query_as::<_, TaskRow>(concat!(
         "SELECT ",
         task_cols!(),
         " FROM tasks WHERE plan_id = $1 ORDER BY ord, pk"
     ))
     .bind(plan_id)
-    .fetch_all(&inner.pool)
-    .await?;
-    rows.into_iter().map(TaskRow::into_record).collect()
+    .fetch(&inner.pool);
+    let mut tasks = Vec::new();
+    while let Some(r) = rows.try_next().await? {
+        tasks.push(r.into_record()?);
+    }
+    Ok(tasks)
 }
 
 pub async fn get_task(inner: &Inner, plan_id: &str, task_id: &str) -> StoreResult<TaskRecord> {
