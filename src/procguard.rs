@@ -36,6 +36,7 @@ static GUARD_EXE: OnceLock<PathBuf> = OnceLock::new();
 
 /// Turns guarding on for this process: programs are started through `exe __guard`.
 pub fn enable(exe: PathBuf) {
+    // Set once per process; a second call has nothing to change.
     let _ = GUARD_EXE.set(exe);
 }
 
@@ -208,6 +209,50 @@ unsafe fn watch(pid: libc::pid_t, parent: libc::pid_t, chld: &libc::sigset_t) ->
     }
 }
 
+/// Sends `signal` to every process in group `pgid`: the one way whilly signals a process group
+/// (agents, checks, setup commands and one-shot calls each lead their own). Refuses `pgid <= 1`:
+/// `killpg(0)` is our own group and 1 is init's, and a bad pid must never turn into either (nor,
+/// through an unchecked cast, into -1: every process we may signal). A group that no longer
+/// exists is not an error. (The guard's own `kill(0, …)` above is the one deliberate exception:
+/// it ends the group it shares with its program.)
+pub fn signal_group(pgid: i32, signal: i32) -> std::io::Result<()> {
+    if pgid <= 1 {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("refusing to signal process group {pgid}"),
+        ));
+    }
+    // SAFETY: plain syscall; pgid > 1 so this never targets our own group (0) or everything (-1).
+    let rc = unsafe { libc::killpg(pgid, signal) };
+    if rc == 0 {
+        return Ok(());
+    }
+    let err = std::io::Error::last_os_error();
+    if err.raw_os_error() == Some(libc::ESRCH) {
+        Ok(())
+    } else {
+        Err(err)
+    }
+}
+
+/// SIGKILL to the group led by our child `pid` (spawned with `process_group(0)`), so what it
+/// started dies with it. Call it while the child is unreaped or right after it ends: its group id
+/// stays reserved while any member lives, so it does not name a stranger's group in practice.
+/// What cannot be done is logged; the caller has nothing better to do about it.
+pub fn kill_group(pid: u32) {
+    let result = i32::try_from(pid)
+        .map_err(|_| {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("process id {pid} out of range"),
+            )
+        })
+        .and_then(|pgid| signal_group(pgid, libc::SIGKILL));
+    if let Err(err) = result {
+        tracing::warn!(pid, %err, "cannot kill the process group");
+    }
+}
+
 /// Ends the guard the way its program ended.
 ///
 /// # Safety
@@ -260,6 +305,36 @@ mod tests {
         // Not executable: not a program.
         std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o644)).unwrap();
         assert_eq!(resolve(OsStr::new("tool"), Some(&path), dir.path()), None);
+    }
+
+    #[test]
+    fn group_signals_refuse_our_own_group_init_and_everything() {
+        for pgid in [1, 0, -1, i32::MIN] {
+            let err = signal_group(pgid, 0).unwrap_err();
+            assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput, "{pgid}");
+            assert!(err.to_string().contains(&pgid.to_string()), "{err}");
+        }
+        // A pid that does not fit a pid_t would wrap to a negative group: refused, not sent.
+        kill_group(u32::MAX);
+        kill_group(0);
+    }
+
+    #[test]
+    fn group_signals_reach_the_group_and_a_gone_group_is_fine() {
+        use std::os::unix::process::CommandExt;
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let pgid = i32::try_from(child.id()).unwrap();
+        signal_group(pgid, 0).unwrap();
+        kill_group(child.id());
+        let status = child.wait().unwrap();
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(status.signal(), Some(libc::SIGKILL));
+        // Reaped: the group is gone, which is not an error.
+        signal_group(pgid, libc::SIGKILL).unwrap();
     }
 
     #[test]

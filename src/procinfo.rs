@@ -88,3 +88,96 @@ mod tests {
         assert!(!children_of(std::process::id()).contains(&child.id()));
     }
 }
+
+/// The `read`-family system calls (`read`, `readv`, `pread64`) on this architecture.
+#[cfg(target_arch = "x86_64")]
+const READ_CALLS: &[i64] = &[0, 19, 17];
+#[cfg(target_arch = "aarch64")]
+const READ_CALLS: &[i64] = &[63, 65, 67];
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+const READ_CALLS: &[i64] = &[];
+
+/// Whether `pid` sleeps in a `read` of `tty`: a program waiting for someone to type. Taken from
+/// `/proc/<pid>/syscall` (the call it is blocked in and its first argument, the fd) and the fd's
+/// link, never from what is on its screen. A program that waits in `poll`/`select`/`epoll`
+/// (readline, event loops) is not seen: which fds those wait for is in its memory, not in /proc.
+pub fn blocked_reading(pid: i32, tty: &std::path::Path) -> bool {
+    let Ok(call) = std::fs::read_to_string(format!("/proc/{pid}/syscall")) else {
+        return false;
+    };
+    let Some((nr, fd)) = read_call(&call) else {
+        return false;
+    };
+    if !READ_CALLS.contains(&nr) {
+        return false;
+    }
+    std::fs::read_link(format!("/proc/{pid}/fd/{fd}")).is_ok_and(|target| target == tty)
+}
+
+/// The call number and first argument of a `/proc/<pid>/syscall` line (`running` and `-1` for
+/// a process not in a call give `None`).
+pub fn read_call(line: &str) -> Option<(i64, u64)> {
+    let mut f = line.split_whitespace();
+    let nr: i64 = f.next()?.parse().ok()?;
+    if nr < 0 {
+        return None;
+    }
+    let arg = f.next()?;
+    let fd = u64::from_str_radix(arg.trim_start_matches("0x"), 16).ok()?;
+    Some((nr, fd))
+}
+
+#[cfg(test)]
+mod syscall_tests {
+    use super::*;
+
+    #[test]
+    fn syscall_lines_parse_or_say_nothing() {
+        assert_eq!(
+            read_call("0 0x0 0x7ffd1e 0x1 0x0 0x0 0x0 0x7ffd 0x7f12"),
+            Some((0, 0))
+        );
+        assert_eq!(
+            read_call("7 0x5 0x1 0xffffffff 0 0 0 0x7ffd 0x7f12"),
+            Some((7, 5))
+        );
+        assert_eq!(read_call("running"), None);
+        assert_eq!(read_call("-1 0x7ffd 0x7f12"), None);
+        assert_eq!(read_call(""), None);
+    }
+
+    /// A real child blocked reading a real terminal is seen; the same child sleeping is not.
+    #[test]
+    fn a_process_reading_its_terminal_is_seen_from_proc() {
+        use std::process::{Command, Stdio};
+        let pty = nix::pty::openpty(None, None).expect("openpty");
+        let tty = std::fs::read_link(format!(
+            "/proc/self/fd/{}",
+            std::os::fd::AsRawFd::as_raw_fd(&pty.slave)
+        ))
+        .expect("tty path");
+        let stdin = std::fs::File::from(pty.slave.try_clone().expect("dup"));
+        let mut reader = Command::new("head")
+            .args(["-c", "1"])
+            .stdin(Stdio::from(stdin))
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("head");
+        let pid = reader.id() as i32;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !blocked_reading(pid, &tty) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "never seen reading {tty:?}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let _ = reader.kill();
+        let _ = reader.wait();
+        let mut sleeper = Command::new("sleep").arg("5").spawn().expect("sleep");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        assert!(!blocked_reading(sleeper.id() as i32, &tty));
+        let _ = sleeper.kill();
+        let _ = sleeper.wait();
+    }
+}

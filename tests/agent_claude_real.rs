@@ -61,7 +61,7 @@ fn run_claude(
         workdir: repo,
         task_id: "TASK-1",
     };
-    let cmd = backend.command(&inv).expect("command").expect("a process");
+    let cmd = backend.command(&inv).expect("command");
 
     let mut child = Command::new(&cmd.program);
     child
@@ -391,7 +391,7 @@ fn parses_the_raw_pty_stream_of_a_narrow_terminal() {
         workdir: &repo_path,
         task_id: "TASK-1",
     };
-    let cmd = backend.command(&inv).expect("command").expect("a process");
+    let cmd = backend.command(&inv).expect("command");
 
     let pair = native_pty_system()
         .openpty(PtySize {
@@ -478,7 +478,7 @@ async fn pane_shows_a_readable_transcript_while_the_log_keeps_raw_json() {
         workdir: &repo_path,
         task_id: "TASK-1",
     };
-    let cmd = backend.command(&inv).expect("command").expect("a process");
+    let cmd = backend.command(&inv).expect("command");
     let log = home.path().join("1.log");
     let mut spec = SpawnSpec::new(cmd.argv())
         .cwd(&cmd.cwd)

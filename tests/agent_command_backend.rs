@@ -27,7 +27,7 @@ fn run(
         workdir: dir,
         task_id: "GH-12",
     };
-    let cmd = backend.command(&inv).expect("command").expect("process");
+    let cmd = backend.command(&inv).expect("command");
     let out = Command::new(&cmd.program)
         .args(&cmd.args)
         .envs(cmd.env.iter().map(|(k, v)| (k, v)))

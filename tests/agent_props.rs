@@ -59,7 +59,7 @@ proptest! {
         let b = build_backend(&s).expect("backend");
         let dir = std::path::Path::new("/tmp");
         let inv = Invocation { prompt: &prompt, prompt_file: dir, workdir: dir, task_id: "T" };
-        let cmd = b.command(&inv).expect("command").expect("process");
+        let cmd = b.command(&inv).expect("command");
         prop_assert_eq!(cmd.args.len(), 4);
         prop_assert_eq!(&cmd.args[3], &prompt);
     }

@@ -370,3 +370,34 @@ async fn scrollback_is_kept_and_bounded() {
     assert!(s.screen_text().starts_with("row-"), "{}", s.screen_text());
     assert_eq!(s.scrollback_offset(), 5);
 }
+
+/// An agent blocked reading its terminal is seen waiting for input (from /proc, not from its
+/// screen); one that is busy printing is not, and typing ends the wait.
+#[tokio::test]
+async fn an_agent_reading_its_terminal_waits_for_input() {
+    let s = spawn(&[
+        "sh",
+        "-c",
+        "echo 'Continue? (y/n)'; read answer; echo \"got $answer\"; sleep 30",
+    ]);
+    assert!(
+        s.wait_for_text("Continue?", WAIT).await,
+        "{}",
+        s.screen_text()
+    );
+    let deadline = Instant::now() + WAIT;
+    while !s.waiting_for_input() {
+        assert!(
+            Instant::now() < deadline,
+            "never seen waiting: {}",
+            s.screen_text()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    s.write_input(b"y\r").unwrap();
+    assert!(s.wait_for_text("got y", WAIT).await, "{}", s.screen_text());
+    // Now in `sleep`: not reading its terminal.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!s.waiting_for_input(), "{}", s.screen_text());
+    s.kill().unwrap();
+}

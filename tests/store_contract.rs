@@ -328,6 +328,8 @@ contract!(
     tasks_by_ids_reads_only_those_tasks,
     event_watch_sees_this_and_other_handles,
     keyed_task_leaving_its_lease_wakes_waiters,
+    plans_archive_and_unarchive,
+    plan_delete_removes_plan_and_tasks_keeps_events,
 );
 
 async fn import_writes_rows_edges_and_events(c: &Ctx) {
@@ -2215,4 +2217,106 @@ async fn silent_workers_are_marked_offline(c: &Ctx) {
             .iter()
             .all(|w| !w.offline)
     );
+}
+
+async fn plans_archive_and_unarchive(c: &Ctx) {
+    let s = &*c.store;
+    import(s, &plan("p", vec![task("a", &[])])).await;
+    import(s, &plan("q", vec![task("b", &[])])).await;
+    let listed = |plans: Vec<PlanSummary>| -> Vec<(String, bool)> {
+        plans
+            .into_iter()
+            .map(|p| (p.plan.id, p.plan.archived_at.is_some()))
+            .collect()
+    };
+    assert_eq!(
+        listed(s.list_plans().await.expect("list")),
+        [("p".to_string(), false), ("q".to_string(), false)]
+    );
+    let b = last_id(s).await;
+    s.set_plan_archived("p", true).await.expect("archive");
+    let evs = events_after(s, b).await;
+    assert_eq!(evs.len(), 1, "{evs:?}");
+    assert_eq!(evs[0].event_type, et::PLAN_ARCHIVED);
+    assert_eq!(evs[0].plan_id.as_deref(), Some("p"));
+    let rec = s
+        .get_plan("p")
+        .await
+        .expect("an archived plan is still there");
+    assert!(rec.archived_at.is_some());
+    assert_eq!(
+        listed(s.list_plans().await.expect("list")),
+        [("p".to_string(), true), ("q".to_string(), false)],
+        "list_plans returns archived plans too, marked"
+    );
+    // Nothing else changes: its tasks are kept.
+    assert_eq!(s.list_tasks("p").await.expect("tasks").len(), 1);
+    // Archiving twice writes nothing.
+    let b = last_id(s).await;
+    s.set_plan_archived("p", true).await.expect("again");
+    assert_eq!(last_id(s).await, b);
+    s.set_plan_archived("p", false).await.expect("unarchive");
+    let evs = events_after(s, b).await;
+    assert_eq!(evs.len(), 1, "{evs:?}");
+    assert_eq!(evs[0].event_type, et::PLAN_UNARCHIVED);
+    assert!(s.get_plan("p").await.expect("plan").archived_at.is_none());
+    assert!(matches!(
+        s.set_plan_archived("nope", true).await,
+        Err(StoreError::NotFound { kind: "plan", .. })
+    ));
+}
+
+async fn plan_delete_removes_plan_and_tasks_keeps_events(c: &Ctx) {
+    let s = &*c.store;
+    let p = plan("p", vec![task("a", &[]), task("b", &["a"])]);
+    import(s, &p).await;
+    import(s, &plan("q", vec![task("c", &[])])).await;
+    let mut r = req("w");
+    r.plan_id = Some("p".into());
+    let held = claim(s, &r).await;
+    // Running work is not yanked from its worker.
+    let b = last_id(s).await;
+    let refused = s.delete_plan("p").await;
+    assert!(
+        matches!(&refused, Err(StoreError::Refused { task_id, status: Status::Claimed, .. }) if task_id == "a"),
+        "{refused:?}"
+    );
+    assert_eq!(last_id(s).await, b, "a refused delete writes nothing");
+    assert_eq!(s.list_tasks("p").await.expect("tasks").len(), 2);
+    s.complete(held.lease, &Outcome::default())
+        .await
+        .expect("done");
+    let before = all_events(s).await;
+    s.delete_plan("p").await.expect("delete");
+    assert!(matches!(
+        s.get_plan("p").await,
+        Err(StoreError::NotFound { kind: "plan", .. })
+    ));
+    assert!(matches!(
+        s.get_task("p", "a").await,
+        Err(StoreError::NotFound { .. })
+    ));
+    let ids: Vec<_> = s
+        .list_plans()
+        .await
+        .expect("list")
+        .into_iter()
+        .map(|p| p.plan.id)
+        .collect();
+    assert_eq!(ids, ["q"], "the other plan is untouched");
+    assert_eq!(s.list_tasks("q").await.expect("tasks").len(), 1);
+    // The audit trail is append-only: every event stays, and the deletion is one more.
+    let after = all_events(s).await;
+    assert_eq!(after.len(), before.len() + 1);
+    assert_eq!(&after[..before.len()], &before[..]);
+    let last = after.last().expect("an event");
+    assert_eq!(last.event_type, et::PLAN_DELETED);
+    assert_eq!(last.plan_id.as_deref(), Some("p"));
+    assert_eq!(last.payload["tasks"], 2);
+    // The id is free again: the plan can be imported anew.
+    assert_eq!(import(s, &p).await.created.len(), 2);
+    assert!(matches!(
+        s.delete_plan("nope").await,
+        Err(StoreError::NotFound { kind: "plan", .. })
+    ));
 }

@@ -738,3 +738,58 @@ fn tasks_held_by_another_worker_are_named_where_panes_would_be() {
     let out = render(&s, 200, 60);
     assert!(out.contains("No agent running yet."), "{out}");
 }
+
+#[test]
+fn diff_view_shows_where_the_changes_come_from_and_colours_them() {
+    use whilly::tui::msg::Msg;
+    use whilly::workspace::{DiffSource, WorktreeDiff};
+    let mut s = demo_state(fixed_now());
+    s.handle(Action::Diff);
+    let pk = s.diff.as_ref().map(|d| d.task_pk).expect("diff view");
+    s.update(Msg::Diff(
+        pk,
+        Ok((
+            DiffSource::Landed("0123456789abcdef0123".into()),
+            WorktreeDiff {
+                files: 1,
+                insertions: 1,
+                deletions: 1,
+                patch: "diff --git a/src/auth.rs b/src/auth.rs\n--- a/src/auth.rs\n+++ b/src/auth.rs\n@@ -1 +1 @@\n-fn old() {}\n+fn login() {}\n".into(),
+                truncated: false,
+            },
+        )),
+    ));
+    for (w, h) in SIZES {
+        let (out, _, buf) = render_with(&s, w, h, &demo_screens(), Theme::default());
+        insta::assert_snapshot!(format!("diff_{w}x{h}"), out);
+        assert!(
+            out.contains("landed commit 0123456789ab against its parent"),
+            "{out}"
+        );
+        let row = out.lines().position(|l| l.contains("+fn login")).unwrap() as u16;
+        assert_eq!(fg_of(&buf, "+fn login", row), Some(Color::Green));
+    }
+}
+
+#[test]
+fn an_agent_waiting_for_input_is_named_in_its_pane_and_counted_in_the_header() {
+    let mut s = demo_state(fixed_now());
+    let mut panes = s.panes.clone();
+    panes[0].waiting_input = true;
+    s.set_panes(panes);
+    for (w, h) in SIZES {
+        let (out, _, _) = render_with(&s, w, h, &demo_screens(), Theme::default());
+        insta::assert_snapshot!(format!("waiting_input_{w}x{h}"), out);
+        // Whole where the pane has room, short where it has not.
+        let badge = if w >= 200 {
+            "[waiting for input]"
+        } else {
+            "[input?]"
+        };
+        assert!(out.contains(badge), "{out}");
+        assert!(
+            out.lines().next().is_some_and(|l| l.contains("input 1")),
+            "{out}"
+        );
+    }
+}

@@ -4,9 +4,13 @@
 //! module, and turns the raw PTY bytes back into an [`AgentResult`]. It never spawns anything.
 
 use super::binary::resolve_binary;
-use super::classify::{ErrorClass, classify_outcome};
+use super::classify::ErrorClass;
+use super::claude::Claude;
+use super::codex::Codex;
 use super::error::AgentError;
-use super::result::{AgentResult, PriceTable, clean_output};
+use super::gemini::Gemini;
+use super::opencode::OpenCode;
+use super::result::{AgentResult, PriceTable};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -134,6 +138,11 @@ pub struct AgentSettings {
 }
 
 impl AgentSettings {
+    /// The configured model, if any (an empty string is none).
+    pub fn model_name(&self) -> Option<&str> {
+        self.model.as_deref().filter(|m| !m.is_empty())
+    }
+
     /// Settings for `kind` with every default, named after the kind.
     pub fn new(kind: BackendKind) -> AgentSettings {
         AgentSettings {
@@ -194,32 +203,30 @@ impl AgentCommand {
     }
 }
 
-/// An agent backend. Implementations are cheap, immutable, and shareable across slots.
+/// An agent backend. Implementations are cheap, immutable, and shareable across slots; the one
+/// implementation is [`ProcessBackend`](super::process_backend::ProcessBackend), parameterised by
+/// each CLI's [`Cli`](super::process_backend::Cli).
 pub trait Backend: Send + Sync + fmt::Debug {
     fn kind(&self) -> BackendKind;
 
     /// The settings this backend was built from.
     fn settings(&self) -> &AgentSettings;
 
-    /// The process to run for one attempt; `None` for the handoff backend (a human does it).
-    fn command(&self, inv: &Invocation<'_>) -> Result<Option<AgentCommand>, AgentError>;
+    /// The process to run for one attempt.
+    fn command(&self, inv: &Invocation<'_>) -> Result<AgentCommand, AgentError>;
 
     /// The result of an attempt from the raw PTY bytes it printed.
     fn parse_result(&self, raw: &[u8], prices: &PriceTable) -> AgentResult;
 
-    /// What the pane shows instead of the raw output: `None` (the default) shows the bytes as
-    /// printed; a stream-json backend returns a filter rendering each JSON line readably. The
-    /// log and [`Backend::parse_result`] always get the raw bytes.
-    fn display_filter(&self) -> Option<Box<dyn crate::pty::LineFilter>> {
-        None
-    }
+    /// What the pane shows instead of the raw output: `None` shows the bytes as printed; a
+    /// stream-json backend returns a filter rendering each JSON line readably. The log and
+    /// [`Backend::parse_result`] always get the raw bytes.
+    fn display_filter(&self) -> Option<Box<dyn crate::pty::LineFilter>>;
 
     /// A meter of spend while the agent runs, fed each complete output line (only used together
-    /// with [`Backend::display_filter`]); `None` (the default) when the output carries no usage
-    /// before its final result.
-    fn usage_meter(&self, _prices: &PriceTable) -> Option<super::live_usage::UsageMeter> {
-        None
-    }
+    /// with [`Backend::display_filter`]); `None` when the output carries no usage before its
+    /// final result.
+    fn usage_meter(&self, prices: &PriceTable) -> Option<super::live_usage::UsageMeter>;
 
     /// Whether the attempt failed and how, from its exit code (`None`: killed by a signal) and
     /// result; `None` means it ran to the end without error.
@@ -228,33 +235,26 @@ pub trait Backend: Send + Sync + fmt::Debug {
         exit_code: Option<i32>,
         result: &AgentResult,
         raw: &[u8],
-    ) -> Option<ErrorClass> {
-        classify_outcome(exit_code, result, &clean_output(raw))
-    }
+    ) -> Option<ErrorClass>;
 }
 
 /// Builds the backend for `settings`, resolving its binary now so a missing agent is reported
-/// before any task is claimed.
+/// before any task is claimed. The handoff has none (it is [`super::runner::Runner::Handoff`]).
 pub fn build_backend(settings: &AgentSettings) -> Result<Box<dyn Backend>, AgentError> {
+    use super::process_backend::ProcessBackend;
+    let s = settings.clone();
     Ok(match settings.kind {
-        BackendKind::Claude => Box::new(super::claude::ClaudeBackend::new(
-            settings.clone(),
-            resolve(settings)?,
-        )),
-        BackendKind::OpenCode => Box::new(super::opencode::OpenCodeBackend::new(
-            settings.clone(),
-            resolve(settings)?,
-        )),
-        BackendKind::Codex => Box::new(super::codex::CodexBackend::new(
-            settings.clone(),
-            resolve(settings)?,
-        )),
-        BackendKind::Gemini => Box::new(super::gemini::GeminiBackend::new(
-            settings.clone(),
-            resolve(settings)?,
-        )),
-        BackendKind::Command => Box::new(super::command::CommandBackend::new(settings.clone())?),
-        BackendKind::Handoff => Box::new(super::handoff::HandoffBackend::new(settings.clone())),
+        BackendKind::Claude => Box::new(ProcessBackend::new(s, resolve(settings)?, Claude)),
+        BackendKind::OpenCode => Box::new(ProcessBackend::new(s, resolve(settings)?, OpenCode)),
+        BackendKind::Codex => Box::new(ProcessBackend::new(s, resolve(settings)?, Codex)),
+        BackendKind::Gemini => Box::new(ProcessBackend::new(s, resolve(settings)?, Gemini)),
+        BackendKind::Command => Box::new(super::command::build(s)?),
+        // A human is no process: see [`super::runner::build_runner`].
+        BackendKind::Handoff => {
+            return Err(AgentError::NotAProcess {
+                backend: settings.name.clone(),
+            });
+        }
     })
 }
 
@@ -283,6 +283,16 @@ pub fn prompt_arg(inv: &Invocation<'_>) -> String {
             inv.prompt_file.display()
         )
     }
+}
+
+/// The prompt as one argument that cannot be read as an option: [`prompt_arg`], with a space
+/// before a leading dash.
+pub fn dash_safe_prompt(inv: &Invocation<'_>) -> String {
+    let mut p = prompt_arg(inv);
+    if p.starts_with('-') {
+        p.insert(0, ' ');
+    }
+    p
 }
 
 /// Environment every process-backed agent gets, plus the configured extras.
@@ -349,6 +359,6 @@ mod tests {
         s.bin = "/definitely/not/here/codex".into();
         let err = build_backend(&s).unwrap_err().to_string();
         assert!(err.contains("agents.codex.bin"), "{err}");
-        assert!(build_backend(&AgentSettings::new(BackendKind::Handoff)).is_ok());
+        assert!(build_backend(&AgentSettings::new(BackendKind::Handoff)).is_err());
     }
 }

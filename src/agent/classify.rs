@@ -7,7 +7,6 @@ use super::result::AgentResult;
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 use std::sync::LazyLock;
-use std::time::Duration;
 
 /// Why an attempt failed, as far as retrying is concerned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -58,20 +57,8 @@ impl std::fmt::Display for ErrorClass {
     }
 }
 
-/// The original's schedule: 5, 10, 20, 40, then 60 s for every later retry.
-pub const DEFAULT_BACKOFF_SECS: [u64; 5] = [5, 10, 20, 40, 60];
-
-/// The wait before retry number `attempt` (1 = the first retry): the schedule's entry, its last
-/// entry once exhausted. `attempt` 0 is treated as 1; an empty schedule uses the default.
-pub fn backoff(attempt: u32, schedule: &[u64]) -> Duration {
-    let schedule = if schedule.is_empty() {
-        &DEFAULT_BACKOFF_SECS[..]
-    } else {
-        schedule
-    };
-    let idx = (attempt.max(1) as usize - 1).min(schedule.len() - 1);
-    Duration::from_secs(schedule[idx])
-}
+/// The retry backoff is the domain's (one rule for the engine and for callers of this module).
+pub use crate::domain::retry::{DEFAULT_BACKOFF_SECS, backoff};
 
 fn re(pattern: &str) -> Regex {
     // The patterns are constants checked by the tests; an invalid one would be a programming error
@@ -186,16 +173,6 @@ pub fn classify_spawn_error(err: &std::io::Error) -> ErrorClass {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn backoff_schedule() {
-        let s = &DEFAULT_BACKOFF_SECS;
-        let secs: Vec<u64> = (0..8).map(|a| backoff(a, s).as_secs()).collect();
-        assert_eq!(secs, [5, 5, 10, 20, 40, 60, 60, 60]);
-        assert_eq!(backoff(3, &[]).as_secs(), 20);
-        assert_eq!(backoff(2, &[1]).as_secs(), 1);
-        assert_eq!(backoff(u32::MAX, s).as_secs(), 60);
-    }
 
     #[test]
     fn claude_api_errors() {

@@ -5,50 +5,43 @@
 //! result is still machine-readable.
 
 use super::backend::{
-    AgentCommand, AgentSettings, Backend, BackendKind, Invocation, OutputMode, PermissionMode,
-    base_env, is_root, prompt_arg,
+    AgentSettings, BackendKind, Invocation, OutputMode, PermissionMode, base_env, dash_safe_prompt,
+    is_root,
 };
 use super::classify::{ErrorClass, class_for_status, classify_outcome};
-use super::error::AgentError;
 use super::jsonscan::json_objects;
 use super::live_usage::UsageMeter;
-use super::result::{
-    AgentResult, CostSource, PriceTable, Usage, apply_prices, clean_output, has_marker, u64_at,
-};
+use super::process_backend::{Cli, ProcessBackend};
+use super::result::{AgentResult, CostSource, PriceTable, Usage, apply_prices, has_marker, u64_at};
 use super::transcript::TranscriptFilter;
 use crate::domain::Usd;
 use serde_json::Value;
-use std::path::PathBuf;
 
 /// Tools refused in read-only mode: everything that writes or runs commands.
 pub const READ_ONLY_DISALLOWED: &str = "Bash,Edit,Write,MultiEdit,NotebookEdit";
 
-#[derive(Debug, Clone)]
-pub struct ClaudeBackend {
-    settings: AgentSettings,
-    program: PathBuf,
-}
+/// The Claude Code CLI.
+#[derive(Debug, Clone, Copy)]
+pub struct Claude;
 
-impl ClaudeBackend {
-    pub fn new(settings: AgentSettings, program: PathBuf) -> ClaudeBackend {
-        ClaudeBackend { settings, program }
-    }
+pub type ClaudeBackend = ProcessBackend<Claude>;
 
-    /// The argv after the program name. The prompt comes right after `-p`, before any option
-    /// that takes a list, so it can never be swallowed as an option value.
-    pub fn args(&self, inv: &Invocation<'_>) -> Vec<String> {
-        let s = &self.settings;
-        let mut prompt = prompt_arg(inv);
-        if prompt.starts_with('-') {
-            // A leading dash would be read as an option.
-            prompt.insert(0, ' ');
-        }
-        let mut args = vec!["-p".to_string(), prompt, "--output-format".to_string()];
+impl Cli for Claude {
+    const KIND: BackendKind = BackendKind::Claude;
+
+    /// The prompt comes right after `-p`, before any option that takes a list, so it can never
+    /// be swallowed as an option value.
+    fn args(&self, s: &AgentSettings, inv: &Invocation<'_>) -> Vec<String> {
+        let mut args = vec![
+            "-p".to_string(),
+            dash_safe_prompt(inv),
+            "--output-format".to_string(),
+        ];
         match s.output {
             OutputMode::Stream => args.extend(["stream-json".to_string(), "--verbose".to_string()]),
             OutputMode::Json => args.push("json".to_string()),
         }
-        if let Some(model) = s.model.as_deref().filter(|m| !m.is_empty()) {
+        if let Some(model) = s.model_name() {
             args.extend(["--model".to_string(), model.to_string()]);
         }
         match s.permission {
@@ -65,50 +58,21 @@ impl ClaudeBackend {
         args
     }
 
-    /// Environment for one run; `root` is whether the agent runs as root.
-    pub fn env(&self, root: bool) -> Vec<(String, String)> {
-        let mut env = base_env(&self.settings);
-        // Claude refuses --dangerously-skip-permissions as root unless told it is sandboxed;
-        // the agent runs in its own worktree, which is the sandbox we offer.
-        if root && self.settings.permission == PermissionMode::Full {
-            env.push(("IS_SANDBOX".to_string(), "1".to_string()));
-        }
-        // An update in the middle of an unattended run would change the binary under it.
-        env.push(("DISABLE_AUTOUPDATER".to_string(), "1".to_string()));
-        env
-    }
-}
-
-impl Backend for ClaudeBackend {
-    fn kind(&self) -> BackendKind {
-        BackendKind::Claude
+    fn parse(&self, clean: &str, model: Option<&str>, prices: &PriceTable) -> AgentResult {
+        parse_claude_output(clean, model, prices)
     }
 
-    fn settings(&self) -> &AgentSettings {
-        &self.settings
+    fn env(&self, settings: &AgentSettings) -> Vec<(String, String)> {
+        env(settings, is_root())
     }
 
-    fn command(&self, inv: &Invocation<'_>) -> Result<Option<AgentCommand>, AgentError> {
-        Ok(Some(AgentCommand::in_workdir(
-            &self.program,
-            self.args(inv),
-            self.env(is_root()),
-            inv,
-        )))
-    }
-
-    fn display_filter(&self) -> Option<Box<dyn crate::pty::LineFilter>> {
-        (self.settings.output == OutputMode::Stream)
+    fn display_filter(&self, s: &AgentSettings) -> Option<Box<dyn crate::pty::LineFilter>> {
+        (s.output == OutputMode::Stream)
             .then(|| Box::new(TranscriptFilter) as Box<dyn crate::pty::LineFilter>)
     }
 
-    fn usage_meter(&self, prices: &PriceTable) -> Option<UsageMeter> {
-        (self.settings.output == OutputMode::Stream)
-            .then(|| UsageMeter::new(prices.clone(), self.settings.model.clone()))
-    }
-
-    fn parse_result(&self, raw: &[u8], prices: &PriceTable) -> AgentResult {
-        parse_claude_output(&clean_output(raw), self.settings.model.as_deref(), prices)
+    fn usage_meter(&self, s: &AgentSettings, prices: &PriceTable) -> Option<UsageMeter> {
+        (s.output == OutputMode::Stream).then(|| UsageMeter::new(prices.clone(), s.model.clone()))
     }
 
     /// Claude's result names the HTTP status of a failed API call (`api_error_status`), which
@@ -117,7 +81,7 @@ impl Backend for ClaudeBackend {
         &self,
         exit_code: Option<i32>,
         result: &AgentResult,
-        raw: &[u8],
+        clean: &str,
     ) -> Option<ErrorClass> {
         if result.is_error {
             let status = result
@@ -131,8 +95,21 @@ impl Backend for ClaudeBackend {
                 return Some(class);
             }
         }
-        classify_outcome(exit_code, result, &clean_output(raw))
+        classify_outcome(exit_code, result, clean)
     }
+}
+
+/// Environment for one run; `root` is whether the agent runs as root.
+pub fn env(settings: &AgentSettings, root: bool) -> Vec<(String, String)> {
+    let mut env = base_env(settings);
+    // Claude refuses --dangerously-skip-permissions as root unless told it is sandboxed;
+    // the agent runs in its own worktree, which is the sandbox we offer.
+    if root && settings.permission == PermissionMode::Full {
+        env.push(("IS_SANDBOX".to_string(), "1".to_string()));
+    }
+    // An update in the middle of an unattended run would change the binary under it.
+    env.push(("DISABLE_AUTOUPDATER".to_string(), "1".to_string()));
+    env
 }
 
 /// The result of a Claude run from its cleaned output (json or stream-json): the last
@@ -188,8 +165,10 @@ pub fn claude_result_from_json(v: &Value) -> AgentResult {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::agent::backend::Backend;
     use crate::agent::backend::test_support::inv;
-    use crate::agent::result::COMPLETION_MARKER;
+    use crate::agent::result::{COMPLETION_MARKER, clean_output};
+    use std::path::PathBuf;
 
     fn backend(permission: PermissionMode, output: OutputMode) -> ClaudeBackend {
         let mut s = AgentSettings::new(BackendKind::Claude);
@@ -197,7 +176,7 @@ mod tests {
         s.output = output;
         s.model = Some("claude-sonnet-4-5".into());
         s.extra_args = vec!["--max-turns".into(), "40".into()];
-        ClaudeBackend::new(s, PathBuf::from("/usr/bin/claude"))
+        ClaudeBackend::new(s, PathBuf::from("/usr/bin/claude"), Claude)
     }
 
     #[test]
@@ -246,20 +225,13 @@ mod tests {
     #[test]
     fn sandbox_env_only_as_root_with_full_permissions() {
         let has = |env: &[(String, String)]| env.iter().any(|(k, v)| k == "IS_SANDBOX" && v == "1");
-        assert!(has(
-            &backend(PermissionMode::Full, OutputMode::Stream).env(true)
-        ));
-        assert!(!has(
-            &backend(PermissionMode::Full, OutputMode::Stream).env(false)
-        ));
-        assert!(!has(&backend(
-            PermissionMode::AcceptEdits,
-            OutputMode::Stream
-        )
-        .env(true)));
+        let full = backend(PermissionMode::Full, OutputMode::Stream);
+        assert!(has(&env(full.settings(), true)));
+        assert!(!has(&env(full.settings(), false)));
+        let edits = backend(PermissionMode::AcceptEdits, OutputMode::Stream);
+        assert!(!has(&env(edits.settings(), true)));
         let cmd = backend(PermissionMode::Full, OutputMode::Stream)
             .command(&inv("p"))
-            .unwrap()
             .unwrap();
         assert_eq!(cmd.cwd, PathBuf::from("/wt"));
         assert_eq!(cmd.argv()[0], "/usr/bin/claude");

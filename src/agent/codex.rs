@@ -4,33 +4,24 @@
 //! `agent_message` item), `turn.completed` with usage, `turn.failed` / `error`. Codex reports
 //! no cost, so usage is priced from the table. The older `{"msg":{…}}` shape is read as well.
 
-use super::backend::{
-    AgentCommand, AgentSettings, Backend, BackendKind, Invocation, PermissionMode, base_env,
-};
-use super::error::AgentError;
+use super::backend::{AgentSettings, BackendKind, Invocation, PermissionMode, dash_safe_prompt};
 use super::jsonscan::json_objects;
-use super::opencode::positional_prompt;
-use super::result::{
-    AgentResult, PriceTable, Usage, apply_prices, clean_output, has_marker, u64_at,
-};
+use super::process_backend::{Cli, ProcessBackend};
+use super::result::{AgentResult, PriceTable, Usage, apply_prices, u64_at};
 use serde_json::Value;
-use std::path::PathBuf;
 
-#[derive(Debug, Clone)]
-pub struct CodexBackend {
-    settings: AgentSettings,
-    program: PathBuf,
-}
+/// The Codex CLI.
+#[derive(Debug, Clone, Copy)]
+pub struct Codex;
 
-impl CodexBackend {
-    pub fn new(settings: AgentSettings, program: PathBuf) -> CodexBackend {
-        CodexBackend { settings, program }
-    }
+pub type CodexBackend = ProcessBackend<Codex>;
 
-    pub fn args(&self, inv: &Invocation<'_>) -> Vec<String> {
-        let s = &self.settings;
+impl Cli for Codex {
+    const KIND: BackendKind = BackendKind::Codex;
+
+    fn args(&self, s: &AgentSettings, inv: &Invocation<'_>) -> Vec<String> {
         let mut args = vec!["exec".to_string(), "--json".to_string()];
-        if let Some(model) = s.model.as_deref().filter(|m| !m.is_empty()) {
+        if let Some(model) = s.model_name() {
             args.extend(["--model".to_string(), model.to_string()]);
         }
         match s.permission {
@@ -47,31 +38,12 @@ impl CodexBackend {
             inv.workdir.to_string_lossy().into_owned(),
         ]);
         args.extend(s.extra_args.iter().cloned());
-        args.push(positional_prompt(inv));
+        args.push(dash_safe_prompt(inv));
         args
     }
-}
 
-impl Backend for CodexBackend {
-    fn kind(&self) -> BackendKind {
-        BackendKind::Codex
-    }
-
-    fn settings(&self) -> &AgentSettings {
-        &self.settings
-    }
-
-    fn command(&self, inv: &Invocation<'_>) -> Result<Option<AgentCommand>, AgentError> {
-        Ok(Some(AgentCommand::in_workdir(
-            &self.program,
-            self.args(inv),
-            base_env(&self.settings),
-            inv,
-        )))
-    }
-
-    fn parse_result(&self, raw: &[u8], prices: &PriceTable) -> AgentResult {
-        parse_codex_output(&clean_output(raw), self.settings.model.as_deref(), prices)
+    fn parse(&self, clean: &str, model: Option<&str>, prices: &PriceTable) -> AgentResult {
+        parse_codex_output(clean, model, prices)
     }
 }
 
@@ -140,24 +112,11 @@ pub fn parse_codex_output(clean: &str, model: Option<&str>, prices: &PriceTable)
     if !seen {
         return AgentResult::no_result(clean);
     }
-    let is_error = error.is_some() || final_text.is_none();
-    let text = error.clone().or(final_text).unwrap_or_default();
     let mut out = AgentResult {
-        marker_found: error.is_none() && has_marker(&text),
-        text,
         usage,
         num_turns: turns,
-        is_error,
-        subtype: if error.is_some() {
-            "error"
-        } else if is_error {
-            "no_result"
-        } else {
-            "success"
-        }
-        .to_string(),
         raw_json: last.cloned(),
-        ..AgentResult::default()
+        ..AgentResult::answered(error, final_text, String::new())
     };
     apply_prices(&mut out, model, prices);
     out
@@ -183,12 +142,13 @@ mod tests {
     use crate::agent::backend::test_support::inv;
     use crate::agent::result::{CostSource, ModelPrice};
     use crate::domain::Usd;
+    use std::path::PathBuf;
 
     #[test]
     fn argv() {
         let mut s = AgentSettings::new(BackendKind::Codex);
         s.model = Some("gpt-5-codex".into());
-        let b = CodexBackend::new(s.clone(), PathBuf::from("/bin/codex"));
+        let b = CodexBackend::new(s.clone(), PathBuf::from("/bin/codex"), Codex);
         assert_eq!(
             b.args(&inv("go")),
             [
@@ -203,7 +163,7 @@ mod tests {
             ]
         );
         s.permission = PermissionMode::ReadOnly;
-        let args = CodexBackend::new(s, PathBuf::from("/bin/codex")).args(&inv("go"));
+        let args = CodexBackend::new(s, PathBuf::from("/bin/codex"), Codex).args(&inv("go"));
         assert!(args.windows(2).any(|w| w == ["--sandbox", "read-only"]));
     }
 

@@ -4,78 +4,82 @@
 //! inside each word afterwards, so a prompt with spaces, quotes or `$(…)` stays one argument and
 //! is never seen by a shell.
 
-use super::backend::{
-    AgentCommand, AgentSettings, Backend, BackendKind, Invocation, base_env, prompt_arg,
-};
+use super::backend::{AgentSettings, BackendKind, Invocation, prompt_arg};
 use super::binary::resolve_binary;
 use super::claude::parse_claude_output;
 use super::error::AgentError;
 use super::jsonscan::json_objects;
-use super::result::{
-    AgentResult, COMPLETION_MARKER, PriceTable, apply_prices, clean_output, tail_lines,
-};
+use super::process_backend::{Cli, ProcessBackend};
+use super::result::{AgentResult, COMPLETION_MARKER, PriceTable, apply_prices, tail_lines};
 use super::shellwords;
-use std::path::PathBuf;
 
 /// The placeholders a template may use.
 pub const PLACEHOLDERS: [&str; 4] = ["prompt_file", "prompt", "workdir", "task_id"];
 
+/// A command line template, split into words.
 #[derive(Debug, Clone)]
-pub struct CommandBackend {
-    settings: AgentSettings,
-    program: PathBuf,
+pub struct Template {
+    /// Every word after the program.
     words: Vec<String>,
 }
 
-impl CommandBackend {
-    /// Parses and checks `settings.command` and resolves its program (the first word).
-    pub fn new(settings: AgentSettings) -> Result<CommandBackend, AgentError> {
-        let bad = |message: String| AgentError::BadTemplate {
-            backend: settings.name.clone(),
-            message,
-        };
-        let template = settings
-            .command
-            .as_deref()
-            .filter(|t| !t.trim().is_empty())
-            .ok_or_else(|| bad("is required for a command agent, e.g. \"my-agent --prompt-file {prompt_file}\"".to_string()))?;
-        let words = shellwords::split(template).map_err(|e| bad(format!("{e} in {template:?}")))?;
-        let Some(first) = words.first() else {
-            return Err(bad("is empty".to_string()));
-        };
-        for word in &words {
-            for name in placeholders_in(word) {
-                if !PLACEHOLDERS.contains(&name) {
-                    return Err(bad(format!(
-                        "unknown placeholder {{{name}}} (known: {})",
-                        PLACEHOLDERS.map(|p| format!("{{{p}}}")).join(", ")
-                    )));
-                }
+pub type CommandBackend = ProcessBackend<Template>;
+
+/// Parses and checks `settings.command` and resolves its program (the first word).
+pub fn build(settings: AgentSettings) -> Result<CommandBackend, AgentError> {
+    let bad = |message: String| AgentError::BadTemplate {
+        backend: settings.name.clone(),
+        message,
+    };
+    let template = settings
+        .command
+        .as_deref()
+        .filter(|t| !t.trim().is_empty())
+        .ok_or_else(|| {
+            bad(
+                "is required for a command agent, e.g. \"my-agent --prompt-file {prompt_file}\""
+                    .to_string(),
+            )
+        })?;
+    let words = shellwords::split(template).map_err(|e| bad(format!("{e} in {template:?}")))?;
+    let Some((first, rest)) = words.split_first() else {
+        return Err(bad("is empty".to_string()));
+    };
+    for word in &words {
+        for name in placeholders_in(word) {
+            if !PLACEHOLDERS.contains(&name) {
+                return Err(bad(format!(
+                    "unknown placeholder {{{name}}} (known: {})",
+                    PLACEHOLDERS.map(|p| format!("{{{p}}}")).join(", ")
+                )));
             }
         }
-        if !placeholders_in(first).is_empty() {
-            return Err(bad(
-                "the program (first word) cannot contain a placeholder".to_string()
-            ));
-        }
-        let configured = if settings.bin.trim().is_empty() {
-            first.as_str()
-        } else {
-            settings.bin.as_str()
-        };
-        let program = resolve_binary(&settings.name, configured)?;
-        Ok(CommandBackend {
-            settings,
-            program,
-            words,
-        })
     }
+    if !placeholders_in(first).is_empty() {
+        return Err(bad(
+            "the program (first word) cannot contain a placeholder".to_string()
+        ));
+    }
+    let configured = if settings.bin.trim().is_empty() {
+        first.as_str()
+    } else {
+        settings.bin.as_str()
+    };
+    let program = resolve_binary(&settings.name, configured)?;
+    let cli = Template {
+        words: rest.to_vec(),
+    };
+    Ok(ProcessBackend::new(settings, program, cli))
+}
 
-    pub fn args(&self, inv: &Invocation<'_>) -> Vec<String> {
+impl Cli for Template {
+    const KIND: BackendKind = BackendKind::Command;
+
+    fn args(&self, settings: &AgentSettings, inv: &Invocation<'_>) -> Vec<String> {
         let prompt = prompt_arg(inv);
         let workdir = inv.workdir.to_string_lossy();
         let prompt_file = inv.prompt_file.to_string_lossy();
-        self.words[1..]
+        self.words
             .iter()
             .map(|w| {
                 substitute(w, |name| match name {
@@ -86,8 +90,15 @@ impl CommandBackend {
                     _ => None,
                 })
             })
-            .chain(self.settings.extra_args.iter().cloned())
+            .chain(settings.extra_args.iter().cloned())
             .collect()
+    }
+
+    /// A command that wraps Claude (prints a `{"type":"result"}` object) is read like Claude.
+    /// Otherwise the final answer is the tail of the output, and the marker counts only on the
+    /// last non-empty line, so echoing the prompt (which mentions the marker) proves nothing.
+    fn parse(&self, clean: &str, model: Option<&str>, prices: &PriceTable) -> AgentResult {
+        parse_command_output(clean, model, prices)
     }
 }
 
@@ -139,32 +150,6 @@ fn substitute<'a>(word: &str, value: impl Fn(&str) -> Option<&'a str>) -> String
     out
 }
 
-impl Backend for CommandBackend {
-    fn kind(&self) -> BackendKind {
-        BackendKind::Command
-    }
-
-    fn settings(&self) -> &AgentSettings {
-        &self.settings
-    }
-
-    fn command(&self, inv: &Invocation<'_>) -> Result<Option<AgentCommand>, AgentError> {
-        Ok(Some(AgentCommand::in_workdir(
-            &self.program,
-            self.args(inv),
-            base_env(&self.settings),
-            inv,
-        )))
-    }
-
-    /// A command that wraps Claude (prints a `{"type":"result"}` object) is read like Claude.
-    /// Otherwise the final answer is the tail of the output, and the marker counts only on the
-    /// last non-empty line, so echoing the prompt (which mentions the marker) proves nothing.
-    fn parse_result(&self, raw: &[u8], prices: &PriceTable) -> AgentResult {
-        parse_command_output(&clean_output(raw), self.settings.model.as_deref(), prices)
-    }
-}
-
 pub fn parse_command_output(clean: &str, model: Option<&str>, prices: &PriceTable) -> AgentResult {
     if json_objects(clean).iter().any(|v| v["type"] == "result") {
         return parse_claude_output(clean, model, prices);
@@ -199,7 +184,7 @@ mod tests {
 
     #[test]
     fn substitutes_inside_words_without_resplitting() {
-        let b = CommandBackend::new(settings(
+        let b = build(settings(
             "sh -c 'echo \"$1\"' whilly --p={prompt} -f {prompt_file} '{workdir}/x' {task_id}",
         ))
         .unwrap();
@@ -218,31 +203,27 @@ mod tests {
                 "TASK-1"
             ]
         );
-        assert!(b.program.ends_with("sh"));
+        assert!(b.program().ends_with("sh"));
     }
 
     #[test]
     fn template_errors_name_the_key() {
-        let err = CommandBackend::new(settings("sh {promt}"))
-            .unwrap_err()
-            .to_string();
+        let err = build(settings("sh {promt}")).unwrap_err().to_string();
         assert!(
             err.starts_with("agents.mine.command:")
                 && err.contains("{promt}")
                 && err.contains("{prompt_file}"),
             "{err}"
         );
-        let err = CommandBackend::new(settings("sh 'oops"))
-            .unwrap_err()
-            .to_string();
+        let err = build(settings("sh 'oops")).unwrap_err().to_string();
         assert!(err.contains("unterminated single quote"), "{err}");
-        assert!(CommandBackend::new(settings("   ")).is_err());
-        let err = CommandBackend::new(settings("no-such-agent-binary {prompt}"))
+        assert!(build(settings("   ")).is_err());
+        let err = build(settings("no-such-agent-binary {prompt}"))
             .unwrap_err()
             .to_string();
         assert!(err.contains("agents.mine.bin"), "{err}");
         // JSON-ish braces are not placeholders.
-        assert!(CommandBackend::new(settings(r#"sh -c 'echo {"a":1}' {}"#)).is_ok());
+        assert!(build(settings(r#"sh -c 'echo {"a":1}' {}"#)).is_ok());
     }
 
     #[test]

@@ -18,6 +18,8 @@ pub enum AgentError {
         "unknown agent backend {0:?} (expected claude, opencode, codex, gemini, command or handoff)"
     )]
     UnknownBackend(String),
+    #[error("agent `{backend}` is a human handoff: it has no program to run")]
+    NotAProcess { backend: String },
     #[error("agents.{backend}: {message}")]
     Config { backend: String, message: String },
 }

@@ -5,45 +5,34 @@
 //! is priced from the table.
 
 use super::backend::{
-    AgentCommand, AgentSettings, Backend, BackendKind, Invocation, OutputMode, PermissionMode,
-    base_env, prompt_arg,
+    AgentSettings, BackendKind, Invocation, OutputMode, PermissionMode, dash_safe_prompt,
 };
-use super::error::AgentError;
 use super::jsonscan::json_objects;
-use super::result::{
-    AgentResult, PriceTable, Usage, apply_prices, clean_output, has_marker, u64_at,
-};
+use super::process_backend::{Cli, ProcessBackend};
+use super::result::{AgentResult, PriceTable, Usage, apply_prices, u64_at};
 use serde_json::Value;
-use std::path::PathBuf;
 
-#[derive(Debug, Clone)]
-pub struct GeminiBackend {
-    settings: AgentSettings,
-    program: PathBuf,
-}
+/// The Gemini CLI.
+#[derive(Debug, Clone, Copy)]
+pub struct Gemini;
 
-impl GeminiBackend {
-    pub fn new(settings: AgentSettings, program: PathBuf) -> GeminiBackend {
-        GeminiBackend { settings, program }
-    }
+pub type GeminiBackend = ProcessBackend<Gemini>;
 
-    pub fn args(&self, inv: &Invocation<'_>) -> Vec<String> {
-        let s = &self.settings;
-        let mut prompt = prompt_arg(inv);
-        if prompt.starts_with('-') {
-            prompt.insert(0, ' ');
-        }
+impl Cli for Gemini {
+    const KIND: BackendKind = BackendKind::Gemini;
+
+    fn args(&self, s: &AgentSettings, inv: &Invocation<'_>) -> Vec<String> {
         let format = match s.output {
             OutputMode::Stream => "stream-json",
             OutputMode::Json => "json",
         };
         let mut args = vec![
             "-p".to_string(),
-            prompt,
+            dash_safe_prompt(inv),
             "--output-format".to_string(),
             format.to_string(),
         ];
-        if let Some(model) = s.model.as_deref().filter(|m| !m.is_empty()) {
+        if let Some(model) = s.model_name() {
             args.extend(["-m".to_string(), model.to_string()]);
         }
         match s.permission {
@@ -60,28 +49,9 @@ impl GeminiBackend {
         args.extend(s.extra_args.iter().cloned());
         args
     }
-}
 
-impl Backend for GeminiBackend {
-    fn kind(&self) -> BackendKind {
-        BackendKind::Gemini
-    }
-
-    fn settings(&self) -> &AgentSettings {
-        &self.settings
-    }
-
-    fn command(&self, inv: &Invocation<'_>) -> Result<Option<AgentCommand>, AgentError> {
-        Ok(Some(AgentCommand::in_workdir(
-            &self.program,
-            self.args(inv),
-            base_env(&self.settings),
-            inv,
-        )))
-    }
-
-    fn parse_result(&self, raw: &[u8], prices: &PriceTable) -> AgentResult {
-        parse_gemini_output(&clean_output(raw), self.settings.model.as_deref(), prices)
+    fn parse(&self, clean: &str, model: Option<&str>, prices: &PriceTable) -> AgentResult {
+        parse_gemini_output(clean, model, prices)
     }
 }
 
@@ -98,19 +68,13 @@ pub fn parse_gemini_output(clean: &str, model: Option<&str>, prices: &PriceTable
 /// `--output-format json`: one object.
 fn from_json_object(obj: &Value, model: Option<&str>, prices: &PriceTable) -> AgentResult {
     let error = error_message(&obj["error"]);
-    let text = error
-        .clone()
-        .unwrap_or_else(|| obj["response"].as_str().unwrap_or_default().to_string());
+    let response = obj["response"].as_str().unwrap_or_default().to_string();
     let (usage, stats_model) = stats_usage(&obj["stats"]);
     let mut out = AgentResult {
-        marker_found: error.is_none() && has_marker(&text),
-        is_error: error.is_some(),
-        subtype: if error.is_some() { "error" } else { "success" }.to_string(),
-        text,
         usage,
         num_turns: 1,
         raw_json: Some(obj.clone()),
-        ..AgentResult::default()
+        ..AgentResult::answered(error, Some(response), String::new())
     };
     apply_prices(&mut out, model.or(stats_model.as_deref()), prices);
     out
@@ -156,17 +120,12 @@ fn from_stream(
             ..Usage::default()
         };
     }
-    let text = error.clone().unwrap_or_else(|| text.trim().to_string());
     let mut out = AgentResult {
-        marker_found: error.is_none() && has_marker(&text),
-        is_error: error.is_some(),
-        subtype: if error.is_some() { "error" } else { "success" }.to_string(),
-        text,
         usage,
         num_turns: turns.max(1),
         duration_ms: stats.get("duration_ms").and_then(Value::as_u64),
         raw_json: Some(result.clone()),
-        ..AgentResult::default()
+        ..AgentResult::answered(error, Some(text.trim().to_string()), String::new())
     };
     apply_prices(
         &mut out,
@@ -216,13 +175,14 @@ mod tests {
     use crate::agent::backend::test_support::inv;
     use crate::agent::result::{CostSource, ModelPrice};
     use crate::domain::Usd;
+    use std::path::PathBuf;
 
     #[test]
     fn argv() {
         let mut s = AgentSettings::new(BackendKind::Gemini);
         s.output = OutputMode::Json;
         s.model = Some("gemini-2.5-pro".into());
-        let b = GeminiBackend::new(s, PathBuf::from("/bin/gemini"));
+        let b = GeminiBackend::new(s, PathBuf::from("/bin/gemini"), Gemini);
         assert_eq!(
             b.args(&inv("go")),
             [

@@ -1,4 +1,5 @@
-//! The handoff backend: a human (or another tool) does the task through files.
+//! The handoff: a human (or another tool) does the task through files, no process involved
+//! (the engine's handoff runner writes and waits on them).
 //!
 //! For task T, Whilly writes `<root>/<safe-id>/prompt.md` and `meta.json`; whoever does the work
 //! writes `result.json` (by hand, or with `whilly handoff complete T --status …`). The directory
@@ -7,9 +8,6 @@
 //! the operator's commands find it by task id (and `--plan` when two plans wait on one id). Every write is atomic; a malformed
 //! `result.json` is reported precisely and the task keeps waiting, so nothing is lost.
 
-use super::backend::{AgentCommand, AgentSettings, Backend, BackendKind, Invocation};
-use super::error::AgentError;
-use super::result::{AgentResult, PriceTable};
 use crate::domain::{Action, Usd, safe_id};
 use crate::fsutil::atomic_write;
 use chrono::{DateTime, Utc};
@@ -18,39 +16,6 @@ use serde_json::{Map, Value};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
-
-/// The handoff "agent": nothing to spawn; the engine uses [`HandoffDir`] instead.
-#[derive(Debug, Clone)]
-pub struct HandoffBackend {
-    settings: AgentSettings,
-}
-
-impl HandoffBackend {
-    pub fn new(settings: AgentSettings) -> HandoffBackend {
-        HandoffBackend { settings }
-    }
-}
-
-impl Backend for HandoffBackend {
-    fn kind(&self) -> BackendKind {
-        BackendKind::Handoff
-    }
-
-    fn settings(&self) -> &AgentSettings {
-        &self.settings
-    }
-
-    fn command(&self, _inv: &Invocation<'_>) -> Result<Option<AgentCommand>, AgentError> {
-        Ok(None)
-    }
-
-    fn parse_result(&self, _raw: &[u8], _prices: &PriceTable) -> AgentResult {
-        AgentResult {
-            subtype: "handoff".to_string(),
-            ..AgentResult::default()
-        }
-    }
-}
 
 /// Errors reading or writing the handoff directory.
 #[derive(Debug, thiserror::Error)]

@@ -4,8 +4,10 @@
 //! and gives the raw PTY bytes back to the backend to get an [`AgentResult`]. Everything here is
 //! pure or touches only small files (the handoff directory), so it is tested directly:
 //!
-//! - [`backend`]: the interface, settings and the factory; one file per backend
-//!   ([`claude`], [`opencode`], [`codex`], [`gemini`], [`command`], [`handoff`]).
+//! - [`backend`]: the interface, settings and the factory; [`process_backend`]: the one backend,
+//!   parameterised by a [`process_backend::Cli`] per agent CLI, each in its own file holding only
+//!   its argv and output parser ([`claude`], [`opencode`], [`codex`], [`gemini`], [`command`]);
+//!   [`handoff`]: the files through which a human does a task instead.
 //! - [`result`]: [`AgentResult`], usage, prices, ANSI stripping and the completion marker.
 //! - [`classify`]: error classes and the retry backoff.
 //! - [`prompt`]: the task prompt with its nonce envelope; [`guards`]: injection, secret and
@@ -27,8 +29,10 @@ pub mod handoff;
 pub mod jsonscan;
 pub mod live_usage;
 pub mod opencode;
+pub mod process_backend;
 pub mod prompt;
 pub mod result;
+pub mod runner;
 pub mod shellwords;
 pub mod transcript;
 
@@ -44,4 +48,5 @@ pub use handoff::{HandoffDir, HandoffPoll, HandoffResult, HandoffStatus};
 pub use live_usage::UsageMeter;
 pub use prompt::{PromptInput, Repair, build_prompt};
 pub use result::{AgentResult, COMPLETION_MARKER, CostSource, ModelPrice, PriceTable, Usage};
+pub use runner::{Runner, build_runner};
 pub use transcript::{TranscriptFilter, render_stream_line};

@@ -5,78 +5,42 @@
 //! that step is the final answer. `opencode run` approves tools itself, so full and accept-edits
 //! differ only through the user's OpenCode config; read-only uses the built-in `plan` agent.
 
-use super::backend::{
-    AgentCommand, AgentSettings, Backend, BackendKind, Invocation, PermissionMode, base_env,
-    prompt_arg,
-};
-use super::error::AgentError;
+use super::backend::{AgentSettings, BackendKind, Invocation, PermissionMode, dash_safe_prompt};
 use super::jsonscan::json_objects;
-use super::result::{
-    AgentResult, CostSource, PriceTable, Usage, apply_prices, clean_output, has_marker, u64_at,
-};
+use super::process_backend::{Cli, ProcessBackend};
+use super::result::{AgentResult, CostSource, PriceTable, Usage, apply_prices, u64_at};
 use crate::domain::Usd;
 use serde_json::Value;
-use std::path::PathBuf;
 
-#[derive(Debug, Clone)]
-pub struct OpenCodeBackend {
-    settings: AgentSettings,
-    program: PathBuf,
-}
+/// The OpenCode CLI.
+#[derive(Debug, Clone, Copy)]
+pub struct OpenCode;
 
-impl OpenCodeBackend {
-    pub fn new(settings: AgentSettings, program: PathBuf) -> OpenCodeBackend {
-        OpenCodeBackend { settings, program }
-    }
+pub type OpenCodeBackend = ProcessBackend<OpenCode>;
 
-    pub fn args(&self, inv: &Invocation<'_>) -> Vec<String> {
-        let s = &self.settings;
+impl Cli for OpenCode {
+    const KIND: BackendKind = BackendKind::OpenCode;
+
+    fn args(&self, s: &AgentSettings, inv: &Invocation<'_>) -> Vec<String> {
         let mut args = vec![
             "run".to_string(),
             "--format".to_string(),
             "json".to_string(),
         ];
-        if let Some(model) = s.model.as_deref().filter(|m| !m.is_empty()) {
+        if let Some(model) = s.model_name() {
             args.extend(["--model".to_string(), model.to_string()]);
         }
         if s.permission == PermissionMode::ReadOnly {
             args.extend(["--agent".to_string(), "plan".to_string()]);
         }
         args.extend(s.extra_args.iter().cloned());
-        args.push(positional_prompt(inv));
+        // Trailing positional: a leading dash would be read as an option.
+        args.push(dash_safe_prompt(inv));
         args
     }
-}
 
-/// The prompt as a trailing positional argument; a leading dash would be read as an option.
-pub(crate) fn positional_prompt(inv: &Invocation<'_>) -> String {
-    let mut p = prompt_arg(inv);
-    if p.starts_with('-') {
-        p.insert(0, ' ');
-    }
-    p
-}
-
-impl Backend for OpenCodeBackend {
-    fn kind(&self) -> BackendKind {
-        BackendKind::OpenCode
-    }
-
-    fn settings(&self) -> &AgentSettings {
-        &self.settings
-    }
-
-    fn command(&self, inv: &Invocation<'_>) -> Result<Option<AgentCommand>, AgentError> {
-        Ok(Some(AgentCommand::in_workdir(
-            &self.program,
-            self.args(inv),
-            base_env(&self.settings),
-            inv,
-        )))
-    }
-
-    fn parse_result(&self, raw: &[u8], prices: &PriceTable) -> AgentResult {
-        parse_opencode_output(&clean_output(raw), self.settings.model.as_deref(), prices)
+    fn parse(&self, clean: &str, model: Option<&str>, prices: &PriceTable) -> AgentResult {
+        parse_opencode_output(clean, model, prices)
     }
 }
 
@@ -133,28 +97,11 @@ pub fn parse_opencode_output(clean: &str, model: Option<&str>, prices: &PriceTab
             _ => {}
         }
     }
-    let is_error = error.is_some() || final_text.is_none();
-    let text = match (&error, final_text) {
-        (Some(e), _) => e.clone(),
-        (None, Some(t)) => t,
-        (None, None) => step_text.trim().to_string(),
-    };
     let mut out = AgentResult {
-        marker_found: error.is_none() && has_marker(&text),
-        text,
         usage,
         num_turns: turns,
-        is_error,
-        subtype: if error.is_some() {
-            "error"
-        } else if is_error {
-            "no_result"
-        } else {
-            "success"
-        }
-        .to_string(),
         raw_json: last.cloned(),
-        ..AgentResult::default()
+        ..AgentResult::answered(error, final_text, step_text.trim().to_string())
     };
     if cost > 0.0 {
         out.cost = Usd::from_f64(cost);
@@ -170,12 +117,13 @@ mod tests {
     use super::*;
     use crate::agent::backend::test_support::inv;
     use crate::agent::result::ModelPrice;
+    use std::path::PathBuf;
 
     #[test]
     fn argv() {
         let mut s = AgentSettings::new(BackendKind::OpenCode);
         s.model = Some("anthropic/claude-sonnet-4-5".into());
-        let b = OpenCodeBackend::new(s.clone(), PathBuf::from("/bin/opencode"));
+        let b = OpenCodeBackend::new(s.clone(), PathBuf::from("/bin/opencode"), OpenCode);
         assert_eq!(
             b.args(&inv("fix it")),
             [
@@ -188,7 +136,7 @@ mod tests {
             ]
         );
         s.permission = PermissionMode::ReadOnly;
-        let b = OpenCodeBackend::new(s, PathBuf::from("/bin/opencode"));
+        let b = OpenCodeBackend::new(s, PathBuf::from("/bin/opencode"), OpenCode);
         assert!(
             b.args(&inv("p"))
                 .windows(2)

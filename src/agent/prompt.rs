@@ -101,6 +101,7 @@ pub fn build_prompt(input: &PromptInput<'_>) -> String {
     // The guard refuses such descriptions; this only keeps the envelope intact if it was skipped.
     let description = t.description.replace("WHILLY-DESC-", "WHILLY_DESC_");
     let mut p = String::new();
+    // Writing to a String cannot fail: every `let _ = writeln!(p, …)` below ignores nothing.
     let _ = writeln!(p, "# Whilly task {} (plan {})\n", t.id, input.plan_id);
     let _ = writeln!(
         p,

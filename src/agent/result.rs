@@ -82,6 +82,34 @@ impl AgentResult {
             ..AgentResult::default()
         }
     }
+
+    /// How a JSON agent's run ended, from what its events said: the reported `error` if any,
+    /// else its `final_text`, else (it never gave a final answer, an error too) `partial`, what
+    /// it said last. The marker counts only without an error. Usage, turns and the raw event are
+    /// the caller's to add.
+    pub fn answered(
+        error: Option<String>,
+        final_text: Option<String>,
+        partial: String,
+    ) -> AgentResult {
+        let is_error = error.is_some() || final_text.is_none();
+        let subtype = if error.is_some() {
+            "error"
+        } else if is_error {
+            "no_result"
+        } else {
+            "success"
+        };
+        let marker_allowed = error.is_none();
+        let text = error.or(final_text).unwrap_or(partial);
+        AgentResult {
+            marker_found: marker_allowed && has_marker(&text),
+            text,
+            is_error,
+            subtype: subtype.to_string(),
+            ..AgentResult::default()
+        }
+    }
 }
 
 /// Prices per million tokens of one model.
@@ -343,5 +371,36 @@ mod tests {
         assert_eq!(tail_lines("a\n\nb\nc\n", 2), "b\nc");
         assert!(has_marker("done\n<promise>COMPLETE</promise>"));
         assert!(!has_marker("<promise>COMPLETE</promise"));
+    }
+
+    #[test]
+    fn answered_prefers_the_error_and_counts_the_marker_only_without_one() {
+        let done = format!("ok\n{COMPLETION_MARKER}");
+        let r = AgentResult::answered(None, Some(done.clone()), String::new());
+        assert_eq!(
+            (r.subtype.as_str(), r.is_error, r.marker_found),
+            ("success", false, true)
+        );
+        let r = AgentResult::answered(Some("429".into()), Some(done.clone()), String::new());
+        assert_eq!(
+            (
+                r.subtype.as_str(),
+                r.text.as_str(),
+                r.is_error,
+                r.marker_found
+            ),
+            ("error", "429", true, false)
+        );
+        // No final answer: an error, with what the agent said last as the text.
+        let r = AgentResult::answered(None, None, done.clone());
+        assert_eq!(
+            (
+                r.subtype.as_str(),
+                r.text.as_str(),
+                r.is_error,
+                r.marker_found
+            ),
+            ("no_result", done.as_str(), true, true)
+        );
     }
 }

@@ -6,7 +6,7 @@
 //! parallelism, is the bare minimum any such tool pays per task: `git worktree add` + spawning a
 //! process (`true`) + `git worktree remove` through the git CLI. Their ratio is the overhead.
 
-use crate::agent::{self, AgentSettings, Backend, BackendKind, Guards, HandoffDir, PriceTable};
+use crate::agent::{self, AgentSettings, BackendKind, Guards, HandoffDir, PriceTable};
 use crate::bench::git;
 use crate::domain::{PlanSpec, Priority, TaskSpec};
 use crate::engine::attempt::{AgentExecutor, ExecutorConfig};
@@ -328,9 +328,8 @@ async fn engine_rounds(
     let mut settings = AgentSettings::new(BackendKind::Command);
     settings.name = "bench".into();
     settings.command = Some(INSTANT_AGENT.into());
-    let backend: Arc<dyn Backend> = Arc::from(agent::build_backend(&settings)?);
     let mut agents = BTreeMap::new();
-    agents.insert("bench".to_string(), backend);
+    agents.insert("bench".to_string(), agent::build_runner(&settings)?);
     let exec_cfg = ExecutorConfig {
         repo_root: repo.to_path_buf(),
         run_dir: state_dir(repo).join("runs").join("bench"),

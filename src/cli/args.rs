@@ -1,6 +1,8 @@
 //! The command line: every subcommand and flag, with examples in `--help`.
 
+use super::complete;
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap_complete::engine::ArgValueCompleter;
 use std::path::PathBuf;
 
 #[derive(Debug, Parser)]
@@ -11,15 +13,96 @@ use std::path::PathBuf;
     long_about = "Whilly validates a plan, queues its tasks with their dependencies, priorities and \
 budget, and runs each task with an AI coding agent in its own pseudo-terminal and git worktree. \
 The queue is embedded (SQLite under .whilly/) unless WHILLY_DATABASE_URL points at Postgres.",
-    after_help = "Examples:\n  whilly plan check tasks.json\n  whilly plan import tasks.json --budget 20\n  \
+    after_help = "Examples:\n  whilly demo                 # a tour in a throwaway repository\n  \
+whilly plan check tasks.json\n  whilly plan import tasks.json --budget 20\n  \
+whilly my-plan               # the console on an imported plan (or: whilly tasks.json)\n  \
 whilly plan show my-plan\n  whilly events --plan my-plan --follow\n\n\
-Exit codes: 0 ok, 1 invalid input or failed work, 2 environment error, 130 interrupted."
+Exit codes: 0 ok, 1 invalid input or failed work, 2 environment error, 130 interrupted.",
+    override_usage = "whilly [OPTIONS] [PLAN]\n       whilly [OPTIONS] <COMMAND>"
 )]
 pub struct Cli {
     #[command(flatten)]
     pub global: GlobalArgs,
+    /// Without a command: the console on this plan, a plan file (imported first) or an
+    /// imported plan's id.
+    #[arg(value_name = "PLAN", add = ArgValueCompleter::new(complete::plan_or_file))]
+    pub plan_arg: Option<PathBuf>,
+    /// Without a command: the console on this imported plan.
+    #[arg(long, value_name = "ID", add = ArgValueCompleter::new(complete::plan_ids))]
+    pub plan: Option<String>,
     #[command(subcommand)]
     pub command: Option<Command>,
+}
+
+impl Cli {
+    /// `whilly PLAN` / `whilly --plan ID` are `whilly tui …`: one command line for the console,
+    /// whichever way it was asked for. A plan before a command is refused (it would be ignored).
+    pub fn normalize(mut self) -> Result<Cli, clap::Error> {
+        let named = self.plan_arg.is_some() || self.plan.is_some();
+        match &self.command {
+            None if named => {
+                self.command = Some(Command::Tui(RunArgs {
+                    plan_arg: self.plan_arg.take(),
+                    plan: self.plan.take(),
+                    ..RunArgs::default()
+                }));
+            }
+            Some(_) if named => {
+                return Err(<Cli as clap::CommandFactory>::command().error(
+                    clap::error::ErrorKind::ArgumentConflict,
+                    "a plan goes after the command (`whilly run PLAN`, `whilly tui --plan ID`), \
+                     or alone (`whilly PLAN`)",
+                ));
+            }
+            _ => {}
+        }
+        Ok(self)
+    }
+}
+
+/// The command line as parsed: the derived definitions with the global flags kept off the
+/// commands they mean nothing to ([`UNUSED_GLOBALS`]).
+pub fn command() -> clap::Command {
+    let mut cmd = <Cli as clap::CommandFactory>::command();
+    for (path, ids) in UNUSED_GLOBALS {
+        cmd = without_globals(cmd, path, ids);
+    }
+    cmd
+}
+
+/// Commands (by path) and the global flags (by id) that mean nothing there: `--database-url`
+/// to a command that opens no queue, `--repo` to one that makes its own repository.
+const UNUSED_GLOBALS: &[(&[&str], &[&str])] = &[
+    (&["completions"], &["repo", "database_url", "overrides"]),
+    (&["config"], &["database_url"]),
+    (&["demo"], &["repo"]),
+    (&["bench"], &["repo"]),
+    (&["plan", "check"], &["database_url"]),
+];
+
+/// A global flag is copied into every subcommand that has no argument of its id; a hidden
+/// stand-in of that id keeps it out of the help and completions of `path` and below.
+fn without_globals(cmd: clap::Command, path: &[&str], ids: &[&'static str]) -> clap::Command {
+    let Some((first, rest)) = path.split_first() else {
+        return ids.iter().fold(cmd, |c, id| c.arg(stand_in(id)));
+    };
+    cmd.mut_subcommand(*first, |sub| without_globals(sub, rest, ids))
+}
+
+fn stand_in(id: &'static str) -> clap::Arg {
+    // Same id, long name and value type as the global flag, so a value given here anyway
+    // still parses as the global one does.
+    let arg = clap::Arg::new(id).hide(true);
+    match id {
+        "repo" => arg.long("repo").value_parser(clap::value_parser!(PathBuf)),
+        "overrides" => arg
+            .long("set")
+            .action(clap::ArgAction::Append)
+            .value_parser(clap::value_parser!(String)),
+        _ => arg
+            .long("database-url")
+            .value_parser(clap::value_parser!(String)),
+    }
 }
 
 #[derive(Debug, Args, Clone)]
@@ -51,12 +134,17 @@ pub enum Command {
     /// Show and change configuration.
     #[command(subcommand)]
     Config(crate::cli::config_cmd::ConfigCommand),
-    /// Print shell completions.
+    /// Print shell completions (commands and flags; for plan and task ids too, use the dynamic
+    /// ones below).
     #[command(
         after_help = "Examples:\n  whilly completions bash > ~/.local/share/bash-completion/completions/whilly\n  \
-whilly completions zsh > ~/.zfunc/_whilly\n  whilly completions fish > ~/.config/fish/completions/whilly.fish"
+whilly completions zsh > ~/.zfunc/_whilly\n  whilly completions fish > ~/.config/fish/completions/whilly.fish\n\n\
+Dynamic completions also complete the plan and task ids of the repository you are in:\n  \
+echo 'source <(COMPLETE=bash whilly)' >> ~/.bashrc\n  echo 'source <(COMPLETE=zsh whilly)' >> ~/.zshrc\n  \
+echo 'COMPLETE=fish whilly | source' >> ~/.config/fish/config.fish"
     )]
     Completions {
+        /// The shell to write the completion script for.
         #[arg(value_enum)]
         shell: Shell,
     },
@@ -108,10 +196,10 @@ Exit codes: 0 every named task landed (DONE), 1 some did not land yet (the reaso
 #[derive(Debug, Args, Clone)]
 pub struct MergeArgs {
     /// The tasks to land.
-    #[arg(value_name = "TASK_ID", required_unless_present = "all")]
+    #[arg(value_name = "TASK_ID", required_unless_present = "all", add = ArgValueCompleter::new(complete::task_ids))]
     pub tasks: Vec<String>,
     /// The plan the tasks belong to (needed when several plans have the id).
-    #[arg(long, value_name = "ID")]
+    #[arg(long, value_name = "ID", add = ArgValueCompleter::new(complete::plan_ids))]
     pub plan: Option<String>,
     /// Every task that waits to be merged (in `--plan`, or in every plan).
     #[arg(long, conflicts_with = "tasks")]
@@ -140,7 +228,7 @@ pub struct PlanOutArgs {
     #[arg(long, conflicts_with = "merge_into")]
     pub import: bool,
     /// Merge the plan's tasks into this imported plan (ids that clash are renamed).
-    #[arg(long, value_name = "PLAN_ID")]
+    #[arg(long, value_name = "PLAN_ID", add = ArgValueCompleter::new(complete::plan_ids))]
     pub merge_into: Option<String>,
     /// The plan's id (default: prd-<slug>).
     #[arg(long, value_name = "ID")]
@@ -190,6 +278,7 @@ whilly prd plan docs/PRD-calendar-sync.md --out plan.json --import\n  \
 whilly prd plan docs/PRD-calendar-sync.md --merge-into my-plan"
     )]
     Plan {
+        /// The PRD file (Markdown) to turn into a plan.
         prd_file: PathBuf,
         #[command(flatten)]
         agent: OneShotArgs,
@@ -198,12 +287,14 @@ whilly prd plan docs/PRD-calendar-sync.md --merge-into my-plan"
     },
 }
 
-#[derive(Debug, Args, Clone)]
+#[derive(Debug, Args, Clone, Default)]
 pub struct RunArgs {
-    /// A plan file to import (or re-import) before running.
-    pub plan_file: Option<PathBuf>,
-    /// An imported plan's id (with a file: the id to import it as).
-    #[arg(long, value_name = "ID")]
+    /// The plan: a plan file (imported, or re-imported, first) if one exists by that name, else
+    /// an imported plan's id.
+    #[arg(value_name = "PLAN", add = ArgValueCompleter::new(complete::plan_or_file))]
+    pub plan_arg: Option<PathBuf>,
+    /// An imported plan's id (with a plan file: the id to import it as).
+    #[arg(long, value_name = "ID", add = ArgValueCompleter::new(complete::plan_ids))]
     pub plan: Option<String>,
     /// JSON lines on stdout instead of the console (also without a terminal).
     #[arg(long)]
@@ -241,13 +332,15 @@ pub struct DemoArgs {
 #[derive(Debug, Args, Clone)]
 pub struct WorkerArgs {
     /// Only this plan's tasks.
-    #[arg(long, value_name = "ID")]
+    #[arg(long, value_name = "ID", add = ArgValueCompleter::new(complete::plan_ids))]
     pub plan: Option<String>,
+    /// Agents running at once (default: run.parallel, 3).
     #[arg(long, value_name = "N")]
     pub slots: Option<usize>,
     /// This worker's tags; tasks that require tags go only to workers having all of them.
     #[arg(long, value_delimiter = ',', value_name = "TAG,…")]
     pub tags: Vec<String>,
+    /// The agent for tasks that name none (default: run.agent, claude).
     #[arg(long, value_name = "NAME")]
     pub agent: Option<String>,
     /// Exit when nothing is left that this worker could do (exit 0; 2 when what is left waits
@@ -261,10 +354,11 @@ pub enum HandoffCommand {
     /// Every task waiting for a human.
     #[command(after_help = "Example:\n  whilly handoff list")]
     List {
+        /// Print the waiting tasks as JSON.
         #[arg(long)]
         json: bool,
         /// Only this plan's tasks.
-        #[arg(long, value_name = "ID")]
+        #[arg(long, value_name = "ID", add = ArgValueCompleter::new(complete::plan_ids))]
         plan: Option<String>,
     },
     /// A waiting task's prompt and where to answer.
@@ -272,9 +366,11 @@ pub enum HandoffCommand {
         after_help = "Examples:\n  whilly handoff show TASK-007\n  whilly handoff show TASK-007 --plan billing"
     )]
     Show {
+        /// The waiting task's id (see `whilly handoff list`).
+        #[arg(add = ArgValueCompleter::new(complete::task_ids))]
         task_id: String,
         /// The task's plan, when tasks of several plans with this id are waiting.
-        #[arg(long, value_name = "ID")]
+        #[arg(long, value_name = "ID", add = ArgValueCompleter::new(complete::plan_ids))]
         plan: Option<String>,
     },
     /// Answer a waiting task (writes its result.json atomically).
@@ -284,15 +380,19 @@ whilly handoff complete TASK-007 --status blocked --message \"needs prod credent
 whilly handoff complete TASK-007 --status failed --cost-usd 0.40"
     )]
     Complete {
+        /// The waiting task's id (see `whilly handoff list`).
+        #[arg(add = ArgValueCompleter::new(complete::task_ids))]
         task_id: String,
         /// The task's plan, when tasks of several plans with this id are waiting.
-        #[arg(long, value_name = "ID")]
+        #[arg(long, value_name = "ID", add = ArgValueCompleter::new(complete::plan_ids))]
         plan: Option<String>,
         /// complete, failed, blocked, human_loop or partial.
         #[arg(long)]
         status: String,
+        /// What you did or found, for the task's record (and the agent's next round).
         #[arg(long)]
         message: Option<String>,
+        /// What the work cost, in USD, counted against the plan's budget.
         #[arg(long, value_name = "USD")]
         cost_usd: Option<f64>,
     },
@@ -303,6 +403,7 @@ pub enum WorktreesCommand {
     /// Every whilly worktree of this repository, with its size on disk.
     #[command(after_help = "Example:\n  whilly worktrees list")]
     List {
+        /// Print the worktrees as JSON.
         #[arg(long)]
         json: bool,
     },
@@ -311,6 +412,7 @@ pub enum WorktreesCommand {
         after_help = "Examples:\n  whilly worktrees prune\n  whilly worktrees prune --all --delete-branches"
     )]
     Prune {
+        /// Every whilly worktree, also of unfinished tasks (their work is lost).
         #[arg(long)]
         all: bool,
         /// Also delete the task branches of removed worktrees.
@@ -334,6 +436,7 @@ pub enum PlanCommand {
 Exit status 1 when there are errors (with --strict, decision-gate warnings are errors)."
     )]
     Check {
+        /// The plan file (v3 or v4 JSON).
         file: PathBuf,
         /// Treat decision-gate warnings as errors.
         #[arg(long)]
@@ -348,7 +451,9 @@ Exit status 1 when there are errors (with --strict, decision-gate warnings are e
     )]
     Triz {
         /// A plan file, or the id of an imported plan.
+        #[arg(add = ArgValueCompleter::new(complete::plan_or_file))]
         target: String,
+        /// Print the report as JSON.
         #[arg(long)]
         json: bool,
         /// Exit 1 when the verdict is revise or reject.
@@ -362,6 +467,7 @@ whilly plan import tasks.json --strict   # gate failures become SKIPPED (decisio
 Re-importing an unchanged plan changes nothing; a changed plan updates only tasks that have not started."
     )]
     Import {
+        /// The plan file to import (v3 or v4 JSON).
         file: PathBuf,
         /// Tasks failing the decision gate are imported as SKIPPED.
         #[arg(long)]
@@ -372,19 +478,63 @@ Re-importing an unchanged plan changes nothing; a changed plan updates only task
         /// The plan id (overrides the file's plan_id / project).
         #[arg(long = "id", value_name = "PLAN_ID")]
         plan_id: Option<String>,
+        /// Print the import report as JSON.
         #[arg(long)]
         json: bool,
     },
-    /// List imported plans with their progress and budget.
-    #[command(after_help = "Examples:\n  whilly plan list\n  whilly plan list --json")]
+    /// List imported plans with their state (active, paused, done, archived), progress and
+    /// budget.
+    #[command(
+        after_help = "Examples:\n  whilly plan list\n  whilly plan list --all --json\n\n\
+A plan is done when every task has ended (DONE, FAILED or SKIPPED)."
+    )]
     List {
+        /// Print the plans as JSON.
         #[arg(long)]
         json: bool,
+        /// Archived plans too (marked archived).
+        #[arg(long)]
+        all: bool,
+    },
+    /// Hide a plan from lists (its tasks and events are kept; `--undo` lists it again).
+    #[command(
+        after_help = "Examples:\n  whilly plan archive sprint-11\n  whilly plan archive sprint-11 --undo"
+    )]
+    Archive {
+        /// The imported plan's id (see `whilly plan list`).
+        #[arg(add = ArgValueCompleter::new(complete::plan_ids))]
+        plan_id: String,
+        /// List the plan again (same as `whilly plan unarchive ID`).
+        #[arg(long)]
+        undo: bool,
+    },
+    /// List an archived plan again.
+    #[command(after_help = "Example:\n  whilly plan unarchive sprint-11")]
+    Unarchive {
+        /// The archived plan's id (see `whilly plan list --all`).
+        #[arg(add = ArgValueCompleter::new(complete::plan_ids))]
+        plan_id: String,
+    },
+    /// Delete a plan and its tasks (asks first; the audit trail keeps its events and records
+    /// the deletion). Refused while its tasks run.
+    #[command(
+        after_help = "Examples:\n  whilly plan delete sprint-11\n  whilly plan delete sprint-11 --yes   # without asking (scripts)"
+    )]
+    Delete {
+        /// The imported plan's id (see `whilly plan list`).
+        #[arg(add = ArgValueCompleter::new(complete::plan_ids))]
+        plan_id: String,
+        /// Do not ask (needed without a terminal).
+        #[arg(long, short = 'y')]
+        yes: bool,
     },
     /// A plan's tasks, dependency tree and budget.
     #[command(after_help = "Examples:\n  whilly plan show demo\n  whilly plan show demo --json")]
     Show {
+        /// The imported plan's id (see `whilly plan list`).
+        #[arg(add = ArgValueCompleter::new(complete::plan_ids))]
         plan_id: String,
+        /// Print the plan and its tasks as JSON.
         #[arg(long)]
         json: bool,
     },
@@ -393,6 +543,8 @@ Re-importing an unchanged plan changes nothing; a changed plan updates only task
         after_help = "Examples:\n  whilly plan export demo > demo.json\n  whilly plan export demo -o demo.json"
     )]
     Export {
+        /// The imported plan's id (see `whilly plan list`).
+        #[arg(add = ArgValueCompleter::new(complete::plan_ids))]
         plan_id: String,
         /// Write to this file (atomically) instead of stdout.
         #[arg(short, long, value_name = "FILE")]
@@ -403,6 +555,8 @@ Re-importing an unchanged plan changes nothing; a changed plan updates only task
         after_help = "Examples:\n  whilly plan reset demo --keep-tasks\n  whilly plan reset demo --hard"
     )]
     Reset {
+        /// The imported plan's id (see `whilly plan list`).
+        #[arg(add = ArgValueCompleter::new(complete::plan_ids))]
         plan_id: String,
         /// Every task back to PENDING: attempts, costs and reasons cleared, tasks kept.
         #[arg(long, conflicts_with = "hard")]
@@ -413,10 +567,18 @@ Re-importing an unchanged plan changes nothing; a changed plan updates only task
     },
     /// Stop handing out this plan's tasks (running ones finish).
     #[command(after_help = "Example:\n  whilly plan pause demo")]
-    Pause { plan_id: String },
+    Pause {
+        /// The imported plan's id (see `whilly plan list`).
+        #[arg(add = ArgValueCompleter::new(complete::plan_ids))]
+        plan_id: String,
+    },
     /// Hand out this plan's tasks again.
     #[command(after_help = "Example:\n  whilly plan resume demo")]
-    Resume { plan_id: String },
+    Resume {
+        /// The imported plan's id (see `whilly plan list`).
+        #[arg(add = ArgValueCompleter::new(complete::plan_ids))]
+        plan_id: String,
+    },
     /// The agent plays devil's advocate on a plan (read-only): risks, missing tasks, vague
     /// criteria, dependencies.
     #[command(
@@ -427,7 +589,7 @@ Re-importing an unchanged plan changes nothing; a changed plan updates only task
         #[arg(required_unless_present = "plan", conflicts_with = "plan")]
         plan_file: Option<PathBuf>,
         /// An imported plan's id.
-        #[arg(long, value_name = "ID")]
+        #[arg(long, value_name = "ID", add = ArgValueCompleter::new(complete::plan_ids))]
         plan: Option<String>,
         #[command(flatten)]
         agent: OneShotArgs,
@@ -436,9 +598,11 @@ Re-importing an unchanged plan changes nothing; a changed plan updates only task
 
 #[derive(Debug, Args)]
 pub struct EventsArgs {
-    #[arg(long, value_name = "PLAN_ID")]
+    /// Only this plan's events.
+    #[arg(long, value_name = "PLAN_ID", add = ArgValueCompleter::new(complete::plan_ids))]
     pub plan: Option<String>,
-    #[arg(long, value_name = "TASK_ID")]
+    /// Only this task's events (of every plan with that id, unless --plan says which).
+    #[arg(long, value_name = "TASK_ID", add = ArgValueCompleter::new(complete::task_ids))]
     pub task: Option<String>,
     /// Keep printing new events as they are written (Ctrl-C to stop).
     #[arg(short, long)]
@@ -461,6 +625,7 @@ pub enum DbCommand {
     /// Which database, where, and which migrations are applied.
     #[command(after_help = "Example:\n  whilly db status")]
     Status {
+        /// Print the status as JSON.
         #[arg(long)]
         json: bool,
     },
@@ -521,8 +686,10 @@ pub struct BenchConsoleArgs {
 
 #[derive(Debug, Args, Clone)]
 pub struct BenchEngineArgs {
+    /// Tasks the instant agent runs.
     #[arg(long, default_value_t = 100)]
     pub tasks: usize,
+    /// Agents running at once.
     #[arg(long, default_value_t = 3)]
     pub slots: usize,
 }
@@ -536,10 +703,13 @@ pub struct BenchPtyArgs {
 
 #[derive(Debug, Args, Clone)]
 pub struct BenchQueueArgs {
+    /// Tasks in the scratch queue.
     #[arg(long, default_value_t = 5000)]
     pub tasks: usize,
+    /// Workers claiming at once.
     #[arg(long, default_value_t = 4)]
     pub workers: usize,
+    /// Which queues to measure.
     #[arg(long, value_enum, default_value_t = BenchBackend::Both)]
     pub backend: BenchBackend,
     /// Wake-latency samples.
@@ -555,4 +725,37 @@ pub enum BenchBackend {
     Sqlite,
     Postgres,
     Both,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every argument of every command, flag or positional, says what it is for in `--help`.
+    #[test]
+    fn every_argument_has_a_description() {
+        fn walk(cmd: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            for arg in cmd.get_arguments() {
+                let id = arg.get_id().as_str();
+                if matches!(id, "help" | "version") || arg.is_hide_set() {
+                    continue;
+                }
+                if arg.get_help().is_none() && arg.get_long_help().is_none() {
+                    missing.push(format!("{path} {id}"));
+                }
+            }
+            for sub in cmd.get_subcommands() {
+                walk(sub, &format!("{path} {}", sub.get_name()), missing);
+            }
+        }
+        let mut cmd = command();
+        cmd.build();
+        let mut missing = Vec::new();
+        walk(&cmd, "whilly", &mut missing);
+        assert!(
+            missing.is_empty(),
+            "arguments without help:\n{}",
+            missing.join("\n")
+        );
+    }
 }

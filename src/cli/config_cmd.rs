@@ -34,6 +34,7 @@ whilly config show --json | jq '.values[\"queue.lease_secs\"]'\n  WHILLY_RUN_PAR
 the repository file is whilly.toml at the repository root and overrides it.\n\nExamples:\n  whilly config path\n  whilly config path --json"
     )]
     Path {
+        /// Machine-readable output.
         #[arg(long)]
         json: bool,
     },

@@ -10,7 +10,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub struct Context {
+    /// The repository's top directory; outside one, the directory the command started in.
     pub repo_root: PathBuf,
+    /// Whether `repo_root` is a git repository (see [`Context::require_repo`]).
+    pub in_repo: bool,
     pub global: GlobalArgs,
     /// How the config was (or will be) loaded; `config` commands load it themselves.
     pub load_options: LoadOptions,
@@ -29,17 +32,34 @@ impl Context {
                 EnvironmentError(format!("--repo {}: not a directory", start.display())).into(),
             );
         }
-        let repo_root = find_repo_root(&start);
+        let (repo_root, in_repo) = match find_repo_root(&start) {
+            Some(root) => (root, true),
+            None => (start, false),
+        };
         let mut load_options = LoadOptions::from_process_env(&repo_root);
         for flag in &global.overrides {
             load_options.overrides.push(config::parse_override(flag)?);
         }
         Ok(Context {
             repo_root,
+            in_repo,
             global,
             load_options,
             config: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Refuses a command that works on a repository (its queue, worktrees, handoffs and logs
+    /// live in it) when there is none: it would otherwise make `.whilly/` wherever it was
+    /// started, or find an empty queue there and say nothing.
+    pub fn require_repo(&self) -> Result<(), EnvironmentError> {
+        if self.in_repo {
+            return Ok(());
+        }
+        Err(EnvironmentError(format!(
+            "not inside a git repository: {}; run it in your project or give --repo DIR",
+            self.repo_root.display()
+        )))
     }
 
     pub fn config_load_options(&self) -> LoadOptions {
@@ -84,13 +104,11 @@ impl Context {
     }
 }
 
-/// The top of the git repository containing `start` (through worktrees too), else `start`.
-pub fn find_repo_root(start: &Path) -> PathBuf {
-    match git2::Repository::discover(start) {
-        Ok(repo) => match repo.workdir() {
-            Some(dir) => dir.to_path_buf(),
-            None => start.to_path_buf(),
-        },
-        Err(_) => start.to_path_buf(),
-    }
+/// The top of the git repository containing `start` (through worktrees too); `None` outside
+/// one (or in a bare repository, which has no work tree to run tasks in).
+pub fn find_repo_root(start: &Path) -> Option<PathBuf> {
+    let repo = git2::Repository::discover(start).ok()?;
+    let dir = repo.workdir()?;
+    // Absolute, so that commands printed for later (the detach message) work from anywhere.
+    Some(std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf()))
 }

@@ -24,7 +24,7 @@ pub async fn run(global: super::args::GlobalArgs, args: DemoArgs) -> anyhow::Res
     })?;
     let _log_guard = super::logging::init(&ctx.state_dir().join("logs"), "info");
     let run_args = RunArgs {
-        plan_file: Some(dir.join("plan.json")),
+        plan_arg: Some(dir.join("plan.json")),
         plan: None,
         headless: args.headless,
         parallel: Some(3),

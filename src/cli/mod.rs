@@ -28,6 +28,7 @@ macro_rules! errln {
 
 pub mod args;
 pub mod bench_cmd;
+pub mod complete;
 pub mod config_cmd;
 pub mod context;
 pub mod db_cmd;
@@ -39,6 +40,7 @@ pub mod launcher;
 pub mod logging;
 pub mod merge_cmd;
 pub mod plan_checks;
+pub mod plan_choice;
 pub mod plan_cmd;
 pub mod plan_view;
 pub mod prd_cmd;
@@ -48,7 +50,6 @@ pub mod tui_cmd;
 pub mod worktrees_cmd;
 
 use args::{Cli, Command};
-use clap::{CommandFactory, Parser};
 use context::Context;
 use std::process::ExitCode;
 
@@ -62,11 +63,19 @@ pub fn main() -> ExitCode {
     {
         crate::procguard::run(&args[2..]);
     }
+    // `COMPLETE=bash whilly …`: the shell asks for completions (plan and task ids included).
+    clap_complete::CompleteEnv::with_factory(args::command)
+        .bin("whilly")
+        .complete();
     if let Ok(exe) = std::env::current_exe() {
         crate::procguard::enable(exe);
     }
     launcher::unblock_inherited();
-    let cli = match Cli::try_parse() {
+    let parsed = args::command()
+        .try_get_matches()
+        .and_then(|m| <Cli as clap::FromArgMatches>::from_arg_matches(&m))
+        .and_then(Cli::normalize);
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(err) => {
             // clap exits 2 for usage errors; ours is 1 (invalid input), 2 is kept for the environment.
@@ -113,24 +122,43 @@ pub fn main() -> ExitCode {
     ExitCode::from(code.clamp(0, 255) as u8)
 }
 
+/// Runs the command; a headless run that fails before or instead of its own `complete` line
+/// (no repository, the queue unreachable, an agent's program missing, the engine stopped by an
+/// outage) still ends its output with one, so a script reads how it ended from the last line.
 async fn dispatch(cli: Cli) -> anyhow::Result<i32> {
+    let headless = match &cli.command {
+        Some(Command::Run(a) | Command::Tui(a)) => a.headless || !crate::tui::terminal::available(),
+        _ => false,
+    };
+    let result = dispatch_command(cli).await;
+    if headless
+        && let Err(err) = &result
+        && !exit::is_broken_pipe(err)
+    {
+        let end = match exit::code_for(err) {
+            exit::ENVIRONMENT => crate::engine::RunEnd::Environment,
+            exit::INTERRUPTED => crate::engine::RunEnd::Interrupted,
+            _ => crate::engine::RunEnd::InvalidInput,
+        };
+        let line = crate::engine::progress::failed_line(end, &exit::describe(err));
+        // Best-effort like every progress line: the exit code says it too.
+        let _ = {
+            use std::io::Write as _;
+            writeln!(std::io::stdout(), "{line}")
+        };
+    }
+    result
+}
+
+async fn dispatch_command(cli: Cli) -> anyhow::Result<i32> {
     let command = match cli.command {
         Some(c) => c,
         // No arguments: the console on a terminal (over the imported plan), help otherwise.
         None if std::io::IsTerminal::is_terminal(&std::io::stdout()) => {
-            Command::Tui(args::RunArgs {
-                plan_file: None,
-                plan: None,
-                headless: false,
-                parallel: None,
-                agent: None,
-                budget: None,
-                timeout: None,
-                resume: false,
-            })
+            Command::Tui(args::RunArgs::default())
         }
         None => {
-            Cli::command().print_help()?;
+            args::command().print_help()?;
             return Ok(exit::OK);
         }
     };
@@ -142,7 +170,13 @@ async fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         return demo_cmd::run(cli.global, args).await;
     }
     let ctx = Context::new(cli.global)?;
-    let _log_guard = logging::init(&ctx.state_dir().join("logs"), "info");
+    if needs_repo(&command) {
+        ctx.require_repo()?;
+    }
+    // Outside a repository there is no `.whilly/` to log into, and none is made.
+    let _log_guard = ctx
+        .in_repo
+        .then(|| logging::init(&ctx.state_dir().join("logs"), "info"));
     tracing::info!(repo = %ctx.repo_root.display(), "whilly {}", env!("CARGO_PKG_VERSION"));
     match command {
         Command::Plan(cmd) => plan_cmd::run(&ctx, cmd).await,
@@ -161,9 +195,24 @@ async fn dispatch(cli: Cli) -> anyhow::Result<i32> {
     }
 }
 
+/// Whether the command works on a repository (its queue, worktrees, handoffs, logs). The rest
+/// (configuration, benchmarks in scratch repositories, reading a plan file) works anywhere.
+fn needs_repo(command: &Command) -> bool {
+    use args::PlanCommand;
+    match command {
+        Command::Config(_) | Command::Bench(_) | Command::Completions { .. } | Command::Demo(_) => {
+            false
+        }
+        Command::Plan(PlanCommand::Check { .. }) => false,
+        Command::Plan(PlanCommand::Triz { target, .. }) => !std::path::Path::new(target).is_file(),
+        Command::Plan(PlanCommand::Challenge { plan_file, .. }) => plan_file.is_none(),
+        _ => true,
+    }
+}
+
 fn print_completions(shell: args::Shell) -> std::io::Result<()> {
     use std::io::Write as _;
-    let mut cmd = Cli::command();
+    let mut cmd = args::command();
     let shell = match shell {
         args::Shell::Bash => clap_complete::Shell::Bash,
         args::Shell::Zsh => clap_complete::Shell::Zsh,

@@ -1,4 +1,5 @@
-//! `whilly plan …`: check, triz, import, list, show, export, reset, pause, resume.
+//! `whilly plan …`: check, triz, import, list, show, export, reset, pause, resume, archive,
+//! delete.
 
 use super::args::PlanCommand;
 use super::context::Context;
@@ -27,16 +28,26 @@ pub async fn run(ctx: &Context, cmd: PlanCommand) -> anyhow::Result<i32> {
             plan_id,
             json,
         } => import(ctx, &file, strict, budget, plan_id, json).await,
-        PlanCommand::List { json } => {
+        PlanCommand::List { json, all } => {
             let store = ctx.store().await?;
-            let plans = store.list_plans().await?;
+            let mut plans = store.list_plans().await?;
+            let before = plans.len();
+            if !all {
+                plans.retain(|p| p.plan.archived_at.is_none());
+            }
             if json {
                 outln!("{}", serde_json::to_string_pretty(&plans)?);
             } else {
-                out!("{}", plan_view::render_plan_list(&plans));
+                out!(
+                    "{}",
+                    plan_view::render_plan_list(&plans, before - plans.len())
+                );
             }
             Ok(exit::OK)
         }
+        PlanCommand::Archive { plan_id, undo } => archive(ctx, &plan_id, !undo).await,
+        PlanCommand::Unarchive { plan_id } => archive(ctx, &plan_id, false).await,
+        PlanCommand::Delete { plan_id, yes } => delete(ctx, &plan_id, yes).await,
         PlanCommand::Show { plan_id, json } => show(ctx, &plan_id, json).await,
         PlanCommand::Export { plan_id, output } => {
             let store = ctx.store().await?;
@@ -338,9 +349,13 @@ async fn show(ctx: &Context, plan_id: &str, json: bool) -> anyhow::Result<i32> {
     }
     let counts = store.counts(plan_id).await?;
     outln!("plan {}  ({})", plan.id, plan.project);
+    let state = plan_view::plan_state(&crate::store::PlanSummary {
+        plan: plan.clone(),
+        counts: counts.clone(),
+    });
     outln!(
         "state: {}   tasks: {} done / {} total   budget: {}",
-        if plan.paused { "paused" } else { "active" },
+        state,
         counts.get(crate::domain::Status::Done),
         counts.total,
         plan_view::budget_text(&plan)
@@ -350,5 +365,55 @@ async fn show(ctx: &Context, plan_id: &str, json: bool) -> anyhow::Result<i32> {
     outln!();
     outln!("dependencies:");
     out!("{}", plan_view::render_dep_tree(&tasks));
+    Ok(exit::OK)
+}
+
+async fn archive(ctx: &Context, plan_id: &str, archived: bool) -> anyhow::Result<i32> {
+    let store = ctx.store().await?;
+    store.set_plan_archived(plan_id, archived).await?;
+    if archived {
+        outln!(
+            "plan {plan_id} archived: hidden from `whilly plan list` (`--all` shows it; \
+             `whilly plan unarchive {plan_id}` lists it again)"
+        );
+    } else {
+        outln!("plan {plan_id} is listed again");
+    }
+    Ok(exit::OK)
+}
+
+/// Deletes a plan after asking on the terminal (or with `--yes`); without a terminal and
+/// without `--yes` nothing is deleted.
+async fn delete(ctx: &Context, plan_id: &str, yes: bool) -> anyhow::Result<i32> {
+    let store = ctx.store().await?;
+    let counts = store.counts(plan_id).await?;
+    if !yes {
+        use std::io::IsTerminal;
+        if !std::io::stdin().is_terminal() {
+            errln!(
+                "whilly plan delete {plan_id}: not deleted; without a terminal to ask on, add \
+                 --yes to delete the plan and its {} tasks",
+                counts.total
+            );
+            return Ok(exit::FAILED);
+        }
+        errln!(
+            "delete plan {plan_id} and its {} tasks? Its events stay in the audit trail. [y/N] ",
+            counts.total
+        );
+        let mut answer = String::new();
+        std::io::stdin()
+            .read_line(&mut answer)
+            .context("reading the answer")?;
+        if !matches!(answer.trim(), "y" | "Y" | "yes" | "YES" | "Yes") {
+            errln!("not deleted");
+            return Ok(exit::FAILED);
+        }
+    }
+    store.delete_plan(plan_id).await?;
+    outln!(
+        "plan {plan_id} deleted with its {} tasks (its events stay; the deletion is recorded)",
+        counts.total
+    );
     Ok(exit::OK)
 }

@@ -7,9 +7,31 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write as _;
 
 /// One line per plan: id, progress, budget.
-pub fn render_plan_list(plans: &[PlanSummary]) -> String {
+/// What a plan is doing, in a word: `archived` (hidden from lists), `done` (every task ended:
+/// DONE, FAILED or SKIPPED), `paused` or `active`.
+pub fn plan_state(p: &PlanSummary) -> &'static str {
+    if p.plan.archived_at.is_some() {
+        "archived"
+    } else if p.counts.all_terminal() {
+        "done"
+    } else if p.plan.paused {
+        "paused"
+    } else {
+        "active"
+    }
+}
+
+/// The plans table; `hidden` archived plans were left out (a line says how to see them).
+pub fn render_plan_list(plans: &[PlanSummary], hidden: usize) -> String {
+    let more = match hidden {
+        0 => String::new(),
+        1 => "(1 archived plan not shown: `whilly plan list --all`)\n".to_string(),
+        n => format!("({n} archived plans not shown: `whilly plan list --all`)\n"),
+    };
     if plans.is_empty() {
-        return "No plans yet. Import one with `whilly plan import FILE`.\n".to_string();
+        return format!(
+            "No plans yet. Import one with `whilly plan import FILE` (or try `whilly demo`).\n{more}"
+        );
     }
     let mut rows = vec![vec![
         "PLAN".to_string(),
@@ -25,11 +47,7 @@ pub fn render_plan_list(plans: &[PlanSummary]) -> String {
         let c = &p.counts;
         rows.push(vec![
             p.plan.id.clone(),
-            if p.plan.paused {
-                "paused".into()
-            } else {
-                "active".into()
-            },
+            plan_state(p).into(),
             format!("{}/{}", c.get(Status::Done), c.total),
             (c.get(Status::Claimed) + c.get(Status::InProgress)).to_string(),
             c.get(Status::Pending).to_string(),
@@ -38,7 +56,7 @@ pub fn render_plan_list(plans: &[PlanSummary]) -> String {
             budget_text(&p.plan),
         ]);
     }
-    table(&rows)
+    table(&rows) + &more
 }
 
 /// `spent (+reserved) / limit`.
@@ -241,6 +259,52 @@ mod tests {
     use super::*;
     use crate::domain::{Priority, TaskSpec};
     use chrono::Utc;
+
+    #[test]
+    fn a_plan_whose_tasks_all_ended_is_done() {
+        use crate::store::{PlanRecord, StatusCounts};
+        let summary = |statuses: &[Status], archived: bool, paused: bool| {
+            let mut counts = StatusCounts::default();
+            for s in statuses {
+                *counts.by_status.entry(*s).or_default() += 1;
+                counts.total += 1;
+            }
+            PlanSummary {
+                plan: PlanRecord {
+                    id: "p".into(),
+                    project: "p".into(),
+                    paused,
+                    budget: None,
+                    spent: Usd::ZERO,
+                    reserved: Usd::ZERO,
+                    spec: Default::default(),
+                    created_at: Utc::now(),
+                    updated_at: Utc::now(),
+                    archived_at: archived.then(Utc::now),
+                },
+                counts,
+            }
+        };
+        use Status::*;
+        assert_eq!(
+            plan_state(&summary(&[Done, Failed, Skipped], false, false)),
+            "done"
+        );
+        assert_eq!(
+            plan_state(&summary(&[Done, Pending], false, false)),
+            "active"
+        );
+        assert_eq!(
+            plan_state(&summary(&[Done, HumanLoop], false, true)),
+            "paused"
+        );
+        assert_eq!(
+            plan_state(&summary(&[], false, false)),
+            "active",
+            "no tasks: not done"
+        );
+        assert_eq!(plan_state(&summary(&[Done], true, false)), "archived");
+    }
 
     fn task(id: &str, deps: &[&str], status: Status) -> TaskRecord {
         TaskRecord {

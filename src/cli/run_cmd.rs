@@ -3,6 +3,7 @@
 use super::args::{RunArgs, WorkerArgs};
 use super::context::Context;
 use super::exit;
+use super::plan_choice;
 use super::plan_cmd;
 use super::signals;
 use crate::domain::Usd;
@@ -30,45 +31,39 @@ pub async fn prepare_run(ctx: &Context, args: &RunArgs) -> anyhow::Result<Result
         .map(Ok)
 }
 
-/// The plan a run works on: the file imported (`Err(code)` when refused, problems printed), or
-/// `--plan` (its budget updated), or the only plan imported; with `--resume`, tasks held by dead
-/// local processes are released first.
+/// The plan a run works on (see [`super::plan_choice`]): the file imported (`Err(code)` when
+/// refused, problems printed), or the imported plan named (its budget updated), or the only plan
+/// imported; with `--resume`, tasks held by dead local processes are released first.
 pub async fn resolve_plan(
     ctx: &Context,
     store: &Arc<dyn Store>,
     args: &RunArgs,
 ) -> anyhow::Result<Result<String, i32>> {
-    let plan_id = match (&args.plan_file, &args.plan) {
-        (Some(file), _) => {
+    let plans = store.list_plans().await?;
+    let (archived, known): (Vec<_>, Vec<_>) =
+        plans.iter().partition(|p| p.plan.archived_at.is_some());
+    let ids = |v: Vec<&crate::store::PlanSummary>| -> Vec<String> {
+        v.into_iter().map(|p| p.plan.id.clone()).collect()
+    };
+    let (known, archived) = (ids(known), ids(archived));
+    let arg = args.plan_arg.as_deref();
+    let arg_is_file = arg.is_some_and(|p| p.exists());
+    let choice = plan_choice::choose(arg, arg_is_file, args.plan.as_deref(), &known, &archived)
+        .map_err(|msg| anyhow::anyhow!(msg))?;
+    let plan_id = match (choice, arg) {
+        (plan_choice::Choice::File, Some(file)) => {
             match plan_cmd::import_for_run(ctx, store, file, args.budget, args.plan.clone()).await?
             {
                 Ok(id) => id,
                 Err(code) => return Ok(Err(code)),
             }
         }
-        (None, Some(id)) => {
-            store.get_plan(id).await?;
+        (plan_choice::Choice::File, None) => anyhow::bail!("no plan file was given"),
+        (plan_choice::Choice::Imported(id), _) => {
             if let Some(b) = args.budget {
-                set_budget(store, id, b).await?;
+                set_budget(store, &id, b).await?;
             }
-            id.clone()
-        }
-        (None, None) => {
-            let plans = store.list_plans().await?;
-            match plans.as_slice() {
-                [only] => only.plan.id.clone(),
-                [] => anyhow::bail!(
-                    "nothing to run: give a plan file (`whilly run tasks.json`) or import one first"
-                ),
-                _ => anyhow::bail!(
-                    "several plans are imported ({}); say which with --plan ID",
-                    plans
-                        .iter()
-                        .map(|p| p.plan.id.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            }
+            id
         }
     };
     // Before any console takes the terminal: resuming says what it released.
@@ -131,7 +126,15 @@ pub async fn run(ctx: &Context, args: RunArgs) -> anyhow::Result<i32> {
         ..
     } = match prepare_run(ctx, &args).await? {
         Ok(setup) => setup,
-        Err(code) => return Ok(code),
+        Err(code) => {
+            // The problems are on stderr already; the last line says the run never started.
+            let line = crate::engine::progress::failed_line(
+                RunEnd::InvalidInput,
+                "the plan file was refused: see the problems on stderr; nothing was imported",
+            );
+            let _ = writeln!(std::io::stdout(), "{line}");
+            return Ok(code);
+        }
     };
     let shutdown = signals::shutdown_channel();
     let presence = patiently("registering the worker", || async {
@@ -228,6 +231,9 @@ fn worker_exit(end: RunEnd) -> (i32, &'static str) {
         ),
         RunEnd::TimedOut => (3, "stopped: run timeout"),
         RunEnd::AllDone | RunEnd::SomeFailed => (exit::OK, "nothing left to do"),
+        // Not ends of the engine's loop (the command line reports those itself).
+        RunEnd::Environment => (exit::ENVIRONMENT, "stopped: environment error"),
+        RunEnd::InvalidInput => (exit::FAILED, "stopped: invalid input"),
     }
 }
 

@@ -5,6 +5,7 @@ pub mod graph;
 pub mod ids;
 pub mod model;
 pub mod money;
+pub mod retry;
 pub mod secrets;
 pub mod status;
 

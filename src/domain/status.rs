@@ -121,6 +121,21 @@ pub enum Action {
 }
 
 impl Action {
+    pub const ALL: [Action; 11] = [
+        Action::Claim,
+        Action::Start,
+        Action::Complete,
+        Action::Fail,
+        Action::Release,
+        Action::AwaitHuman,
+        Action::Block,
+        Action::Skip,
+        Action::Approve,
+        Action::Reject,
+        Action::Reset,
+    ];
+
+    /// The event a transition by this action writes (declared in `store::event_types`).
     pub fn event_type(self) -> &'static str {
         match self {
             Action::Claim => "task.claimed",

@@ -1,17 +1,19 @@
 //! The real executor: one attempt of one task, from guards to delivery.
 //!
-//! guards → start (deadline) → worktree → agent in a PTY (or a human handoff) → result and cost
+//! guards → start (deadline) → worktree → agent in a PTY (or a human, through
+//! [`super::handoff_runner`]) → result and cost
 //! → verification → repair rounds → commit → merge back → outcome. The loop in `worker` settles
 //! the outcome in the store; this file never writes task state itself.
 
 use super::control::{AttemptControl, StopLevel, StopReason};
 use super::executor::{AttemptOutcome, Executor};
 use super::fence::StoreFence;
+use super::handoff_runner::{HandoffEnd, HandoffRunner};
 use super::sessions::{SessionInfo, SessionRegistry, SessionState};
 use super::verify::{Verification, run_checks};
 use crate::agent::{
-    self, Backend, BackendKind, CostSource, ErrorClass, Guards, HandoffDir, HandoffPoll,
-    HandoffStatus, Invocation, PriceTable, PromptInput, Repair, UsageMeter, build_prompt,
+    self, Backend, CostSource, ErrorClass, Guards, HandoffDir, HandoffStatus, Invocation,
+    PriceTable, PromptInput, Repair, Runner, UsageMeter, build_prompt,
 };
 use crate::domain::{PlanSpec, TaskSpec, Usd, safe_id};
 use crate::pty::{LineFilter, PtySession, SpawnSpec, TermSize};
@@ -34,8 +36,9 @@ pub struct ExecutorConfig {
     pub run_dir: PathBuf,
     /// The agent for tasks and plans that name none.
     pub default_agent: String,
-    /// Every agent tasks may name, built (binaries resolved) before the run starts.
-    pub agents: BTreeMap<String, Arc<dyn Backend>>,
+    /// Every agent tasks may name, built (binaries resolved) before the run starts: a program,
+    /// or the human handoff.
+    pub agents: BTreeMap<String, Runner>,
     pub prices: PriceTable,
     pub guards: Guards,
     pub verification_timeout: Duration,
@@ -195,7 +198,7 @@ impl AgentExecutor {
     }
 
     async fn run(&self, cx: &mut Ctx<'_>, mut ctl: AttemptControl) -> AttemptOutcome {
-        let Some(backend) = self.cfg.agents.get(&cx.agent_name).cloned() else {
+        let Some(runner) = self.cfg.agents.get(&cx.agent_name).cloned() else {
             return fail(
                 cx,
                 "unknown_agent",
@@ -342,19 +345,20 @@ impl AgentExecutor {
             } else {
                 base_prompt.clone()
             };
-            let step = if backend.kind() == BackendKind::Handoff {
-                self.handoff(cx, &wt, &prompt, &mut ctl, deadline_at).await
-            } else {
-                self.agent_round(
-                    cx,
-                    backend.as_ref(),
-                    &wt,
-                    &prompt,
-                    round,
-                    &mut ctl,
-                    deadline_at,
-                )
-                .await
+            let step = match &runner {
+                Runner::Handoff => self.handoff(cx, &wt, &prompt, &mut ctl, deadline_at).await,
+                Runner::Process(backend) => {
+                    self.agent_round(
+                        cx,
+                        backend.as_ref(),
+                        &wt,
+                        &prompt,
+                        round,
+                        &mut ctl,
+                        deadline_at,
+                    )
+                    .await
+                }
             };
             match step {
                 Step::Outcome(o) => return o,
@@ -389,7 +393,8 @@ impl AgentExecutor {
             }
             cx.evidence
                 .insert("outside_key_files".into(), json!(outside));
-            if !snap.changed && checks.is_empty() && backend.kind() != BackendKind::Handoff {
+            // A human may rightly change nothing (the work was elsewhere); an agent may not.
+            if !snap.changed && checks.is_empty() && !runner.is_handoff() {
                 return fail(
                     cx,
                     "no_changes",
@@ -473,15 +478,7 @@ impl AgentExecutor {
             task_id: &cx.task.id,
         };
         let command = match backend.command(&inv) {
-            Ok(Some(c)) => c,
-            Ok(None) => {
-                return Step::Outcome(fail(
-                    cx,
-                    "agent_error",
-                    false,
-                    "backend has no command".into(),
-                ));
-            }
+            Ok(c) => c,
             Err(e) => return Step::Outcome(fail(cx, "agent_error", false, e.to_string())),
         };
         let spawn_size = self.sessions.spawn_size().unwrap_or(self.cfg.pty_size);
@@ -536,7 +533,9 @@ impl AgentExecutor {
         let exit = match ended {
             Ended::Exited(exit) => exit,
             Ended::TimedOut => {
-                let _ = session.terminate(Duration::from_secs(5)).await;
+                if let Err(e) = session.terminate(Duration::from_secs(5)).await {
+                    tracing::warn!(task = %cx.task.id, "stopping the agent after its timeout: {e}");
+                }
                 self.account(cx, backend, &log_path, ctl);
                 return Step::Outcome(fail(
                     cx,
@@ -561,8 +560,15 @@ impl AgentExecutor {
                     Some(exit) => exit,
                     None => {
                         // The grace period was the agent's chance to finish: kill the group now.
-                        let _ = session.kill();
-                        let _ = tokio::time::timeout(Duration::from_secs(5), session.wait()).await;
+                        if let Err(e) = session.kill() {
+                            tracing::warn!(task = %cx.task.id, "killing the agent: {e}");
+                        }
+                        if tokio::time::timeout(Duration::from_secs(5), session.wait())
+                            .await
+                            .is_err()
+                        {
+                            tracing::warn!(task = %cx.task.id, "the agent has not exited 5 s after SIGKILL");
+                        }
                         self.account(cx, backend, &log_path, ctl);
                         let reason = ctl.reason().unwrap_or(reason);
                         return Step::Outcome(match reason {
@@ -658,7 +664,8 @@ impl AgentExecutor {
         (result, raw)
     }
 
-    /// A human does the task: files in `.whilly/handoff/<safe-id>/`, wait for `result.json`.
+    /// A human does the task through the handoff runner: files in `.whilly/handoff/<safe-id>/`,
+    /// then the answer in `result.json` decides the attempt.
     async fn handoff(
         &self,
         cx: &mut Ctx<'_>,
@@ -667,6 +674,12 @@ impl AgentExecutor {
         ctl: &mut AttemptControl,
         deadline_at: Option<Instant>,
     ) -> Step {
+        let runner = HandoffRunner {
+            dir: &self.cfg.handoff,
+            timeout: self.cfg.handoff_timeout,
+            poll: self.cfg.handoff_poll,
+            store: self.store.as_ref(),
+        };
         let meta = agent::handoff::HandoffMeta {
             task_id: cx.task.id.clone(),
             plan_id: cx.claimed.task.plan_id.clone(),
@@ -675,10 +688,7 @@ impl AgentExecutor {
             timeout_s: Some(self.cfg.handoff_timeout.as_secs()),
             attempt: cx.claimed.task.attempts.max(1) as u32,
         };
-        // A result left from an earlier attempt must not answer this one.
-        let plan_id = cx.claimed.task.plan_id.clone();
-        let _ = self.cfg.handoff.remove(&plan_id, &cx.task.id);
-        let dir = match self.cfg.handoff.start(&meta, prompt) {
+        let dir = match runner.start(&meta, prompt) {
             Ok(d) => d,
             Err(e) => return Step::Outcome(fail(cx, "handoff_error", false, e.to_string())),
         };
@@ -686,63 +696,12 @@ impl AgentExecutor {
         self.sessions.update(cx.claimed.lease.task_pk, |s| {
             s.state = SessionState::WaitingForHuman
         });
-        let give_up = Instant::now() + self.cfg.handoff_timeout;
-        let give_up = deadline_at.map_or(give_up, |d| d.min(give_up));
-        let mut last_malformed: Option<String> = None;
-        loop {
-            match agent::handoff::poll_dir(&dir) {
-                HandoffPoll::Result(r) => {
-                    cx.spent += r.cost;
-                    ctl.set_spent(cx.spent);
-                    cx.evidence
-                        .insert("handoff_status".into(), json!(r.status.as_str()));
-                    cx.evidence.insert("message".into(), json!(r.message));
-                    cx.evidence
-                        .insert("attempt_cost_usd".into(), json!(cx.spent.as_f64()));
-                    let _ = agent::handoff::remove_dir(&dir);
-                    return match r.status {
-                        HandoffStatus::Complete => Step::Finished,
-                        HandoffStatus::Failed => {
-                            Step::Outcome(fail_owned(cx, "handoff_failed".into(), false, r.message))
-                        }
-                        HandoffStatus::Partial => {
-                            Step::Outcome(fail_owned(cx, "handoff_partial".into(), true, r.message))
-                        }
-                        HandoffStatus::Blocked => Step::Outcome(AttemptOutcome::Parked {
-                            cost: cx.spent,
-                            park: Park::Blocked,
-                            reason: "handoff_blocked".into(),
-                            evidence: cx.evidence(),
-                        }),
-                        HandoffStatus::HumanLoop => Step::Outcome(AttemptOutcome::Parked {
-                            cost: cx.spent,
-                            park: Park::HumanLoop,
-                            reason: "human_loop".into(),
-                            evidence: cx.evidence(),
-                        }),
-                    };
-                }
-                HandoffPoll::Malformed(why) => {
-                    // Reported once per distinct problem; the task keeps waiting for a fixed file.
-                    if last_malformed.as_deref() != Some(why.as_str()) {
-                        tracing::warn!(task = %cx.task.id, "malformed handoff result: {why}");
-                        let _ = self
-                            .store
-                            .append_event(crate::store::NewEvent {
-                                event_type: "handoff.malformed".into(),
-                                plan_id: Some(cx.claimed.task.plan_id.clone()),
-                                task_id: Some(cx.task.id.clone()),
-                                epoch: Some(cx.claimed.lease.epoch),
-                                payload: json!({ "problem": why }),
-                                ..Default::default()
-                            })
-                            .await;
-                        last_malformed = Some(why);
-                    }
-                }
-                HandoffPoll::Waiting => {}
-            }
-            if Instant::now() >= give_up {
+        let r = match runner
+            .wait(&dir, &meta, cx.claimed.lease.epoch, ctl, deadline_at)
+            .await
+        {
+            HandoffEnd::Answered(r) => r,
+            HandoffEnd::TimedOut => {
                 return Step::Outcome(fail(
                     cx,
                     "handoff_timeout",
@@ -750,16 +709,43 @@ impl AgentExecutor {
                     "nobody answered the handoff in time".into(),
                 ));
             }
-            let mut stop_ctl = ctl.clone();
-            tokio::select! {
-                _ = tokio::time::sleep(self.cfg.handoff_poll) => {}
-                reason = stop_ctl.reached(StopLevel::Graceful) => {
-                    return Step::Outcome(match reason {
-                        StopReason::LeaseLost => AttemptOutcome::Abandoned,
-                        other => AttemptOutcome::Released { cost: cx.spent, reason: other.as_str().into() },
-                    });
-                }
+            HandoffEnd::Stopped(StopReason::LeaseLost) => {
+                return Step::Outcome(AttemptOutcome::Abandoned);
             }
+            HandoffEnd::Stopped(other) => {
+                return Step::Outcome(AttemptOutcome::Released {
+                    cost: cx.spent,
+                    reason: other.as_str().into(),
+                });
+            }
+        };
+        cx.spent += r.cost;
+        ctl.set_spent(cx.spent);
+        cx.evidence
+            .insert("handoff_status".into(), json!(r.status.as_str()));
+        cx.evidence.insert("message".into(), json!(r.message));
+        cx.evidence
+            .insert("attempt_cost_usd".into(), json!(cx.spent.as_f64()));
+        match r.status {
+            HandoffStatus::Complete => Step::Finished,
+            HandoffStatus::Failed => {
+                Step::Outcome(fail_owned(cx, "handoff_failed".into(), false, r.message))
+            }
+            HandoffStatus::Partial => {
+                Step::Outcome(fail_owned(cx, "handoff_partial".into(), true, r.message))
+            }
+            HandoffStatus::Blocked => Step::Outcome(AttemptOutcome::Parked {
+                cost: cx.spent,
+                park: Park::Blocked,
+                reason: "handoff_blocked".into(),
+                evidence: cx.evidence(),
+            }),
+            HandoffStatus::HumanLoop => Step::Outcome(AttemptOutcome::Parked {
+                cost: cx.spent,
+                park: Park::HumanLoop,
+                reason: "human_loop".into(),
+                evidence: cx.evidence(),
+            }),
         }
     }
 

@@ -2,11 +2,10 @@
 //! settings, check policy. Pure mappings over [`Config`]; building a backend looks for its binary.
 
 use super::setup::SetupError;
-use crate::agent::{self, AgentSettings, Backend, BackendKind, ModelPrice, PriceTable};
+use crate::agent::{self, AgentSettings, BackendKind, ModelPrice, PriceTable, Runner};
 use crate::config::{self, Config};
 use crate::workspace::{MergeMode, WorkspaceConfig};
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
 use std::time::Duration;
 
 /// The settings of agent `name` from `[agents.<name>]` (`handoff` is built in: a human).
@@ -52,7 +51,7 @@ pub fn agent_settings(cfg: &Config, name: &str) -> Result<AgentSettings, SetupEr
 /// Why agent `name` cannot be built here, or `None` when it can.
 pub fn unavailable(cfg: &Config, name: &str) -> Option<String> {
     match agent_settings(cfg, name) {
-        Ok(settings) => agent::build_backend(&settings).err().map(|e| e.to_string()),
+        Ok(settings) => agent::build_runner(&settings).err().map(|e| e.to_string()),
         Err(e) => Some(e.to_string()),
     }
 }
@@ -61,15 +60,15 @@ pub fn unavailable(cfg: &Config, name: &str) -> Option<String> {
 pub fn build_agents(
     cfg: &Config,
     names: &BTreeSet<String>,
-) -> Result<BTreeMap<String, Arc<dyn Backend>>, SetupError> {
-    let mut out: BTreeMap<String, Arc<dyn Backend>> = BTreeMap::new();
+) -> Result<BTreeMap<String, Runner>, SetupError> {
+    let mut out: BTreeMap<String, Runner> = BTreeMap::new();
     for name in names {
         let settings = agent_settings(cfg, name)?;
-        let backend = agent::build_backend(&settings).map_err(|e| match e {
+        let runner = agent::build_runner(&settings).map_err(|e| match e {
             agent::AgentError::BinaryNotFound { .. } => SetupError::Environment(e.to_string()),
             other => SetupError::Agent(other),
         })?;
-        out.insert(name.clone(), Arc::from(backend));
+        out.insert(name.clone(), runner);
     }
     Ok(out)
 }

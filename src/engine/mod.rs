@@ -12,6 +12,7 @@ pub mod decision;
 pub mod executor;
 pub mod failpoint;
 pub mod fence;
+pub mod handoff_runner;
 pub mod landing;
 pub mod outage;
 pub mod outcome;

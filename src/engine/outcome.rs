@@ -12,6 +12,12 @@ pub enum RunEnd {
     BudgetExhausted,
     TimedOut,
     Interrupted,
+    /// The run could not start or go on: the queue unreachable, an agent's program missing, no
+    /// repository. Never produced by the engine's loop; the command line reports it.
+    Environment,
+    /// The run was refused before it started: a plan file with errors, an unknown plan, a bad
+    /// flag. Never produced by the engine's loop either.
+    InvalidInput,
 }
 
 impl RunEnd {
@@ -22,6 +28,8 @@ impl RunEnd {
             RunEnd::BudgetExhausted => 2,
             RunEnd::TimedOut => 3,
             RunEnd::Interrupted => 130,
+            RunEnd::Environment => 2,
+            RunEnd::InvalidInput => 1,
         }
     }
 
@@ -34,6 +42,8 @@ impl RunEnd {
             RunEnd::BudgetExhausted => "budget exhausted",
             RunEnd::TimedOut => "timed out",
             RunEnd::Interrupted => "interrupted",
+            RunEnd::Environment => "environment error",
+            RunEnd::InvalidInput => "refused: invalid input",
         }
     }
 }
@@ -49,6 +59,9 @@ mod tests {
         assert_eq!(RunEnd::BudgetExhausted.exit_code(), 2);
         assert_eq!(RunEnd::TimedOut.exit_code(), 3);
         assert_eq!(RunEnd::Interrupted.exit_code(), 130);
+        // Budget and environment both exit 2, as in the original; the `end` tells them apart.
+        assert_eq!(RunEnd::Environment.exit_code(), 2);
+        assert_eq!(RunEnd::InvalidInput.exit_code(), 1);
     }
 
     #[test]

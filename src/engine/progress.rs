@@ -75,6 +75,18 @@ pub fn complete_line(s: &RunSummary) -> Value {
     })
 }
 
+/// The `complete` line of a headless run that never got to run, or was ended by an error: how
+/// (`environment`, `invalid_input`, `interrupted`), the exit code and the error. A script reads
+/// the same last line whatever happened.
+pub fn failed_line(end: super::RunEnd, error: &str) -> Value {
+    json!({
+        "event": "complete",
+        "end": end,
+        "exit_code": end.exit_code(),
+        "error": error,
+    })
+}
+
 /// Follows the plan's events until `stop` resolves, printing JSON lines to `out`.
 pub struct HeadlessPrinter {
     store: Arc<dyn Store>,
@@ -118,6 +130,7 @@ impl HeadlessPrinter {
         for e in &events {
             self.after_id = e.id;
             if let Some(line) = transition_line(e) {
+                // Progress lines are best-effort (a closed stdout must not stop the run).
                 let _ = writeln!(out, "{line}");
             }
         }

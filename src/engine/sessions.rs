@@ -87,8 +87,10 @@ impl SessionRegistry {
     /// Kills every agent still running (quit, panic): agents are never orphaned.
     pub fn kill_all(&self) {
         for s in self.snapshot() {
-            if let Some(pty) = s.pty {
-                let _ = pty.kill();
+            if let Some(pty) = s.pty
+                && let Err(e) = pty.kill()
+            {
+                tracing::warn!(task = %s.task_id, "killing the agent: {e}");
             }
         }
     }

@@ -165,7 +165,8 @@ async fn run_one(
         Err(_) => {
             result.timed_out = true;
             if let Some(pid) = pid {
-                kill_group(pid);
+                // The whole group, so children of the check die with it.
+                crate::procguard::kill_group(pid);
             }
             result.output = format!("timed out after {}s", timeout.as_secs());
         }
@@ -182,14 +183,6 @@ fn push_capped(buf: &mut Vec<u8>, bytes: &[u8]) {
     buf.extend_from_slice(&bytes[..bytes.len().min(room)]);
     if buf.len() >= MAX_OUTPUT {
         buf.extend_from_slice(b"\n[output cut at 256 KiB]\n");
-    }
-}
-
-/// SIGKILL to the whole process group, so children of the check die with it.
-pub fn kill_group(pid: u32) {
-    // SAFETY: killpg only sends a signal; a stale pid at worst targets an exited group.
-    unsafe {
-        libc::killpg(pid as libc::pid_t, libc::SIGKILL);
     }
 }
 

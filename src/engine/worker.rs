@@ -6,6 +6,7 @@ use super::control::{AttemptHandle, StopLevel, StopReason, attempt_control};
 use super::executor::{AttemptOutcome, Executor};
 use super::outage::Outage;
 use super::outcome::RunEnd;
+use crate::domain::retry::backoff_after;
 use crate::domain::{Status, Usd};
 use crate::store::{
     ClaimRequest, FailMode, Lease, NewEvent, Outcome, PlanRecord, Store, StoreError, StoreResult,
@@ -32,7 +33,8 @@ pub struct EngineConfig {
     pub grace: Duration,
     pub run_timeout: Option<Duration>,
     pub default_estimate: Usd,
-    /// Backoff before a retried task may be claimed again, by failed attempt (seconds).
+    /// Backoff before a retried task may be claimed again, by failed attempt (seconds; see
+    /// [`crate::domain::retry::backoff`], empty means the default schedule).
     pub retry_backoff: Vec<u64>,
     /// `run` ends when its plan has nothing left to do; a `worker` keeps waiting for work
     /// (unless `--until-idle`).
@@ -786,11 +788,8 @@ impl Engine {
                     FailMode::Final
                 };
                 self.store.fail(r.lease, mode, &o).await.map(|t| {
-                    (t.status == Status::Pending).then(|| {
-                        let i = (t.attempts.max(1) as usize - 1)
-                            .min(self.cfg.retry_backoff.len().saturating_sub(1));
-                        Duration::from_secs(self.cfg.retry_backoff.get(i).copied().unwrap_or(5))
-                    })
+                    (t.status == Status::Pending)
+                        .then(|| backoff_after(t.attempts, &self.cfg.retry_backoff))
                 })
             }
             AttemptOutcome::Parked {

@@ -164,9 +164,7 @@ impl OneShot {
             workdir: cwd,
             task_id: label,
         };
-        let Some(cmd) = self.backend.command(&inv)? else {
-            return Err(OneShotError::NotAProcess { agent });
-        };
+        let cmd = self.backend.command(&inv)?;
         let started = Instant::now();
         // Through the guard (when the program exists): a killed whilly takes the call with it.
         let mut command = crate::procguard::tokio_command(&cmd.program);
@@ -257,7 +255,7 @@ struct GroupGuard(Option<u32>);
 impl Drop for GroupGuard {
     fn drop(&mut self) {
         if let Some(pid) = self.0 {
-            crate::engine::verify::kill_group(pid);
+            crate::procguard::kill_group(pid);
         }
     }
 }

@@ -163,6 +163,7 @@ pub async fn drain_through_tmux(file: &Path) -> Result<Duration, String> {
         Ok(started.elapsed())
     };
     let result = run.await;
+    // Cleanup of the bench's private tmux server: the measurement is already taken.
     let _ = tmux(&["kill-server"])
         .stderr(std::process::Stdio::null())
         .status()

@@ -31,26 +31,7 @@ impl std::fmt::Display for ExitInfo {
     }
 }
 
-/// Sends `signal` to every process in group `pgid`. A group that no longer exists is not an error.
-pub fn signal_group(pgid: i32, signal: i32) -> std::io::Result<()> {
-    if pgid <= 1 {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            format!("refusing to signal group {pgid}"),
-        ));
-    }
-    // SAFETY: plain syscall; pgid > 1 so this never targets our own group (0) or everything (-1).
-    let rc = unsafe { libc::killpg(pgid, signal) };
-    if rc == 0 {
-        return Ok(());
-    }
-    let err = std::io::Error::last_os_error();
-    if err.raw_os_error() == Some(libc::ESRCH) {
-        Ok(())
-    } else {
-        Err(err)
-    }
-}
+pub use crate::procguard::signal_group;
 
 /// The process group of `pid`, if the process exists.
 pub fn process_group_of(pid: i32) -> Option<i32> {
@@ -111,6 +92,7 @@ fn wait_exit_nowait(pid: i32) -> ExitInfo {
 pub(crate) fn run_waiter(pid: i32, release: Receiver<()>, report: impl FnOnce(ExitInfo)) {
     let info = wait_exit_nowait(pid);
     report(info);
+    // Either a message or the sender dropped: both mean the session is gone.
     let _ = release.recv();
     if let Err(err) = signal_group(pid, libc::SIGKILL) {
         tracing::warn!(pid, %err, "cannot kill the rest of the process group");

@@ -208,7 +208,9 @@ impl PtySession {
         let started = Instant::now();
 
         let kill_on_error = |err: PtyError| {
-            let _ = signal_group(pid, libc::SIGKILL);
+            if let Err(e) = signal_group(pid, libc::SIGKILL) {
+                tracing::warn!(pid, "killing a session that failed to start: {e}");
+            }
             let mut status = 0;
             // SAFETY: reaping our own child after killing it.
             unsafe { libc::waitpid(pid, &mut status, 0) };
@@ -291,6 +293,30 @@ impl PtySession {
 
     pub fn pgid(&self) -> i32 {
         self.pid
+    }
+
+    /// Whether the terminal's foreground program (or the agent itself) is blocked reading the
+    /// terminal: it waits for someone to type (see [`crate::procinfo::blocked_reading`]).
+    pub fn waiting_for_input(&self) -> bool {
+        if !self.is_running() {
+            return false;
+        }
+        let (tty, foreground) = {
+            let master = self.master.lock().unwrap_or_else(|e| e.into_inner());
+            (master.tty_name(), master.process_group_leader())
+        };
+        let Some(tty) = tty else {
+            return false;
+        };
+        let mut pids = vec![self.pid];
+        if let Some(fg) = foreground
+            && fg != self.pid
+            && fg > 1
+        {
+            pids.push(fg);
+        }
+        pids.into_iter()
+            .any(|pid| crate::procinfo::blocked_reading(pid, &tty))
     }
 
     pub fn log_path(&self) -> Option<&Path> {
@@ -525,6 +551,7 @@ impl PtySession {
                 }
             }
         };
+        // Output still unread after this is given up: the exit is what the caller waits for.
         let _ = tokio::time::timeout(DRAIN_AFTER_EXIT, drained).await;
         exit
     }
@@ -553,6 +580,7 @@ impl PtySession {
         }
         self.signal(libc::SIGTERM)?;
         let deadline = tokio::time::Instant::now() + grace;
+        // A timeout here is handled below: whatever is still alive then gets SIGKILL.
         let _ = tokio::time::timeout_at(deadline, self.wait_exit()).await;
         while group_alive(self.pid) && tokio::time::Instant::now() < deadline {
             tokio::time::sleep(GROUP_POLL).await;
@@ -572,8 +600,13 @@ impl PtySession {
 impl Drop for PtySession {
     fn drop(&mut self) {
         // The child is unreaped until the waiter is released, so its group id is still ours.
-        if self.exit_info().is_none() || group_alive(self.pid) {
-            let _ = signal_group(self.pid, libc::SIGKILL);
+        if (self.exit_info().is_none() || group_alive(self.pid))
+            && let Err(e) = signal_group(self.pid, libc::SIGKILL)
+        {
+            tracing::warn!(
+                pid = self.pid,
+                "killing a dropped session's process group: {e}"
+            );
         }
         self.release_waiter.take();
         self.wake_reader.take();

@@ -38,6 +38,12 @@ pub trait Store: Send + Sync {
     async fn export_plan(&self, plan_id: &str) -> StoreResult<PlanSpec>;
     async fn set_plan_paused(&self, plan_id: &str, paused: bool) -> StoreResult<()>;
     async fn reset_plan(&self, plan_id: &str, mode: ResetMode) -> StoreResult<()>;
+    /// Hides the plan from lists (or lists it again), with a `plan.archived` / `plan.unarchived`
+    /// event; nothing else about it changes. Already so: nothing is written.
+    async fn set_plan_archived(&self, plan_id: &str, archived: bool) -> StoreResult<()>;
+    /// Deletes the plan and its tasks and writes `plan.deleted` (its events stay: the audit
+    /// trail is append-only). `Refused` while a task of it is leased (running).
+    async fn delete_plan(&self, plan_id: &str) -> StoreResult<()>;
 
     // ---- tasks -------------------------------------------------------------------------------
 

@@ -6,6 +6,7 @@
 
 mod import;
 mod lease;
+mod lifecycle;
 mod location;
 mod operator;
 mod query;
@@ -124,24 +125,33 @@ impl PgStore {
             ))
         })?;
         let location = location_of(&connect_opts);
-        let unreachable = |detail: String| StoreError::Unreachable {
+        let unreachable = |detail: String, refused: bool| StoreError::Unreachable {
             backend: "postgres",
             location: location.clone(),
             detail,
-            hint: location::HINT.to_string(),
+            hint: location::hint(
+                connect_opts.get_host(),
+                refused,
+                location::LocalServer::detect(),
+            ),
         };
+        // One connection first, tried once: a pool retries refused connections until its
+        // acquire timeout, so a server that is not there would take seconds to say so.
+        probe(&connect_opts, opts.connect_timeout)
+            .await
+            .map_err(|(detail, refused)| unreachable(detail, refused))?;
         let pool = PgPoolOptions::new()
             .max_connections(opts.max_connections.max(2))
             .acquire_timeout(opts.connect_timeout)
             .connect_with(connect_opts.clone());
         let pool = match tokio::time::timeout(opts.connect_timeout, pool).await {
             Ok(Ok(p)) => p,
-            Ok(Err(e)) => return Err(unreachable(e.to_string())),
+            Ok(Err(e)) => return Err(unreachable(e.to_string(), false)),
             Err(_) => {
-                return Err(unreachable(format!(
-                    "no answer within {:?}",
-                    opts.connect_timeout
-                )));
+                return Err(unreachable(
+                    format!("no answer within {:?}", opts.connect_timeout),
+                    false,
+                ));
             }
         };
         let (shutdown, shutdown_rx) = watch::channel(false);
@@ -241,6 +251,23 @@ impl PgStore {
     }
 }
 
+/// Opens and closes one connection: `Err((detail, refused))` when the server does not take it.
+async fn probe(opts: &PgConnectOptions, timeout: Duration) -> Result<(), (String, bool)> {
+    use sqlx::{ConnectOptions as _, Connection as _};
+    match tokio::time::timeout(timeout, opts.connect()).await {
+        Ok(Ok(conn)) => {
+            let _ = conn.close().await;
+            Ok(())
+        }
+        Ok(Err(e)) => Err(location::connect_failure(
+            opts.get_host(),
+            opts.get_port(),
+            &e,
+        )),
+        Err(_) => Err((format!("no answer within {timeout:?}"), false)),
+    }
+}
+
 #[async_trait]
 impl Store for PgStore {
     fn info(&self) -> StoreInfo {
@@ -284,6 +311,14 @@ impl Store for PgStore {
 
     async fn reset_plan(&self, plan_id: &str, mode: ResetMode) -> StoreResult<()> {
         operator::reset_plan(&self.inner, plan_id, mode).await
+    }
+
+    async fn set_plan_archived(&self, plan_id: &str, archived: bool) -> StoreResult<()> {
+        lifecycle::set_plan_archived(&self.inner, plan_id, archived).await
+    }
+
+    async fn delete_plan(&self, plan_id: &str) -> StoreResult<()> {
+        lifecycle::delete_plan(&self.inner, plan_id).await
     }
 
     async fn list_tasks(&self, plan_id: &str) -> StoreResult<Vec<TaskRecord>> {

@@ -376,7 +376,7 @@ pub(crate) use task_cols;
 macro_rules! plan_cols {
     () => {
         "id, project, paused, budget_micros, spent_micros, reserved_micros, spec, created_at, \
-         updated_at"
+         updated_at, archived_at"
     };
 }
 pub(crate) use plan_cols;

@@ -19,6 +19,8 @@ pub struct PlanRecord {
     pub spec: PlanSpec,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+    /// When the operator archived the plan (hidden from lists); `None` while it is listed.
+    pub archived_at: Option<DateTime<Utc>>,
 }
 
 /// Counts of a plan's tasks by live status.
@@ -36,6 +38,16 @@ pub struct StatusCounts {
 impl StatusCounts {
     pub fn get(&self, s: Status) -> u64 {
         self.by_status.get(&s).copied().unwrap_or(0)
+    }
+
+    /// Every task has ended (DONE, FAILED or SKIPPED) and there is at least one: nothing of the
+    /// plan will run again unless someone resets it.
+    pub fn all_terminal(&self) -> bool {
+        self.total > 0
+            && self
+                .by_status
+                .iter()
+                .all(|(s, n)| *n == 0 || s.is_terminal())
     }
 }
 

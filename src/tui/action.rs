@@ -57,6 +57,10 @@ pub enum Action {
     Mark,
     /// Replay the selected task's last attempt log in a pane (`o`).
     Replay,
+    /// One ad-hoc task typed in, gate-checked and added to the running plan (`N`).
+    AddTask,
+    /// The selected task's changes against its base: worktree, branch or landed commit (`D`).
+    Diff,
     /// Skip the selected task (SKIPPED; its dependants may run), with confirmation (`S`).
     SkipTask,
     /// Kill the focused (or selected) task's running agent, with confirmation (`K`).
@@ -120,6 +124,8 @@ pub const BINDABLE: &[Action] = &[
     Action::SendBack,
     Action::Mark,
     Action::Replay,
+    Action::Diff,
+    Action::AddTask,
     Action::SkipTask,
     Action::KillAttempt,
     Action::None,
@@ -163,6 +169,8 @@ impl Action {
             Action::SendBack => "send_back",
             Action::Mark => "mark",
             Action::Replay => "replay",
+            Action::Diff => "diff",
+            Action::AddTask => "add_task",
             Action::SkipTask => "skip_task",
             Action::KillAttempt => "kill_attempt",
             Action::None => "none",
@@ -214,6 +222,8 @@ impl Action {
             Action::SendBack => "send back with a comment (another attempt)",
             Action::Mark => "mark / unmark for a batch decision",
             Action::Replay => "replay the selected task's last attempt log",
+            Action::Diff => "what the selected task changed (worktree, branch or landed)",
+            Action::AddTask => "add one task to the running plan (gate-checked)",
             Action::SkipTask => "skip the selected task (asks first)",
             Action::KillAttempt => "kill the agent of the focused pane (asks first)",
             Action::None | Action::FilterChar(_) | Action::FilterBackspace => "",

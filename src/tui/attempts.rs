@@ -155,6 +155,20 @@ pub fn outcome_notes(events: &[&Event]) -> Vec<String> {
     out
 }
 
+/// The commit that landed the task's newest DONE, from its delivery evidence.
+pub fn landed_commit(events: &[&Event]) -> Option<String> {
+    let e = events
+        .iter()
+        .rev()
+        .find(|e| e.event_type == et::TASK_DONE)?;
+    let ev = evidence(&e.payload)?;
+    ev.get("delivery")
+        .and_then(|d| d.get("commit"))
+        .or_else(|| ev.get("commit"))
+        .and_then(Value::as_str)
+        .map(str::to_string)
+}
+
 /// What the agent (or the human of a handoff) said at the end of the newest attempt: its final
 /// answer (its last lines), else the attempt's message or detail.
 pub fn last_words(events: &[&Event]) -> Option<String> {

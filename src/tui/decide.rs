@@ -11,7 +11,7 @@ use serde_json::json;
 use std::sync::Arc;
 
 /// The patch shown in the inbox is cut here: enough to review, bounded in memory.
-const MAX_DIFF_BYTES: usize = 256 * 1024;
+pub const MAX_DIFF_BYTES: usize = 256 * 1024;
 
 /// Applies `decision` to one item; the text is a note for the status line.
 pub async fn apply(

@@ -71,12 +71,31 @@ pub fn message(
              when they finish."
         )
     };
+    // The log directory is `<repo>/.whilly/logs` (`store::open::state_dir`): the repository
+    // named with --repo makes the command work from any directory.
+    let repo = log_dir
+        .parent()
+        .and_then(|state| state.parent())
+        .map(|r| format!(" --repo {}", shell_word(&r.to_string_lossy())))
+        .unwrap_or_default();
     format!(
-        "whilly: {what}\n  follow: whilly events --plan {plan_id} --follow   (or open whilly \
-         again: its inbox answers their handoffs)\n  stop them: kill {pid}   (their tasks go \
-         back to PENDING)\n  log: {}",
+        "whilly: {what}\n  follow: whilly{repo} events --plan {plan_id} --follow   (or open \
+         whilly{repo} again: its inbox answers their handoffs)\n  stop them: kill {pid}   (their \
+         tasks go back to PENDING)\n  log: {}",
         log_dir.display()
     )
+}
+
+/// `s` as one shell word: as it is when it holds nothing a shell would split or expand.
+fn shell_word(s: &str) -> String {
+    let plain = !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+:@%,=".contains(c));
+    if plain {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
 }
 
 #[cfg(test)]
@@ -98,8 +117,19 @@ mod tests {
         );
         assert!(m.contains("nothing new starts"), "{m}");
         assert!(m.contains("kill 4242"), "{m}");
-        assert!(m.contains("whilly events --plan p --follow"), "{m}");
+        assert!(
+            m.contains("whilly --repo /r events --plan p --follow"),
+            "{m}"
+        );
         assert!(m.contains("/r/.whilly/logs"), "{m}");
+        let m = message(
+            &[],
+            true,
+            7,
+            "p",
+            std::path::Path::new("/my repo/.whilly/logs"),
+        );
+        assert!(m.contains("whilly --repo '/my repo' events"), "{m}");
         let m = message(&[], true, 7, "p", std::path::Path::new("/l"));
         assert!(
             m.contains("plan p goes on in the background, process 7"),

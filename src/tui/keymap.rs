@@ -272,6 +272,8 @@ const DEFAULTS: &[(&str, Action)] = &[
     ("b", Action::SendBack),
     ("space", Action::Mark),
     ("o", Action::Replay),
+    ("D", Action::Diff),
+    ("N", Action::AddTask),
     ("S", Action::SkipTask),
     ("K", Action::KillAttempt),
 ];

@@ -21,6 +21,9 @@ pub mod resize;
 pub mod screens;
 pub mod state;
 pub mod terminal;
+/// Test fixtures: for the crate's own tests and, through the `testkit` feature (which the
+/// dev-dependency on itself turns on), its integration tests; never in a release build.
+#[cfg(any(test, feature = "testkit"))]
 pub mod testkit;
 pub mod theme;
 pub mod ui;

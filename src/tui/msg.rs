@@ -25,6 +25,11 @@ pub enum Msg {
     Challenge(Result<String, String>),
     /// A replay's log, found (its screen goes to the console's emulator), or why not.
     Replay(i64, Result<PathBuf, String>),
+    /// What a task changed (for the diff view), or why it cannot be shown.
+    Diff(
+        i64,
+        Result<(crate::workspace::DiffSource, crate::workspace::WorktreeDiff), String>,
+    ),
     /// The queue's news: the plan, its tasks, new events (and with a full reload the workers and
     /// the waiting handoffs).
     Data(Box<FeedData>),

@@ -39,6 +39,18 @@ pub enum View {
     Challenge,
     /// A finished attempt's log replayed into a pane.
     Replay,
+    /// What a task changed against its base.
+    Diff,
+}
+
+/// The diff view's task and what was loaded for it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DiffMeta {
+    pub task_pk: i64,
+    pub task_id: String,
+    /// `None` while loading; the diff with where it came from, or why there is none.
+    pub loaded:
+        Option<Result<(crate::workspace::DiffSource, crate::workspace::WorktreeDiff), String>>,
 }
 
 /// The pane key the replayed log's screen goes by (no task pk is negative).
@@ -70,6 +82,7 @@ impl View {
             View::Wizard => "PRD wizard",
             View::Challenge => "challenge",
             View::Replay => "replay",
+            View::Diff => "diff",
         }
     }
 
@@ -116,6 +129,8 @@ impl View {
                 Inbox,
                 Workers,
                 Replay,
+                Diff,
+                AddTask,
                 TaskDetail,
                 Events,
                 Tasks,
@@ -165,6 +180,9 @@ impl View {
             // The wizard takes every key itself; its own hints are on screen.
             View::Wizard => &[Quit],
             View::Replay => &[Quit, Help, ScrollUp, ScrollDown, Replay, Back],
+            View::Diff => &[
+                Quit, Help, MoveUp, MoveDown, ScrollUp, ScrollDown, Diff, TaskDetail, Back,
+            ],
             View::Events | View::TaskDetail | View::Triz | View::Workers | View::Challenge => &[
                 Quit,
                 Help,
@@ -231,6 +249,22 @@ pub struct InboxTarget {
 pub enum InputPurpose {
     Reject(Vec<InboxTarget>),
     SendBack(Vec<InboxTarget>),
+    /// An ad-hoc task, a field at a time: what to do, then its criteria, then its test steps.
+    AddTask(AddStep, TaskDraft),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AddStep {
+    Description,
+    Criteria,
+    Tests,
+}
+
+/// The ad-hoc task typed so far.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TaskDraft {
+    pub description: String,
+    pub criteria: Vec<String>,
 }
 
 impl InputPurpose {
@@ -238,6 +272,19 @@ impl InputPurpose {
         let (verb, targets) = match self {
             InputPurpose::Reject(t) => ("Reject", t),
             InputPurpose::SendBack(t) => ("Send back", t),
+            InputPurpose::AddTask(step, _) => {
+                return match step {
+                    AddStep::Description => {
+                        "New task (1/3): what to do and where, 20 characters at least".into()
+                    }
+                    AddStep::Criteria => {
+                        "New task (2/3): acceptance criteria, separated by ;".into()
+                    }
+                    AddStep::Tests => {
+                        "New task (3/3): test steps (commands), separated by ;".into()
+                    }
+                };
+            }
         };
         let what = match targets.as_slice() {
             [one] => one.task_id.clone(),
@@ -246,6 +293,7 @@ impl InputPurpose {
         let asks = match self {
             InputPurpose::Reject(_) => "reason",
             InputPurpose::SendBack(_) => "comment for the next attempt",
+            InputPurpose::AddTask(..) => "",
         };
         format!("{verb} {what}: {asks}")
     }
@@ -320,6 +368,13 @@ pub enum Effect {
     },
     /// Scroll the replay pane (positive = back in time).
     ScrollReplay(i32),
+    /// Add this task to the running plan (it passed the decision gate).
+    AddTask(Box<crate::domain::TaskSpec>),
+    /// Load what the task changed into [`AppState::diff`].
+    LoadDiff {
+        task_pk: i64,
+        task_id: String,
+    },
     /// Tell the operator (desktop notification or terminal bell, per `[notifications]`).
     Notify(Box<crate::notify::Notice>),
 }
@@ -343,6 +398,8 @@ pub struct PaneMeta {
     pub state: SessionState,
     /// Whether a terminal is attached (none while preparing or for a human handoff).
     pub has_screen: bool,
+    /// The agent is blocked reading its terminal: it waits for someone to type (from /proc).
+    pub waiting_input: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -431,6 +488,8 @@ pub struct AppState {
     pub wizard: Option<Wizard>,
     pub challenge: Option<ChallengeView>,
     pub replay: Option<ReplayMeta>,
+    /// The diff view's task and content.
+    pub diff: Option<DiffMeta>,
     /// Whether the first load arrived: events up to it are history and notify nobody.
     pub seen_history: bool,
     /// Bumped when the task list / the events change (by the data-in methods): what
@@ -482,6 +541,7 @@ impl AppState {
             wizard: None,
             challenge: None,
             replay: None,
+            diff: None,
             seen_history: false,
             tasks_generation: 0,
             events_generation: 0,
@@ -596,6 +656,11 @@ impl AppState {
     }
 
     // ---- derived ---------------------------------------------------------------------------
+
+    /// How many agents wait for someone to type into their terminal.
+    pub fn waiting_input(&self) -> usize {
+        self.panes.iter().filter(|p| p.waiting_input).count()
+    }
 
     pub fn finished(&self) -> bool {
         self.summary.is_some() || self.engine_error.is_some()
@@ -833,6 +898,11 @@ impl AppState {
             }
             Action::Workers => self.switch(View::Workers),
             Action::Replay => return self.open_replay(),
+            Action::Diff => return self.open_diff(),
+            Action::AddTask => self.popups.push(Popup::Input {
+                purpose: InputPurpose::AddTask(AddStep::Description, TaskDraft::default()),
+                text: String::new(),
+            }),
             Action::Approve => return self.approve(),
             Action::Merge => {
                 let targets: Vec<InboxTarget> = self
@@ -1068,6 +1138,100 @@ impl AppState {
         }]
     }
 
+    /// One field of the ad-hoc task typed: the next one is asked for, and the whole task goes
+    /// through the decision gate before it is added; a field the gate refuses is asked again.
+    fn add_task_step(&mut self, step: AddStep, mut draft: TaskDraft, line: String) -> Vec<Effect> {
+        let split = |l: &str| -> Vec<String> {
+            l.split(';')
+                .map(str::trim)
+                .filter(|p| !p.is_empty())
+                .map(str::to_string)
+                .collect()
+        };
+        let ask = |step, draft| Popup::Input {
+            purpose: InputPurpose::AddTask(step, draft),
+            text: String::new(),
+        };
+        match step {
+            AddStep::Description => {
+                draft.description = line;
+                let probe = crate::domain::TaskSpec {
+                    description: draft.description.clone(),
+                    acceptance_criteria: vec!["-".into()],
+                    test_steps: vec!["-".into()],
+                    ..Default::default()
+                };
+                if let Some(f) = crate::plan::gate::gate_failures(&probe).first() {
+                    self.set_status(format!("{f}: {}", f.hint()), Level::Warn);
+                    self.popups
+                        .push(ask(AddStep::Description, TaskDraft::default()));
+                } else {
+                    self.popups.push(ask(AddStep::Criteria, draft));
+                }
+                Vec::new()
+            }
+            AddStep::Criteria => {
+                draft.criteria = split(&line);
+                self.popups.push(ask(AddStep::Tests, draft));
+                Vec::new()
+            }
+            AddStep::Tests => {
+                let spec = crate::domain::TaskSpec {
+                    id: "ADHOC-1".into(),
+                    description: draft.description.clone(),
+                    acceptance_criteria: draft.criteria.clone(),
+                    test_steps: split(&line),
+                    ..Default::default()
+                };
+                match crate::plan::gate::gate_failures(&spec).first() {
+                    Some(f) => {
+                        self.set_status(format!("{f}: {}", f.hint()), Level::Warn);
+                        let again = match f {
+                            crate::plan::gate::GateFailure::NoTestSteps => AddStep::Tests,
+                            _ => AddStep::Criteria,
+                        };
+                        self.popups.push(ask(again, draft));
+                        Vec::new()
+                    }
+                    None => vec![Effect::AddTask(Box::new(spec))],
+                }
+            }
+        }
+    }
+
+    fn open_diff(&mut self) -> Vec<Effect> {
+        if self.view == View::Diff {
+            self.view = View::Main;
+            return Vec::new();
+        }
+        let Some(task) = self.selected_task() else {
+            self.set_status("no task selected", Level::Info);
+            return Vec::new();
+        };
+        let (pk, id) = (task.pk, task.id.clone());
+        self.diff = Some(DiffMeta {
+            task_pk: pk,
+            task_id: id.clone(),
+            loaded: None,
+        });
+        self.switch(View::Diff);
+        vec![Effect::LoadDiff {
+            task_pk: pk,
+            task_id: id,
+        }]
+    }
+
+    /// The diff view's content arrived; ignored if the operator moved on to another task.
+    pub fn set_diff(
+        &mut self,
+        task_pk: i64,
+        loaded: Result<(crate::workspace::DiffSource, crate::workspace::WorktreeDiff), String>,
+    ) {
+        if let Some(d) = self.diff.as_mut().filter(|d| d.task_pk == task_pk) {
+            d.loaded = Some(loaded);
+        }
+    }
+
     /// Whether task `pk` is held by another worker while no pane of this console shows it.
     pub fn running_elsewhere(&self, pk: i64) -> bool {
         self.task_by_pk(pk).is_some_and(|t| self.held_elsewhere(t))
@@ -1158,13 +1322,16 @@ impl AppState {
                     Action::TextSubmit => {
                         let line = text.trim().to_string();
                         if line.is_empty() {
-                            self.set_status("type a reason first (Esc cancels)", Level::Warn);
+                            self.set_status("type something first (Esc cancels)", Level::Warn);
                             return Vec::new();
                         }
                         self.popups.pop();
                         return match purpose {
                             InputPurpose::Reject(t) => self.decide(t, Decision::Reject(line)),
                             InputPurpose::SendBack(t) => self.decide(t, Decision::SendBack(line)),
+                            InputPurpose::AddTask(step, draft) => {
+                                self.add_task_step(step, draft, line)
+                            }
                         };
                     }
                     _ => return Vec::new(),
@@ -1327,6 +1494,7 @@ impl AppState {
             | View::Workers
             | View::Challenge
             | View::Replay
+            | View::Diff
             | View::Wizard => self.scroll_view(delta),
         }
     }
@@ -1347,6 +1515,7 @@ impl AppState {
             | View::Workers
             | View::Challenge
             | View::Replay
+            | View::Diff
             | View::Wizard => {
                 self.detail_scroll = (i64::from(self.detail_scroll).saturating_add(delta))
                     .clamp(0, i64::from(u16::MAX)) as u16;

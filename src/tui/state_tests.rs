@@ -639,3 +639,77 @@ fn replies_are_messages_the_state_answers() {
     s.update(Msg::FeedFailed("connection refused".into()));
     assert!(matches!(&s.status, Some((t, Level::Warn)) if t.contains("connection refused")));
 }
+
+#[test]
+fn d_opens_the_selected_tasks_diff_and_takes_only_its_answer() {
+    use crate::tui::msg::Msg;
+    use crate::workspace::{DiffSource, WorktreeDiff};
+    let mut s = state();
+    s.handle(Action::MoveDown);
+    let id = s.selected_task().map(|t| t.id.clone()).expect("selected");
+    let pk = s.selected_task().map(|t| t.pk).expect("selected");
+    let fx = s.handle(Action::Diff);
+    assert_eq!(s.view, View::Diff);
+    assert_eq!(
+        fx,
+        vec![Effect::LoadDiff {
+            task_pk: pk,
+            task_id: id
+        }]
+    );
+    // A late answer for another task is dropped; this task's fills the view.
+    s.update(Msg::Diff(pk + 100, Err("other".into())));
+    assert!(s.diff.as_ref().is_some_and(|d| d.loaded.is_none()));
+    let diff = WorktreeDiff {
+        files: 1,
+        insertions: 2,
+        deletions: 0,
+        patch: "+a\n+b\n".into(),
+        truncated: false,
+    };
+    s.update(Msg::Diff(pk, Ok((DiffSource::Branch("b".into()), diff))));
+    assert!(
+        matches!(&s.diff.as_ref().and_then(|d| d.loaded.clone()), Some(Ok((DiffSource::Branch(_), d))) if d.insertions == 2)
+    );
+    // D again (or esc) goes back.
+    s.handle(Action::Diff);
+    assert_eq!(s.view, View::Main);
+}
+
+#[test]
+fn n_adds_one_gate_checked_task_a_field_at_a_time() {
+    let mut s = state();
+    let type_line = |s: &mut AppState, line: &str| {
+        for c in line.chars() {
+            s.handle(Action::TextChar(c));
+        }
+        s.handle(Action::TextSubmit)
+    };
+    s.handle(Action::AddTask);
+    // Too vague: the gate says why and asks again.
+    assert!(type_line(&mut s, "fix it").is_empty());
+    assert!(
+        matches!(&s.status, Some((t, Level::Warn)) if t.contains("description")),
+        "{:?}",
+        s.status
+    );
+    assert!(matches!(
+        s.popups.last(),
+        Some(Popup::Input {
+            purpose: InputPurpose::AddTask(AddStep::Description, _),
+            ..
+        })
+    ));
+    assert!(type_line(&mut s, "Add a --version flag to the CLI in src/cli/args.rs").is_empty());
+    assert!(type_line(&mut s, "prints the version; exits 0").is_empty());
+    let fx = type_line(&mut s, "cargo test; ./target/debug/whilly --version");
+    let [Effect::AddTask(spec)] = fx.as_slice() else {
+        panic!("{fx:?}");
+    };
+    assert_eq!(spec.acceptance_criteria, ["prints the version", "exits 0"]);
+    assert_eq!(
+        spec.test_steps,
+        ["cargo test", "./target/debug/whilly --version"]
+    );
+    assert!(s.popups.is_empty());
+}

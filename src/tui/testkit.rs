@@ -61,6 +61,7 @@ pub fn plan(budget: Option<f64>, spent: f64) -> PlanRecord {
         },
         created_at: t0(),
         updated_at: t0(),
+        archived_at: None,
     }
 }
 
@@ -151,6 +152,7 @@ pub fn pane(pk: i64, id: &str, state: SessionState, now: Instant, age: Duration)
         started: now.checked_sub(age).unwrap_or(now),
         state,
         has_screen: true,
+        waiting_input: false,
     }
 }
 

@@ -28,6 +28,10 @@ impl AppState {
                 self.set_replay(task_pk, result);
                 Vec::new()
             }
+            Msg::Diff(task_pk, loaded) => {
+                self.set_diff(task_pk, loaded);
+                Vec::new()
+            }
             Msg::Data(data) => self.take_feed(*data),
             Msg::FeedFailed(e) => {
                 self.set_status(format!("queue: {e}"), Level::Warn);

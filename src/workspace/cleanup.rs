@@ -129,6 +129,7 @@ fn make_writable(dir: &Path) {
         return;
     }
     let mode = md.permissions().mode();
+    // Best effort: if it fails, the removal after it fails and says why.
     let _ = fs::set_permissions(dir, fs::Permissions::from_mode(mode | 0o700));
     if let Ok(rd) = fs::read_dir(dir) {
         for entry in rd.flatten() {

@@ -158,7 +158,12 @@ fn stage<'r>(
         .filter(|p| is_build_output(p) && head_tree.get_path(p).is_err())
         .collect();
     for p in &outputs {
-        let _ = index.remove_path(p);
+        if let Err(e) = index.remove_path(p) {
+            tracing::warn!(
+                "leaving build output {} out of the commit: {e}",
+                p.display()
+            );
+        }
     }
     index
         .update_all(all, None)
@@ -167,7 +172,12 @@ fn stage<'r>(
     for rel in meta::read_included(&admin) {
         // Include files (secrets like .env) are copies from the main tree, never task output.
         if head_tree.get_path(Path::new(&rel)).is_err() {
-            let _ = index.remove_path(Path::new(&rel));
+            // A secret that cannot be taken out of the commit stops the commit.
+            index
+                .remove_path(Path::new(&rel))
+                .map_err(WorkspaceError::git(format!(
+                    "leave included file {rel} out"
+                )))?;
         }
     }
     Ok((index, head))

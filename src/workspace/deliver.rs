@@ -88,8 +88,10 @@ pub(super) fn land(
         match &kept {
             Some(wt) => super::cleanup::remove(ws, &wt.name, &wt.path, &wt.branch, true)?,
             None => {
-                if let Ok(mut b) = ws.open()?.find_branch(&wt.branch, BranchType::Local) {
-                    let _ = b.delete();
+                if let Ok(mut b) = ws.open()?.find_branch(&wt.branch, BranchType::Local)
+                    && let Err(e) = b.delete()
+                {
+                    tracing::warn!("deleting the landed branch {}: {e}", wt.branch);
                 }
             }
         }
@@ -332,7 +334,12 @@ fn update_base(
             {
                 let mut co = paths_checkout(&touched);
                 co.force();
-                let _ = w.checkout_tree(&old_tree, Some(&mut co));
+                if let Err(e) = w.checkout_tree(&old_tree, Some(&mut co)) {
+                    tracing::warn!(
+                        "restoring {} in the base worktree after a failed merge: {e}",
+                        touched.join(", ")
+                    );
+                }
             }
         }
         return Err(if err.code() == git2::ErrorCode::Modified {

@@ -44,6 +44,90 @@ pub fn diff_worktree(
     let diff = repo
         .diff_tree_to_workdir_with_index(Some(&base), Some(&mut opts))
         .map_err(WorkspaceError::git("diffing the worktree"))?;
+    render(&diff, max_bytes)
+}
+
+/// Which side of a task's work a diff shows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DiffSource {
+    /// The task's worktree (committed or not) against the commit it started from.
+    Worktree(std::path::PathBuf),
+    /// The task's branch against where it forked from the repository's HEAD.
+    Branch(String),
+    /// The commit that landed the work, against its first parent.
+    Landed(String),
+}
+
+/// What a task changed, from the first of its worktree, its branch, or the commit that landed
+/// it that still exists: the diff view works on running, parked and finished tasks alike.
+pub fn diff_task(
+    repo_root: &Path,
+    worktree: Option<(&Path, &str)>,
+    branch: &str,
+    landed_commit: Option<&str>,
+    max_bytes: usize,
+) -> Result<(DiffSource, WorktreeDiff), WorkspaceError> {
+    if let Some((path, base)) = worktree {
+        let d = diff_worktree(path, base, max_bytes)?;
+        return Ok((DiffSource::Worktree(path.to_path_buf()), d));
+    }
+    let repo = Repository::open(repo_root).map_err(|_| WorkspaceError::NotARepository {
+        path: repo_root.to_path_buf(),
+    })?;
+    if let Ok(tip) = repo
+        .find_branch(branch, git2::BranchType::Local)
+        .and_then(|b| b.get().peel_to_commit())
+    {
+        let head = repo
+            .head()
+            .and_then(|h| h.peel_to_commit())
+            .map_err(WorkspaceError::git("reading HEAD"))?;
+        let fork = repo
+            .merge_base(head.id(), tip.id())
+            .and_then(|o| repo.find_commit(o))
+            .map_err(WorkspaceError::git("finding where the branch forked"))?;
+        let diff = tree_diff(&repo, &fork, &tip)?;
+        return Ok((
+            DiffSource::Branch(branch.to_string()),
+            render(&diff, max_bytes)?,
+        ));
+    }
+    if let Some(commit) = landed_commit {
+        let c = Oid::from_str(commit)
+            .and_then(|o| repo.find_commit(o))
+            .map_err(|e| WorkspaceError::BadBaseCommit {
+                commit: commit.to_string(),
+                reason: e.message().to_string(),
+            })?;
+        let parent = c
+            .parent(0)
+            .map_err(WorkspaceError::git("reading the landed commit's parent"))?;
+        let diff = tree_diff(&repo, &parent, &c)?;
+        return Ok((
+            DiffSource::Landed(commit.to_string()),
+            render(&diff, max_bytes)?,
+        ));
+    }
+    Err(WorkspaceError::NothingToDiff {
+        branch: branch.to_string(),
+    })
+}
+
+fn tree_diff<'r>(
+    repo: &'r Repository,
+    from: &git2::Commit,
+    to: &git2::Commit,
+) -> Result<git2::Diff<'r>, WorkspaceError> {
+    let (a, b) = (
+        from.tree().map_err(WorkspaceError::git("reading a tree"))?,
+        to.tree().map_err(WorkspaceError::git("reading a tree"))?,
+    );
+    repo.diff_tree_to_tree(Some(&a), Some(&b), None)
+        .map_err(WorkspaceError::git("diffing two commits"))
+}
+
+/// A diff as a patch with its size, cut after `max_bytes`.
+fn render(diff: &git2::Diff, max_bytes: usize) -> Result<WorktreeDiff, WorkspaceError> {
     let stats = diff
         .stats()
         .map_err(WorkspaceError::git("counting the worktree's changes"))?;
@@ -150,5 +234,34 @@ mod tests {
         assert!(err.to_string().contains("not-a-sha"), "{err}");
         let err = diff_worktree(&tmp.path().join("nope"), "abc", 100).unwrap_err();
         assert!(err.to_string().contains("not a git repository"), "{err}");
+    }
+
+    #[test]
+    fn a_task_without_worktree_shows_its_branch_then_its_landed_commit() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        git(dir, &["init", "-q", "-b", "main"]);
+        std::fs::write(dir.join("a.txt"), "one\n").unwrap();
+        git(dir, &["add", "."]);
+        git(dir, &["commit", "-qm", "base"]);
+        git(dir, &["checkout", "-qb", "whilly/p/T-1"]);
+        std::fs::write(dir.join("a.txt"), "one\ntwo\n").unwrap();
+        git(dir, &["commit", "-qam", "task work"]);
+        let landed = head(dir);
+        git(dir, &["checkout", "-q", "main"]);
+        // The branch is still there: its changes against where it forked.
+        let (source, d) = diff_task(dir, None, "whilly/p/T-1", None, 1 << 20).unwrap();
+        assert_eq!(source, DiffSource::Branch("whilly/p/T-1".into()));
+        assert_eq!((d.files, d.insertions, d.deletions), (1, 1, 0));
+        assert!(d.patch.contains("+two"), "{}", d.patch);
+        // Landed and cleaned up: the commit that landed it.
+        git(dir, &["merge", "-q", "--ff-only", "whilly/p/T-1"]);
+        git(dir, &["branch", "-qD", "whilly/p/T-1"]);
+        let (source, d) = diff_task(dir, None, "whilly/p/T-1", Some(&landed), 1 << 20).unwrap();
+        assert_eq!(source, DiffSource::Landed(landed.clone()));
+        assert!(d.patch.contains("+two"), "{}", d.patch);
+        // Nothing left: a clear error, not an empty diff.
+        let e = diff_task(dir, None, "whilly/p/T-1", None, 1 << 20).unwrap_err();
+        assert!(e.to_string().contains("nothing is left to show"), "{e}");
     }
 }

@@ -24,6 +24,10 @@ pub enum WorkspaceError {
     )]
     BadBaseCommit { commit: String, reason: String },
     #[error(
+        "nothing is left to show: no worktree, no branch {branch} and no landed commit (the work may have been cleaned up)"
+    )]
+    NothingToDiff { branch: String },
+    #[error(
         "could not find the user's data directory (is $HOME set?): set the worktrees directory in the config"
     )]
     NoDataDir,

@@ -51,7 +51,7 @@ pub use bench::{bench_git_cli, bench_prepare_remove};
 pub use cleanup::{PruneReport, PruneSelection, WorktreeInfo};
 pub use commit::Snapshot;
 pub use config::{MergeMode, WorkspaceConfig};
-pub use diff::{WorktreeDiff, diff_worktree};
+pub use diff::{DiffSource, WorktreeDiff, diff_task, diff_worktree};
 pub use error::WorkspaceError;
 pub use landed::{AlwaysOurs, DeliveryFence, Landed};
 pub use layout::{branch_name, commit_message};
@@ -338,6 +338,26 @@ impl Workspaces {
     }
 
     /// Notes the process group of the agent now running in `wt` (see [`occupant`]).
+    /// What the task changed: its worktree if one is kept, else its branch, else the commit
+    /// that landed it (see [`diff::diff_task`]).
+    pub fn task_diff(
+        &self,
+        plan_id: &str,
+        task_id: &str,
+        landed_commit: Option<&str>,
+        max_bytes: usize,
+    ) -> Result<(DiffSource, WorktreeDiff), WorkspaceError> {
+        let wt = self.find(plan_id, task_id)?;
+        diff::diff_task(
+            self.repo_root(),
+            wt.as_ref()
+                .map(|w| (w.path.as_path(), w.base_commit.as_str())),
+            &branch_name(plan_id, task_id),
+            landed_commit,
+            max_bytes,
+        )
+    }
+
     pub fn note_agent(&self, wt: &Worktree, pgid: i32) {
         occupant::note(&meta::admin_dir(&self.common_dir, &wt.name), pgid);
     }

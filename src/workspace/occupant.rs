@@ -38,7 +38,12 @@ pub(super) fn note(admin_dir: &Path, pgid: i32) {
 }
 
 pub(super) fn clear(admin_dir: &Path) {
-    let _ = std::fs::remove_file(admin_dir.join(FILE));
+    match std::fs::remove_file(admin_dir.join(FILE)) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            tracing::warn!("clearing the agent note of {}: {e}", admin_dir.display());
+        }
+        _ => {}
+    }
 }
 
 /// The earlier agent's processes still working in `worktree`.

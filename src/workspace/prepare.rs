@@ -233,8 +233,11 @@ fn create(
     if let Err(e) = repo.worktree(name, path, Some(&opts)) {
         // Leave nothing half-made behind: the next attempt starts clean either way.
         let admin = repo.commondir().join("worktrees").join(name);
-        let _ = super::cleanup::remove_dir(&admin);
-        let _ = super::cleanup::remove_dir(path);
+        for dir in [&admin, path] {
+            if let Err(e) = super::cleanup::remove_dir(dir) {
+                tracing::warn!("removing the half-made worktree {}: {e}", dir.display());
+            }
+        }
         return Err(WorkspaceError::git(format!(
             "create worktree {}",
             path.display()

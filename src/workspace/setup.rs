@@ -68,16 +68,18 @@ pub fn run_setup(
                 }
             }
         }
+        // The receiver is gone only after it gave up waiting: the output is not wanted then.
         let _ = out_tx.send(buf);
     });
     let (status_tx, status_rx) = mpsc::channel();
     std::thread::spawn(move || {
+        // Likewise: nobody waits for the status of a setup that already timed out.
         let _ = status_tx.send(child.wait());
     });
 
     let status = status_rx.recv_timeout(timeout);
     // Whatever the outcome, nothing the setup started may outlive it holding our pipe open.
-    kill_group(pid);
+    crate::procguard::kill_group(pid);
     let output = tail(
         out_rx
             .recv_timeout(Duration::from_secs(5))
@@ -114,21 +116,6 @@ fn tail(mut buf: Vec<u8>) -> String {
     }
     String::from_utf8_lossy(&buf).into_owned()
 }
-
-#[cfg(unix)]
-fn kill_group(pid: u32) {
-    if let Ok(pid) = i32::try_from(pid) {
-        // SAFETY: killpg only sends a signal. The group is the one our child created with
-        // process_group(0); its id stays reserved while any member lives, and we signal it right
-        // after the leader ends, so it does not name a stranger's group in practice.
-        unsafe {
-            libc::killpg(pid, libc::SIGKILL);
-        }
-    }
-}
-
-#[cfg(not(unix))]
-fn kill_group(_pid: u32) {}
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]

@@ -73,6 +73,7 @@ pub struct PlanRow {
     pub spec: serde_json::Value,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+    pub archived_at: Option<DateTime<Utc>>,
 }
 
 impl PlanRow {
@@ -90,6 +91,7 @@ impl PlanRow {
             spec,
             created_at: self.created_at,
             updated_at: self.updated_at,
+            archived_at: self.archived_at,
         })
     }
 }

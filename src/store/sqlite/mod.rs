@@ -4,6 +4,7 @@
 
 mod import;
 mod lease;
+mod lifecycle;
 mod operator;
 mod read;
 mod rows;
@@ -260,6 +261,12 @@ impl Store for SqliteStore {
     }
     async fn reset_plan(&self, plan_id: &str, mode: ResetMode) -> StoreResult<()> {
         operator::reset_plan(self.shared(), plan_id, mode).await
+    }
+    async fn set_plan_archived(&self, plan_id: &str, archived: bool) -> StoreResult<()> {
+        lifecycle::set_plan_archived(self.shared(), plan_id, archived).await
+    }
+    async fn delete_plan(&self, plan_id: &str) -> StoreResult<()> {
+        lifecycle::delete_plan(self.shared(), plan_id).await
     }
 
     async fn list_tasks(&self, plan_id: &str) -> StoreResult<Vec<TaskRecord>> {

@@ -67,6 +67,7 @@ pub fn plan(r: &SqliteRow) -> StoreResult<PlanRecord> {
         spec,
         created_at: time(r.try_get("created_at")?)?,
         updated_at: time(r.try_get("updated_at")?)?,
+        archived_at: opt_time(r.try_get("archived_at")?)?,
     })
 }
 

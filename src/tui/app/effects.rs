@@ -159,6 +159,47 @@ impl Console {
                     emu.set_scrollback_offset((cur + i64::from(delta)).max(0) as usize);
                 }
             }
+            Effect::AddTask(spec) => {
+                let store = self.store.clone();
+                let plan = self.plan_id.clone();
+                let notes = self.msg_tx.clone();
+                tokio::spawn(async move {
+                    let new = crate::domain::PlanSpec {
+                        id: plan.clone(),
+                        tasks: vec![*spec],
+                        ..Default::default()
+                    };
+                    let note = match crate::prd::merge_and_import(
+                        store.as_ref(),
+                        &plan,
+                        &new,
+                        crate::prd::Collisions::Rename,
+                    )
+                    .await
+                    {
+                        Ok((outcome, _)) => Msg::Note(
+                            format!("added {} to {plan}", outcome.added.join(", ")),
+                            Level::Info,
+                        ),
+                        Err(e) => Msg::Note(format!("adding the task: {e}"), Level::Warn),
+                    };
+                    let _ = notes.send(note);
+                });
+            }
+            Effect::LoadDiff { task_pk, task_id } => {
+                let landed = crate::tui::attempts::landed_commit(&self.state.task_events(&task_id));
+                let workspaces = self.around.workspaces.clone();
+                let plan = self.plan_id.clone();
+                let tx = self.msg_tx.clone();
+                tokio::task::spawn_blocking(move || {
+                    let loaded = workspaces
+                        .task_diff(&plan, &task_id, landed.as_deref(), decide::MAX_DIFF_BYTES)
+                        .map_err(|e| format!("{task_id}: {e}"));
+                    if tx.send(Msg::Diff(task_pk, loaded)).is_err() {
+                        tracing::debug!(task_pk, "diff loaded after the console closed");
+                    }
+                });
+            }
             Effect::LoadInboxDetail(target) => {
                 let task = self
                     .state

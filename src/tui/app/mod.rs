@@ -45,6 +45,8 @@ const RESIZE_DEBOUNCE: Duration = Duration::from_millis(80);
 const SYNC_HOLD: Duration = Duration::from_millis(100);
 /// How often a held frame looks again.
 const SYNC_RECHECK: Duration = Duration::from_millis(8);
+/// How often the agents' processes are looked at for a blocked read of their terminal.
+const INPUT_CHECK: Duration = Duration::from_secs(1);
 /// Scrollback of a replayed log.
 const REPLAY_SCROLLBACK: usize = 5000;
 
@@ -306,6 +308,8 @@ struct Console {
     replay_rx: mpsc::UnboundedReceiver<ReplayScreen>,
     /// The size of the live replay's log when it was last loaded.
     replay_len: Option<u64>,
+    /// When the agents' processes were last looked at for a blocked read of their terminal.
+    input_checked: Option<Instant>,
 }
 
 /// A replay's log, replayed into an emulator, for task pk.
@@ -381,6 +385,7 @@ impl Console {
             replay_tx,
             replay_rx,
             replay_len: None,
+            input_checked: None,
         }
     }
 
@@ -784,6 +789,7 @@ impl Console {
                 started: s.started,
                 state: s.state,
                 has_screen: s.pty.is_some(),
+                waiting_input: false,
             })
             .collect();
         let mut ptys = BTreeMap::new();
@@ -814,6 +820,39 @@ impl Console {
         self.ptys = ptys;
         let mut sorted = panes;
         sorted.sort_by_key(|p| p.task_pk);
+        // Who waits for input is read from /proc once a second, not on every session poll.
+        let now = Instant::now();
+        let look = self
+            .input_checked
+            .is_none_or(|t| now.saturating_duration_since(t) >= INPUT_CHECK);
+        if look {
+            self.input_checked = Some(now);
+        }
+        for p in &mut sorted {
+            p.waiting_input = if look {
+                self.ptys
+                    .get(&p.task_pk)
+                    .is_some_and(|pty| pty.waiting_for_input())
+            } else {
+                self.state
+                    .pane(p.task_pk)
+                    .is_some_and(|old| old.waiting_input)
+            };
+            let was = self
+                .state
+                .pane(p.task_pk)
+                .is_some_and(|old| old.waiting_input);
+            if p.waiting_input && !was {
+                self.notices.push(Notice::new(
+                    NoticeKind::NeedsHuman,
+                    &self.plan_id,
+                    format!(
+                        "{} waits for input in its terminal: i types into it",
+                        p.task_id
+                    ),
+                ));
+            }
+        }
         for p in &sorted {
             let was_waiting = self
                 .state

@@ -78,6 +78,21 @@ pub fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme) {
             rank: 0,
         });
     }
+    let typing = state.waiting_input();
+    if typing > 0 {
+        parts.push(Part {
+            full: vec![Span::styled(
+                format!("waiting for input {typing}"),
+                theme.warn().add_modifier(Modifier::REVERSED),
+            )],
+            short: Some(vec![Span::styled(
+                format!("input {typing}"),
+                theme.warn().add_modifier(Modifier::REVERSED),
+            )]),
+            // Shortens with the counts, before anything is left out.
+            rank: 4,
+        });
+    }
     let cost_style = theme.budget(b.state);
     let (cost, short_cost) = match b.limit {
         Some(limit) => (

@@ -213,7 +213,7 @@ fn render_detail(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme,
     );
 }
 
-fn diff_style(l: &str, theme: &Theme) -> ratatui::style::Style {
+pub(super) fn diff_style(l: &str, theme: &Theme) -> ratatui::style::Style {
     if l.starts_with("+++") || l.starts_with("---") {
         theme.title()
     } else if l.starts_with('+') {

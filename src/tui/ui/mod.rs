@@ -3,6 +3,7 @@
 
 mod budget;
 mod detail;
+mod diff;
 mod events;
 mod fmt;
 mod header;
@@ -81,6 +82,7 @@ pub fn draw(frame: &mut Frame, state: &AppState, ui: &UiContext) -> FrameInfo {
         View::Workers => workers::render(frame, body, state, ui.theme),
         View::Wizard => wizard::render(frame, body, state, ui.theme),
         View::Challenge => stats::render_challenge(frame, body, state, ui.theme),
+        View::Diff => diff::render(frame, body, state, ui.theme),
         View::Replay => {
             if let Some(inner) = panes::render_replay(frame, body, state, ui) {
                 info.replay = Some(inner);

@@ -28,9 +28,18 @@ pub fn title<'a>(
         .map(|t| t.cost)
         .unwrap_or_default();
     let elapsed = state.now.saturating_duration_since(p.started);
-    let badge = format!("[{}]", badge_text(p.state));
     let id = format!(" {} ", p.task_id);
     let room = usize::from(width.saturating_sub(2));
+    let badge = if p.waiting_input {
+        let long = "[waiting for input]";
+        if id.chars().count() + long.chars().count() < room {
+            long.to_string()
+        } else {
+            "[input?]".to_string()
+        }
+    } else {
+        format!("[{}]", badge_text(p.state))
+    };
     // The double border and the footer already say "takeover" when the title has no room.
     let takeover = takeover && id.chars().count() + badge.chars().count() + 11 <= room;
     let mark = if takeover { " TAKEOVER " } else { "" };
@@ -61,7 +70,12 @@ pub fn title<'a>(
     }
     spans.push(Span::styled(id, theme.text().add_modifier(Modifier::BOLD)));
     spans.push(Span::styled(detail, theme.dim()));
-    spans.push(Span::styled(badge, theme.badge(p.state)));
+    let badge_style = if p.waiting_input {
+        theme.warn().add_modifier(Modifier::REVERSED)
+    } else {
+        theme.badge(p.state)
+    };
+    spans.push(Span::styled(badge, badge_style));
     spans.push(Span::raw(" "));
     Line::from(spans)
 }
