@@ -369,9 +369,12 @@ async fn import_writes_rows_edges_and_events(c: &Ctx) {
     let counts = s.counts("p1").await.expect("counts");
     assert_eq!(counts.total, 3);
     assert_eq!(counts.get(Status::Pending), 3);
+    // Only A has no dependency left.
+    assert_eq!(counts.ready, 1);
     let plans = s.list_plans().await.expect("plans");
     assert_eq!(plans.len(), 1);
     assert_eq!(plans[0].counts.total, 3);
+    assert_eq!(plans[0].counts.ready, 1);
     assert!(matches!(
         s.get_plan("nope").await,
         Err(StoreError::NotFound { .. })

@@ -7,6 +7,21 @@ use crate::store::{Store, StoreResult, WorkerRecord};
 use std::sync::Arc;
 use std::time::Duration;
 
+/// The longest between two presence beats: the workers view marks a beat older than a minute.
+const MAX_BEAT: Duration = Duration::from_secs(30);
+
+/// How often the presence row is refreshed. Its readers are the offline threshold (the reaper
+/// pass marks workers silent for longer than `offline_after` offline) and the workers view's
+/// age column; leases have heartbeats of their own in the engine loop. A quarter of the
+/// threshold leaves three missed beats of margin, capped at [`MAX_BEAT`]; never more often
+/// than the lease heartbeat, as before.
+pub fn beat_every(cfg: &EngineConfig) -> Duration {
+    if cfg.offline_after.is_zero() {
+        return cfg.heartbeat.max(MAX_BEAT);
+    }
+    cfg.heartbeat.max((cfg.offline_after / 4).min(MAX_BEAT))
+}
+
 pub struct WorkerPresence {
     store: Arc<dyn Store>,
     id: String,
@@ -25,7 +40,7 @@ impl WorkerPresence {
             offline: false,
         };
         store.register_worker(&record).await?;
-        let (beat_store, beat_id, every) = (store.clone(), cfg.worker_id.clone(), cfg.heartbeat);
+        let (beat_store, beat_id, every) = (store.clone(), cfg.worker_id.clone(), beat_every(cfg));
         let beat = tokio::spawn(async move {
             loop {
                 tokio::time::sleep(every).await;
@@ -51,5 +66,24 @@ impl WorkerPresence {
             Ok(Err(e)) => tracing::warn!("removing worker {}: {e}", self.id),
             Err(_) => tracing::warn!("removing worker {}: the queue did not answer", self.id),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn beats_a_quarter_of_the_offline_threshold_within_bounds() {
+        let mut cfg = EngineConfig::new("w");
+        // The defaults: 10 s lease heartbeat, offline after 120 s.
+        assert_eq!(beat_every(&cfg), Duration::from_secs(30));
+        cfg.offline_after = Duration::from_secs(600);
+        assert_eq!(beat_every(&cfg), MAX_BEAT);
+        // A short threshold: the lease heartbeat's pace, as before.
+        cfg.offline_after = Duration::from_secs(20);
+        assert_eq!(beat_every(&cfg), Duration::from_secs(10));
+        cfg.offline_after = Duration::ZERO;
+        assert_eq!(beat_every(&cfg), MAX_BEAT);
     }
 }

@@ -855,16 +855,14 @@ impl Engine {
     /// `Some(end)` when `plan_id` has nothing left that this engine could do. `among_many`: a
     /// worker serving every plan does not wait for a paused one.
     async fn plan_state(&self, plan_id: &str, among_many: bool) -> StoreResult<Option<RunEnd>> {
-        let tasks = self.store.list_tasks(plan_id).await?;
-        let plan = self.store.get_plan(plan_id).await?;
-        let leased = tasks.iter().any(|t| t.status.is_leased());
-        if leased {
+        // One aggregate, not every task of the plan: an idle engine asks this after every
+        // change, and a plan may have 100,000 tasks.
+        let c = self.store.counts(plan_id).await?;
+        if c.get(Status::Claimed) + c.get(Status::InProgress) > 0 {
             return Ok(None); // another worker is still on it
         }
-        let ready = tasks
-            .iter()
-            .any(|t| t.status == Status::Pending && t.pending_deps == 0);
-        if ready {
+        if c.ready > 0 {
+            let plan = self.store.get_plan(plan_id).await?;
             if plan.paused {
                 // waits for `plan resume`
                 return Ok((among_many).then_some(RunEnd::AllDone));
@@ -877,12 +875,12 @@ impl Engine {
                 RunEnd::SomeFailed
             }));
         }
-        let failed = tasks.iter().any(|t| {
-            matches!(
-                t.status,
-                Status::Failed | Status::Blocked | Status::HumanLoop
-            ) || (t.status == Status::Pending && t.pending_deps > 0)
-        });
+        // Nothing ready: PENDING tasks left wait for dependencies that will never be DONE.
+        let failed = c.get(Status::Failed)
+            + c.get(Status::Blocked)
+            + c.get(Status::HumanLoop)
+            + c.get(Status::Pending)
+            > 0;
         Ok(Some(if failed {
             RunEnd::SomeFailed
         } else {

@@ -28,6 +28,11 @@ pub struct PlanRecord {
 pub struct StatusCounts {
     pub by_status: BTreeMap<Status, u64>,
     pub total: u64,
+    /// PENDING tasks with no dependency left (claimable unless the plan is paused, the budget
+    /// refuses them or their tags do not match): what an idle engine asks the plan, in one
+    /// aggregate instead of reading every task.
+    #[serde(skip)]
+    pub ready: u64,
 }
 
 impl StatusCounts {

@@ -5,8 +5,9 @@
 //! more events than one read takes, an event about a task not loaded, a plan-wide change (reset,
 //! re-import) or a failed read. The trigger is the store's event watch (Postgres LISTEN/NOTIFY,
 //! SQLite's in-process wakeup plus a cheap look at the newest event id for other processes), so
-//! an idle console costs next to nothing however big its plan. The workers and the waiting
-//! handoffs are reloaded now and then.
+//! an idle console costs next to nothing however big its plan. The waiting handoffs (files) and
+//! the workers (one query) are reloaded now and then, without reading events or the plan row:
+//! those come with the watch.
 
 use super::msg::Msg;
 use crate::agent::HandoffDir;
@@ -20,9 +21,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::{Notify, mpsc};
 
-/// How often the workers and handoffs are reloaded even when nothing happened.
-const SIDE_RELOAD: Duration = Duration::from_secs(10);
-/// The longest the console waits without looking at the queue, whatever the watch says.
+/// How often the handoff directories are looked at (the filesystem, not the database).
+const HANDOFF_RELOAD: Duration = Duration::from_secs(10);
+/// How often the workers list is reloaded: workers refresh their presence only every 30 s (see
+/// `engine::presence`), so a list read more often shows nothing newer.
+const WORKERS_RELOAD: Duration = Duration::from_secs(30);
+/// The longest the console waits without looking at the events, whatever the watch says.
 const SAFETY_POLL: Duration = Duration::from_secs(30);
 /// Events read at once; a read that fills it is a gap (a full reload follows).
 const BATCH: i64 = 2_000;
@@ -36,9 +40,9 @@ pub struct FeedData {
     pub plan: PlanRecord,
     pub tasks: TaskLoad,
     pub events: Vec<StoreEvent>,
-    /// Reloaded now and then ([`SIDE_RELOAD`]) and with every full load.
+    /// Reloaded now and then ([`WORKERS_RELOAD`]) and with every full load.
     pub workers: Option<Vec<WorkerRecord>>,
-    /// Likewise: this plan's tasks whose handoff waits for a human (any process's: a console
+    /// Likewise ([`HANDOFF_RELOAD`]): this plan's tasks whose handoff waits for a human (any process's: a console
     /// opened beside a background run answers its handoffs).
     pub handoffs: Option<BTreeSet<String>>,
 }
@@ -64,19 +68,36 @@ pub async fn load_loop(
     let mut watch = store.watch_events().await;
     let mut follow = Follow::default();
     let mut full = true;
-    let mut next_side = Instant::now();
+    // Whether events may be new: the watch said so, the app asked, or the safety poll is due.
+    let mut look = true;
+    let now = Instant::now();
+    let (mut next_handoffs, mut next_workers) = (now, now);
+    let mut next_look = now + SAFETY_POLL;
     loop {
-        let side = full || Instant::now() >= next_side;
+        let now = Instant::now();
+        let handoffs_due = full || now >= next_handoffs;
+        let workers_due = full || now >= next_workers;
+        look |= now >= next_look;
         let loaded = if full {
             follow.full(&*store, &plan_id).await.map(Some)
+        } else if look {
+            follow.incremental(&*store, &plan_id).await
         } else {
-            follow.incremental(&*store, &plan_id, side).await
+            Ok(None)
+        };
+        let loaded = match loaded {
+            Ok(None) if handoffs_due || workers_due => follow.quiet().ok_or(Gap::Full).map(Some),
+            other => other,
         };
         let send = match loaded {
             Ok(Some(mut d)) => {
                 full = false;
-                if side {
-                    next_side = Instant::now() + SIDE_RELOAD;
+                if look {
+                    look = false;
+                    next_look = Instant::now() + SAFETY_POLL;
+                }
+                if workers_due {
+                    next_workers = Instant::now() + WORKERS_RELOAD;
                     d.workers = Some(match store.list_workers().await {
                         Ok(w) => w,
                         Err(e) => {
@@ -85,6 +106,9 @@ pub async fn load_loop(
                             continue;
                         }
                     });
+                }
+                if handoffs_due {
+                    next_handoffs = Instant::now() + HANDOFF_RELOAD;
                     let (dir, plan) = (handoff.clone(), plan_id.clone());
                     d.handoffs = tokio::task::spawn_blocking(move || waiting_handoffs(&dir, &plan))
                         .await
@@ -92,7 +116,11 @@ pub async fn load_loop(
                 }
                 Some(Msg::Data(Box::new(d)))
             }
-            Ok(None) => None,
+            Ok(None) => {
+                look = false;
+                next_look = Instant::now() + SAFETY_POLL;
+                None
+            }
             Err(Gap::Full) => {
                 full = true;
                 continue;
@@ -108,11 +136,18 @@ pub async fn load_loop(
         {
             return;
         }
-        // A change seen, the safety poll, the side reload's time, or the app asking: look.
-        let until_side = next_side.saturating_duration_since(Instant::now());
+        // A change seen, the safety poll, a reload's time, or the app asking: look.
+        let until = next_handoffs
+            .min(next_workers)
+            .min(next_look)
+            .saturating_duration_since(Instant::now());
         tokio::select! {
-            _ = watch.changed(SAFETY_POLL.min(until_side).max(Duration::from_millis(1))) => {}
-            _ = reload.notified() => next_side = Instant::now(),
+            changed = watch.changed(until.max(Duration::from_millis(1))) => look |= changed,
+            _ = reload.notified() => {
+                look = true;
+                let now = Instant::now();
+                (next_handoffs, next_workers) = (now, now);
+            }
         }
         if full {
             // After a failure, not in a tight loop.
@@ -122,6 +157,11 @@ pub async fn load_loop(
 }
 
 impl TaskLoad {
+    /// Whether the load brings no task at all (nothing to put in place).
+    pub fn is_empty(&self) -> bool {
+        matches!(self, TaskLoad::Changed(c) if c.is_empty())
+    }
+
     /// The task list after this load: all of it, or `current` with the changed tasks put in
     /// place (matched by pk; one the list does not have is added at the end).
     pub fn apply(self, current: &mut Vec<TaskRecord>) {
@@ -179,6 +219,8 @@ struct Follow {
     /// The plan's task ids, and for each the ids of the tasks that depend on it.
     known: HashSet<String>,
     children: HashMap<String, Vec<String>>,
+    /// The plan row as last read (its spend changes only with events, which bring it again).
+    plan: Option<PlanRecord>,
 }
 
 impl Follow {
@@ -195,6 +237,7 @@ impl Follow {
             })
             .await?;
         let plan = store.get_plan(plan_id).await?;
+        self.plan = Some(plan.clone());
         let tasks = store.list_tasks(plan_id).await?;
         self.known = tasks.iter().map(|t| t.id.clone()).collect();
         self.children.clear();
@@ -221,13 +264,11 @@ impl Follow {
         })
     }
 
-    /// The events after the last seen, and the tasks they name; `None` when nothing is new
-    /// (and `side` does not ask for the plan row anyway).
+    /// The events after the last seen, and the tasks they name; `None` when nothing is new.
     async fn incremental(
         &mut self,
         store: &dyn Store,
         plan_id: &str,
-        side: bool,
     ) -> Result<Option<FeedData>, Gap> {
         let fetched = store
             .events(&EventFilter {
@@ -244,7 +285,7 @@ impl Follow {
             .into_iter()
             .filter(|e| e.id > self.floor && !self.recent.contains(&e.id))
             .collect();
-        if events.is_empty() && !side {
+        if events.is_empty() {
             return Ok(None);
         }
         let ids = match self.touched(&events) {
@@ -253,6 +294,7 @@ impl Follow {
         };
         self.note(&events);
         let plan = store.get_plan(plan_id).await?;
+        self.plan = Some(plan.clone());
         let tasks = if ids.is_empty() {
             Vec::new()
         } else {
@@ -265,6 +307,18 @@ impl Follow {
             workers: None,
             handoffs: None,
         }))
+    }
+
+    /// A load with nothing new, for the workers and handoffs to ride on; `None` before the first
+    /// full load.
+    fn quiet(&self) -> Option<FeedData> {
+        Some(FeedData {
+            plan: self.plan.clone()?,
+            tasks: TaskLoad::Changed(Vec::new()),
+            events: Vec::new(),
+            workers: None,
+            handoffs: None,
+        })
     }
 
     /// The ids of the tasks `events` changed (with the children of those that moved into or out

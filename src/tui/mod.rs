@@ -9,6 +9,7 @@ pub mod action;
 pub mod app;
 pub mod attempts;
 mod decide;
+mod derived;
 pub mod detach;
 pub mod feed;
 pub mod grid;

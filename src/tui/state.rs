@@ -2,9 +2,11 @@
 //! IO: the event loop feeds it actions and data, runs the effects it returns, and renders it.
 
 use super::action::Action;
-use super::inbox::{Decision, InboxItem, InboxKind, inbox_items};
+use super::derived::{DataKey, Derived};
+use super::feed::TaskLoad;
+use super::inbox::{Decision, InboxItem, InboxKind};
 use super::wizard::Wizard;
-use crate::domain::{PlanSpec, Status, Usd};
+use crate::domain::{PlanSpec, Usd};
 use crate::engine::RunSummary;
 use crate::engine::budget::{BudgetState, budget_state};
 use crate::engine::sessions::SessionState;
@@ -12,6 +14,7 @@ use crate::plan::triz::{TrizReport, triz_report};
 use crate::store::{Event, PlanRecord, TaskRecord, WorkerRecord};
 use crate::workspace::WorktreeDiff;
 use std::collections::BTreeSet;
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 /// Events kept in memory for the events view and task detail.
@@ -489,6 +492,13 @@ pub struct AppState {
     pub diff: Option<DiffMeta>,
     /// Whether the first load arrived: events up to it are history and notify nobody.
     pub seen_history: bool,
+    /// Bumped when the task list / the events change (by the data-in methods): what
+    /// [`Self::derived`] derived from older data is worked out again.
+    tasks_generation: u64,
+    events_generation: u64,
+    /// Counts, the filtered list, the inbox: derived once per change, not once per frame (a
+    /// lock, not a `RefCell`, so the state stays `Sync`; it is never contended).
+    derived: Mutex<Derived>,
 }
 
 impl AppState {
@@ -533,14 +543,35 @@ impl AppState {
             replay: None,
             diff: None,
             seen_history: false,
+            tasks_generation: 0,
+            events_generation: 0,
+            derived: Mutex::new(Derived::default()),
         }
     }
 
     // ---- data in ---------------------------------------------------------------------------
 
     pub fn set_data(&mut self, plan: PlanRecord, tasks: Vec<TaskRecord>, new_events: Vec<Event>) {
-        self.plan = Some(plan);
         self.tasks = tasks;
+        self.tasks_generation = self.tasks_generation.wrapping_add(1);
+        self.set_plan_and_events(plan, new_events);
+    }
+
+    /// A feed load: the plan row, the tasks it brings put in place (all of them, or the changed
+    /// ones), the new events. Derived data is worked out again only if tasks or events came.
+    pub fn apply_feed(&mut self, plan: PlanRecord, tasks: TaskLoad, new_events: Vec<Event>) {
+        if !tasks.is_empty() {
+            tasks.apply(&mut self.tasks);
+            self.tasks_generation = self.tasks_generation.wrapping_add(1);
+        }
+        self.set_plan_and_events(plan, new_events);
+    }
+
+    fn set_plan_and_events(&mut self, plan: PlanRecord, new_events: Vec<Event>) {
+        self.plan = Some(plan);
+        if !new_events.is_empty() {
+            self.events_generation = self.events_generation.wrapping_add(1);
+        }
         self.events.extend(new_events);
         if self.events.len() > MAX_EVENTS {
             let cut = self.events.len() - MAX_EVENTS;
@@ -635,22 +666,35 @@ impl AppState {
         self.summary.is_some() || self.engine_error.is_some()
     }
 
+    /// The derived data (see [`super::derived`]); the task list must change through
+    /// [`Self::set_data`] for it to follow.
+    fn derived(&self) -> (MutexGuard<'_, Derived>, DataKey) {
+        let key = DataKey::of(self.tasks_generation, self.events_generation, &self.tasks);
+        let guard = self.derived.lock().unwrap_or_else(PoisonError::into_inner);
+        (guard, key)
+    }
+
     pub fn counts(&self) -> Counts {
-        let mut c = Counts {
-            total: self.tasks.len(),
-            ..Counts::default()
-        };
-        for t in &self.tasks {
-            match t.status {
-                Status::Pending => c.pending += 1,
-                Status::Claimed | Status::InProgress => c.running += 1,
-                Status::Done => c.done += 1,
-                Status::Failed => c.failed += 1,
-                Status::Skipped => c.skipped += 1,
-                Status::Blocked | Status::HumanLoop => c.held += 1,
-            }
-        }
-        c
+        let (mut d, key) = self.derived();
+        d.tasks(key, &self.tasks).counts
+    }
+
+    /// The task with this pk.
+    pub fn task_by_pk(&self, pk: i64) -> Option<&TaskRecord> {
+        let (mut d, key) = self.derived();
+        let i = d.tasks(key, &self.tasks).index_of(pk)?;
+        self.tasks.get(i).filter(|t| t.pk == pk)
+    }
+
+    /// Tasks held by another worker while no pane of this console shows them, in task order.
+    pub fn tasks_held_elsewhere(&self) -> Vec<&TaskRecord> {
+        let (mut d, key) = self.derived();
+        d.tasks(key, &self.tasks)
+            .leased
+            .iter()
+            .filter_map(|&i| self.tasks.get(i))
+            .filter(|t| self.held_elsewhere(t))
+            .collect()
     }
 
     pub fn elapsed(&self) -> Duration {
@@ -663,17 +707,40 @@ impl AppState {
         budget_figures(spent, limit, self.elapsed())
     }
 
-    /// Tasks matching the filter (id, status, agent, description; case-insensitive).
+    /// Tasks matching the filter (id, status, agent, description; case-insensitive). Builds a
+    /// list of them all: a view draws [`Self::visible_range`] instead.
     pub fn visible_tasks(&self) -> Vec<&TaskRecord> {
-        let needle = self.filter.trim().to_lowercase();
-        self.tasks
-            .iter()
-            .filter(|t| needle.is_empty() || task_matches(t, &needle))
+        self.visible_range(0, usize::MAX)
+    }
+
+    /// How many tasks match the filter.
+    pub fn visible_count(&self) -> usize {
+        let (mut d, key) = self.derived();
+        d.visible(key, &self.tasks, &self.filter).len(&self.tasks)
+    }
+
+    /// The matching tasks from row `start` to before `end` (clamped): only the rows on screen.
+    pub fn visible_range(&self, start: usize, end: usize) -> Vec<&TaskRecord> {
+        let (mut d, key) = self.derived();
+        let v = d.visible(key, &self.tasks, &self.filter);
+        let end = end.min(v.len(&self.tasks));
+        (start.min(end)..end)
+            .filter_map(|row| v.index(row, self.tasks.len()))
+            .filter_map(|i| self.tasks.get(i))
             .collect()
     }
 
+    /// The matching task at row `row`.
+    pub fn visible_task(&self, row: usize) -> Option<&TaskRecord> {
+        let (mut d, key) = self.derived();
+        let i = d
+            .visible(key, &self.tasks, &self.filter)
+            .index(row, self.tasks.len())?;
+        self.tasks.get(i)
+    }
+
     pub fn selected_task(&self) -> Option<&TaskRecord> {
-        self.visible_tasks().get(self.selected).copied()
+        self.visible_task(self.selected)
     }
 
     pub fn pane(&self, task_pk: i64) -> Option<&PaneMeta> {
@@ -693,12 +760,30 @@ impl AppState {
 
     /// Every task waiting for a human.
     pub fn inbox(&self) -> Vec<InboxItem> {
-        inbox_items(
+        let (mut d, key) = self.derived();
+        d.inbox(
+            key,
             &self.tasks,
             &self.panes,
             &self.events,
             &self.waiting_handoffs,
         )
+        .items
+        .clone()
+    }
+
+    /// How many tasks wait for a human.
+    pub fn inbox_len(&self) -> usize {
+        let (mut d, key) = self.derived();
+        d.inbox(
+            key,
+            &self.tasks,
+            &self.panes,
+            &self.events,
+            &self.waiting_handoffs,
+        )
+        .items
+        .len()
     }
 
     /// The inbox item a decision applies to: the selected one in the inbox, else the selected
@@ -756,7 +841,7 @@ impl AppState {
     }
 
     fn clamp_selection(&mut self) {
-        let n = self.visible_tasks().len();
+        let n = self.visible_count();
         self.selected = self.selected.min(n.saturating_sub(1));
     }
 
@@ -1149,10 +1234,7 @@ impl AppState {
 
     /// Whether task `pk` is held by another worker while no pane of this console shows it.
     pub fn running_elsewhere(&self, pk: i64) -> bool {
-        self.tasks
-            .iter()
-            .find(|t| t.pk == pk)
-            .is_some_and(|t| self.held_elsewhere(t))
+        self.task_by_pk(pk).is_some_and(|t| self.held_elsewhere(t))
     }
 
     /// [`Self::running_elsewhere`] for a task at hand.
@@ -1390,7 +1472,7 @@ impl AppState {
     fn move_by(&mut self, delta: i64) {
         match self.view {
             View::Main | View::Tasks | View::Budget => {
-                let n = self.visible_tasks().len() as i64;
+                let n = self.visible_count() as i64;
                 if n == 0 {
                     self.selected = 0;
                     return;
@@ -1568,17 +1650,6 @@ fn no_inbox_item(view: View) -> &'static str {
     } else {
         "the selected task does not wait for a human (H opens the inbox)"
     }
-}
-
-fn task_matches(t: &TaskRecord, needle: &str) -> bool {
-    t.id.to_lowercase().contains(needle)
-        || t.status.as_str().to_lowercase().contains(needle)
-        || t.spec.description.to_lowercase().contains(needle)
-        || t.spec
-            .agent
-            .as_deref()
-            .is_some_and(|a| a.to_lowercase().contains(needle))
-        || t.priority.as_str().contains(needle)
 }
 
 /// Spend against the limit, the burn rate since `elapsed` began, and the projected time left.

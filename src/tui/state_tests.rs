@@ -1,6 +1,7 @@
 //! The state machine, driven with actions only: no terminal, no IO.
 
 use super::*;
+use crate::domain::Status;
 use crate::tui::testkit::{demo_state, fixed_now};
 
 fn state() -> AppState {

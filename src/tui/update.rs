@@ -53,8 +53,8 @@ impl AppState {
     }
 
     /// The queue's news: notices for what happened since the first load, and the open inbox
-    /// item's detail reloaded with every full reload (the human may be working in the worktree
-    /// being read: the diff follows).
+    /// item's detail reloaded with every look at the handoffs (the human may be working in the
+    /// worktree being read: the diff follows).
     fn take_feed(&mut self, d: super::feed::FeedData) -> Vec<Effect> {
         let mut effects = Vec::new();
         if self.seen_history {
@@ -65,14 +65,12 @@ impl AppState {
             );
         }
         self.seen_history = true;
-        let mut tasks = std::mem::take(&mut self.tasks);
-        d.tasks.apply(&mut tasks);
-        self.set_data(d.plan, tasks, d.events);
-        if let Some(h) = d.handoffs {
-            self.waiting_handoffs = h;
-        }
+        self.apply_feed(d.plan, d.tasks, d.events);
         if let Some(w) = d.workers {
             self.set_workers(w);
+        }
+        if let Some(h) = d.handoffs {
+            self.waiting_handoffs = h;
             if let Some(target) = self.open_inbox_target() {
                 effects.push(Effect::LoadInboxDetail(target));
             }

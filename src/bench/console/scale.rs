@@ -169,8 +169,11 @@ pub async fn live_big(
     })
 }
 
-/// Warm-up before counting: start-up, registration, the first reaper pass.
-const DB_SETTLE: Duration = Duration::from_secs(5);
+/// Warm-up before counting: start-up, registration, the first reaper pass, and the server's
+/// statistics catching up with them: an idle backend reports its transactions to
+/// `pg_stat_database` only up to 10 s later (PGSTAT_IDLE_INTERVAL), so a shorter settle counts
+/// the start-up's migrations and registration in the window.
+const DB_SETTLE: Duration = Duration::from_secs(12);
 
 /// Transactions of idle processes on a fresh database of the Postgres server at `server`.
 pub async fn db_load(

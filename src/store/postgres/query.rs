@@ -9,6 +9,7 @@ use crate::store::{
     Event, EventFilter, PlanRecord, PlanSummary, StatusCounts, StoreError, StoreResult, TaskRecord,
     WorkerRecord,
 };
+use futures::TryStreamExt;
 use std::collections::HashMap;
 
 pub async fn get_plan(inner: &Inner, plan_id: &str) -> StoreResult<PlanRecord> {
@@ -37,16 +38,18 @@ pub async fn list_plans(inner: &Inner) -> StoreResult<Vec<PlanSummary>> {
     ))
     .fetch_all(&inner.pool)
     .await?;
-    let rows: Vec<(String, String, i64)> =
-        sqlx::query_as("SELECT plan_id, status, count(*) FROM tasks GROUP BY plan_id, status")
-            .fetch_all(&inner.pool)
-            .await?;
+    let rows: Vec<(String, String, i64, i64)> = sqlx::query_as(
+        "SELECT plan_id, status, count(*), count(*) FILTER (WHERE pending_deps = 0) \
+         FROM tasks GROUP BY plan_id, status",
+    )
+    .fetch_all(&inner.pool)
+    .await?;
     let mut by_plan: HashMap<String, StatusCounts> = HashMap::new();
-    for (plan_id, status, n) in rows {
+    for (plan_id, status, n, free) in rows {
         add_count(
             by_plan.entry(plan_id.clone()).or_default(),
             &status,
-            n,
+            (n, free),
             &plan_id,
         )?;
     }
@@ -62,39 +65,54 @@ pub async fn list_plans(inner: &Inner) -> StoreResult<Vec<PlanSummary>> {
         .collect()
 }
 
-fn add_count(c: &mut StatusCounts, status: &str, n: i64, plan_id: &str) -> StoreResult<()> {
+/// Adds `n` tasks in `status`, `free` of them without a pending dependency.
+fn add_count(
+    c: &mut StatusCounts,
+    status: &str,
+    (n, free): (i64, i64),
+    plan_id: &str,
+) -> StoreResult<()> {
     let s: Status = parse_status(status, &format!("plan {plan_id}"))?;
     let n = u64::try_from(n).unwrap_or(0);
     *c.by_status.entry(s).or_insert(0) += n;
     c.total += n;
+    if s == Status::Pending {
+        c.ready += u64::try_from(free).unwrap_or(0);
+    }
     Ok(())
 }
 
 pub async fn counts(inner: &Inner, plan_id: &str) -> StoreResult<StatusCounts> {
     get_plan(inner, plan_id).await?;
-    let rows: Vec<(String, i64)> =
-        sqlx::query_as("SELECT status, count(*) FROM tasks WHERE plan_id = $1 GROUP BY status")
-            .bind(plan_id)
-            .fetch_all(&inner.pool)
-            .await?;
+    let rows: Vec<(String, i64, i64)> = sqlx::query_as(
+        "SELECT status, count(*), count(*) FILTER (WHERE pending_deps = 0) \
+         FROM tasks WHERE plan_id = $1 GROUP BY status",
+    )
+    .bind(plan_id)
+    .fetch_all(&inner.pool)
+    .await?;
     let mut c = StatusCounts::default();
-    for (status, n) in rows {
-        add_count(&mut c, &status, n, plan_id)?;
+    for (status, n, free) in rows {
+        add_count(&mut c, &status, (n, free), plan_id)?;
     }
     Ok(c)
 }
 
 pub async fn list_tasks(inner: &Inner, plan_id: &str) -> StoreResult<Vec<TaskRecord>> {
     get_plan(inner, plan_id).await?;
-    let rows: Vec<TaskRow> = sqlx::query_as(concat!(
+    // Row by row: a plan may have 100,000 tasks; see the SQLite store's list_tasks.
+    let mut rows = sqlx::query_as::<_, TaskRow>(concat!(
         "SELECT ",
         task_cols!(),
         " FROM tasks WHERE plan_id = $1 ORDER BY ord, pk"
     ))
     .bind(plan_id)
-    .fetch_all(&inner.pool)
-    .await?;
-    rows.into_iter().map(TaskRow::into_record).collect()
+    .fetch(&inner.pool);
+    let mut tasks = Vec::new();
+    while let Some(r) = rows.try_next().await? {
+        tasks.push(r.into_record()?);
+    }
+    Ok(tasks)
 }
 
 pub async fn get_task(inner: &Inner, plan_id: &str, task_id: &str) -> StoreResult<TaskRecord> {

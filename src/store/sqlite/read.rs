@@ -6,6 +6,7 @@ use crate::domain::{PlanSpec, Status};
 use crate::store::error::{StoreError, StoreResult};
 use crate::store::sql_common::parse_status;
 use crate::store::types::*;
+use futures::TryStreamExt;
 use sqlx::sqlite::{Sqlite, SqlitePool};
 use sqlx::{AssertSqlSafe, QueryBuilder, Row};
 use std::collections::BTreeMap;
@@ -29,18 +30,16 @@ pub async fn get_plan(pool: &SqlitePool, plan_id: &str) -> StoreResult<PlanRecor
 pub async fn list_plans(s: &Shared) -> StoreResult<Vec<PlanSummary>> {
     let sql = format!("SELECT {PLAN_COLS} FROM plans ORDER BY created_at, id");
     let plans = sqlx::query(AssertSqlSafe(sql)).fetch_all(&s.reader).await?;
-    let count_rows =
-        sqlx::query("SELECT plan_id, status, COUNT(*) AS n FROM tasks GROUP BY plan_id, status")
-            .fetch_all(&s.reader)
-            .await?;
+    let count_rows = sqlx::query(
+        "SELECT plan_id, status, COUNT(*) AS n, SUM(pending_deps = 0) AS free \
+         FROM tasks GROUP BY plan_id, status",
+    )
+    .fetch_all(&s.reader)
+    .await?;
     let mut counts: BTreeMap<String, StatusCounts> = BTreeMap::new();
     for r in &count_rows {
         let plan_id: String = r.try_get("plan_id")?;
-        let status = parse_status(&r.try_get::<String, _>("status")?, "tasks.status")?;
-        let n = u64::try_from(r.try_get::<i64, _>("n")?).unwrap_or(0);
-        let c = counts.entry(plan_id).or_default();
-        *c.by_status.entry(status).or_default() += n;
-        c.total += n;
+        add_count(counts.entry(plan_id).or_default(), r)?;
     }
     plans
         .iter()
@@ -55,11 +54,16 @@ pub async fn list_plans(s: &Shared) -> StoreResult<Vec<PlanSummary>> {
 pub async fn list_tasks(s: &Shared, plan_id: &str) -> StoreResult<Vec<TaskRecord>> {
     get_plan(&s.reader, plan_id).await?;
     let sql = format!("SELECT {TASK_COLS} FROM tasks WHERE plan_id = ? ORDER BY ord, pk");
-    let all = sqlx::query(AssertSqlSafe(sql))
+    // Row by row: a plan may have 100,000 tasks, and holding all the raw rows besides the
+    // records doubled the peak (the allocator keeps most of a peak as resident memory).
+    let mut rows = sqlx::query(AssertSqlSafe(sql))
         .bind(plan_id)
-        .fetch_all(&s.reader)
-        .await?;
-    all.iter().map(rows::task).collect()
+        .fetch(&s.reader);
+    let mut tasks = Vec::new();
+    while let Some(r) = rows.try_next().await? {
+        tasks.push(rows::task(&r)?);
+    }
+    Ok(tasks)
 }
 
 pub async fn get_task(s: &Shared, plan_id: &str, task_id: &str) -> StoreResult<TaskRecord> {
@@ -122,19 +126,30 @@ pub async fn tasks_by_ids(
 
 pub async fn counts(s: &Shared, plan_id: &str) -> StoreResult<StatusCounts> {
     get_plan(&s.reader, plan_id).await?;
-    let all =
-        sqlx::query("SELECT status, COUNT(*) AS n FROM tasks WHERE plan_id = ? GROUP BY status")
-            .bind(plan_id)
-            .fetch_all(&s.reader)
-            .await?;
+    let all = sqlx::query(
+        "SELECT status, COUNT(*) AS n, SUM(pending_deps = 0) AS free \
+         FROM tasks WHERE plan_id = ? GROUP BY status",
+    )
+    .bind(plan_id)
+    .fetch_all(&s.reader)
+    .await?;
     let mut c = StatusCounts::default();
     for r in &all {
-        let status: Status = parse_status(&r.try_get::<String, _>("status")?, "tasks.status")?;
-        let n = u64::try_from(r.try_get::<i64, _>("n")?).unwrap_or(0);
-        c.by_status.insert(status, n);
-        c.total += n;
+        add_count(&mut c, r)?;
     }
     Ok(c)
+}
+
+/// Adds a `status, n, free` row (`free`: tasks without a pending dependency).
+fn add_count(c: &mut StatusCounts, r: &sqlx::sqlite::SqliteRow) -> StoreResult<()> {
+    let status: Status = parse_status(&r.try_get::<String, _>("status")?, "tasks.status")?;
+    let n = u64::try_from(r.try_get::<i64, _>("n")?).unwrap_or(0);
+    *c.by_status.entry(status).or_default() += n;
+    c.total += n;
+    if status == Status::Pending {
+        c.ready += u64::try_from(r.try_get::<i64, _>("free")?).unwrap_or(0);
+    }
+    Ok(())
 }
 
 /// The plan spec with its tasks in import order, each carrying its live status.

@@ -67,7 +67,7 @@ pub fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme) {
             rank: 4,
         },
     ];
-    let waiting = state.inbox().len();
+    let waiting = state.inbox_len();
     if waiting > 0 {
         parts.push(Part {
             full: vec![Span::styled(
@@ -200,7 +200,7 @@ pub fn footer(frame: &mut Frame, area: Rect, state: &AppState, ui: &UiContext) {
         ])
     } else {
         let mut spans = Vec::new();
-        let waiting = state.inbox().len();
+        let waiting = state.inbox_len();
         if waiting > 0 {
             spans.push(Span::styled(
                 format!(" {}", key(Action::Inbox)),

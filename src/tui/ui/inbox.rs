@@ -89,7 +89,7 @@ pub fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme, ke
 
     if preview.height > 0
         && let Some(item) = items.get(state.inbox_selected)
-        && let Some(task) = state.tasks.iter().find(|t| t.pk == item.task_pk)
+        && let Some(task) = state.task_by_pk(item.task_pk)
     {
         let mut lines = vec![Line::styled(
             format!("{} · {}", task.id, task.status.as_str()),
@@ -120,15 +120,13 @@ fn render_detail(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme,
     let key = |a: Action| keys.keys_for(a).first().cloned().unwrap_or_default();
     let id = state
         .inbox_open
-        .and_then(|pk| state.tasks.iter().find(|t| t.pk == pk))
+        .and_then(|pk| state.task_by_pk(pk))
         .map(|t| t.id.clone())
         .unwrap_or_default();
-    let ready = state.inbox_open.is_some_and(|pk| {
-        state
-            .tasks
-            .iter()
-            .any(|t| t.pk == pk && crate::engine::landing::waits_to_merge(t))
-    });
+    let ready = state
+        .inbox_open
+        .and_then(|pk| state.task_by_pk(pk))
+        .is_some_and(crate::engine::landing::waits_to_merge);
     let approve = if ready {
         format!("{} merge", key(Action::Merge))
     } else {
@@ -186,9 +184,7 @@ fn render_detail(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme,
                     format!(
                         "  From a shell: whilly handoff complete {} --status complete|failed --message … (files in {})",
                         state
-                            .tasks
-                            .iter()
-                            .find(|t| t.pk == d.task_pk)
+                            .task_by_pk(d.task_pk)
                             .map_or("ID", |t| t.id.as_str()),
                         dir.display()
                     ),

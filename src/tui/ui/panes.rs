@@ -24,9 +24,7 @@ pub fn title<'a>(
     width: u16,
 ) -> Line<'a> {
     let cost = state
-        .tasks
-        .iter()
-        .find(|t| t.pk == p.task_pk)
+        .task_by_pk(p.task_pk)
         .map(|t| t.cost)
         .unwrap_or_default();
     let elapsed = state.now.saturating_duration_since(p.started);
@@ -237,9 +235,8 @@ pub fn render_empty(frame: &mut Frame, area: Rect, state: &AppState, theme: &The
 /// Tasks held by a worker while no pane of this console shows them (at most a line's worth).
 fn running_elsewhere(state: &AppState) -> Vec<String> {
     state
-        .tasks
-        .iter()
-        .filter(|t| state.held_elsewhere(t))
+        .tasks_held_elsewhere()
+        .into_iter()
         .take(8)
         .map(|t| t.id.clone())
         .collect()

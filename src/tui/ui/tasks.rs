@@ -49,11 +49,11 @@ pub fn render(
     theme: &Theme,
     full: bool,
 ) -> Option<(Rect, usize)> {
-    let visible = state.visible_tasks();
+    let visible_count = state.visible_count();
     let focused = state.focus == Focus::TaskList;
     let mut title = vec![Span::styled(" Tasks ", theme.title())];
     title.push(Span::styled(
-        format!("{}/{} ", visible.len(), state.tasks.len()),
+        format!("{}/{} ", visible_count, state.tasks.len()),
         theme.dim(),
     ));
     if !state.filter.is_empty() {
@@ -94,9 +94,9 @@ pub fn render(
     // Only the rows on screen are built: a frame costs the same for 10 tasks or 100,000.
     let body_rows = usize::from(inner.height.saturating_sub(1)).max(1);
     let offset = (state.selected + 1).saturating_sub(body_rows);
-    let end = (offset + body_rows).min(visible.len());
-    let rows: Vec<Row> = visible[offset.min(end)..end]
-        .iter()
+    let rows: Vec<Row> = state
+        .visible_range(offset, offset + body_rows)
+        .into_iter()
         .map(|t| {
             let pri = if full {
                 t.priority.as_str().to_string()
@@ -128,7 +128,7 @@ pub fn render(
         })
         .collect();
     let mut ts = TableState::default()
-        .with_selected((!visible.is_empty()).then_some(state.selected.saturating_sub(offset)));
+        .with_selected((visible_count > 0).then_some(state.selected.saturating_sub(offset)));
     let table = Table::new(rows, widths)
         .header(header)
         .block(block)
