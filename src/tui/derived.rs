@@ -256,7 +256,7 @@ mod tests {
         let mut tasks = s.tasks.clone();
         tasks[4].status = Status::HumanLoop;
         let filler: Vec<_> = (100..100 + MAX_EVENTS as i64)
-            .map(|id| event(id, "task.heartbeat", "AUTH-1", None, None))
+            .map(|id| event(id, "task.cost", "AUTH-1", None, None))
             .collect();
         s.set_data(plan.clone(), tasks, filler);
         assert_eq!(s.events.len(), MAX_EVENTS);
