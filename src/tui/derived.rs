@@ -207,6 +207,7 @@ pub fn task_matches(t: &TaskRecord, needle: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use crate::domain::Status;
+    use crate::store::event_types as et;
     use crate::tui::action::Action;
     use crate::tui::feed::TaskLoad;
     use crate::tui::state::MAX_EVENTS;
@@ -256,14 +257,14 @@ mod tests {
         let mut tasks = s.tasks.clone();
         tasks[4].status = Status::HumanLoop;
         let filler: Vec<_> = (100..100 + MAX_EVENTS as i64)
-            .map(|id| event(id, "task.cost", "AUTH-1", None, None))
+            .map(|id| event(id, et::TASK_COST, "AUTH-1", None, None))
             .collect();
         s.set_data(plan.clone(), tasks, filler);
         assert_eq!(s.events.len(), MAX_EVENTS);
         assert_eq!(s.inbox()[0].note, "");
         let mut parked = event(
             5000,
-            "task.human_loop",
+            et::TASK_HUMAN_LOOP,
             "DOCS-5",
             Some(Status::InProgress),
             Some(Status::HumanLoop),
