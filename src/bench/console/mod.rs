@@ -348,7 +348,44 @@ async fn drain_console(
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
-    let whilly_wall = console.started().elapsed();
+    let end = end_drain(console, store.as_ref(), plan_id).await?;
+    Ok(DrainFigures {
+        bytes_per_pane,
+        whilly: end.span,
+        whilly_wall: end.wall,
+        whilly_cpu: end.cpu,
+        frames: end.frames,
+        terminal_bytes: end.terminal_bytes,
+        done: tasks
+            .iter()
+            .filter(|t| t.status == crate::domain::Status::Done)
+            .count(),
+        logged: repo.output_log_sizes(),
+        tmux_detached: None,
+        tmux_attached: None,
+    })
+}
+
+/// What a drained console leaves to measure once it is stopped.
+pub(super) struct DrainEnd {
+    /// From the first attempt's start to the last DONE, from the audit trail.
+    pub span: Duration,
+    pub wall: Duration,
+    pub cpu: Duration,
+    pub frames: u64,
+    pub terminal_bytes: u64,
+    /// DONE events of the drain tasks.
+    pub done: usize,
+}
+
+/// Stops a console whose drain has ended and reads its figures: its wall time, CPU, frames and
+/// bytes, and the drain's span from the plan's audit trail.
+pub(super) async fn end_drain(
+    mut console: TermHost,
+    store: &dyn crate::store::Store,
+    plan_id: &str,
+) -> anyhow::Result<DrainEnd> {
+    let wall = console.started().elapsed();
     let cpu = sample(console.pid(), "the console")?.cpu;
     let (frames, terminal_bytes) = (console.frames(), console.bytes());
     console.stop(Duration::from_secs(20)).await;
@@ -361,24 +398,17 @@ async fn drain_console(
     let at = |kind: &'static str| events.iter().filter(move |e| e.event_type == kind);
     let first_start = at(event_types::TASK_STARTED).map(|e| e.ts).min();
     let last_done = at(event_types::TASK_DONE).map(|e| e.ts).max();
-    let whilly = match (first_start, last_done) {
+    let span = match (first_start, last_done) {
         (Some(a), Some(b)) => (b - a).to_std().unwrap_or_default(),
         _ => bail!("the audit trail has no start or DONE of the drain tasks"),
     };
-    Ok(DrainFigures {
-        bytes_per_pane,
-        whilly,
-        whilly_wall,
-        whilly_cpu: cpu,
+    Ok(DrainEnd {
+        span,
+        wall,
+        cpu,
         frames,
         terminal_bytes,
-        done: tasks
-            .iter()
-            .filter(|t| t.status == crate::domain::Status::Done)
-            .count(),
-        logged: repo.output_log_sizes(),
-        tmux_detached: None,
-        tmux_attached: None,
+        done: at(event_types::TASK_DONE).count(),
     })
 }
 

@@ -12,9 +12,8 @@
 use super::host::{HostSpec, TermHost};
 use super::report::{DrainFigures, TmuxRun, Usage};
 use super::scratch::{self, BenchRepo, DRAIN_AGENT, IDLE_AGENT};
-use super::{ConsoleBenchOptions, quiet_window, sample, start_console};
+use super::{ConsoleBenchOptions, end_drain, quiet_window, sample, start_console};
 use crate::domain::{PlanSpec, Priority, Status};
-use crate::store::{EventFilter, event_types};
 use anyhow::{Context as _, bail};
 use serde::Serialize;
 use std::time::{Duration, Instant};
@@ -136,33 +135,16 @@ pub async fn live_big(
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let whilly_wall = console.started().elapsed();
-    let cpu = sample(console.pid(), "the console")?.cpu;
-    let (frames, terminal_bytes) = (console.frames(), console.bytes());
-    console.stop(Duration::from_secs(20)).await;
-    let events = store
-        .events(&EventFilter {
-            plan_id: Some(plan_id.to_string()),
-            ..Default::default()
-        })
-        .await?;
-    let at = |kind: &'static str| events.iter().filter(move |e| e.event_type == kind);
-    let done = at(event_types::TASK_DONE).count();
-    let first_start = at(event_types::TASK_STARTED).map(|e| e.ts).min();
-    let last_done = at(event_types::TASK_DONE).map(|e| e.ts).max();
-    let whilly = match (first_start, last_done) {
-        (Some(a), Some(b)) => (b - a).to_std().unwrap_or_default(),
-        _ => bail!("the audit trail has no start or DONE of the drain tasks"),
-    };
+    let end = end_drain(console, store.as_ref(), plan_id).await?;
     store.close().await;
     Ok(DrainFigures {
         bytes_per_pane,
-        whilly,
-        whilly_wall,
-        whilly_cpu: cpu,
-        frames,
-        terminal_bytes,
-        done,
+        whilly: end.span,
+        whilly_wall: end.wall,
+        whilly_cpu: end.cpu,
+        frames: end.frames,
+        terminal_bytes: end.terminal_bytes,
+        done: end.done,
         logged: repo.output_log_sizes_of(plan_id),
         tmux_detached: tmux.0,
         tmux_attached: tmux.1,
