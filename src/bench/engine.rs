@@ -350,6 +350,8 @@ async fn engine_rounds(
         base_commit,
         default_task_timeout: Some(Duration::from_secs(60)),
         lease: EngineConfig::new("").lease,
+        remote: Default::default(),
+        publisher: None,
     };
     let executor = AgentExecutor::new(
         exec_cfg,

@@ -28,6 +28,7 @@ pub struct Config {
     /// Key chord → TUI action name (snake_case); the TUI validates the action names.
     pub keys: BTreeMap<String, String>,
     pub logging: LoggingConfig,
+    pub delivery: DeliveryConfig,
     pub github: GithubConfig,
     pub jira: JiraConfig,
 }
@@ -49,6 +50,7 @@ impl Default for Config {
             tui: TuiConfig::default(),
             keys: BTreeMap::new(),
             logging: LoggingConfig::default(),
+            delivery: DeliveryConfig::default(),
             github: GithubConfig::default(),
             jira: JiraConfig::default(),
         }
@@ -425,11 +427,85 @@ impl Default for LoggingConfig {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct GithubConfig {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub token: Option<Secret>,
+    /// The REST API's base URL; GraphQL is at `<api_url>/graphql`. GitHub Enterprise:
+    /// `https://HOST/api/v3`.
+    pub api_url: String,
+    /// `owner/name` pull requests go to when a task does not come from an issue and the
+    /// remote's URL does not say (a remote given as a local path).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repo: Option<String>,
+    /// Longest wait for a rate limit to reset before a GitHub call fails instead.
+    #[serde(with = "duration")]
+    pub max_wait: Duration,
+    /// The labels an issue moves through.
+    pub label_ready: String,
+    pub label_in_progress: String,
+    pub label_in_review: String,
+    pub label_failed: String,
+}
+
+impl Default for GithubConfig {
+    fn default() -> Self {
+        GithubConfig {
+            token: None,
+            api_url: "https://api.github.com".into(),
+            repo: None,
+            max_wait: Duration::from_secs(15 * 60),
+            label_ready: "whilly:ready".into(),
+            label_in_progress: "whilly:in-progress".into(),
+            label_in_review: "whilly:in-review".into(),
+            label_failed: "whilly:failed".into(),
+        }
+    }
+}
+
+/// Where finished work goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DeliveryMode {
+    /// Into the base branch of this clone (`merge`: ff or cherry-pick).
+    Merge,
+    /// The task branch pushed to the remote.
+    Branch,
+    /// The task branch pushed and a pull request opened (or updated) for it.
+    Pr,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DeliveryConfig {
+    /// `None`: `merge` for local plans, `pr` for plans made from GitHub issues.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mode: Option<DeliveryMode>,
+    /// How `merge` lands the work; `None`: `worktrees.merge` (the older key), else `ff`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub merge: Option<MergeMode>,
+    pub remote: String,
+    /// Open pull requests as drafts.
+    pub draft: bool,
+    /// The branch pull requests go into; `None`: the repository's default branch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base: Option<String>,
+    /// Mark a draft pull request ready for review when every required check passed.
+    pub ready_when_verified: bool,
+}
+
+impl Default for DeliveryConfig {
+    fn default() -> Self {
+        DeliveryConfig {
+            mode: None,
+            merge: None,
+            remote: "origin".into(),
+            draft: true,
+            base: None,
+            ready_when_verified: false,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -464,5 +540,24 @@ mod duration_opt {
                     "invalid duration {text:?} ({e}); write e.g. \"90m\" or \"2h 30m\""
                 ))
             })
+    }
+}
+
+/// `Duration` as a humantime string (`15m`, `90s`).
+mod duration {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+
+    pub fn serialize<S: Serializer>(value: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&humantime::format_duration(*value).to_string())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let text = String::deserialize(d)?;
+        humantime::parse_duration(text.trim()).map_err(|e| {
+            serde::de::Error::custom(format!(
+                "invalid duration {text:?} ({e}); write e.g. \"15m\" or \"90s\""
+            ))
+        })
     }
 }

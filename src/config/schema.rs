@@ -21,6 +21,7 @@ pub enum Kind {
 const MERGE_MODES: &[&str] = &["ff", "cherry-pick", "none"];
 const PERMISSION_MODES: &[&str] = &["full", "accept-edits", "read-only"];
 const PROFILE_MODES: &[&str] = &["auto", "off"];
+const DELIVERY_MODES: &[&str] = &["merge", "branch", "pr"];
 const BACKENDS: &[&str] = &["claude", "opencode", "codex", "gemini", "command"];
 
 /// Every key of the fixed sections. Maps (`agents`, `prices`, `keys`) are handled by [`kind_of`].
@@ -65,7 +66,20 @@ pub const FIXED_KEYS: &[(&str, Kind)] = &[
     ("tui.theme", Kind::Str),
     ("logging.level", Kind::Str),
     ("logging.dir", Kind::Path),
+    ("delivery.mode", Kind::Enum(DELIVERY_MODES)),
+    ("delivery.merge", Kind::Enum(MERGE_MODES)),
+    ("delivery.remote", Kind::Str),
+    ("delivery.draft", Kind::Bool),
+    ("delivery.base", Kind::Str),
+    ("delivery.ready_when_verified", Kind::Bool),
     ("github.token", Kind::Secret),
+    ("github.api_url", Kind::Str),
+    ("github.repo", Kind::Str),
+    ("github.max_wait", Kind::Duration),
+    ("github.label_ready", Kind::Str),
+    ("github.label_in_progress", Kind::Str),
+    ("github.label_in_review", Kind::Str),
+    ("github.label_failed", Kind::Str),
     ("jira.url", Kind::Str),
     ("jira.user", Kind::Str),
     ("jira.token", Kind::Secret),
@@ -106,6 +120,7 @@ pub const SECTIONS: &[&str] = &[
     "tui",
     "keys",
     "logging",
+    "delivery",
     "github",
     "jira",
 ];

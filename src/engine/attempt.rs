@@ -2,13 +2,15 @@
 //!
 //! guards → start (deadline) → worktree → agent in a PTY (or a human, through
 //! [`super::handoff_runner`]) → result and cost
-//! → verification → repair rounds → commit → merge back → outcome. The loop in `worker` settles
+//! → verification → repair rounds → commit → merge back, or push and open a pull request
+//! ([`super::publish`]) → outcome. The loop in `worker` settles
 //! the outcome in the store; this file never writes task state itself.
 
 use super::control::{AttemptControl, StopLevel, StopReason};
 use super::executor::{AttemptOutcome, Executor};
 use super::fence::StoreFence;
 use super::handoff_runner::{HandoffEnd, HandoffRunner};
+use super::publish::{DeliveryKind, FailureNote, NOT_PUBLISHED, PublishRequest};
 use super::sessions::{SessionInfo, SessionRegistry, SessionState};
 use super::verify::{Verification, run_checks};
 use crate::agent::{
@@ -59,6 +61,11 @@ pub struct ExecutorConfig {
     pub default_task_timeout: Option<Duration>,
     /// The engine's lease length: what the delivery fence's heartbeat extends the lease by.
     pub lease: Duration,
+    /// Pushing to a remote, and which tasks are delivered how.
+    pub remote: super::publish::RemoteDelivery,
+    /// Pull requests, labels and status comments on the forge; `None`: no forge configured
+    /// (tasks that need one wait as not published, their branch kept).
+    pub publisher: Option<Arc<dyn super::publish::Publisher>>,
 }
 
 pub struct AgentExecutor {
@@ -159,7 +166,9 @@ impl Executor for AgentExecutor {
             pty: None,
             log_path: None,
         });
+        let began = Instant::now();
         let outcome = self.run(&mut cx, ctl).await;
+        self.tell_forge_of_failure(&cx, &outcome, began).await;
         let final_state = match &outcome {
             AttemptOutcome::Done { .. } => SessionState::Done,
             _ => SessionState::Failed,
@@ -266,6 +275,23 @@ impl AgentExecutor {
             Err(e) => return fail(cx, "store_error", true, e.to_string()),
         }
         let deadline_at = deadline.map(|d| Instant::now() + d);
+        if let Some(p) = &self.cfg.publisher
+            && crate::forge::intake::source_of(cx.task).is_some()
+        {
+            let facts = super::publish::run_facts(
+                &cx.claimed.task.plan_id,
+                &cx.claimed.task,
+                &cx.evidence(),
+                "",
+            );
+            p.started(
+                &cx.claimed.task.plan_id,
+                cx.task,
+                cx.claimed.task.worker_id.as_deref().unwrap_or_default(),
+                &facts,
+            )
+            .await;
+        }
 
         // An earlier attempt may have landed this task's work and lost its lease (or the store)
         // before the queue recorded it: then the task is finished, and nothing runs again.
@@ -765,7 +791,13 @@ impl AgentExecutor {
             &cx.claimed.task.plan_id,
             cx.claimed.task.attempts.max(1) as u32,
         );
-        let mode = self.cfg.merge;
+        let kind = self.cfg.remote.kind_for(cx.task);
+        let mode = if kind == DeliveryKind::Merge {
+            self.cfg.merge
+        } else {
+            // Committed on the task branch only; the push below takes it to the remote.
+            MergeMode::None
+        };
         let fence = self.fence(cx);
         let joined = tokio::task::spawn_blocking(move || {
             let (commit, delivery) =
@@ -802,6 +834,16 @@ impl AgentExecutor {
                     evidence: cx.evidence(),
                 }
             }
+            Ok(Ok((commit, Delivery::LeftForReview { branch }))) if kind != DeliveryKind::Merge => {
+                cx.evidence.insert("commit".into(), json!(commit));
+                cx.evidence.insert(
+                    "delivery".into(),
+                    delivery_json(&Delivery::LeftForReview {
+                        branch: branch.clone(),
+                    }),
+                );
+                self.publish(cx, kind, &branch).await
+            }
             Ok(Ok((commit, delivery))) => {
                 super::failpoint::crash_if("after_delivery");
                 cx.evidence.insert("commit".into(), json!(commit));
@@ -815,6 +857,126 @@ impl AgentExecutor {
             Ok(Err(e)) => fail(cx, "delivery_failed", e.is_transient(), e.to_string()),
             Err(e) => fail(cx, "delivery_failed", true, e.to_string()),
         }
+    }
+
+    /// Pushes the committed task branch and, for a pull request, opens or updates it. Done
+    /// only when the work is on the remote (and in a pull request when one is wanted); else
+    /// the task waits as [`NOT_PUBLISHED`] with its branch kept, for `whilly forge --compose`.
+    async fn publish(&self, cx: &mut Ctx<'_>, kind: DeliveryKind, branch: &str) -> AttemptOutcome {
+        let plan_id = cx.claimed.task.plan_id.clone();
+        let not_published = |cx: &mut Ctx<'_>, detail: String| {
+            let detail = agent::redact_secrets(&detail);
+            tracing::warn!(task = %cx.task.id, "the work was not published: {detail}");
+            cx.evidence.insert("detail".into(), json!(detail));
+            AttemptOutcome::Parked {
+                cost: cx.spent,
+                park: Park::HumanLoop,
+                reason: NOT_PUBLISHED.into(),
+                evidence: cx.evidence(),
+            }
+        };
+        let pushed = match super::publish::push(
+            &self.workspaces,
+            &self.cfg.remote,
+            branch,
+            &plan_id,
+            &cx.task.id,
+        )
+        .await
+        {
+            Ok(p) => p,
+            Err(e) => {
+                let detail = format!(
+                    "the work is committed on {branch} but pushing it to {} failed: {e}; fix that, then `whilly forge --compose {}`",
+                    self.cfg.remote.remote, cx.task.id
+                );
+                return not_published(cx, detail);
+            }
+        };
+        cx.evidence.insert(
+            "pushed".into(),
+            json!({"remote": pushed.remote, "branch": pushed.branch, "commit": pushed.commit}),
+        );
+        if kind == DeliveryKind::Branch {
+            return AttemptOutcome::Done {
+                cost: cx.spent,
+                evidence: cx.evidence(),
+            };
+        }
+        let Some(publisher) = self.cfg.publisher.clone() else {
+            let detail = format!(
+                "the work is pushed as {} but no GitHub access is configured for its pull request: set WHILLY_GITHUB_TOKEN (or [github] token), then `whilly forge --compose {}`",
+                pushed.branch, cx.task.id
+            );
+            return not_published(cx, detail);
+        };
+        let mut record = cx.claimed.task.clone();
+        record.cost = record.cost + cx.spent;
+        let evidence = cx.evidence();
+        let req = PublishRequest {
+            plan_id: plan_id.clone(),
+            task: cx.task.clone(),
+            run: super::publish::run_facts(&plan_id, &record, &evidence, &pushed.branch),
+            pushed,
+            evidence,
+            repo: None,
+        };
+        match publisher.publish(&req).await {
+            Ok(pr) => {
+                cx.evidence.insert("pull_request".into(), pr.to_json());
+                AttemptOutcome::Done {
+                    cost: cx.spent,
+                    evidence: cx.evidence(),
+                }
+            }
+            Err(e) => {
+                let detail = format!(
+                    "the work is pushed as {} but its pull request could not be opened: {e}; `whilly forge --compose {}` tries again",
+                    req.pushed.branch, cx.task.id
+                );
+                not_published(cx, detail)
+            }
+        }
+    }
+
+    /// Tells the issue a task came from that it failed for good (no retry follows).
+    async fn tell_forge_of_failure(&self, cx: &Ctx<'_>, outcome: &AttemptOutcome, began: Instant) {
+        let Some(p) = &self.cfg.publisher else {
+            return;
+        };
+        if crate::forge::intake::source_of(cx.task).is_none() {
+            return;
+        }
+        let AttemptOutcome::Failed {
+            reason,
+            retry,
+            evidence,
+            ..
+        } = outcome
+        else {
+            return;
+        };
+        let t = &cx.claimed.task;
+        if *retry && t.attempts < t.max_attempts {
+            return;
+        }
+        let mut facts = super::publish::run_facts(&t.plan_id, t, evidence, "");
+        facts.duration_secs = Some(began.elapsed().as_secs());
+        let branch = self
+            .workspaces
+            .find(&t.plan_id, &cx.task.id)
+            .ok()
+            .flatten()
+            .map(|wt| wt.branch);
+        let note = FailureNote {
+            plan_id: t.plan_id.clone(),
+            task: cx.task.clone(),
+            reason: reason.clone(),
+            detail: evidence["detail"].as_str().unwrap_or_default().to_string(),
+            branch,
+            run: facts,
+        };
+        p.failed(&note).await;
     }
 
     fn fence(&self, cx: &Ctx<'_>) -> StoreFence {

@@ -1,10 +1,11 @@
 //! Turning configuration into what the engine runs with: agent backends, prices, worktree
 //! settings, check policy. Pure mappings over [`Config`]; building a backend looks for its binary.
 
+use super::publish::{DeliveryKind, RemoteDelivery};
 use super::setup::SetupError;
 use crate::agent::{self, AgentSettings, BackendKind, ModelPrice, PriceTable, Runner};
 use crate::config::{self, Config};
-use crate::workspace::{MergeMode, WorkspaceConfig};
+use crate::workspace::{MergeMode, PushAuth, WorkspaceConfig};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
@@ -100,11 +101,25 @@ pub fn workspace_config(cfg: &Config) -> WorkspaceConfig {
     }
 }
 
+/// How `merge` delivery lands: `[delivery] merge`, else the older `worktrees.merge`.
 pub fn merge_mode(cfg: &Config) -> MergeMode {
-    match cfg.worktrees.merge {
+    match cfg.delivery.merge.unwrap_or(cfg.worktrees.merge) {
         config::MergeMode::Ff => MergeMode::Ff,
         config::MergeMode::CherryPick => MergeMode::CherryPick,
         config::MergeMode::NoMerge => MergeMode::None,
+    }
+}
+
+/// `[delivery]` as the engine runs it; `token` authenticates pushes over HTTPS.
+pub fn remote_delivery(cfg: &Config, token: Option<String>) -> RemoteDelivery {
+    RemoteDelivery {
+        mode: cfg.delivery.mode.map(|m| match m {
+            config::DeliveryMode::Merge => DeliveryKind::Merge,
+            config::DeliveryMode::Branch => DeliveryKind::Branch,
+            config::DeliveryMode::Pr => DeliveryKind::PullRequest,
+        }),
+        remote: cfg.delivery.remote.clone(),
+        auth: PushAuth { token },
     }
 }
 

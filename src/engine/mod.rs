@@ -18,6 +18,7 @@ pub mod outage;
 pub mod outcome;
 pub mod presence;
 pub mod progress;
+pub mod publish;
 pub mod sessions;
 pub mod setup;
 pub mod verify;

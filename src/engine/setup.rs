@@ -206,6 +206,8 @@ fn build_executor(
         base_commit,
         default_task_timeout: None,
         lease: Duration::from_secs(cfg.queue.lease_secs.max(1)),
+        remote: configure::remote_delivery(cfg, None),
+        publisher: None,
     };
     Ok(AgentExecutor::new(exec_cfg, store, workspaces, sessions))
 }

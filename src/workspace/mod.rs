@@ -41,6 +41,7 @@ mod lock;
 mod meta;
 mod occupant;
 mod prepare;
+mod push;
 mod setup;
 
 use std::path::{Path, PathBuf};
@@ -55,6 +56,7 @@ pub use diff::{DiffSource, WorktreeDiff, diff_task, diff_worktree};
 pub use error::WorkspaceError;
 pub use landed::{AlwaysOurs, DeliveryFence, Landed};
 pub use layout::{branch_name, commit_message};
+pub use push::{PushAuth, Pushed, is_task_commit, repo_of_url};
 
 /// A prepared worktree for one task attempt.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -304,6 +306,39 @@ impl Workspaces {
         fence: &dyn DeliveryFence,
     ) -> Result<(Option<String>, Delivery), WorkspaceError> {
         deliver::commit_and_deliver(self, wt, message, snapshot, mode, fence)
+    }
+
+    /// Pushes the task branch `branch` to `remote`, never over another's commits (see
+    /// [`push`]). Takes the merge lock: two workers of one clone do not push at once.
+    pub fn push_branch(
+        &self,
+        remote: &str,
+        branch: &str,
+        plan_id: &str,
+        task_id: &str,
+        auth: &PushAuth,
+    ) -> Result<Pushed, WorkspaceError> {
+        let _lock = lock::merge(&self.common_dir, self.cfg.merge_lock_timeout)?;
+        push::push(self, remote, branch, plan_id, task_id, auth)
+    }
+
+    /// The configured URL of `remote`.
+    pub fn remote_url(&self, remote: &str) -> Result<String, WorkspaceError> {
+        push::remote_url(self, remote)
+    }
+
+    /// The default branch of `remote` as the clone knows it (`refs/remotes/<remote>/HEAD`),
+    /// else the current branch.
+    pub fn remote_default_branch(&self, remote: &str) -> Result<Option<String>, WorkspaceError> {
+        let repo = self.open()?;
+        let head = format!("refs/remotes/{remote}/HEAD");
+        if let Ok(r) = repo.find_reference(&head)
+            && let Ok(Some(target)) = r.symbolic_target()
+            && let Some(name) = target.strip_prefix(&format!("refs/remotes/{remote}/"))
+        {
+            return Ok(Some(name.to_string()));
+        }
+        self.current_branch()
     }
 
     /// Lands a task's committed branch that could not land when its attempt ended (see

@@ -1,0 +1,183 @@
+//! Delivery to a remote: the task branch pushed, and (mode `pr`) a pull request opened or
+//! updated for it, with the issue it came from kept in step. One implementation for an
+//! attempt's delivery and for `whilly forge --compose TASK`, which finishes a task whose push or
+//! pull request failed earlier (the work is never lost: the branch stays, the task waits in
+//! HUMAN_LOOP with [`NOT_PUBLISHED`]).
+
+use crate::domain::TaskSpec;
+use crate::forge::compose::RunFacts;
+use crate::forge::refs::RepoRef;
+use crate::store::TaskRecord;
+use crate::workspace::{PushAuth, Pushed, WorkspaceError, Workspaces};
+use async_trait::async_trait;
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+/// The reason a task waits with when its work is committed on its branch but the push or the
+/// pull request failed.
+pub const NOT_PUBLISHED: &str = "not_published";
+
+/// Whether a task waits for its work to be published.
+pub fn waits_to_publish(t: &TaskRecord) -> bool {
+    t.status == crate::domain::Status::HumanLoop && t.reason.as_deref() == Some(NOT_PUBLISHED)
+}
+
+/// How work leaves the worktree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeliveryKind {
+    /// Into the base branch of this clone.
+    Merge,
+    /// Pushed as a branch.
+    Branch,
+    /// Pushed, and a pull request opened for it.
+    PullRequest,
+}
+
+/// Settings of remote delivery.
+#[derive(Debug, Clone)]
+pub struct RemoteDelivery {
+    /// `None`: merge for local plans, pull requests for plans made from GitHub issues.
+    pub mode: Option<DeliveryKind>,
+    pub remote: String,
+    pub auth: PushAuth,
+}
+
+impl Default for RemoteDelivery {
+    fn default() -> Self {
+        RemoteDelivery {
+            mode: None,
+            remote: "origin".into(),
+            auth: PushAuth::default(),
+        }
+    }
+}
+
+impl RemoteDelivery {
+    /// The delivery a task gets.
+    pub fn kind_for(&self, task: &TaskSpec) -> DeliveryKind {
+        self.mode.unwrap_or_else(|| {
+            if crate::forge::intake::source_of(task).is_some() {
+                DeliveryKind::PullRequest
+            } else {
+                DeliveryKind::Merge
+            }
+        })
+    }
+}
+
+/// What the pull request step needs.
+#[derive(Debug, Clone)]
+pub struct PublishRequest {
+    pub plan_id: String,
+    pub task: TaskSpec,
+    pub pushed: Pushed,
+    /// The attempt's evidence (checks, usage, log).
+    pub evidence: Value,
+    pub run: RunFacts,
+    /// The repository on the forge, when the caller knows it (else the publisher finds it).
+    pub repo: Option<RepoRef>,
+}
+
+/// A pull request as the forge answered.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Published {
+    pub number: u64,
+    pub url: String,
+    pub draft: bool,
+    /// A new pull request (false: an existing one was updated).
+    pub created: bool,
+}
+
+impl Published {
+    pub fn to_json(&self) -> Value {
+        json!({"number": self.number, "url": self.url, "draft": self.draft, "created": self.created})
+    }
+}
+
+/// Where a failed task's issue is told about it.
+#[derive(Debug, Clone)]
+pub struct FailureNote {
+    pub plan_id: String,
+    pub task: TaskSpec,
+    pub reason: String,
+    pub detail: String,
+    pub branch: Option<String>,
+    pub run: RunFacts,
+}
+
+/// The forge side of delivery: pull requests, labels and status comments. Errors are text for
+/// the task's detail; the caller keeps the work either way.
+#[async_trait]
+pub trait Publisher: Send + Sync {
+    /// An attempt on a task from an issue started: label it in progress, say so once.
+    async fn started(&self, plan_id: &str, task: &TaskSpec, worker: &str, run: &RunFacts);
+    /// Opens (or updates) the pull request of a pushed branch and moves the issue to review.
+    async fn publish(&self, req: &PublishRequest) -> Result<Published, String>;
+    /// The task failed for good: label the issue failed and say what and where the work is.
+    async fn failed(&self, note: &FailureNote);
+}
+
+/// Pushes the branch, off the async runtime (git2 blocks).
+pub async fn push(
+    ws: &Arc<Workspaces>,
+    delivery: &RemoteDelivery,
+    branch: &str,
+    plan_id: &str,
+    task_id: &str,
+) -> Result<Pushed, WorkspaceError> {
+    let (ws, remote, branch, plan, task, auth) = (
+        ws.clone(),
+        delivery.remote.clone(),
+        branch.to_string(),
+        plan_id.to_string(),
+        task_id.to_string(),
+        delivery.auth.clone(),
+    );
+    tokio::task::spawn_blocking(move || ws.push_branch(&remote, &branch, &plan, &task, &auth))
+        .await
+        .map_err(|e| WorkspaceError::Git {
+            context: "pushing stopped unexpectedly".into(),
+            source: git2::Error::from_str(&e.to_string()),
+        })?
+}
+
+/// Run facts from an attempt's evidence, for the PR body and the status comment.
+pub fn run_facts(plan_id: &str, t: &TaskRecord, evidence: &Value, branch: &str) -> RunFacts {
+    let usage = &evidence["usage"];
+    RunFacts {
+        plan_id: plan_id.to_string(),
+        agent: evidence["agent"].as_str().unwrap_or("agent").to_string(),
+        model: evidence["model"].as_str().map(str::to_string),
+        attempts: t.attempts,
+        input_tokens: usage["input_tokens"].as_u64().unwrap_or(0),
+        output_tokens: usage["output_tokens"].as_u64().unwrap_or(0),
+        cost: t.cost.to_string(),
+        duration_secs: evidence["duration_ms"].as_u64().map(|ms| ms / 1000),
+        log: evidence["log"].as_str().map(str::to_string),
+        branch: branch.to_string(),
+        commit: evidence["commit"].as_str().map(str::to_string),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn issues_default_to_pull_requests_and_local_plans_to_merge() {
+        let d = RemoteDelivery::default();
+        let local = TaskSpec::default();
+        let mut from_issue = TaskSpec::default();
+        from_issue.extra.insert(
+            "source".into(),
+            json!({"type": "github", "repo": "o/r", "number": 3, "url": ""}),
+        );
+        assert_eq!(d.kind_for(&local), DeliveryKind::Merge);
+        assert_eq!(d.kind_for(&from_issue), DeliveryKind::PullRequest);
+        let d = RemoteDelivery {
+            mode: Some(DeliveryKind::Branch),
+            ..RemoteDelivery::default()
+        };
+        assert_eq!(d.kind_for(&from_issue), DeliveryKind::Branch);
+    }
+}

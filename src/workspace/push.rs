@@ -1,0 +1,326 @@
+//! Pushing a task branch to a remote, so the work reaches the shared repository (and a pull
+//! request) rather than staying in the clone that ran it.
+//!
+//! Never over someone else's commits: the remote branch is looked at first. Missing, or behind
+//! ours: an ordinary push. Ahead of ours with only commits an earlier attempt of this same task
+//! made (its commit messages name the task and the plan): that attempt's branch is ours to
+//! update, pushed with the expected old tip checked again just before. Anything else on it: the
+//! work goes to `<branch>-try2` (then `-try3`, …) instead, and the caller learns the name.
+
+use git2::{Cred, CredentialType, FetchOptions, Oid, PushOptions, RemoteCallbacks, Repository};
+
+use super::Workspaces;
+use super::error::WorkspaceError;
+
+/// How many alternative names (`-try2` … `-try9`) a push tries before giving up.
+const MAX_TRIES: u32 = 9;
+
+/// What a push needs besides the branch.
+#[derive(Clone, Default)]
+pub struct PushAuth {
+    /// A token for HTTPS remotes (sent as the password of `x-access-token`, as GitHub wants).
+    pub token: Option<String>,
+}
+
+impl std::fmt::Debug for PushAuth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PushAuth")
+            .field("token", &self.token.as_ref().map(|_| "***"))
+            .finish()
+    }
+}
+
+/// A branch on the remote holding the task's work.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pushed {
+    pub remote: String,
+    /// The branch name on the remote (the task branch's, or a `-tryN` of it).
+    pub branch: String,
+    pub commit: String,
+    /// The remote already had exactly this commit there: nothing was sent.
+    pub unchanged: bool,
+    /// An earlier attempt's branch of this task was replaced.
+    pub replaced_own: bool,
+}
+
+/// Whether a commit was made by an attempt of `task_id` in `plan_id` (see
+/// [`super::layout::commit_message`]).
+pub fn is_task_commit(message: &str, plan_id: &str, task_id: &str) -> bool {
+    let subject = message.lines().next().unwrap_or_default();
+    let ours_subject = subject == format!("whilly: {task_id}")
+        || subject.starts_with(&format!("whilly: {task_id} "));
+    ours_subject
+        && message
+            .lines()
+            .any(|l| l.trim() == format!("Plan: {plan_id}"))
+}
+
+fn git(context: impl Into<String>) -> impl FnOnce(git2::Error) -> WorkspaceError {
+    let context = context.into();
+    move |source| WorkspaceError::Git { context, source }
+}
+
+fn callbacks<'a>(auth: &'a PushAuth, url: &'a str) -> RemoteCallbacks<'a> {
+    let mut cb = RemoteCallbacks::new();
+    let mut tried = 0u32;
+    cb.credentials(move |_url, username, allowed| {
+        // libgit2 asks again after a refusal; stop instead of looping.
+        tried += 1;
+        if tried > 3 {
+            return Err(git2::Error::from_str(
+                "the remote refused the credentials (a token over HTTPS, or the SSH agent's keys)",
+            ));
+        }
+        if allowed.contains(CredentialType::SSH_KEY) {
+            return Cred::ssh_key_from_agent(username.unwrap_or("git"));
+        }
+        if allowed.contains(CredentialType::USER_PASS_PLAINTEXT)
+            && let Some(token) = &auth.token
+        {
+            return Cred::userpass_plaintext("x-access-token", token);
+        }
+        Err(git2::Error::from_str(&format!(
+            "no credentials for {url}: set a GitHub token (WHILLY_GITHUB_TOKEN) for HTTPS, or load a key into the SSH agent"
+        )))
+    });
+    cb
+}
+
+/// The remote's tip of `branch`, or `None` when it has no such branch.
+fn remote_tip(
+    repo: &Repository,
+    remote: &str,
+    branch: &str,
+    auth: &PushAuth,
+) -> Result<Option<Oid>, WorkspaceError> {
+    let mut r = repo
+        .find_remote(remote)
+        .map_err(git(format!("find remote {remote}")))?;
+    let url = r.url().unwrap_or_default().to_string();
+    let conn = r
+        .connect_auth(git2::Direction::Fetch, Some(callbacks(auth, &url)), None)
+        .map_err(git(format!("connect to remote {remote} ({url})")))?;
+    let want = format!("refs/heads/{branch}");
+    let tip = conn
+        .list()
+        .map_err(git(format!("list branches of {remote}")))?
+        .iter()
+        .find(|h| h.name() == want)
+        .map(|h| h.oid());
+    Ok(tip)
+}
+
+/// Brings the remote's commit `tip` of `branch` into the local object store (under a private
+/// ref that is removed again) so its history can be read.
+fn fetch_tip(
+    repo: &Repository,
+    remote: &str,
+    branch: &str,
+    auth: &PushAuth,
+) -> Result<(), WorkspaceError> {
+    let mut r = repo
+        .find_remote(remote)
+        .map_err(git(format!("find remote {remote}")))?;
+    let url = r.url().unwrap_or_default().to_string();
+    let probe = format!("refs/whilly/probe/{branch}");
+    let mut opts = FetchOptions::new();
+    opts.remote_callbacks(callbacks(auth, &url));
+    r.fetch(
+        &[format!("+refs/heads/{branch}:{probe}")],
+        Some(&mut opts),
+        None,
+    )
+    .map_err(git(format!("fetch {branch} from {remote}")))?;
+    if let Ok(mut reference) = repo.find_reference(&probe) {
+        let _ = reference.delete();
+    }
+    Ok(())
+}
+
+/// Whether every commit on the remote's branch that `ours` lacks was made by this task.
+fn only_own_commits(
+    repo: &Repository,
+    theirs: Oid,
+    ours: Oid,
+    plan_id: &str,
+    task_id: &str,
+) -> Result<bool, WorkspaceError> {
+    let mut walk = repo.revwalk().map_err(git("walk the remote branch"))?;
+    walk.push(theirs).map_err(git("walk the remote branch"))?;
+    walk.hide(ours).map_err(git("walk the remote branch"))?;
+    if let Ok(base) = repo.merge_base(theirs, ours) {
+        let _ = walk.hide(base);
+    }
+    for oid in walk {
+        let oid = oid.map_err(git("walk the remote branch"))?;
+        let commit = repo.find_commit(oid).map_err(git("read a remote commit"))?;
+        if !is_task_commit(commit.message().unwrap_or_default(), plan_id, task_id) {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+fn push_ref(
+    repo: &Repository,
+    remote: &str,
+    local: &str,
+    remote_branch: &str,
+    force: bool,
+    auth: &PushAuth,
+) -> Result<(), WorkspaceError> {
+    let mut r = repo
+        .find_remote(remote)
+        .map_err(git(format!("find remote {remote}")))?;
+    let url = r.url().unwrap_or_default().to_string();
+    let rejected = std::cell::RefCell::new(None::<String>);
+    {
+        let mut cb = callbacks(auth, &url);
+        cb.push_update_reference(|name, status| {
+            if let Some(s) = status {
+                *rejected.borrow_mut() = Some(format!("{name}: {s}"));
+            }
+            Ok(())
+        });
+        let mut opts = PushOptions::new();
+        opts.remote_callbacks(cb);
+        let spec = format!(
+            "{}refs/heads/{local}:refs/heads/{remote_branch}",
+            if force { "+" } else { "" }
+        );
+        r.push(&[spec], Some(&mut opts))
+            .map_err(git(format!("push {local} to {remote} ({url})")))?;
+    }
+    if let Some(why) = rejected.into_inner() {
+        return Err(WorkspaceError::Git {
+            context: format!("the remote {remote} refused the push of {remote_branch}"),
+            source: git2::Error::from_str(&why),
+        });
+    }
+    Ok(())
+}
+
+/// Pushes the local task branch `branch` of (`plan_id`, `task_id`) to `remote`.
+pub(super) fn push(
+    ws: &Workspaces,
+    remote: &str,
+    branch: &str,
+    plan_id: &str,
+    task_id: &str,
+    auth: &PushAuth,
+) -> Result<Pushed, WorkspaceError> {
+    let repo = ws.open()?;
+    let ours = repo
+        .find_branch(branch, git2::BranchType::Local)
+        .map_err(git(format!("find task branch {branch}")))?
+        .get()
+        .target()
+        .ok_or_else(|| WorkspaceError::NoTaskBranch {
+            branch: branch.to_string(),
+        })?;
+    let done = |name: &str, unchanged: bool, replaced_own: bool| Pushed {
+        remote: remote.to_string(),
+        branch: name.to_string(),
+        commit: ours.to_string(),
+        unchanged,
+        replaced_own,
+    };
+    for n in 1..=MAX_TRIES {
+        let name = if n == 1 {
+            branch.to_string()
+        } else {
+            format!("{branch}-try{n}")
+        };
+        let Some(theirs) = remote_tip(&repo, remote, &name, auth)? else {
+            push_ref(&repo, remote, branch, &name, false, auth)?;
+            return Ok(done(&name, false, false));
+        };
+        if theirs == ours {
+            return Ok(done(&name, true, false));
+        }
+        if repo.find_commit(theirs).is_err() {
+            fetch_tip(&repo, remote, &name, auth)?;
+        }
+        if repo.graph_descendant_of(ours, theirs).unwrap_or(false) {
+            push_ref(&repo, remote, branch, &name, false, auth)?;
+            return Ok(done(&name, false, false));
+        }
+        if only_own_commits(&repo, theirs, ours, plan_id, task_id)? {
+            // Our own earlier attempt: replace it, but only if nobody pushed meanwhile.
+            if remote_tip(&repo, remote, &name, auth)? != Some(theirs) {
+                continue;
+            }
+            push_ref(&repo, remote, branch, &name, true, auth)?;
+            return Ok(done(&name, false, true));
+        }
+        tracing::info!(
+            remote,
+            branch = %name,
+            "the remote branch holds commits that are not this task's; trying another name"
+        );
+    }
+    Err(WorkspaceError::Git {
+        context: format!(
+            "push {branch} to {remote}: {branch} and {MAX_TRIES} alternatives (-try2 …) all hold other people's commits"
+        ),
+        source: git2::Error::from_str("no free branch name"),
+    })
+}
+
+/// The URL of `remote` in the repository, for naming the forge repository it belongs to.
+pub(super) fn remote_url(ws: &Workspaces, remote: &str) -> Result<String, WorkspaceError> {
+    let repo = ws.open()?;
+    let r = repo
+        .find_remote(remote)
+        .map_err(git(format!("find remote {remote}")))?;
+    Ok(r.url().unwrap_or_default().to_string())
+}
+
+/// `owner/name` of a GitHub-style remote URL (`https://host/o/r.git`, `git@host:o/r.git`,
+/// `ssh://git@host/o/r`), or `None` for a local path or anything else.
+pub fn repo_of_url(url: &str) -> Option<(String, String)> {
+    let path = if let Some((_, rest)) = url.split_once("://") {
+        rest.split_once('/')?.1
+    } else if let Some((host, path)) = url.split_once(':') {
+        // scp-like `git@github.com:o/r.git`; a Windows drive letter or a path is not one.
+        if host.contains('/') || host.len() < 2 {
+            return None;
+        }
+        path
+    } else {
+        return None;
+    };
+    let path = path.trim_end_matches('/').trim_end_matches(".git");
+    let mut parts = path.rsplitn(3, '/');
+    let name = parts.next()?;
+    let owner = parts.next()?;
+    (!owner.is_empty() && !name.is_empty()).then(|| (owner.to_string(), name.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn task_commits_are_recognised_by_subject_and_plan() {
+        let m = super::super::layout::commit_message("GH-7", "Fix it", "gh-o-r", 2);
+        assert!(is_task_commit(&m, "gh-o-r", "GH-7"));
+        assert!(!is_task_commit(&m, "gh-o-r", "GH-70"));
+        assert!(!is_task_commit(&m, "other", "GH-7"));
+        assert!(!is_task_commit(
+            "fix by a human\n\nPlan: gh-o-r",
+            "gh-o-r",
+            "GH-7"
+        ));
+    }
+
+    #[test]
+    fn repos_of_remote_urls() {
+        let want = Some(("o".to_string(), "r".to_string()));
+        assert_eq!(repo_of_url("https://github.com/o/r.git"), want);
+        assert_eq!(repo_of_url("git@github.com:o/r.git"), want);
+        assert_eq!(repo_of_url("ssh://git@github.com/o/r"), want);
+        assert_eq!(repo_of_url("/srv/git/r.git"), None);
+        assert_eq!(repo_of_url("https://github.com/r"), None);
+    }
+}
