@@ -1,0 +1,193 @@
+//! Pushing task branches to a real (local bare) remote: an ordinary push, an update of the
+//! task's own earlier branch, and a branch someone else committed to, which is never
+//! overwritten.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use whilly::workspace::{MergeMode, PushAuth, WorkspaceConfig, Workspaces, commit_message};
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .expect("run git");
+    assert!(
+        out.status.success(),
+        "git {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+struct Fixture {
+    repo: tempfile::TempDir,
+    remote: tempfile::TempDir,
+    base: tempfile::TempDir,
+}
+
+const PLAN: &str = "gh-o-r";
+const TASK: &str = "GH-7";
+const BRANCH: &str = "whilly/gh-o-r/GH-7";
+
+impl Fixture {
+    fn new() -> Fixture {
+        let repo = tempfile::tempdir().unwrap();
+        let remote = tempfile::tempdir().unwrap();
+        let base = tempfile::tempdir().unwrap();
+        git(remote.path(), &["init", "-q", "--bare", "-b", "main"]);
+        let r = repo.path();
+        git(r, &["init", "-q", "-b", "main"]);
+        git(r, &["config", "user.name", "Test User"]);
+        git(r, &["config", "user.email", "test@example.com"]);
+        fs::write(r.join("README.md"), "hello\n").unwrap();
+        git(r, &["add", "README.md"]);
+        git(r, &["commit", "-q", "-m", "initial"]);
+        git(
+            r,
+            &["remote", "add", "origin", remote.path().to_str().unwrap()],
+        );
+        git(r, &["push", "-q", "origin", "main"]);
+        Fixture { repo, remote, base }
+    }
+
+    fn ws(&self) -> Workspaces {
+        let cfg = WorkspaceConfig {
+            base_dir: Some(self.base.path().to_path_buf()),
+            include: vec![],
+            setup_command: None,
+            setup_timeout: Duration::from_secs(30),
+            merge: MergeMode::None,
+            ..WorkspaceConfig::default()
+        };
+        Workspaces::new(self.repo.path(), cfg).unwrap()
+    }
+
+    /// A commit of the task on its branch (made from main), as an attempt makes it.
+    fn task_commit(&self, file: &str, attempt: u32) -> String {
+        let r = self.repo.path();
+        git(r, &["checkout", "-q", "-B", BRANCH, "main"]);
+        fs::write(r.join(file), format!("attempt {attempt}\n")).unwrap();
+        git(r, &["add", file]);
+        let msg = commit_message(TASK, "Fix the export", PLAN, attempt);
+        git(r, &["commit", "-q", "-m", &msg]);
+        let tip = git(r, &["rev-parse", "HEAD"]);
+        git(r, &["checkout", "-q", "main"]);
+        tip
+    }
+
+    fn remote_tip(&self, branch: &str) -> Option<String> {
+        let out = Command::new("git")
+            .arg("-C")
+            .arg(self.remote.path())
+            .args(["rev-parse", "--verify", "-q", branch])
+            .output()
+            .unwrap();
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+    }
+
+    fn clone_dir(&self) -> PathBuf {
+        let dir = self.base.path().join("someone-else");
+        git(
+            self.base.path(),
+            &[
+                "clone",
+                "-q",
+                self.remote.path().to_str().unwrap(),
+                dir.to_str().unwrap(),
+            ],
+        );
+        git(&dir, &["config", "user.name", "Someone Else"]);
+        git(&dir, &["config", "user.email", "else@example.com"]);
+        dir
+    }
+}
+
+#[test]
+fn a_first_push_creates_the_branch_and_a_second_changes_nothing() {
+    let f = Fixture::new();
+    let tip = f.task_commit("a.txt", 1);
+    let ws = f.ws();
+    let p = ws
+        .push_branch("origin", BRANCH, PLAN, TASK, &PushAuth::default())
+        .unwrap();
+    assert_eq!(p.branch, BRANCH);
+    assert_eq!(p.commit, tip);
+    assert!(!p.unchanged && !p.replaced_own);
+    assert_eq!(f.remote_tip(BRANCH).as_deref(), Some(tip.as_str()));
+    let again = ws
+        .push_branch("origin", BRANCH, PLAN, TASK, &PushAuth::default())
+        .unwrap();
+    assert!(again.unchanged, "{again:?}");
+}
+
+#[test]
+fn a_retry_replaces_its_own_earlier_branch() {
+    let f = Fixture::new();
+    let first = f.task_commit("a.txt", 1);
+    let ws = f.ws();
+    ws.push_branch("origin", BRANCH, PLAN, TASK, &PushAuth::default())
+        .unwrap();
+    // The second attempt starts again from main: its branch does not contain the first.
+    let second = f.task_commit("b.txt", 2);
+    assert_ne!(first, second);
+    let p = ws
+        .push_branch("origin", BRANCH, PLAN, TASK, &PushAuth::default())
+        .unwrap();
+    assert_eq!(p.branch, BRANCH);
+    assert!(p.replaced_own, "{p:?}");
+    assert_eq!(f.remote_tip(BRANCH).as_deref(), Some(second.as_str()));
+}
+
+#[test]
+fn someone_elses_commits_are_never_pushed_over() {
+    let f = Fixture::new();
+    f.task_commit("a.txt", 1);
+    let ws = f.ws();
+    ws.push_branch("origin", BRANCH, PLAN, TASK, &PushAuth::default())
+        .unwrap();
+    // A reviewer adds a commit to the task's branch on the remote.
+    let other = f.clone_dir();
+    git(&other, &["checkout", "-q", BRANCH]);
+    fs::write(other.join("review.txt"), "a reviewer's fix\n").unwrap();
+    git(&other, &["add", "review.txt"]);
+    git(&other, &["commit", "-q", "-m", "review: tighten the export"]);
+    git(&other, &["push", "-q", "origin", BRANCH]);
+    let theirs = f.remote_tip(BRANCH).unwrap();
+
+    let retry = f.task_commit("c.txt", 2);
+    let p = ws
+        .push_branch("origin", BRANCH, PLAN, TASK, &PushAuth::default())
+        .unwrap();
+    assert_eq!(p.branch, format!("{BRANCH}-try2"));
+    assert_eq!(
+        f.remote_tip(BRANCH).as_deref(),
+        Some(theirs.as_str()),
+        "the reviewer's commit is still there"
+    );
+    assert_eq!(
+        f.remote_tip(&format!("{BRANCH}-try2")).as_deref(),
+        Some(retry.as_str())
+    );
+    // No probe refs are left behind in the operator's clone.
+    let refs = git(f.repo.path(), &["for-each-ref", "refs/whilly"]);
+    assert!(refs.is_empty(), "{refs}");
+}
+
+#[test]
+fn a_missing_remote_is_an_error_naming_it() {
+    let f = Fixture::new();
+    f.task_commit("a.txt", 1);
+    let e = f
+        .ws()
+        .push_branch("upstream", BRANCH, PLAN, TASK, &PushAuth::default())
+        .unwrap_err();
+    assert!(e.to_string().contains("upstream"), "{e}");
+}
