@@ -4,5 +4,6 @@
 
 pub mod compose;
 pub mod github;
+pub mod import;
 pub mod intake;
 pub mod refs;

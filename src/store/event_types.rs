@@ -48,6 +48,19 @@ pub const HANDOFF_MALFORMED: &str = "handoff.malformed";
 /// The operator decided about a task waiting for a human (approve / reject / send back).
 pub const OPERATOR_DECISION: &str = "operator.decision";
 
+/// A pull request was opened for a task's pushed branch: `{url, number, draft, branch}`.
+pub const GITHUB_PR_OPENED: &str = "github.pr_opened";
+/// An existing pull request of the task's branch was updated (a re-run): `{url, number}`.
+pub const GITHUB_PR_UPDATED: &str = "github.pr_updated";
+/// The pull request was marked ready for review (every required check passed).
+pub const GITHUB_PR_READY: &str = "github.pr_ready";
+/// Labels of the task's issue changed: `{issue, added, removed}`.
+pub const GITHUB_LABEL_CHANGED: &str = "github.label_changed";
+/// The task's one status comment was written or edited: `{issue, url, created}`.
+pub const GITHUB_COMMENT_UPDATED: &str = "github.comment_updated";
+/// A GitHub call that should have changed something failed: `{call, error}`.
+pub const GITHUB_CALL_FAILED: &str = "github.call_failed";
+
 /// Every declared event name.
 pub const ALL: &[&str] = &[
     PLAN_CREATED,
@@ -80,6 +93,12 @@ pub const ALL: &[&str] = &[
     WORKER_OFFLINE,
     HANDOFF_MALFORMED,
     OPERATOR_DECISION,
+    GITHUB_PR_OPENED,
+    GITHUB_PR_UPDATED,
+    GITHUB_PR_READY,
+    GITHUB_LABEL_CHANGED,
+    GITHUB_COMMENT_UPDATED,
+    GITHUB_CALL_FAILED,
 ];
 
 /// Whether `name` is a declared event name.
