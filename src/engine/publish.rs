@@ -159,6 +159,121 @@ pub fn run_facts(plan_id: &str, t: &TaskRecord, evidence: &Value, branch: &str) 
     }
 }
 
+#[derive(Debug, thiserror::Error)]
+pub enum ComposeError {
+    #[error("{task} is not waiting to be published (it is {status}{})", reason.as_deref().map(|r| format!(", {r}")).unwrap_or_default())]
+    NotWaiting {
+        task: String,
+        status: crate::domain::Status,
+        reason: Option<String>,
+    },
+    #[error("{task}: pushing {branch} failed: {detail}")]
+    Push {
+        task: String,
+        branch: String,
+        detail: String,
+    },
+    #[error("{task}: the pull request could not be opened: {detail}")]
+    Publish { task: String, detail: String },
+    #[error("{task}: no GitHub access is configured: set WHILLY_GITHUB_TOKEN (or [github] token)")]
+    NoForge { task: String },
+    #[error("{0}")]
+    Store(#[from] crate::store::StoreError),
+}
+
+/// What `whilly forge --compose` did.
+#[derive(Debug, Clone)]
+pub struct Composed {
+    pub task: TaskRecord,
+    pub pushed: Pushed,
+    pub pull: Option<Published>,
+}
+
+/// Finishes a task that waits as [`NOT_PUBLISHED`]: pushes its branch (again: a push that
+/// reached the remote before is not repeated), opens or updates its pull request, and approves
+/// it DONE with the publication as evidence. Nothing changes when a step fails.
+pub async fn compose_parked(
+    store: &Arc<dyn crate::store::Store>,
+    ws: &Arc<Workspaces>,
+    delivery: &RemoteDelivery,
+    publisher: Option<&Arc<dyn Publisher>>,
+    plan_id: &str,
+    task_id: &str,
+) -> Result<Composed, ComposeError> {
+    use crate::store::{EventFilter, event_types as et};
+    let task = store.get_task(plan_id, task_id).await?;
+    if !waits_to_publish(&task) {
+        return Err(ComposeError::NotWaiting {
+            task: task.id.clone(),
+            status: task.status,
+            reason: task.reason.clone(),
+        });
+    }
+    let events = store
+        .events(&EventFilter {
+            plan_id: Some(plan_id.to_string()),
+            task_id: Some(task_id.to_string()),
+            ..Default::default()
+        })
+        .await?;
+    let evidence = events
+        .iter()
+        .rev()
+        .find(|e| e.event_type == et::TASK_HUMAN_LOOP)
+        .map(|e| e.payload.clone())
+        .unwrap_or(Value::Null);
+    let branch = crate::workspace::branch_name(plan_id, task_id);
+    let pushed = push(ws, delivery, &branch, plan_id, task_id)
+        .await
+        .map_err(|e| ComposeError::Push {
+            task: task_id.to_string(),
+            branch: branch.clone(),
+            detail: e.to_string(),
+        })?;
+    let pull = if delivery.kind_for(&task.spec) == DeliveryKind::PullRequest {
+        let Some(p) = publisher else {
+            return Err(ComposeError::NoForge {
+                task: task_id.to_string(),
+            });
+        };
+        let req = PublishRequest {
+            plan_id: plan_id.to_string(),
+            task: task.spec.clone(),
+            run: run_facts(plan_id, &task, &evidence, &pushed.branch),
+            pushed: pushed.clone(),
+            evidence: evidence.clone(),
+            repo: None,
+        };
+        Some(
+            p.publish(&req)
+                .await
+                .map_err(|detail| ComposeError::Publish {
+                    task: task_id.to_string(),
+                    detail,
+                })?,
+        )
+    } else {
+        None
+    };
+    super::decision::record(
+        store.as_ref(),
+        plan_id,
+        task_id,
+        "compose",
+        "",
+        NOT_PUBLISHED,
+        super::decision::Source::Cli,
+    )
+    .await?;
+    let payload = json!({
+        "by": "cli",
+        "pushed": {"remote": pushed.remote, "branch": pushed.branch, "commit": pushed.commit},
+        "pull_request": pull.as_ref().map(Published::to_json),
+    });
+    let task = store.approve_task(plan_id, task_id, payload).await?;
+    Ok(Composed { task, pushed, pull })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
