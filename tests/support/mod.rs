@@ -1,1 +1,2 @@
+pub mod github_standin;
 pub mod pg;

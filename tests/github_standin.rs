@@ -1,0 +1,780 @@
+//! The GitHub stand-in (tests/support/github_standin.rs) against a plain HTTP client: these
+//! tests document what it plays for the forge tests — auth, pagination with `Link`, pull request
+//! validation, ETags, every scripted fault, GraphQL draft flips, labels and comments.
+
+mod support;
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use std::io::{Read, Write};
+use std::path::Path;
+use std::time::{Duration, Instant};
+use support::github_standin::{DEFAULT_TOKEN, Fault, GitHubStandIn, Matcher};
+
+fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .user_agent("whilly-standin-test")
+        .build()
+        .expect("client")
+}
+
+/// A request with the accepted token.
+fn req(gh: &GitHubStandIn, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+    let url = if path.starts_with("http") {
+        path.to_string()
+    } else {
+        format!("{}{path}", gh.url())
+    };
+    client()
+        .request(method, url)
+        .bearer_auth(gh.token())
+        .header("accept", "application/vnd.github+json")
+        .header("x-github-api-version", "2022-11-28")
+}
+
+async fn get(gh: &GitHubStandIn, path: &str) -> reqwest::Response {
+    req(gh, reqwest::Method::GET, path)
+        .send()
+        .await
+        .expect("send")
+}
+
+async fn send(
+    gh: &GitHubStandIn,
+    method: reqwest::Method,
+    path: &str,
+    body: Value,
+) -> (StatusCode, Value) {
+    let resp = req(gh, method, path)
+        .json(&body)
+        .send()
+        .await
+        .expect("send");
+    let status = resp.status();
+    let text = resp.text().await.expect("body");
+    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+}
+
+fn header(resp: &reqwest::Response, name: &str) -> String {
+    resp.headers()
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string()
+}
+
+fn now_epoch() -> i64 {
+    chrono::Utc::now().timestamp()
+}
+
+/// A bare repository with `main` (one commit) and `feature` (one more commit on top).
+fn bare_repo(dir: &Path) {
+    let repo = git2::Repository::init_bare(dir).expect("init bare");
+    let sig = git2::Signature::now("t", "t@example.com").expect("sig");
+    let commit = |parent: Option<git2::Oid>, content: &str, refname: &str| {
+        let blob = repo.blob(content.as_bytes()).expect("blob");
+        let mut tb = repo.treebuilder(None).expect("treebuilder");
+        tb.insert("file.txt", blob, 0o100644).expect("insert");
+        let tree = repo
+            .find_tree(tb.write().expect("tree"))
+            .expect("find tree");
+        let parents: Vec<git2::Commit> = parent
+            .map(|p| repo.find_commit(p).expect("parent"))
+            .into_iter()
+            .collect();
+        let parents: Vec<&git2::Commit> = parents.iter().collect();
+        repo.commit(Some(refname), &sig, &sig, content, &tree, &parents)
+            .expect("commit")
+    };
+    let main = commit(None, "one", "refs/heads/main");
+    commit(Some(main), "two", "refs/heads/feature");
+}
+
+#[test]
+fn answers_plain_threads_outside_any_runtime() {
+    let gh = GitHubStandIn::start();
+    let addr = gh.url().trim_start_matches("http://").to_string();
+    let mut conn = std::net::TcpStream::connect(&addr).expect("connect");
+    write!(
+        conn,
+        "GET /user HTTP/1.1\r\nhost: {addr}\r\nuser-agent: raw\r\nauthorization: token {DEFAULT_TOKEN}\r\nconnection: close\r\n\r\n"
+    )
+    .expect("write");
+    let mut answer = String::new();
+    conn.read_to_string(&mut answer).expect("read");
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(answer.contains("\"login\":\"whilly-bot\""), "{answer}");
+}
+
+#[tokio::test]
+async fn auth_needs_the_one_token_and_a_user_agent() {
+    let gh = GitHubStandIn::start();
+    gh.set_token("tok-1");
+    let url = format!("{}/user", gh.url());
+
+    let none = client().get(&url).send().await.expect("send");
+    assert_eq!(none.status(), 401);
+    assert!(!header(&none, "x-ratelimit-limit").is_empty());
+    let body: Value = none.json().await.expect("json");
+    assert_eq!(body["message"], "Bad credentials");
+    assert!(body["documentation_url"].is_string());
+
+    let wrong = client()
+        .get(&url)
+        .bearer_auth("nope")
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(wrong.status(), 401);
+
+    for scheme in ["Bearer", "token"] {
+        let ok = client()
+            .get(&url)
+            .header("authorization", format!("{scheme} tok-1"))
+            .send()
+            .await
+            .expect("send");
+        assert_eq!(ok.status(), 200, "{scheme}");
+        let body: Value = ok.json().await.expect("json");
+        assert_eq!(body["login"], "whilly-bot");
+    }
+
+    // GitHub refuses requests without a User-Agent (reqwest sends none by default).
+    let bare = reqwest::Client::new()
+        .get(&url)
+        .bearer_auth("tok-1")
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(bare.status(), 403);
+
+    let seen = gh.requests();
+    assert_eq!(seen.len(), 5, "{}", gh.log());
+    assert!(!seen[0].auth_sent && !seen[0].authorized && seen[0].token.is_none());
+    assert!(seen[1].auth_sent && !seen[1].authorized);
+    assert_eq!(seen[1].token, Some(GitHubStandIn::fingerprint("nope")));
+    assert!(seen[2].authorized && seen[3].authorized);
+    assert_eq!(seen[2].token, Some(GitHubStandIn::fingerprint("tok-1")));
+    assert!(
+        !format!("{seen:?}").contains("tok-1"),
+        "the token is never recorded"
+    );
+    assert!(seen[2].counted && !seen[0].counted);
+}
+
+#[tokio::test]
+async fn issues_paginate_with_absolute_link_headers() {
+    let gh = GitHubStandIn::start();
+    gh.add_repo("acme/widgets", "main", None);
+    for i in 0..250 {
+        let labels: &[&str] = if i % 2 == 0 { &["whilly"] } else { &[] };
+        gh.add_issue("acme/widgets", &format!("issue {i}"), "body", labels);
+    }
+    let pr = gh.add_pr("acme/widgets", "a pr", "", "feature", "main", true);
+
+    let first = get(&gh, "/repos/acme/widgets/issues?state=open&per_page=100").await;
+    let link = header(&first, "link");
+    let base = format!("{}/repositories/1/issues", gh.url());
+    assert_eq!(
+        link,
+        format!(
+            "<{base}?state=open&per_page=100&page=2>; rel=\"next\", <{base}?state=open&per_page=100&page=3>; rel=\"last\""
+        )
+    );
+
+    let mut numbers = Vec::new();
+    let mut next = Some(format!(
+        "{}/repos/acme/widgets/issues?state=open&per_page=100",
+        gh.url()
+    ));
+    let mut pages = Vec::new();
+    while let Some(url) = next.take() {
+        let resp = get(&gh, &url).await;
+        assert_eq!(resp.status(), 200);
+        next = header(&resp, "link").split(", ").find_map(|part| {
+            part.strip_suffix("; rel=\"next\"")
+                .map(|u| u.trim_matches(['<', '>']).to_string())
+        });
+        let items: Vec<Value> = resp.json().await.expect("json");
+        pages.push(items.len());
+        numbers.extend(items.iter().map(|i| i["number"].as_u64().expect("number")));
+        let first = &items[0];
+        for key in [
+            "number",
+            "node_id",
+            "title",
+            "body",
+            "state",
+            "labels",
+            "html_url",
+            "user",
+            "updated_at",
+            "created_at",
+            "comments",
+        ] {
+            assert!(first.get(key).is_some(), "issue has {key}");
+        }
+    }
+    // 250 issues and the pull request, newest first, each once.
+    assert_eq!(pages, vec![100, 100, 51]);
+    assert_eq!(numbers.first(), Some(&pr));
+    let mut unique = numbers.clone();
+    unique.sort_unstable();
+    unique.dedup();
+    assert_eq!(unique.len(), 251);
+
+    // The pull request is in the issue list with a pull_request key, as on GitHub.
+    let items: Vec<Value> = get(&gh, "/repos/acme/widgets/issues?per_page=1")
+        .await
+        .json()
+        .await
+        .expect("json");
+    assert!(items[0]["pull_request"]["url"].is_string());
+
+    // Default per_page is 30; labels filter; the middle page has prev/next/last/first.
+    let resp = get(&gh, "/repos/acme/widgets/issues?labels=whilly&page=2").await;
+    let link = header(&resp, "link");
+    for rel in ["prev", "next", "last", "first"] {
+        assert!(link.contains(&format!("rel=\"{rel}\"")), "{link}");
+    }
+    assert!(
+        link.contains("labels=whilly&page=5>; rel=\"last\""),
+        "{link}"
+    );
+    let items: Vec<Value> = resp.json().await.expect("json");
+    assert_eq!(items.len(), 30);
+    assert!(items.iter().all(|i| i["labels"][0]["name"] == "whilly"));
+
+    // per_page is capped at 100; a closed issue leaves the open list.
+    gh.close_issue("acme/widgets", 1);
+    let items: Vec<Value> = get(&gh, "/repos/acme/widgets/issues?per_page=500&state=closed")
+        .await
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(items.len(), 1);
+    assert_eq!(items[0]["state"], "closed");
+    let all = gh.requests();
+    assert!(
+        all.iter()
+            .any(|r| r.path == "/repositories/1/issues" && r.route == "/repos/acme/widgets/issues")
+    );
+}
+
+#[tokio::test]
+async fn pull_requests_are_validated_like_github() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    bare_repo(dir.path());
+    let gh = GitHubStandIn::start();
+    gh.add_repo("acme/widgets", "main", Some(dir.path().to_path_buf()));
+
+    let repo: Value = get(&gh, "/repos/acme/widgets")
+        .await
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(repo["full_name"], "acme/widgets");
+    assert_eq!(repo["default_branch"], "main");
+    assert_eq!(repo["private"], false);
+    assert_eq!(repo["clone_url"], dir.path().display().to_string());
+    assert_eq!(get(&gh, "/repos/acme/nope").await.status(), 404);
+
+    let issue = gh.add_issue("acme/widgets", "do it", "", &[]);
+    let create = json!({"title": "Do it", "body": "Closes #1", "head": "acme:feature", "base": "main", "draft": true});
+    let (status, pr) = send(
+        &gh,
+        reqwest::Method::POST,
+        "/repos/acme/widgets/pulls",
+        create.clone(),
+    )
+    .await;
+    assert_eq!(status, 201, "{pr}");
+    assert_eq!(pr["number"], issue + 1, "numbers are shared with issues");
+    assert_eq!(pr["draft"], true);
+    assert_eq!(pr["merged"], false);
+    assert_eq!(pr["state"], "open");
+    assert_eq!(pr["head"]["ref"], "feature");
+    assert_eq!(pr["head"]["label"], "acme:feature");
+    assert_eq!(pr["head"]["sha"].as_str().map(str::len), Some(40));
+    assert_eq!(pr["base"]["ref"], "main");
+    assert!(pr["node_id"].as_str().is_some_and(|n| n.starts_with("PR_")));
+    for key in ["html_url", "url", "title", "body"] {
+        assert!(pr[key].is_string(), "{key}");
+    }
+
+    let (status, dup) = send(
+        &gh,
+        reqwest::Method::POST,
+        "/repos/acme/widgets/pulls",
+        create,
+    )
+    .await;
+    assert_eq!(status, 422);
+    assert_eq!(dup["message"], "Validation Failed");
+    assert_eq!(
+        dup["errors"][0],
+        json!({"resource": "PullRequest", "code": "custom", "message": "A pull request already exists for acme:feature."})
+    );
+
+    let missing = json!({"title": "x", "head": "nope", "base": "main"});
+    let (status, body) = send(
+        &gh,
+        reqwest::Method::POST,
+        "/repos/acme/widgets/pulls",
+        missing,
+    )
+    .await;
+    assert_eq!(status, 422);
+    assert_eq!(body["errors"][0]["field"], "head");
+    assert_eq!(body["errors"][0]["code"], "invalid");
+
+    let empty = json!({"title": "x", "head": "main", "base": "main"});
+    let (status, body) = send(
+        &gh,
+        reqwest::Method::POST,
+        "/repos/acme/widgets/pulls",
+        empty,
+    )
+    .await;
+    assert_eq!(status, 422);
+    assert_eq!(
+        body["errors"][0]["message"],
+        "No commits between main and main"
+    );
+
+    let list: Vec<Value> = get(&gh, "/repos/acme/widgets/pulls?head=acme:feature&state=all")
+        .await
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(list.len(), 1);
+    let none: Vec<Value> = get(&gh, "/repos/acme/widgets/pulls?head=acme:other")
+        .await
+        .json()
+        .await
+        .expect("json");
+    assert!(none.is_empty());
+
+    let n = pr["number"].as_u64().expect("number");
+    let (status, patched) = send(
+        &gh,
+        reqwest::Method::PATCH,
+        &format!("/repos/acme/widgets/pulls/{n}"),
+        json!({"title": "Done", "draft": false}),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(patched["title"], "Done");
+    assert_eq!(patched["draft"], true, "draft is not patchable over REST");
+
+    gh.set_pr_merged("acme/widgets", n);
+    let prs = gh.prs("acme/widgets");
+    assert_eq!(prs.len(), 1);
+    assert_eq!((prs[0].state.as_str(), prs[0].merged), ("closed", true));
+    assert_eq!(prs[0].head, "feature");
+    assert_eq!(prs[0].base, "main");
+    let merged: Value = get(&gh, &format!("/repos/acme/widgets/pulls/{n}"))
+        .await
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(merged["merged"], true);
+    assert_eq!(gh.mutations().len(), 5, "{}", gh.log());
+}
+
+#[tokio::test]
+async fn etags_answer_304_without_counting() {
+    let gh = GitHubStandIn::start();
+    gh.add_repo("acme/widgets", "main", None);
+    let n = gh.add_issue("acme/widgets", "t", "b", &[]);
+    let path = format!("/repos/acme/widgets/issues/{n}");
+
+    let first = get(&gh, &path).await;
+    assert_eq!(first.status(), 200);
+    let tag = header(&first, "etag");
+    assert!(tag.starts_with("W/\""), "{tag}");
+    let remaining: u64 = header(&first, "x-ratelimit-remaining")
+        .parse()
+        .expect("remaining");
+
+    let again = req(&gh, reqwest::Method::GET, &path)
+        .header("if-none-match", &tag)
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(again.status(), 304);
+    assert_eq!(header(&again, "etag"), tag);
+    let after: u64 = header(&again, "x-ratelimit-remaining")
+        .parse()
+        .expect("remaining");
+    assert_eq!(after, remaining, "a 304 does not count");
+    assert!(again.bytes().await.expect("body").is_empty());
+
+    gh.edit_issue("acme/widgets", n, "new title", "new body");
+    let changed = req(&gh, reqwest::Method::GET, &path)
+        .header("if-none-match", &tag)
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(changed.status(), 200);
+    assert_ne!(header(&changed, "etag"), tag);
+
+    let seen = gh.requests();
+    assert_eq!(seen[1].status, 304);
+    assert!(!seen[1].counted && seen[0].counted);
+    assert_eq!(seen[1].headers.get("if-none-match"), Some(&tag));
+}
+
+#[tokio::test]
+async fn scripted_faults_carry_githubs_headers() {
+    let gh = GitHubStandIn::start();
+    gh.add_repo("acme/widgets", "main", None);
+    let repo = "/repos/acme/widgets";
+
+    gh.fail_next(
+        Matcher::new("GET", repo),
+        Fault::PrimaryRateLimit {
+            reset_in: Duration::from_secs(60),
+        },
+        1,
+    );
+    let r = get(&gh, repo).await;
+    assert_eq!(r.status(), 403);
+    assert_eq!(header(&r, "x-ratelimit-remaining"), "0");
+    let reset: i64 = header(&r, "x-ratelimit-reset").parse().expect("reset");
+    assert!(
+        (now_epoch() + 58..=now_epoch() + 61).contains(&reset),
+        "{reset}"
+    );
+    let body: Value = r.json().await.expect("json");
+    assert!(
+        body["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("API rate limit exceeded for"))
+    );
+    assert_eq!(get(&gh, repo).await.status(), 200, "once only");
+
+    gh.fail_next(
+        Matcher::path(repo),
+        Fault::SecondaryRateLimit { retry_after: 7 },
+        1,
+    );
+    let r = get(&gh, repo).await;
+    assert_eq!(r.status(), 403);
+    assert_eq!(header(&r, "retry-after"), "7");
+    assert_ne!(header(&r, "x-ratelimit-remaining"), "0");
+    let body: Value = r.json().await.expect("json");
+    assert!(
+        body["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("You have exceeded a secondary rate limit"))
+    );
+
+    gh.fail_next(Matcher::all(), Fault::TooManyRequests { retry_after: 3 }, 2);
+    for _ in 0..2 {
+        let r = get(&gh, repo).await;
+        assert_eq!(r.status(), 429);
+        assert_eq!(header(&r, "retry-after"), "3");
+    }
+
+    gh.fail_next(Matcher::path("/graphql"), Fault::GraphqlRateLimited, 1);
+    let (status, body) = send(
+        &gh,
+        reqwest::Method::POST,
+        "/graphql",
+        json!({"query": "query { rateLimit { remaining resetAt } }"}),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(body["errors"][0]["type"], "RATE_LIMITED");
+
+    gh.fail_next(
+        Matcher::new("GET", repo),
+        Fault::Status(502, "Server Error".into()),
+        1,
+    );
+    let r = get(&gh, repo).await;
+    assert_eq!(r.status(), 502);
+    assert!(!header(&r, "x-ratelimit-used").is_empty());
+
+    gh.fail_next(Matcher::all(), Fault::Unauthorized, 1);
+    assert_eq!(get(&gh, repo).await.status(), 401);
+
+    gh.fail_next(Matcher::all(), Fault::Slow(Duration::from_millis(300)), 1);
+    let t = Instant::now();
+    assert_eq!(get(&gh, repo).await.status(), 200);
+    assert!(t.elapsed() >= Duration::from_millis(300));
+
+    gh.fail_next(Matcher::all(), Fault::Disconnect, 1);
+    let dropped = req(&gh, reqwest::Method::GET, repo).send().await;
+    assert!(
+        dropped.is_err(),
+        "the connection drops before any answer: {dropped:?}"
+    );
+    assert_eq!(get(&gh, repo).await.status(), 200);
+
+    // A matcher for another method or path leaves requests alone.
+    gh.fail_next(Matcher::new("POST", repo), Fault::Unauthorized, 1);
+    assert_eq!(get(&gh, repo).await.status(), 200);
+    gh.clear_faults();
+
+    let faults: Vec<_> = gh.requests().into_iter().filter_map(|r| r.fault).collect();
+    assert_eq!(faults.len(), 9, "{}", gh.log());
+    assert_eq!(gh.requests().iter().filter(|r| r.status == 0).count(), 1);
+}
+
+#[tokio::test]
+async fn graphql_flips_drafts_and_reports_the_rate_limit() {
+    let gh = GitHubStandIn::start();
+    gh.add_repo("acme/widgets", "main", None);
+    let n = gh.add_pr("acme/widgets", "p", "", "feature", "main", true);
+    let node_id = gh.pr("acme/widgets", n).expect("pr").node_id;
+
+    let ready = "mutation($id: ID!) { markPullRequestReadyForReview(input: {pullRequestId: $id}) { pullRequest { isDraft number } } }";
+    let (status, body) = send(
+        &gh,
+        reqwest::Method::POST,
+        "/graphql",
+        json!({"query": ready, "variables": {"id": node_id}}),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        body["data"]["markPullRequestReadyForReview"]["pullRequest"]["isDraft"],
+        false
+    );
+    assert_eq!(
+        body["data"]["markPullRequestReadyForReview"]["pullRequest"]["number"],
+        n
+    );
+    assert!(!gh.prs("acme/widgets")[0].draft);
+
+    let draft = "mutation($input: ConvertPullRequestToDraftInput!) { convertPullRequestToDraft(input: $input) { pullRequest { isDraft } } }";
+    let (_, body) = send(
+        &gh,
+        reqwest::Method::POST,
+        "/graphql",
+        json!({"query": draft, "variables": {"input": {"pullRequestId": node_id}}}),
+    )
+    .await;
+    assert_eq!(
+        body["data"]["convertPullRequestToDraft"]["pullRequest"]["isDraft"],
+        true
+    );
+    assert!(gh.prs("acme/widgets")[0].draft);
+
+    let (_, body) = send(
+        &gh,
+        reqwest::Method::POST,
+        "/graphql",
+        json!({"query": ready, "variables": {"id": "PR_nope"}}),
+    )
+    .await;
+    assert_eq!(body["errors"][0]["type"], "NOT_FOUND");
+
+    let (_, body) = send(
+        &gh,
+        reqwest::Method::POST,
+        "/graphql",
+        json!({"query": "query { rateLimit { remaining resetAt } }"}),
+    )
+    .await;
+    let remaining = body["data"]["rateLimit"]["remaining"]
+        .as_u64()
+        .expect("remaining");
+    assert_eq!(remaining, 5000 - 4);
+    assert!(
+        body["data"]["rateLimit"]["resetAt"]
+            .as_str()
+            .is_some_and(|t| t.ends_with('Z'))
+    );
+
+    let (status, body) = send(
+        &gh,
+        reqwest::Method::POST,
+        "/graphql",
+        json!({"query": "query { repository(owner: \"a\", name: \"b\") { id } }"}),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert!(body["errors"][0]["message"].is_string());
+
+    // GraphQL mutations are mutations; queries are not.
+    let mutations = gh.mutations();
+    assert_eq!(mutations.len(), 3, "{}", gh.log());
+    assert!(mutations.iter().all(|m| m.path == "/graphql"));
+}
+
+#[tokio::test]
+async fn labels_are_added_removed_and_created_on_the_repo() {
+    let gh = GitHubStandIn::start();
+    gh.add_repo("acme/widgets", "main", None);
+    let n = gh.add_issue("acme/widgets", "t", "b", &["whilly"]);
+    let labels = format!("/repos/acme/widgets/issues/{n}/labels");
+
+    let (status, body) = send(
+        &gh,
+        reqwest::Method::POST,
+        &labels,
+        json!({"labels": ["whilly:running", "needs review"]}),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let names: Vec<&str> = body
+        .as_array()
+        .expect("array")
+        .iter()
+        .filter_map(|l| l["name"].as_str())
+        .collect();
+    assert_eq!(names, ["whilly", "whilly:running", "needs review"]);
+    assert!(
+        gh.labels("acme/widgets")
+            .contains(&"needs review".to_string())
+    );
+
+    let (status, body) = send(
+        &gh,
+        reqwest::Method::DELETE,
+        &format!("{labels}/needs%20review"),
+        Value::Null,
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(body.as_array().map(Vec::len), Some(2));
+    let (status, body) = send(
+        &gh,
+        reqwest::Method::DELETE,
+        &format!("{labels}/needs%20review"),
+        Value::Null,
+    )
+    .await;
+    assert_eq!(status, 404);
+    assert_eq!(body["message"], "Label does not exist");
+
+    let (status, _) = send(
+        &gh,
+        reqwest::Method::PUT,
+        &labels,
+        json!({"labels": ["whilly:done"]}),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        gh.issue("acme/widgets", n).expect("issue").labels,
+        ["whilly:done"]
+    );
+
+    let (status, body) = send(
+        &gh,
+        reqwest::Method::POST,
+        "/repos/acme/widgets/labels",
+        json!({"name": "WHILLY", "color": "ff0000"}),
+    )
+    .await;
+    assert_eq!(status, 422);
+    assert_eq!(body["errors"][0]["code"], "already_exists");
+    let (status, body) = send(
+        &gh,
+        reqwest::Method::POST,
+        "/repos/acme/widgets/labels",
+        json!({"name": "fresh", "color": "00ff00"}),
+    )
+    .await;
+    assert_eq!(status, 201);
+    assert_eq!(body["color"], "00ff00");
+    let all: Vec<Value> = get(&gh, "/repos/acme/widgets/labels")
+        .await
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(all.len(), 5);
+}
+
+#[tokio::test]
+async fn comments_are_created_and_edited() {
+    let gh = GitHubStandIn::start();
+    gh.add_repo("acme/widgets", "main", None);
+    let n = gh.add_issue("acme/widgets", "t", "b", &[]);
+    gh.add_comment("acme/widgets", n, "alice", "first!");
+
+    let (status, c) = send(
+        &gh,
+        reqwest::Method::POST,
+        &format!("/repos/acme/widgets/issues/{n}/comments"),
+        json!({"body": "whilly is on it"}),
+    )
+    .await;
+    assert_eq!(status, 201);
+    for key in [
+        "id",
+        "node_id",
+        "body",
+        "user",
+        "html_url",
+        "created_at",
+        "updated_at",
+    ] {
+        assert!(c.get(key).is_some(), "comment has {key}");
+    }
+    assert_eq!(c["user"]["login"], "whilly-bot");
+    let id = c["id"].as_u64().expect("id");
+
+    let (status, edited) = send(
+        &gh,
+        reqwest::Method::PATCH,
+        &format!("/repos/acme/widgets/issues/comments/{id}"),
+        json!({"body": "done"}),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(edited["body"], "done");
+    let fetched: Value = get(&gh, &format!("/repos/acme/widgets/issues/comments/{id}"))
+        .await
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(fetched["body"], "done");
+
+    let comments = gh.comments("acme/widgets", n);
+    assert_eq!(comments.len(), 2);
+    assert_eq!((comments[0].user.as_str(), comments[0].edits), ("alice", 0));
+    assert_eq!((comments[1].body.as_str(), comments[1].edits), ("done", 1));
+    let issue: Value = get(&gh, &format!("/repos/acme/widgets/issues/{n}"))
+        .await
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(issue["comments"], 2);
+
+    for i in 0..3 {
+        gh.add_comment("acme/widgets", n, "bob", &format!("more {i}"));
+    }
+    let page = get(
+        &gh,
+        &format!("/repos/acme/widgets/issues/{n}/comments?per_page=2&page=3"),
+    )
+    .await;
+    assert!(header(&page, "link").contains("rel=\"first\""));
+    let items: Vec<Value> = page.json().await.expect("json");
+    assert_eq!(items.len(), 1);
+    assert_eq!(items[0]["body"], "more 2");
+
+    let (status, _) = send(
+        &gh,
+        reqwest::Method::PATCH,
+        &format!("/repos/acme/widgets/issues/{n}"),
+        json!({"state": "closed", "title": "closed now"}),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let state = gh.issue("acme/widgets", n).expect("issue");
+    assert_eq!(
+        (state.state.as_str(), state.title.as_str()),
+        ("closed", "closed now")
+    );
+
+    // Every mutation is timed, in arrival order.
+    let at: Vec<Instant> = gh.mutations().iter().map(|m| m.at).collect();
+    assert_eq!(at.len(), 3);
+    assert!(at.windows(2).all(|w| w[0] <= w[1]));
+}
