@@ -158,7 +158,10 @@ fn someone_elses_commits_are_never_pushed_over() {
     git(&other, &["checkout", "-q", BRANCH]);
     fs::write(other.join("review.txt"), "a reviewer's fix\n").unwrap();
     git(&other, &["add", "review.txt"]);
-    git(&other, &["commit", "-q", "-m", "review: tighten the export"]);
+    git(
+        &other,
+        &["commit", "-q", "-m", "review: tighten the export"],
+    );
     git(&other, &["push", "-q", "origin", BRANCH]);
     let theirs = f.remote_tip(BRANCH).unwrap();
 

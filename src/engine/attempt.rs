@@ -911,7 +911,7 @@ impl AgentExecutor {
             return not_published(cx, detail);
         };
         let mut record = cx.claimed.task.clone();
-        record.cost = record.cost + cx.spent;
+        record.cost += cx.spent;
         let evidence = cx.evidence();
         let req = PublishRequest {
             plan_id: plan_id.clone(),

@@ -253,9 +253,9 @@ pub fn status_comment(task_id: &str, progress: &Progress, run: &RunFacts) -> Str
     b.push('\n');
     match progress {
         Progress::Started { worker } => {
-            let _ = write!(
+            let _ = writeln!(
                 b,
-                "**Whilly is working on this** as `{task_id}` (plan `{}`, agent {}, worker `{worker}`).\n",
+                "**Whilly is working on this** as `{task_id}` (plan `{}`, agent {}, worker `{worker}`).",
                 run.plan_id, run.agent
             );
         }
@@ -292,9 +292,9 @@ pub fn status_comment(task_id: &str, progress: &Progress, run: &RunFacts) -> Str
             detail,
             branch,
         } => {
-            let _ = write!(
+            let _ = writeln!(
                 b,
-                "**Whilly could not finish this** (`{task_id}`, plan `{}`): `{reason}`.\n",
+                "**Whilly could not finish this** (`{task_id}`, plan `{}`): `{reason}`.",
                 run.plan_id
             );
             let detail = redact_secrets(&tail(detail.trim(), 1500));
@@ -308,9 +308,25 @@ pub fn status_comment(task_id: &str, progress: &Progress, run: &RunFacts) -> Str
                 }
                 None => b.push_str("\nNo work was kept.\n"),
             }
-            let _ = write!(b, "- cost: {}\n", run.cost);
+            let _ = writeln!(b, "- cost: {}", run.cost);
         }
     }
+    b
+}
+
+/// The status comment on an issue too vague to work on: what is missing and how to add it.
+/// Nothing runs until the issue says more.
+pub fn needs_more(plan_id: &str, missing: &[String]) -> String {
+    let mut b = status_marker(plan_id);
+    b.push_str("\n**Whilly needs more before it can work on this issue.** Nothing was run.\n\n");
+    for m in missing {
+        let _ = writeln!(b, "- {m}");
+    }
+    b.push_str(
+        "\nSay what to build and where in the body, add a `## Acceptance` section (a list of the \
+         conditions under which it is done) and a `## Test` section (commands or checks that \
+         prove it), then run `whilly forge` on it again.\n",
+    );
     b
 }
 

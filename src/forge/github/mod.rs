@@ -1,1 +1,15 @@
-//! The GitHub REST and GraphQL client.
+//! The GitHub REST and GraphQL client: token resolution ([`token`]), GitHub's rate limits
+//! ([`pace`]), typed answers ([`types`]), and the issue-level operations intake and delivery
+//! use ([`issues`]).
+
+mod client;
+mod error;
+pub mod issues;
+pub mod pace;
+pub mod token;
+pub mod types;
+
+pub use client::{GitHub, GitHubOptions, next_link};
+pub use error::GitHubError;
+pub use token::TokenSource;
+pub use types::{Comment, Issue, NewPull, Opened, PrState, PullRequest, Repo};
