@@ -5,6 +5,7 @@ use super::publish::{DeliveryKind, RemoteDelivery};
 use super::setup::SetupError;
 use crate::agent::{self, AgentSettings, BackendKind, ModelPrice, PriceTable, Runner};
 use crate::config::{self, Config};
+use crate::forge::github::{GitHub, GitHubOptions, token};
 use crate::workspace::{MergeMode, PushAuth, WorkspaceConfig};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -121,6 +122,69 @@ pub fn remote_delivery(cfg: &Config, token: Option<String>) -> RemoteDelivery {
         remote: cfg.delivery.remote.clone(),
         auth: PushAuth { token },
     }
+}
+
+/// What `whilly` says when a GitHub command finds no token anywhere.
+pub const NO_GITHUB_TOKEN: &str = "no GitHub token was found: set WHILLY_GITHUB_TOKEN, or [github] token in whilly.toml (e.g. \"keyring:whilly/github.token\" after `whilly config set github.token VALUE --secret`), or log in with `gh auth login`";
+
+/// A GitHub client with the token it uses (also for pushes over HTTPS).
+#[derive(Clone)]
+pub struct GitHubAccess {
+    pub client: GitHub,
+    pub token: String,
+}
+
+/// The GitHub client `[github]` describes, with the token found by the documented chain;
+/// `None` when there is no token anywhere.
+pub fn github_client(cfg: &Config) -> Result<Option<GitHubAccess>, SetupError> {
+    let configured = match &cfg.github.token {
+        Some(secret) => {
+            let what = secret.to_string();
+            let token = secret
+                .resolve()
+                .map_err(|e| SetupError::Config(format!("[github] token: {e}")))?;
+            Some(token::Configured { token, what })
+        }
+        None => None,
+    };
+    let Some((token, source)) = token::resolve(&token::RealProbe, configured) else {
+        return Ok(None);
+    };
+    let client = GitHub::new(GitHubOptions {
+        api_url: cfg.github.api_url.clone(),
+        token: token.clone(),
+        token_source: source,
+        max_wait: cfg.github.max_wait,
+        mutation_interval: Duration::from_secs(1),
+    })
+    .map_err(|e| SetupError::Config(e.to_string()))?;
+    Ok(Some(GitHubAccess {
+        client,
+        token: token.expose().to_string(),
+    }))
+}
+
+/// The publisher of pull requests, labels and status comments on GitHub.
+pub fn github_publisher(
+    cfg: &Config,
+    access: GitHubAccess,
+    store: std::sync::Arc<dyn crate::store::Store>,
+) -> std::sync::Arc<dyn super::publish::Publisher> {
+    let g = &cfg.github;
+    std::sync::Arc::new(super::github_publish::GitHubPublisher::new(
+        access.client,
+        store,
+        super::github_publish::GitHubPublishing {
+            draft: cfg.delivery.draft,
+            ready_when_verified: cfg.delivery.ready_when_verified,
+            base: cfg.delivery.base.clone(),
+            repo: g.repo.as_deref().and_then(|r| r.parse().ok()),
+            label_ready: g.label_ready.clone(),
+            label_in_progress: g.label_in_progress.clone(),
+            label_in_review: g.label_in_review.clone(),
+            label_failed: g.label_failed.clone(),
+        },
+    ))
 }
 
 /// The variables verification commands see: the allow-list, taken from this environment.

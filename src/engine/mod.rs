@@ -12,6 +12,7 @@ pub mod decision;
 pub mod executor;
 pub mod failpoint;
 pub mod fence;
+pub mod github_publish;
 pub mod handoff_runner;
 pub mod landing;
 pub mod outage;

@@ -113,6 +113,12 @@ pub async fn prepare(
         }
     }
     let workspaces = Arc::new(open_workspaces(&req.repo_root, cfg)?);
+    // A token is looked for only when something here may need GitHub: a task from an issue, or
+    // pull requests configured for every task.
+    let wants_github = wants_github(cfg)
+        || tasks
+            .iter()
+            .any(|t| !t.status.is_terminal() && crate::forge::intake::source_of(&t.spec).is_some());
     let executor = build_executor(
         &req,
         store.clone(),
@@ -120,6 +126,7 @@ pub async fn prepare(
         &names,
         workspaces.clone(),
         sessions.clone(),
+        wants_github,
     )?;
     let mut engine_cfg = engine_config(cfg, worker_id());
     engine_cfg.plan_id = Some(plan_id.clone());
@@ -159,6 +166,8 @@ pub fn prepare_worker(
         &names,
         workspaces,
         SessionRegistry::new(),
+        // A worker serves any plan, and plans from issues may arrive later.
+        true,
     )?;
     let mut engine_cfg = engine_config(cfg, worker_id());
     engine_cfg.slots = req.parallel.unwrap_or(cfg.run.parallel as usize).max(1);
@@ -177,8 +186,16 @@ fn build_executor(
     names: &BTreeSet<String>,
     workspaces: Arc<Workspaces>,
     sessions: SessionRegistry,
+    wants_github: bool,
 ) -> Result<AgentExecutor, SetupError> {
     let cfg = req.config;
+    let access = if wants_github {
+        configure::github_client(cfg)?
+    } else {
+        None
+    };
+    let token = access.as_ref().map(|a| a.token.clone());
+    let publisher = access.map(|a| configure::github_publisher(cfg, a, store.clone()));
     let agents = build_agents(cfg, names)?;
     let base_commit = workspaces
         .base_commit()
@@ -206,10 +223,15 @@ fn build_executor(
         base_commit,
         default_task_timeout: None,
         lease: Duration::from_secs(cfg.queue.lease_secs.max(1)),
-        remote: configure::remote_delivery(cfg, None),
-        publisher: None,
+        remote: configure::remote_delivery(cfg, token),
+        publisher,
     };
     Ok(AgentExecutor::new(exec_cfg, store, workspaces, sessions))
+}
+
+/// Whether the configuration alone asks for GitHub: a repository named, or every task as a PR.
+fn wants_github(cfg: &Config) -> bool {
+    cfg.github.repo.is_some() || matches!(cfg.delivery.mode, Some(crate::config::DeliveryMode::Pr))
 }
 
 /// The engine's settings from `[queue]`, `[run]` and `[retry]`.
