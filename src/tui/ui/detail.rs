@@ -38,6 +38,30 @@ pub fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme) {
     if let Some(reason) = &t.reason {
         lines.push(Line::styled(format!("reason: {reason}"), theme.warn()));
     }
+    let events = state.task_events(&t.id);
+    // (line index, label width, link text, url) for the links drawn after the layout.
+    let mut links: Vec<(usize, usize, String, String)> = Vec::new();
+    if let Some((repo, n, url)) = crate::forge::intake::source_of(&t.spec) {
+        let label = "issue ";
+        let text = format!("{repo}#{n}");
+        links.push((lines.len(), label.len(), text.clone(), url.clone()));
+        lines.push(Line::from(vec![
+            Span::raw(label),
+            Span::styled(text, theme.title()),
+            Span::styled(format!("  {url}"), theme.dim()),
+        ]));
+    }
+    if let Some(pr) = pull_request(&events) {
+        let label = "pull request ";
+        let text = format!("#{}", pr.number);
+        links.push((lines.len(), label.len(), text.clone(), pr.url.clone()));
+        lines.push(Line::from(vec![
+            Span::raw(label),
+            Span::styled(text, theme.title()),
+            Span::raw(format!(" ({})", pr.state)),
+            Span::styled(format!("  {}", pr.url), theme.dim()),
+        ]));
+    }
     if let Some(p) = state.pane(t.pk) {
         lines.push(Line::raw(format!(
             "agent {} · attempt #{} · {}",
@@ -69,7 +93,6 @@ pub fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme) {
     list(&mut lines, "Test steps", &t.spec.test_steps);
     list(&mut lines, "Key files", &t.spec.key_files);
     list(&mut lines, "Dependencies", &t.spec.dependencies);
-    let events = state.task_events(&t.id);
     let tried = crate::tui::attempts::attempts(&events);
     if !tried.is_empty() {
         lines.push(Line::raw(""));
@@ -152,6 +175,13 @@ pub fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme) {
         .borders(Borders::ALL)
         .border_style(theme.dim())
         .title(Span::styled(" Task detail (esc back) ", theme.title()));
+    let inner = block.inner(area);
+    // Rows each line takes once wrapped, to find where a link's text landed.
+    let width = inner.width.max(1) as usize;
+    let rows: Vec<usize> = lines
+        .iter()
+        .map(|l| l.width().div_ceil(width).max(1))
+        .collect();
     frame.render_widget(
         Paragraph::new(lines)
             .wrap(Wrap { trim: false })
@@ -159,4 +189,48 @@ pub fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme) {
             .block(block),
         area,
     );
+    for (index, label, text, url) in links {
+        let row = rows[..index].iter().sum::<usize>() as i64 - state.detail_scroll as i64;
+        if row < 0 || label + text.chars().count() > width {
+            continue;
+        }
+        let y = inner.y.saturating_add(row as u16);
+        let x = inner.x.saturating_add(label as u16);
+        super::link::hyperlink(frame.buffer_mut(), inner, x, y, &text, &url);
+    }
+}
+
+/// The task's pull request as its newest `github.*` event tells it.
+pub struct PullRequestInfo {
+    pub number: u64,
+    pub url: String,
+    /// draft or ready.
+    pub state: &'static str,
+}
+
+pub fn pull_request(events: &[&crate::store::Event]) -> Option<PullRequestInfo> {
+    use crate::store::event_types as et;
+    let mut found: Option<PullRequestInfo> = None;
+    for e in events {
+        match e.event_type.as_str() {
+            et::GITHUB_PR_OPENED | et::GITHUB_PR_UPDATED => {
+                found = Some(PullRequestInfo {
+                    number: e.payload["number"].as_u64().unwrap_or(0),
+                    url: e.payload["url"].as_str().unwrap_or_default().to_string(),
+                    state: if e.payload["draft"].as_bool().unwrap_or(false) {
+                        "draft"
+                    } else {
+                        "ready"
+                    },
+                });
+            }
+            et::GITHUB_PR_READY => {
+                if let Some(p) = found.as_mut() {
+                    p.state = "ready";
+                }
+            }
+            _ => {}
+        }
+    }
+    found
 }

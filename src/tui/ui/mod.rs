@@ -8,6 +8,7 @@ mod events;
 mod fmt;
 mod header;
 mod inbox;
+mod link;
 mod panes;
 mod popups;
 mod stats;
