@@ -191,6 +191,50 @@ Exit codes: 0 every named task landed (DONE), 1 some did not land yet (the reaso
     /// The PRD wizard without the console: idea → interview → docs/PRD-<slug>.md → plan.
     #[command(subcommand)]
     Prd(PrdCommand),
+    /// One GitHub issue to a reviewable draft pull request: read, gate, plan, run, compose.
+    #[command(
+        after_help = "Examples:\n  whilly forge octo-org/api#42\n  whilly forge https://github.com/octo-org/api/issues/42 --headless\n  \
+whilly forge octo-org/api/42 --as-task      # the issue is the task; no planning agent\n  \
+whilly forge --compose GH-42                # push and open the PR of a task whose PR failed\n\n\
+The issue maps to plan gh-OWNER-REPO-N: a second forge resumes or reports it. An issue too vague \
+to work on gets one comment saying what is missing, and nothing runs (exit 1).\n\
+Exit codes: as `whilly run`; 1 bad input (issue not found, too vague), 2 environment (no or a refused token)."
+    )]
+    Forge(ForgeArgs),
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct ForgeArgs {
+    /// The issue: OWNER/REPO#N, OWNER/REPO/N or its URL.
+    #[arg(value_name = "ISSUE", required_unless_present = "compose")]
+    pub issue: Option<String>,
+    /// Push the branch and open (or update) the pull request of TASK, which waits as
+    /// not_published, then mark it DONE.
+    #[arg(long, value_name = "TASK", conflicts_with = "issue", add = ArgValueCompleter::new(complete::task_ids))]
+    pub compose: Option<String>,
+    /// With --compose: the plan of TASK (needed when several plans have the id).
+    #[arg(long, value_name = "ID", requires = "compose", add = ArgValueCompleter::new(complete::plan_ids))]
+    pub plan: Option<String>,
+    /// The issue is the plan's one task, as written (no planning agent).
+    #[arg(long)]
+    pub as_task: bool,
+    /// Make the plan, do not run it.
+    #[arg(long)]
+    pub no_run: bool,
+    /// JSON lines on stdout instead of the console (also without a terminal).
+    #[arg(long)]
+    pub headless: bool,
+    /// Agents running at once (default: run.parallel).
+    #[arg(long, short = 'j', value_name = "N")]
+    pub parallel: Option<usize>,
+    /// The agent that does the tasks (default: run.agent).
+    #[arg(long = "run-agent", value_name = "NAME")]
+    pub run_agent: Option<String>,
+    /// The plan's budget in USD.
+    #[arg(long, value_name = "USD")]
+    pub budget: Option<f64>,
+    #[command(flatten)]
+    pub oneshot: OneShotArgs,
 }
 
 #[derive(Debug, Args, Clone)]
@@ -467,7 +511,8 @@ whilly plan import tasks.json --strict   # gate failures become SKIPPED (decisio
 Re-importing an unchanged plan changes nothing; a changed plan updates only tasks that have not started."
     )]
     Import {
-        /// The plan file to import (v3 or v4 JSON).
+        /// The plan file to import (v3 or v4 JSON), or gh:OWNER/REPO[:LABEL] for the open
+        /// GitHub issues with the label (default whilly:ready).
         file: PathBuf,
         /// Tasks failing the decision gate are imported as SKIPPED.
         #[arg(long)]

@@ -35,6 +35,8 @@ pub mod db_cmd;
 pub mod demo_cmd;
 pub mod events_cmd;
 pub mod exit;
+pub mod forge_cmd;
+pub mod gh_import;
 pub mod handoff_cmd;
 pub mod launcher;
 pub mod logging;
@@ -128,6 +130,9 @@ pub fn main() -> ExitCode {
 async fn dispatch(cli: Cli) -> anyhow::Result<i32> {
     let headless = match &cli.command {
         Some(Command::Run(a) | Command::Tui(a)) => a.headless || !crate::tui::terminal::available(),
+        Some(Command::Forge(a)) if a.compose.is_none() && !a.no_run => {
+            a.headless || !crate::tui::terminal::available()
+        }
         _ => false,
     };
     let result = dispatch_command(cli).await;
@@ -191,6 +196,7 @@ async fn dispatch_command(cli: Cli) -> anyhow::Result<i32> {
         Command::Merge(args) => merge_cmd::run(&ctx, args).await,
         Command::Bench(cmd) => bench_cmd::run(&ctx, cmd).await,
         Command::Prd(cmd) => prd_cmd::run(&ctx, cmd).await,
+        Command::Forge(args) => forge_cmd::run(&ctx, args).await,
         Command::Completions { .. } | Command::Demo(_) => Ok(exit::OK),
     }
 }

@@ -27,7 +27,18 @@ pub async fn run(ctx: &Context, cmd: PlanCommand) -> anyhow::Result<i32> {
             budget,
             plan_id,
             json,
-        } => import(ctx, &file, strict, budget, plan_id, json).await,
+        } => {
+            let text = file.to_string_lossy();
+            if crate::forge::refs::IssueSource::looks_like(&text) && !file.exists() {
+                if plan_id.is_some() {
+                    bail!(
+                        "--id: the plan of {text} is always gh-OWNER-REPO[-LABEL], so re-imports find it"
+                    );
+                }
+                return super::gh_import::import(ctx, &text, strict, budget, json).await;
+            }
+            import(ctx, &file, strict, budget, plan_id, json).await
+        }
         PlanCommand::List { json, all } => {
             let store = ctx.store().await?;
             let mut plans = store.list_plans().await?;
@@ -286,7 +297,7 @@ async fn import_file(
     Ok(Ok(store.import_plan(&spec, &opts).await?))
 }
 
-fn describe_import(r: &ImportReport, store: &dyn Store) -> String {
+pub(super) fn describe_import(r: &ImportReport, store: &dyn Store) -> String {
     let mut out = String::new();
     let backend = store.info();
     if r.created_plan {

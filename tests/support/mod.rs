@@ -1,2 +1,3 @@
+pub mod engine;
 pub mod github_standin;
 pub mod pg;

@@ -1,0 +1,356 @@
+//! GitHub issues in, draft pull requests out, with the real binary: labelled issues on the local
+//! GitHub stand-in → `whilly plan import gh:…` → a run with a command agent → each task branch
+//! pushed to a local bare remote, one draft PR per issue with the checks' evidence in its body,
+//! labels moved, one status comment per issue (edited, never repeated). Re-runs change nothing.
+
+mod support;
+
+use serde_json::Value;
+use std::path::PathBuf;
+use std::time::Duration;
+use support::engine::{self, Repo};
+use support::github_standin::{DEFAULT_TOKEN, Fault, GitHubStandIn, Matcher};
+
+const REPO: &str = "octo/api";
+const PLAN: &str = "gh-octo-api";
+const LIMIT: Duration = Duration::from_secs(120);
+
+struct Forge {
+    repo: Repo,
+    gh: GitHubStandIn,
+    remote: PathBuf,
+    _remote_dir: tempfile::TempDir,
+}
+
+fn issue_body(n: u32) -> String {
+    format!(
+        "The export of report {n} must be written to files/report-{n}.txt.\n\n\
+## Acceptance\n- files/report-{n}.txt exists\n\n## Test\n- test -f files/report-{n}.txt\n"
+    )
+}
+
+impl Forge {
+    /// A repository with a bare remote, the stand-in knowing both, and an agent that writes the
+    /// file its task names.
+    fn new() -> Forge {
+        // The agent reads the report number from its task id (GH-N → the issue's report).
+        let template = r#"sh -c 'n=$(echo "$1" | tr -dc 0-9); mkdir -p files; echo "report $n" > files/report-$(grep -o "report-[0-9]*" "$2" | head -1 | tr -dc 0-9).txt; echo "<promise>COMPLETE</promise>"' agent {task_id} {prompt_file}"#;
+        let repo = Repo::new(&engine::plan("unused", vec![]), template);
+        let remote_dir = tempfile::tempdir().unwrap();
+        let remote = remote_dir.path().join("api.git");
+        let out = std::process::Command::new("git")
+            .args(["init", "-q", "--bare", "-b", "master"])
+            .arg(&remote)
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        let branch = repo.git(&["rev-parse", "--abbrev-ref", "HEAD"]);
+        let branch = branch.trim().to_string();
+        repo.git(&["remote", "add", "origin", remote.to_str().unwrap()]);
+        repo.git(&["push", "-q", "origin", &branch]);
+        let gh = GitHubStandIn::start();
+        gh.add_repo(REPO, &branch, Some(remote.clone()));
+        let mut toml = std::fs::read_to_string(repo.repo.join("whilly.toml")).unwrap();
+        toml.push_str(&format!(
+            "\n[github]\napi_url = {}\nrepo = \"{REPO}\"\n",
+            engine::toml_str(&gh.url())
+        ));
+        repo.write("whilly.toml", &toml);
+        repo.git(&["commit", "-qam", "github config"]);
+        repo.git(&["push", "-q", "origin", &branch]);
+        Forge {
+            repo,
+            gh,
+            remote,
+            _remote_dir: remote_dir,
+        }
+    }
+
+    fn whilly(&self, args: &[&str]) -> engine::Output {
+        self.repo
+            .spawn_in(
+                &self.repo.repo,
+                args,
+                &[("WHILLY_GITHUB_TOKEN", DEFAULT_TOKEN)],
+            )
+            .wait(LIMIT)
+    }
+
+    fn remote_branches(&self) -> Vec<String> {
+        let out = std::process::Command::new("git")
+            .arg("-C")
+            .arg(&self.remote)
+            .args(["for-each-ref", "--format=%(refname:short)", "refs/heads"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+}
+
+fn ok(out: &engine::Output, what: &str) {
+    assert_eq!(
+        out.code,
+        Some(0),
+        "{what} failed\nstdout:\n{}\nstderr:\n{}",
+        out.stdout,
+        out.stderr
+    );
+}
+
+#[test]
+fn three_labelled_issues_become_three_draft_pull_requests() {
+    let f = Forge::new();
+    let mut numbers = Vec::new();
+    for n in 1..=3 {
+        numbers.push(f.gh.add_issue(
+            REPO,
+            &format!("Write report {n}"),
+            &issue_body(n),
+            &["whilly:ready", if n == 2 { "priority:high" } else { "bug" }],
+        ));
+    }
+    // Not labelled: not imported.
+    f.gh.add_issue(REPO, "Someday", &issue_body(9), &[]);
+
+    let out = f.whilly(&["plan", "import", &format!("gh:{REPO}")]);
+    ok(&out, "plan import");
+    let tasks = f.repo.tasks(PLAN);
+    let ids: Vec<&str> = tasks.iter().map(|t| t["id"].as_str().unwrap()).collect();
+    assert_eq!(ids.len(), 3, "{ids:?}");
+    for n in &numbers {
+        assert!(ids.contains(&format!("GH-{n}").as_str()), "{ids:?}");
+    }
+
+    let out = f.whilly(&["run", "--plan", PLAN, "--headless"]);
+    ok(&out, "run");
+    let complete: Value = serde_json::from_str(out.stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(complete["event"], "complete", "{}", out.stdout);
+
+    // Three branches on the remote, three draft PRs with the evidence.
+    let branches = f.remote_branches();
+    let prs = f.gh.prs(REPO);
+    assert_eq!(prs.len(), 3, "{prs:#?}");
+    for n in &numbers {
+        let branch = format!("whilly/{PLAN}/GH-{n}");
+        assert!(branches.contains(&branch), "{branches:?}");
+        let pr = prs
+            .iter()
+            .find(|p| p.head == branch)
+            .expect("a PR per branch");
+        assert!(pr.draft, "draft by default");
+        assert!(
+            pr.title.starts_with(&format!("GH-{n}: Write report")),
+            "{}",
+            pr.title
+        );
+        assert!(pr.body.contains(&format!("Closes #{n}")), "{}", pr.body);
+        assert!(pr.body.contains("## Verification evidence"));
+        assert!(
+            pr.body
+                .contains(&format!("`test -f files/report-{n}.txt` | 0 |")),
+            "{}",
+            pr.body
+        );
+        assert!(pr.body.contains("Human review required"));
+        let issue = f.gh.issue(REPO, *n).unwrap();
+        assert!(
+            issue.labels.contains(&"whilly:in-review".to_string()),
+            "{:?}",
+            issue.labels
+        );
+        assert!(!issue.labels.contains(&"whilly:ready".to_string()));
+        assert!(!issue.labels.contains(&"whilly:in-progress".to_string()));
+        let status: Vec<_> =
+            f.gh.comments(REPO, *n)
+                .into_iter()
+                .filter(|c| c.body.starts_with("<!-- whilly:status"))
+                .collect();
+        assert_eq!(status.len(), 1, "one status comment: {status:#?}");
+        assert!(status[0].edits >= 1, "started, then edited to in review");
+        assert!(
+            status[0].body.contains("/pull/"),
+            "{}",
+            status[0].body
+        );
+    }
+    let tasks = f.repo.tasks(PLAN);
+    assert!(tasks.iter().all(|t| t["status"] == "DONE"), "{tasks:#?}");
+    // The audit trail names each PR.
+    let opened = f.repo.events_of_type("github.pr_opened");
+    assert_eq!(opened.len(), 3);
+    assert!(
+        opened
+            .iter()
+            .all(|e| e["payload"]["url"].as_str().unwrap().contains("/pull/"))
+    );
+    // Never more than one change per second.
+    let muts = f.gh.mutations();
+    for w in muts.windows(2) {
+        let gap = w[1].at.duration_since(w[0].at);
+        assert!(gap >= Duration::from_millis(950), "mutations {gap:?} apart");
+    }
+
+    // Re-running changes nothing on GitHub.
+    f.gh.clear_requests();
+    ok(
+        &f.whilly(&["plan", "import", &format!("gh:{REPO}")]),
+        "re-import",
+    );
+    ok(&f.whilly(&["run", "--plan", PLAN, "--headless"]), "re-run");
+    assert!(f.gh.mutations().is_empty(), "{:#?}", f.gh.mutations());
+    assert_eq!(f.gh.prs(REPO).len(), 3);
+}
+
+#[test]
+fn a_closed_issue_skips_its_pending_task_and_a_changed_one_updates_it() {
+    let f = Forge::new();
+    let a =
+        f.gh.add_issue(REPO, "Write report 1", &issue_body(1), &["whilly:ready"]);
+    let b =
+        f.gh.add_issue(REPO, "Write report 2", &issue_body(2), &["whilly:ready"]);
+    ok(
+        &f.whilly(&["plan", "import", &format!("gh:{REPO}")]),
+        "import",
+    );
+    f.gh.close_issue(REPO, a);
+    f.gh.edit_issue(REPO, b, "Write report 2 twice", &issue_body(2));
+    let out = f.whilly(&["plan", "import", &format!("gh:{REPO}"), "--json"]);
+    ok(&out, "re-import");
+    let t1 = f.repo.task(PLAN, &format!("GH-{a}"));
+    assert_eq!(t1["status"], "SKIPPED", "{t1:#?}");
+    assert_eq!(t1["reason"], "closed_upstream");
+    let t2 = f.repo.task(PLAN, &format!("GH-{b}"));
+    assert_eq!(t2["status"], "PENDING");
+    assert!(
+        t2["spec"]["description"]
+            .as_str()
+            .unwrap()
+            .starts_with("Write report 2 twice"),
+        "{t2:#?}"
+    );
+}
+
+#[test]
+fn a_secret_in_an_issue_is_refused_by_number_and_never_imported() {
+    let f = Forge::new();
+    let token = format!("ghp_{}", "Zx9Q".repeat(9));
+    let bad = f.gh.add_issue(
+        REPO,
+        "Deploy it",
+        &format!("{}\nuse {token} for the deploy", issue_body(1)),
+        &["whilly:ready"],
+    );
+    let good =
+        f.gh.add_issue(REPO, "Write report 2", &issue_body(2), &["whilly:ready"]);
+    let out = f.whilly(&["plan", "import", &format!("gh:{REPO}")]);
+    assert_eq!(out.code, Some(1), "{}", out.stderr);
+    assert!(out.stderr.contains(&format!("#{bad}")), "{}", out.stderr);
+    assert!(!out.stderr.contains(&token) && !out.stdout.contains(&token));
+    let ids: Vec<String> = f
+        .repo
+        .tasks(PLAN)
+        .iter()
+        .map(|t| t["id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(ids, vec![format!("GH-{good}")]);
+    let db = std::fs::read(f.repo.repo.join(".whilly/whilly.db")).unwrap_or_default();
+    assert!(!String::from_utf8_lossy(&db).contains(&token));
+}
+
+#[test]
+fn a_refused_token_and_a_missing_issue_say_what_and_where() {
+    let f = Forge::new();
+    f.gh.set_token("ghp_anotheraccepted00000000000000000000");
+    let out = f.whilly(&["plan", "import", &format!("gh:{REPO}")]);
+    assert_eq!(out.code, Some(2), "{}", out.stderr);
+    assert!(out.stderr.contains("WHILLY_GITHUB_TOKEN"), "{}", out.stderr);
+    assert!(out.stderr.contains("refused"), "{}", out.stderr);
+    f.gh.set_token(DEFAULT_TOKEN);
+    let out = f.whilly(&["forge", &format!("{REPO}#77"), "--as-task", "--headless"]);
+    assert_eq!(out.code, Some(1), "{}", out.stderr);
+    assert!(
+        out.stderr.contains(&format!("{REPO}#77 not found")),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn forge_runs_one_issue_to_a_pull_request_and_a_second_forge_reports_it() {
+    let f = Forge::new();
+    let n = f.gh.add_issue(REPO, "Write report 5", &issue_body(5), &[]);
+    f.gh.add_comment(REPO, n, "octocat", "Keep the file short.");
+    let out = f.whilly(&["forge", &format!("{REPO}#{n}"), "--as-task", "--headless"]);
+    ok(&out, "forge");
+    let plan = format!("gh-octo-api-{n}");
+    let prs = f.gh.prs(REPO);
+    assert_eq!(prs.len(), 1, "{prs:#?}");
+    assert!(prs[0].body.contains(&format!("Closes #{n}")));
+    assert!(
+        prs[0].body.contains("Keep the file short."),
+        "comments are part of the task"
+    );
+    assert_eq!(f.repo.tasks(&plan).len(), 1);
+    f.gh.clear_requests();
+    let again = f.whilly(&[
+        "forge",
+        &format!("https://github.com/{REPO}/issues/{n}"),
+        "--as-task",
+        "--headless",
+    ]);
+    ok(&again, "second forge");
+    assert!(again.stdout.contains("has ended"), "{}", again.stdout);
+    assert!(f.gh.mutations().is_empty());
+    assert_eq!(f.gh.prs(REPO).len(), 1);
+}
+
+#[test]
+fn a_vague_issue_gets_one_comment_and_nothing_runs() {
+    let f = Forge::new();
+    let n = f.gh.add_issue(REPO, "Fix it", "broken", &[]);
+    for _ in 0..2 {
+        let out = f.whilly(&["forge", &format!("{REPO}#{n}"), "--as-task", "--headless"]);
+        assert_eq!(out.code, Some(1), "{}", out.stderr);
+        assert!(out.stderr.contains("too vague"), "{}", out.stderr);
+    }
+    let comments = f.gh.comments(REPO, n);
+    assert_eq!(comments.len(), 1, "{comments:#?}");
+    assert!(comments[0].body.contains("needs more"));
+    assert!(f.gh.prs(REPO).is_empty());
+}
+
+#[test]
+fn a_failing_pull_request_keeps_the_work_and_compose_finishes_it() {
+    let f = Forge::new();
+    let n =
+        f.gh.add_issue(REPO, "Write report 3", &issue_body(3), &["whilly:ready"]);
+    ok(
+        &f.whilly(&["plan", "import", &format!("gh:{REPO}")]),
+        "import",
+    );
+    f.gh.fail_next(
+        Matcher::new("POST", &format!("/repos/{REPO}/pulls")),
+        Fault::Status(502, "Bad Gateway".into()),
+        20,
+    );
+    let _ = f.whilly(&["run", "--plan", PLAN, "--headless"]);
+    let t = f.repo.task(PLAN, &format!("GH-{n}"));
+    assert_eq!(t["status"], "HUMAN_LOOP", "{t:#?}");
+    assert_eq!(t["reason"], "not_published");
+    let branch = format!("whilly/{PLAN}/GH-{n}");
+    assert!(
+        f.remote_branches().contains(&branch),
+        "the branch was pushed"
+    );
+    assert!(f.gh.prs(REPO).is_empty());
+    f.gh.clear_faults();
+    let out = f.whilly(&["forge", "--compose", &format!("GH-{n}")]);
+    ok(&out, "compose");
+    assert_eq!(f.repo.task(PLAN, &format!("GH-{n}"))["status"], "DONE");
+    let prs = f.gh.prs(REPO);
+    assert_eq!(prs.len(), 1);
+    assert!(prs[0].body.contains("## Verification evidence"));
+}
