@@ -170,11 +170,7 @@ fn three_labelled_issues_become_three_draft_pull_requests() {
                 .collect();
         assert_eq!(status.len(), 1, "one status comment: {status:#?}");
         assert!(status[0].edits >= 1, "started, then edited to in review");
-        assert!(
-            status[0].body.contains("/pull/"),
-            "{}",
-            status[0].body
-        );
+        assert!(status[0].body.contains("/pull/"), "{}", status[0].body);
     }
     let tasks = f.repo.tasks(PLAN);
     assert!(tasks.iter().all(|t| t["status"] == "DONE"), "{tasks:#?}");
@@ -353,4 +349,42 @@ fn a_failing_pull_request_keeps_the_work_and_compose_finishes_it() {
     let prs = f.gh.prs(REPO);
     assert_eq!(prs.len(), 1);
     assert!(prs[0].body.contains("## Verification evidence"));
+}
+
+#[test]
+fn an_import_follows_pages_past_a_hundred_issues() {
+    let f = Forge::new();
+    for n in 1..=130u32 {
+        f.gh.add_issue(
+            REPO,
+            &format!("Write report {n}"),
+            &issue_body(n),
+            &["whilly:ready"],
+        );
+    }
+    ok(
+        &f.whilly(&["plan", "import", &format!("gh:{REPO}")]),
+        "import",
+    );
+    assert_eq!(f.repo.tasks(PLAN).len(), 130);
+    let pages =
+        f.gh.requests()
+            .iter()
+            .filter(|r| r.method == "GET" && r.route == format!("/repos/{REPO}/issues"))
+            .count();
+    assert!(pages >= 2, "one page cannot hold 130 issues: {pages}");
+}
+
+#[test]
+fn config_show_names_the_token_source_and_never_the_token() {
+    let f = Forge::new();
+    let out = f.whilly(&["config", "show", "github"]);
+    ok(&out, "config show");
+    assert!(
+        out.stdout
+            .contains("# github token: from WHILLY_GITHUB_TOKEN"),
+        "{}",
+        out.stdout
+    );
+    assert!(!out.stdout.contains(DEFAULT_TOKEN));
 }

@@ -157,6 +157,7 @@ fn show(
         return Ok(INVALID);
     }
     let source_of = |key: &str| loaded.sources.get(key).cloned().unwrap_or(Source::Default);
+    let notes = notes(&loaded, prefix, &source_of);
     if json {
         let mut values = serde_json::Map::new();
         for (key, value) in &leaves {
@@ -176,7 +177,12 @@ fn show(
             }
             values.insert(key.clone(), entry.into());
         }
-        let doc = serde_json::json!({ "files": loaded.files, "values": values, "warnings": loaded.warnings });
+        let doc = serde_json::json!({
+            "files": loaded.files,
+            "values": values,
+            "warnings": loaded.warnings,
+            "notes": notes,
+        });
         writeln!(io.out, "{}", serde_json::to_string_pretty(&doc)?)?;
         return Ok(OK);
     }
@@ -203,7 +209,42 @@ fn show(
     for (line, source) in lines {
         writeln!(io.out, "{line:<width$}  # {source}")?;
     }
+    for n in &notes {
+        writeln!(io.out, "# {n}")?;
+    }
     Ok(OK)
+}
+
+/// What the values alone do not say: which GitHub token is in use (never the token itself),
+/// and that the older `worktrees.merge` stands in for `delivery.merge`.
+fn notes(
+    loaded: &crate::config::Loaded,
+    prefix: Option<&str>,
+    source_of: &dyn Fn(&str) -> Source,
+) -> Vec<String> {
+    let mut notes = Vec::new();
+    if prefix.is_none_or(|p| in_prefix("github.token", Some(p)) || p == "github") {
+        let what = match crate::engine::configure::github_token(&loaded.config) {
+            Ok(Some((_, source))) => format!("github token: from {source}"),
+            Ok(None) => "github token: none found (set WHILLY_GITHUB_TOKEN, [github] token, or `gh auth login`)".to_string(),
+            Err(e) => format!("github token: {e}"),
+        };
+        notes.push(what);
+    }
+    if prefix.is_none_or(|p| {
+        in_prefix("delivery.merge", Some(p)) || in_prefix("worktrees.merge", Some(p))
+    }) && loaded.config.delivery.merge.is_none()
+        && source_of("worktrees.merge") != Source::Default
+    {
+        notes.push(format!(
+            "delivery.merge: worktrees.merge = {} ({}) is read as delivery.merge; move it to [delivery]",
+            toml::Value::try_from(loaded.config.worktrees.merge)
+                .map(|v| v.to_string())
+                .unwrap_or_default(),
+            source_of("worktrees.merge")
+        ));
+    }
+    notes
 }
 
 fn describe_file(path: &Path, exists: bool) -> String {

@@ -137,17 +137,7 @@ pub struct GitHubAccess {
 /// The GitHub client `[github]` describes, with the token found by the documented chain;
 /// `None` when there is no token anywhere.
 pub fn github_client(cfg: &Config) -> Result<Option<GitHubAccess>, SetupError> {
-    let configured = match &cfg.github.token {
-        Some(secret) => {
-            let what = secret.to_string();
-            let token = secret
-                .resolve()
-                .map_err(|e| SetupError::Config(format!("[github] token: {e}")))?;
-            Some(token::Configured { token, what })
-        }
-        None => None,
-    };
-    let Some((token, source)) = token::resolve(&token::RealProbe, configured) else {
+    let Some((token, source)) = github_token(cfg)? else {
         return Ok(None);
     };
     let client = GitHub::new(GitHubOptions {
@@ -162,6 +152,23 @@ pub fn github_client(cfg: &Config) -> Result<Option<GitHubAccess>, SetupError> {
         client,
         token: token.expose().to_string(),
     }))
+}
+
+/// The GitHub token the documented chain finds, and where it came from (`config show` says).
+pub fn github_token(
+    cfg: &Config,
+) -> Result<Option<(crate::config::SecretString, token::TokenSource)>, SetupError> {
+    let configured = match &cfg.github.token {
+        Some(secret) => {
+            let what = secret.to_string();
+            let token = secret
+                .resolve()
+                .map_err(|e| SetupError::Config(format!("[github] token: {e}")))?;
+            Some(token::Configured { token, what })
+        }
+        None => None,
+    };
+    Ok(token::resolve(&token::RealProbe, configured))
 }
 
 /// The publisher of pull requests, labels and status comments on GitHub.
