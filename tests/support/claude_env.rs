@@ -62,6 +62,17 @@ pub fn claude_repo(plan: &Value, bin: &std::path::Path, parallel: usize) -> Repo
 
 /// Runs `whilly ARGS` with the CLI's environment pointing at `server`; kills it after `limit`.
 pub fn run_whilly(repo: &Repo, server: &ModelServer, args: &[&str], limit: Duration) -> Output {
+    run_whilly_with(repo, server, args, &[], limit)
+}
+
+/// [`run_whilly`] with more environment variables for `whilly`.
+pub fn run_whilly_with(
+    repo: &Repo,
+    server: &ModelServer,
+    args: &[&str],
+    env: &[(&str, &str)],
+    limit: Duration,
+) -> Output {
     let out_dir = repo.home.join("outputs");
     std::fs::create_dir_all(&out_dir).unwrap();
     let stamp = std::time::SystemTime::now()
@@ -79,6 +90,7 @@ pub fn run_whilly(repo: &Repo, server: &ModelServer, args: &[&str], limit: Durat
         .env("DISABLE_AUTOUPDATER", "1")
         .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
         .env("CLAUDE_CONFIG_DIR", repo.home.join(".claude"))
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(std::fs::File::create(&stdout).unwrap())
         .stderr(std::fs::File::create(&stderr).unwrap())

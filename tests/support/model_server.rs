@@ -58,6 +58,8 @@ pub enum Scenario {
 pub struct Rule {
     pub needles: Vec<String>,
     pub answer: String,
+    /// A `Bash` tool call to make before answering (the answer comes on the tool result).
+    pub bash: Option<String>,
 }
 
 impl Rule {
@@ -65,6 +67,15 @@ impl Rule {
         Rule {
             needles: needles.iter().map(|n| n.to_string()).collect(),
             answer: answer.to_string(),
+            bash: None,
+        }
+    }
+
+    /// Answers a request matching `needles` with a `Bash` tool call running `command`.
+    pub fn bash(needles: &[&str], command: &str) -> Rule {
+        Rule {
+            bash: Some(command.to_string()),
+            ..Rule::new(needles, "")
         }
     }
 }
@@ -345,11 +356,23 @@ fn handle(mut stream: TcpStream, state: &State) -> std::io::Result<()> {
             )],
             Scenario::Rules(rules) => {
                 let text = user_text(&body);
-                let answer = rules
+                let rule = rules
                     .iter()
-                    .find(|r| r.needles.iter().all(|n| text.contains(n.as_str())))
-                    .map_or_else(|| format!("Task complete.\n{MARKER}"), |r| r.answer.clone());
-                vec![Block::Text(answer)]
+                    .find(|r| r.needles.iter().all(|n| text.contains(n.as_str())));
+                match rule {
+                    Some(Rule {
+                        bash: Some(command),
+                        ..
+                    }) => vec![
+                        Block::Text("Running the command.".into()),
+                        Block::Tool {
+                            name: "Bash".into(),
+                            input: json!({"command": command, "description": "scripted command"}),
+                        },
+                    ],
+                    Some(r) => vec![Block::Text(r.answer.clone())],
+                    None => vec![Block::Text(format!("Task complete.\n{MARKER}"))],
+                }
             }
             _ => vec![Block::Text(format!("Task complete.\n{MARKER}"))],
         }
