@@ -4,6 +4,8 @@
 //! labels moved, one status comment per issue (edited, never repeated). Re-runs change nothing.
 
 mod support;
+#[path = "support/tmux.rs"]
+mod tmux;
 
 use serde_json::Value;
 use std::path::PathBuf;
@@ -387,4 +389,70 @@ fn config_show_names_the_token_source_and_never_the_token() {
         out.stdout
     );
     assert!(!out.stdout.contains(DEFAULT_TOKEN));
+}
+
+#[test]
+fn the_console_shows_each_task_s_pull_request_as_github_has_it_now() {
+    let f = Forge::new();
+    let a =
+        f.gh.add_issue(REPO, "Write report 1", &issue_body(1), &["whilly:ready"]);
+    let b =
+        f.gh.add_issue(REPO, "Write report 2", &issue_body(2), &["whilly:ready"]);
+    ok(
+        &f.whilly(&["plan", "import", &format!("gh:{REPO}")]),
+        "import",
+    );
+    ok(&f.whilly(&["run", "--plan", PLAN, "--headless"]), "run");
+    let prs = f.gh.prs(REPO);
+    assert_eq!(prs.len(), 2);
+    let pr_of = |issue: u64| {
+        prs.iter()
+            .find(|p| p.head == format!("whilly/{PLAN}/GH-{issue}"))
+            .map(|p| p.number)
+            .unwrap()
+    };
+    let (merged, draft) = (pr_of(a), pr_of(b));
+    // A reviewer merges one while nobody watches.
+    f.gh.set_pr_merged(REPO, merged);
+
+    let probe = f.repo.whilly(&[]);
+    let mut env_line = String::from("env -i");
+    for (k, v) in probe.get_envs() {
+        if let Some(v) = v {
+            env_line.push_str(&format!(
+                " {}={}",
+                k.to_string_lossy(),
+                tmux::sh_quote(&v.to_string_lossy())
+            ));
+        }
+    }
+    let script = f.repo.home.join("console.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "cd {}\n{env_line} WHILLY_GITHUB_TOKEN={DEFAULT_TOKEN} TERM=xterm-256color {} tui --plan {PLAN}\necho \"EXIT=$?\"\n",
+            tmux::sh_quote(&f.repo.repo.to_string_lossy()),
+            tmux::sh_quote(env!("CARGO_BIN_EXE_whilly")),
+        ),
+    )
+    .unwrap();
+    let before = f.gh.mutations().len();
+    let t = tmux::Tmux::start("pulls", &f.repo.repo);
+    t.literal(&format!("sh {}", script.display()));
+    t.keys(&["Enter"]);
+    let screen = t.wait("both pull requests in the task list", 60, |s| {
+        s.contains(&format!("PR#{merged} merged")) && s.contains(&format!("PR#{draft} draft"))
+    });
+    assert!(screen.contains("GitHub"), "{screen}");
+    if std::env::var_os("WHILLY_TUI_E2E_SHOW").is_some() {
+        eprintln!("{screen}");
+    }
+    t.literal("q");
+    let s = t.wait("shell after quit", 30, |s| s.contains("EXIT="));
+    assert!(s.contains("EXIT=0"), "{s}");
+    assert_eq!(
+        f.gh.mutations().len(),
+        before,
+        "looking at pull requests changes nothing on GitHub"
+    );
 }

@@ -1673,6 +1673,14 @@ async fn append_event_and_filters(c: &Ctx) {
         .await
         .expect("after");
     assert_eq!(after, all[2..].to_vec());
+    let typed = s
+        .events(&EventFilter {
+            event_types: vec![et::BUDGET_WARNING.into(), "no.such_type".into()],
+            ..Default::default()
+        })
+        .await
+        .expect("by type");
+    assert_eq!(typed, vec![e.clone()], "only the events of the named types");
     let now = chrono::Utc::now();
     let skew = (e.ts - now).num_seconds().abs();
     assert!(skew < 60, "ts is a plausible database time: {}", e.ts);

@@ -272,7 +272,7 @@ impl Publisher for GitHubPublisher {
             kind,
             &req.plan_id,
             &req.task.id,
-            json!({"url": pr.html_url, "number": pr.number, "draft": pr.draft, "branch": branch, "base": base}),
+            json!({"url": pr.html_url, "number": pr.number, "draft": pr.draft, "branch": branch, "base": base, "repo": repo.to_string()}),
         )
         .await;
         let mut draft = pr.draft;
@@ -285,7 +285,7 @@ impl Publisher for GitHubPublisher {
                         et::GITHUB_PR_READY,
                         &req.plan_id,
                         &req.task.id,
-                        json!({"url": pr.html_url, "number": pr.number}),
+                        json!({"url": pr.html_url, "number": pr.number, "repo": repo.to_string()}),
                     )
                     .await;
                 }

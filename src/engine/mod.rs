@@ -20,6 +20,7 @@ pub mod outcome;
 pub mod presence;
 pub mod progress;
 pub mod publish;
+pub mod pull_watch;
 pub mod sessions;
 pub mod setup;
 pub mod verify;

@@ -260,6 +260,8 @@ pub struct EventFilter {
     /// With `limit`: the newest `limit` events instead of the oldest (still returned oldest
     /// first). What a viewer that starts late wants: the recent past, not the whole history.
     pub newest: bool,
+    /// Only events of these types; empty: every type.
+    pub event_types: Vec<String>,
 }
 
 /// A worker's registration, for the workers view and liveness.

@@ -41,4 +41,6 @@ pub enum Msg {
     Resumed,
     /// The engine failed.
     EngineFailed(String),
+    /// Where the plan's pull requests stand, as GitHub answered (replaces what the events said).
+    Pulls(std::collections::BTreeMap<String, crate::engine::pull_watch::TaskPull>),
 }

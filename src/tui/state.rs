@@ -13,7 +13,7 @@ use crate::engine::sessions::SessionState;
 use crate::plan::triz::{TrizReport, triz_report};
 use crate::store::{Event, PlanRecord, TaskRecord, WorkerRecord};
 use crate::workspace::WorktreeDiff;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -492,6 +492,11 @@ pub struct AppState {
     pub diff: Option<DiffMeta>,
     /// Whether the first load arrived: events up to it are history and notify nobody.
     pub seen_history: bool,
+    /// Each task's pull request, by task id: from the events as they arrive, and from GitHub
+    /// when the console asks again ([`Msg::Pulls`](super::msg::Msg::Pulls)).
+    pub pulls: BTreeMap<String, crate::engine::pull_watch::TaskPull>,
+    /// A GitHub rate-limit wait under way in this process, for the header.
+    pub github_wait: Option<String>,
     /// Bumped when the task list / the events change (by the data-in methods): what
     /// [`Self::derived`] derived from older data is worked out again.
     tasks_generation: u64,
@@ -543,6 +548,8 @@ impl AppState {
             replay: None,
             diff: None,
             seen_history: false,
+            pulls: BTreeMap::new(),
+            github_wait: None,
             tasks_generation: 0,
             events_generation: 0,
             derived: Mutex::new(Derived::default()),

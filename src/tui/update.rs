@@ -49,6 +49,10 @@ impl AppState {
                 self.set_engine_error(e);
                 Vec::new()
             }
+            Msg::Pulls(pulls) => {
+                self.pulls.extend(pulls);
+                Vec::new()
+            }
         }
     }
 
@@ -65,6 +69,7 @@ impl AppState {
             );
         }
         self.seen_history = true;
+        crate::engine::pull_watch::apply_events(&mut self.pulls, &d.events);
         self.apply_feed(d.plan, d.tasks, d.events);
         if let Some(w) = d.workers {
             self.set_workers(w);

@@ -18,6 +18,36 @@ use std::time::{Duration, Instant};
 /// of integrations (its secondary limits punish bursts of writes).
 static LAST_MUTATION: tokio::sync::Mutex<Option<Instant>> = tokio::sync::Mutex::const_new(None);
 
+/// A rate-limit wait under way in this process, said in words with the time it ends: the
+/// console shows it while it lasts (a wait may be minutes, and nothing else moves meanwhile).
+static WAITING: Mutex<Option<String>> = Mutex::new(None);
+
+/// What this process is waiting for from GitHub, if anything: `GitHub rate limit …: waiting
+/// until 14:03:10`.
+pub fn rate_limit_wait() -> Option<String> {
+    WAITING.lock().ok().and_then(|w| w.clone())
+}
+
+/// Shows a wait while it lives (also when the waiting call is dropped half-way).
+struct Waiting;
+
+impl Waiting {
+    fn show(what: String) -> Waiting {
+        if let Ok(mut w) = WAITING.lock() {
+            *w = Some(what);
+        }
+        Waiting
+    }
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        if let Ok(mut w) = WAITING.lock() {
+            *w = None;
+        }
+    }
+}
+
 /// How a client is set up.
 #[derive(Debug, Clone)]
 pub struct GitHubOptions {
@@ -209,6 +239,7 @@ impl GitHub {
                     return Err(GitHubError::RateLimited { until });
                 }
                 tracing::warn!(%method, %path, "{why}: waiting until {until}");
+                let _shown = Waiting::show(format!("{why}: waiting until {until}"));
                 tokio::time::sleep(after).await;
                 continue;
             }

@@ -9,7 +9,7 @@ pub mod pace;
 pub mod token;
 pub mod types;
 
-pub use client::{GitHub, GitHubOptions, next_link};
+pub use client::{GitHub, GitHubOptions, next_link, rate_limit_wait};
 pub use error::GitHubError;
 pub use token::TokenSource;
 pub use types::{Comment, Issue, NewPull, Opened, PrState, PullRequest, Repo};

@@ -192,6 +192,7 @@ pub async fn events(inner: &Inner, f: &EventFilter) -> StoreResult<Vec<Event>> {
         event_cols!(),
         " FROM events WHERE ($1::text IS NULL OR plan_id = $1) AND ($2::text IS NULL OR task_id = $2) \
          AND ($3::bigint IS NULL OR id > $3) \
+         AND (cardinality($6::text[]) = 0 OR event_type = ANY($6)) \
          ORDER BY CASE WHEN $5 THEN -id ELSE id END LIMIT $4"
     ))
     .bind(&f.plan_id)
@@ -199,6 +200,7 @@ pub async fn events(inner: &Inner, f: &EventFilter) -> StoreResult<Vec<Event>> {
     .bind(f.after_id)
     .bind(f.limit.filter(|n| *n >= 0))
     .bind(newest)
+    .bind(&f.event_types)
     .fetch_all(&inner.pool)
     .await?;
     let mut out: Vec<Event> = rows

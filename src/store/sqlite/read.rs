@@ -182,6 +182,14 @@ pub async fn events(s: &Shared, f: &EventFilter) -> StoreResult<Vec<Event>> {
     if let Some(a) = f.after_id {
         qb.push(" AND id > ").push_bind(a);
     }
+    if !f.event_types.is_empty() {
+        qb.push(" AND event_type IN (");
+        let mut types = qb.separated(", ");
+        for t in &f.event_types {
+            types.push_bind(t.clone());
+        }
+        qb.push(")");
+    }
     qb.push(if f.newest && f.limit.is_some() {
         " ORDER BY id DESC"
     } else {

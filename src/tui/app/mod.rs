@@ -5,6 +5,7 @@
 
 mod effects;
 mod input;
+mod pulls;
 
 use super::action::Action;
 use super::keymap::{Keymap, KeymapError};
@@ -226,9 +227,16 @@ pub async fn run(
                 None
             }
         };
+    let pull_watch = tokio::spawn(pulls::watch(
+        engine_store.clone(),
+        console.plan_id.clone(),
+        config.clone(),
+        console.msg_tx.clone(),
+    ));
     let engine = Engine::new(engine_store, Arc::new(executor), engine_cfg, shutdown_rx);
     let mut engine = tokio::spawn(engine.run());
     let mut result = console.run(terminal, &mut engine).await;
+    pull_watch.abort();
     if let Ok(outcome) = &mut result
         && outcome.detached
     {
@@ -647,6 +655,7 @@ impl Console {
                 _ = session_tick.tick() => self.sync_sessions(),
                 _ = clock_tick.tick(), if !self.state.finished() => {
                     self.dirty = true;
+                    self.state.github_wait = crate::forge::github::rate_limit_wait();
                     self.refresh_live_replay();
                 }
                 _ = sleep_until(deadline), if deadline.is_some() => {}

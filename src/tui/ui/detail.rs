@@ -51,14 +51,17 @@ pub fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme) {
             Span::styled(format!("  {url}"), theme.dim()),
         ]));
     }
-    if let Some(pr) = pull_request(&events) {
+    if let Some(pr) = state.pulls.get(&t.id) {
         let label = "pull request ";
         let text = format!("#{}", pr.number);
         links.push((lines.len(), label.len(), text.clone(), pr.url.clone()));
         lines.push(Line::from(vec![
             Span::raw(label),
             Span::styled(text, theme.title()),
-            Span::raw(format!(" ({})", pr.state)),
+            Span::raw(format!(
+                " ({})",
+                crate::engine::pull_watch::state_label(pr.state)
+            )),
             Span::styled(format!("  {}", pr.url), theme.dim()),
         ]));
     }
@@ -198,39 +201,4 @@ pub fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme) {
         let x = inner.x.saturating_add(label as u16);
         super::link::hyperlink(frame.buffer_mut(), inner, x, y, &text, &url);
     }
-}
-
-/// The task's pull request as its newest `github.*` event tells it.
-pub struct PullRequestInfo {
-    pub number: u64,
-    pub url: String,
-    /// draft or ready.
-    pub state: &'static str,
-}
-
-pub fn pull_request(events: &[&crate::store::Event]) -> Option<PullRequestInfo> {
-    use crate::store::event_types as et;
-    let mut found: Option<PullRequestInfo> = None;
-    for e in events {
-        match e.event_type.as_str() {
-            et::GITHUB_PR_OPENED | et::GITHUB_PR_UPDATED => {
-                found = Some(PullRequestInfo {
-                    number: e.payload["number"].as_u64().unwrap_or(0),
-                    url: e.payload["url"].as_str().unwrap_or_default().to_string(),
-                    state: if e.payload["draft"].as_bool().unwrap_or(false) {
-                        "draft"
-                    } else {
-                        "ready"
-                    },
-                });
-            }
-            et::GITHUB_PR_READY => {
-                if let Some(p) = found.as_mut() {
-                    p.state = "ready";
-                }
-            }
-            _ => {}
-        }
-    }
-    found
 }

@@ -93,6 +93,13 @@ pub fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme) {
             rank: 4,
         });
     }
+    if let Some(wait) = &state.github_wait {
+        parts.push(Part {
+            full: vec![Span::styled(wait.clone(), theme.warn())],
+            short: Some(vec![Span::styled("GitHub: waiting", theme.warn())]),
+            rank: 4,
+        });
+    }
     let cost_style = theme.budget(b.state);
     let (cost, short_cost) = match b.limit {
         Some(limit) => (

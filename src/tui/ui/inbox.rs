@@ -151,6 +151,29 @@ fn render_detail(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme,
                     theme.dim(),
                 ));
             }
+            let task = state.task_by_pk(d.task_pk);
+            if let Some(pr) = task.and_then(|t| state.pulls.get(&t.id)) {
+                lines.push(Line::styled(
+                    format!(
+                        "Pull request #{} ({}): {}",
+                        pr.number,
+                        crate::engine::pull_watch::state_label(pr.state),
+                        pr.url
+                    ),
+                    theme.title(),
+                ));
+            }
+            if let Some(t) =
+                task.filter(|t| t.reason.as_deref() == Some(crate::engine::publish::NOT_PUBLISHED))
+            {
+                lines.push(Line::styled(
+                    format!(
+                        "The work is kept but did not reach the remote or its pull request: `whilly forge --compose {}` finishes it.",
+                        t.id
+                    ),
+                    theme.warn(),
+                ));
+            }
             match (&d.diff, &d.diff_note) {
                 (Some(diff), _) => {
                     lines.push(Line::styled(

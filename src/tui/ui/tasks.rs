@@ -73,16 +73,29 @@ pub fn render(
         Constraint::Length(if full { 8 } else { 1 }),
         Constraint::Length(6),
     ];
+    // The GitHub column when some task has an issue or a pull request behind it; where the
+    // list is narrow it takes the agent's place (the pane titles name the agents).
+    let github = wide
+        && (!state.pulls.is_empty()
+            || state
+                .visible_range(0, 1)
+                .first()
+                .is_some_and(|t| crate::forge::intake::source_of(&t.spec).is_some()));
+    let agent_col = wide && (!github || full || inner.width >= 62);
     if wide {
-        header_cells.extend(["Agent", "Try", "Cost"]);
-        widths.extend([
-            Constraint::Length(8),
-            Constraint::Length(3),
-            Constraint::Length(7),
-        ]);
+        if agent_col {
+            header_cells.push("Agent");
+            widths.push(Constraint::Length(8));
+        }
+        header_cells.extend(["Try", "Cost"]);
+        widths.extend([Constraint::Length(3), Constraint::Length(7)]);
     } else {
         header_cells.push("Try");
         widths.push(Constraint::Length(3));
+    }
+    if github {
+        header_cells.push("GitHub");
+        widths.push(Constraint::Length(12));
     }
     if full {
         header_cells[2] = "Pri";
@@ -114,12 +127,15 @@ pub fn render(
                 Cell::from(pri),
                 Cell::from(Span::styled(deps_text(t), deps_style)),
             ];
-            if wide {
+            if agent_col {
                 cells.push(Cell::from(agent_of(state, t).to_string()));
             }
             cells.push(Cell::from(t.tries_text()));
             if wide {
                 cells.push(Cell::from(money(t.cost)));
+            }
+            if github {
+                cells.push(github_cell(state, t, theme));
             }
             if full {
                 cells.push(Cell::from(t.spec.description.clone()));
@@ -136,4 +152,25 @@ pub fn render(
         .row_highlight_style(theme.selected());
     frame.render_stateful_widget(table, area, &mut ts);
     Some((inner, offset + ts.offset()))
+}
+
+/// `PR#57 draft` when the task has a pull request, else `#42` for the issue it came from.
+fn github_cell<'a>(state: &AppState, t: &TaskRecord, theme: &Theme) -> Cell<'a> {
+    use crate::engine::pull_watch::state_label;
+    use crate::forge::github::PrState;
+    if let Some(p) = state.pulls.get(&t.id) {
+        let style = match p.state {
+            PrState::Merged => theme.status(Status::Done),
+            PrState::Closed => theme.warn(),
+            PrState::Draft | PrState::Open => theme.text(),
+        };
+        return Cell::from(Span::styled(
+            format!("PR#{} {}", p.number, state_label(p.state)),
+            style,
+        ));
+    }
+    match crate::forge::intake::source_of(&t.spec) {
+        Some((_, n, _)) => Cell::from(Span::styled(format!("#{n}"), theme.dim())),
+        None => Cell::from(""),
+    }
 }
