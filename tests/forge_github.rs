@@ -157,6 +157,9 @@ fn three_labelled_issues_become_three_draft_pull_requests() {
             pr.body
         );
         assert!(pr.body.contains("Human review required"));
+        if std::env::var_os("WHILLY_SHOW_PR").is_some() {
+            eprintln!("--- {}\n{}\n---", pr.title, pr.body);
+        }
         let issue = f.gh.issue(REPO, *n).unwrap();
         assert!(
             issue.labels.contains(&"whilly:in-review".to_string()),

@@ -120,6 +120,8 @@ struct Ctx<'a> {
     attempt_dir: PathBuf,
     spent: Usd,
     evidence: serde_json::Map<String, Value>,
+    /// When the attempt began: its duration goes into the pull request's run facts.
+    began: Instant,
 }
 
 impl Ctx<'_> {
@@ -151,6 +153,7 @@ impl Executor for AgentExecutor {
             attempt_dir,
             spent: Usd::ZERO,
             evidence: serde_json::Map::new(),
+            began: Instant::now(),
         };
         cx.evidence.insert("agent".into(), json!(agent_name));
         cx.evidence
@@ -863,6 +866,10 @@ impl AgentExecutor {
     /// only when the work is on the remote (and in a pull request when one is wanted); else
     /// the task waits as [`NOT_PUBLISHED`] with its branch kept, for `whilly forge --compose`.
     async fn publish(&self, cx: &mut Ctx<'_>, kind: DeliveryKind, branch: &str) -> AttemptOutcome {
+        cx.evidence.insert(
+            "duration_ms".into(),
+            json!(cx.began.elapsed().as_millis() as u64),
+        );
         let plan_id = cx.claimed.task.plan_id.clone();
         let not_published = |cx: &mut Ctx<'_>, detail: String| {
             let detail = agent::redact_secrets(&detail);
