@@ -1,6 +1,7 @@
 //! The GitHub stand-in (tests/support/github_standin.rs) against a plain HTTP client: these
 //! tests document what it plays for the forge tests — auth, pagination with `Link`, pull request
-//! validation, ETags, every scripted fault, GraphQL draft flips, labels and comments.
+//! validation, ETags, every scripted fault, GraphQL draft flips, labels and comments, and the
+//! Projects v2 boards (GraphQL only, as on GitHub).
 
 mod support;
 
@@ -593,7 +594,7 @@ async fn graphql_flips_drafts_and_reports_the_rate_limit() {
         &gh,
         reqwest::Method::POST,
         "/graphql",
-        json!({"query": "query { repository(owner: \"a\", name: \"b\") { id } }"}),
+        json!({"query": "query { enterprise(slug: \"a\") { id } }"}),
     )
     .await;
     assert_eq!(status, 200);
@@ -777,4 +778,627 @@ async fn comments_are_created_and_edited() {
     let at: Vec<Instant> = gh.mutations().iter().map(|m| m.at).collect();
     assert_eq!(at.len(), 3);
     assert!(at.windows(2).all(|w| w[0] <= w[1]));
+}
+
+// ----- Projects v2 -----
+
+/// A GraphQL request with the accepted token; the whole answer (always HTTP 200 here).
+async fn gql(gh: &GitHubStandIn, query: &str, variables: Value) -> Value {
+    let (status, body) = send(
+        gh,
+        reqwest::Method::POST,
+        "/graphql",
+        json!({"query": query, "variables": variables}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    body
+}
+
+const ITEMS_PAGE: &str = r#"
+query($login: String!, $number: Int!, $first: Int, $cursor: String) {
+  organization(login: $login) {
+    projectV2(number: $number) {
+      id
+      title
+      field(name: "Status") { ... on ProjectV2SingleSelectField { id name options { id name } } }
+      items(first: $first, after: $cursor) {
+        pageInfo { hasNextPage endCursor }
+        nodes {
+          id
+          type
+          content { ... on Issue { number title state url repository { nameWithOwner } } }
+          fieldValueByName(name: "Status") {
+            ... on ProjectV2ItemFieldSingleSelectValue { name optionId }
+          }
+        }
+      }
+    }
+  }
+}"#;
+
+fn is_option_id(id: &Value) -> bool {
+    id.as_str()
+        .is_some_and(|s| s.len() == 8 && s.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+#[tokio::test]
+async fn projects_page_their_items_with_cursors() {
+    let gh = GitHubStandIn::start();
+    gh.add_repo("acme/widgets", "main", None);
+    let project = gh.add_project("acme", true, 7, "Roadmap", &["Todo", "In Progress", "Done"]);
+    let statuses = [Some("Todo"), Some("Done"), None];
+    for i in 0..250u64 {
+        let n = gh.add_issue("acme/widgets", &format!("issue {i}"), "", &[]);
+        gh.add_project_item("acme", 7, "acme/widgets", n, statuses[(i % 3) as usize]);
+    }
+
+    let mut cursor = Value::Null;
+    let mut pages = Vec::new();
+    let mut seen = Vec::new();
+    loop {
+        let vars = json!({"login": "acme", "number": 7, "first": 100, "cursor": cursor});
+        let body = gql(&gh, ITEMS_PAGE, vars).await;
+        assert!(body.get("errors").is_none(), "{body}");
+        let p = &body["data"]["organization"]["projectV2"];
+        assert_eq!(p["id"], project);
+        assert_eq!(p["title"], "Roadmap");
+        let options = p["field"]["options"].as_array().expect("options");
+        assert_eq!(p["field"]["name"], "Status");
+        assert_eq!(options.len(), 3);
+        assert!(
+            options.iter().all(|o| is_option_id(&o["id"])),
+            "{options:?}"
+        );
+        let nodes = p["items"]["nodes"].as_array().expect("nodes");
+        pages.push(nodes.len());
+        for node in nodes {
+            assert_eq!(node["type"], "ISSUE");
+            assert!(
+                node["id"]
+                    .as_str()
+                    .is_some_and(|id| id.starts_with("PVTI_"))
+            );
+            let c = &node["content"];
+            assert_eq!(c["repository"]["nameWithOwner"], "acme/widgets");
+            assert_eq!(c["state"], "OPEN");
+            let n = c["number"].as_u64().expect("number");
+            assert_eq!(c["url"], format!("{}/acme/widgets/issues/{n}", gh.url()));
+            let want = statuses[((n - 1) % 3) as usize];
+            let value = &node["fieldValueByName"];
+            assert_eq!(value["name"].as_str(), want, "{node}");
+            if want.is_some() {
+                let option = options
+                    .iter()
+                    .find(|o| o["name"] == value["name"])
+                    .expect("option");
+                assert_eq!(value["optionId"], option["id"]);
+            } else {
+                assert!(value.is_null());
+            }
+            seen.push(n);
+        }
+        let info = &p["items"]["pageInfo"];
+        if !info["hasNextPage"].as_bool().expect("hasNextPage") {
+            break;
+        }
+        cursor = info["endCursor"].clone();
+        assert!(cursor.is_string(), "{info}");
+    }
+    assert_eq!(pages, [100, 100, 50]);
+    assert_eq!(
+        seen,
+        (1..=250).collect::<Vec<_>>(),
+        "each item once, in board order"
+    );
+
+    // A cursor not handed out is refused as GitHub does.
+    let vars = json!({"login": "acme", "number": 7, "first": 10, "cursor": "bm9wZQ"});
+    let body = gql(&gh, ITEMS_PAGE, vars).await;
+    assert_eq!(
+        body["errors"][0]["type"], "INVALID_CURSOR_ARGUMENTS",
+        "{body}"
+    );
+
+    // Three reads, three points of the GraphQL budget; REST untouched.
+    let body = gql(&gh, "query { rateLimit { remaining used } }", Value::Null).await;
+    assert_eq!(body["data"]["rateLimit"]["used"], 5);
+    let rest = get(&gh, "/rate_limit").await;
+    let rest: Value = rest.json().await.expect("json");
+    assert_eq!(rest["resources"]["core"]["used"], 0);
+    assert!(gh.mutations().is_empty(), "{}", gh.log());
+}
+
+#[tokio::test]
+async fn projects_refuse_more_than_100_items_or_no_first() {
+    let gh = GitHubStandIn::start();
+    gh.add_project("acme", true, 1, "Board", &["Todo"]);
+
+    let vars = json!({"login": "acme", "number": 1, "first": 101});
+    let body = gql(&gh, ITEMS_PAGE, vars).await;
+    assert!(body.get("data").is_none(), "refused before running: {body}");
+    assert_eq!(body["errors"][0]["type"], "EXCESSIVE_PAGINATION");
+    assert_eq!(
+        body["errors"][0]["message"],
+        "Requesting 101 records on the `items` connection exceeds the `first` limit of 100 records."
+    );
+
+    let body = gql(&gh, ITEMS_PAGE, json!({"login": "acme", "number": 1})).await;
+    assert_eq!(
+        body["errors"][0]["type"], "MISSING_PAGINATION_BOUNDARIES",
+        "{body}"
+    );
+    assert!(body.get("data").is_none());
+
+    // Exactly 100 is fine, on an empty board too.
+    let vars = json!({"login": "acme", "number": 1, "first": 100});
+    let body = gql(&gh, ITEMS_PAGE, vars).await;
+    let items = &body["data"]["organization"]["projectV2"]["items"];
+    assert_eq!(items["nodes"], json!([]), "{body}");
+    assert_eq!(
+        items["pageInfo"],
+        json!({"hasNextPage": false, "hasPreviousPage": false, "startCursor": null, "endCursor": null})
+    );
+}
+
+#[tokio::test]
+async fn projects_are_found_under_the_right_kind_of_owner() {
+    let gh = GitHubStandIn::start();
+    let org_board = gh.add_project("acme", true, 1, "Org board", &["Todo", "Done"]);
+    let user_board = gh.add_project("alice", false, 3, "Alice's", &["Backlog"]);
+    let own_board = gh.add_project("whilly-bot", false, 1, "Mine", &["Todo"]);
+    let lookup = r#"query($login: String!, $number: Int!) {
+      organization(login: $login) { projectV2(number: $number) { id title } }
+    }"#;
+
+    let body = gql(&gh, lookup, json!({"login": "acme", "number": 1})).await;
+    assert_eq!(body["data"]["organization"]["projectV2"]["id"], org_board);
+    assert!(body.get("errors").is_none(), "{body}");
+
+    // A user's login as an organization is NOT_FOUND: a client must try `user` next.
+    let body = gql(&gh, lookup, json!({"login": "alice", "number": 3})).await;
+    assert_eq!(body["data"]["organization"], Value::Null);
+    assert_eq!(body["errors"][0]["type"], "NOT_FOUND");
+    assert_eq!(body["errors"][0]["path"], json!(["organization"]));
+    assert_eq!(
+        body["errors"][0]["message"],
+        "Could not resolve to an Organization with the login of 'alice'."
+    );
+    let as_user = lookup.replace("organization(", "user(");
+    let body = gql(&gh, &as_user, json!({"login": "alice", "number": 3})).await;
+    assert_eq!(body["data"]["user"]["projectV2"]["id"], user_board);
+    assert_eq!(body["data"]["user"]["projectV2"]["title"], "Alice's");
+    let body = gql(&gh, &as_user, json!({"login": "acme", "number": 1})).await;
+    assert_eq!(body["data"]["user"], Value::Null);
+    assert_eq!(body["errors"][0]["type"], "NOT_FOUND");
+    let body = gql(&gh, lookup, json!({"login": "nobody", "number": 1})).await;
+    assert_eq!(body["errors"][0]["type"], "NOT_FOUND");
+
+    // Both at once: one answers, the other is null with an error.
+    let both = r#"query($login: String!, $number: Int!) {
+      organization(login: $login) { projectV2(number: $number) { id } }
+      user(login: $login) { projectV2(number: $number) { id } }
+    }"#;
+    let body = gql(&gh, both, json!({"login": "alice", "number": 3})).await;
+    assert_eq!(body["data"]["organization"], Value::Null);
+    assert_eq!(body["data"]["user"]["projectV2"]["id"], user_board);
+    assert_eq!(body["errors"].as_array().map(Vec::len), Some(1));
+
+    // The owner exists, the number does not.
+    let body = gql(&gh, lookup, json!({"login": "acme", "number": 9})).await;
+    assert_eq!(body["data"]["organization"]["projectV2"], Value::Null);
+    assert_eq!(
+        body["errors"][0]["path"],
+        json!(["organization", "projectV2"])
+    );
+    assert_eq!(body["errors"][0]["type"], "NOT_FOUND");
+
+    // Literal arguments, the viewer's own boards, fields(first:) and node(id:).
+    let body = gql(
+        &gh,
+        r#"{ viewer { login projectV2(number: 1) { id fields(first: 20) { nodes {
+              ... on ProjectV2Field { id name }
+              ... on ProjectV2SingleSelectField { id name options { id name } } } } } } }"#,
+        Value::Null,
+    )
+    .await;
+    let p = &body["data"]["viewer"]["projectV2"];
+    assert_eq!(p["id"], own_board, "{body}");
+    let fields = p["fields"]["nodes"].as_array().expect("fields");
+    let names: Vec<&str> = fields.iter().filter_map(|f| f["name"].as_str()).collect();
+    assert_eq!(names, ["Title", "Status"]);
+    assert_eq!(fields[1]["options"][0]["name"], "Todo");
+    let body = gql(
+        &gh,
+        "query($id: ID!) { node(id: $id) { ... on ProjectV2 { title } } }",
+        json!({"id": org_board}),
+    )
+    .await;
+    assert_eq!(body["data"]["node"]["title"], "Org board");
+    let body = gql(&gh, "{ node(id: \"PVT_nope\") { id } }", Value::Null).await;
+    assert_eq!(body["data"]["node"], Value::Null);
+    assert_eq!(body["errors"][0]["type"], "NOT_FOUND");
+}
+
+const ADD_ITEM: &str = "mutation($project: ID!, $content: ID!) {
+  addProjectV2ItemById(input: {projectId: $project, contentId: $content}) { item { id } }
+}";
+
+const ISSUE_ID: &str = "query($owner: String!, $name: String!, $number: Int!) {
+  repository(owner: $owner, name: $name) { issue(number: $number) { id } }
+}";
+
+#[tokio::test]
+async fn projects_add_items_idempotently() {
+    let gh = GitHubStandIn::start();
+    gh.add_repo("acme/widgets", "main", None);
+    let n = gh.add_issue("acme/widgets", "do it", "", &[]);
+    let project = gh.add_project("acme", true, 1, "Board", &["Todo", "Done"]);
+
+    let body = gql(
+        &gh,
+        ISSUE_ID,
+        json!({"owner": "acme", "name": "widgets", "number": n}),
+    )
+    .await;
+    let issue_id = body["data"]["repository"]["issue"]["id"].clone();
+    assert_eq!(
+        issue_id.as_str(),
+        Some(gh.issue("acme/widgets", n).expect("issue").node_id.as_str()),
+        "the same stable node id as REST's node_id"
+    );
+    let body = gql(
+        &gh,
+        ISSUE_ID,
+        json!({"owner": "acme", "name": "widgets", "number": 99}),
+    )
+    .await;
+    assert_eq!(body["data"]["repository"]["issue"], Value::Null);
+    assert_eq!(body["errors"][0]["type"], "NOT_FOUND");
+    let body = gql(
+        &gh,
+        ISSUE_ID,
+        json!({"owner": "acme", "name": "gone", "number": 1}),
+    )
+    .await;
+    assert_eq!(body["data"]["repository"], Value::Null);
+    assert_eq!(body["errors"][0]["type"], "NOT_FOUND");
+
+    let vars = json!({"project": project, "content": issue_id});
+    let first = gql(&gh, ADD_ITEM, vars.clone()).await;
+    let item = first["data"]["addProjectV2ItemById"]["item"]["id"].clone();
+    assert!(
+        item.as_str().is_some_and(|i| i.starts_with("PVTI_")),
+        "{first}"
+    );
+    // The same issue again, with the input as one variable, then as literals.
+    let whole_input = "mutation($input: AddProjectV2ItemByIdInput!) {
+      addProjectV2ItemById(input: $input) { item { id } } }";
+    let vars = json!({"input": {"projectId": project, "contentId": issue_id}});
+    let again = gql(&gh, whole_input, vars).await;
+    assert_eq!(
+        again["data"]["addProjectV2ItemById"]["item"]["id"], item,
+        "{again}"
+    );
+    let literal = format!(
+        "mutation {{ addProjectV2ItemById(input: {{projectId: \"{project}\", contentId: \"{}\"}}) {{ item {{ id }} }} }}",
+        issue_id.as_str().unwrap_or_default()
+    );
+    let again = gql(&gh, &literal, Value::Null).await;
+    assert_eq!(
+        again["data"]["addProjectV2ItemById"]["item"]["id"], item,
+        "{again}"
+    );
+    let items = gh.project_items("acme", 1);
+    assert_eq!(items.len(), 1, "{items:?}");
+    assert_eq!(items[0].id, item.as_str().unwrap_or_default());
+    assert_eq!(items[0].repo.as_deref(), Some("acme/widgets"));
+    assert_eq!(items[0].issue, Some(n));
+    assert_eq!(items[0].status, None);
+
+    let body = gql(
+        &gh,
+        ADD_ITEM,
+        json!({"project": "PVT_nope", "content": issue_id}),
+    )
+    .await;
+    assert_eq!(body["data"]["addProjectV2ItemById"], Value::Null);
+    assert_eq!(body["errors"][0]["type"], "NOT_FOUND");
+    let body = gql(
+        &gh,
+        ADD_ITEM,
+        json!({"project": project, "content": "I_nope"}),
+    )
+    .await;
+    assert_eq!(body["errors"][0]["type"], "NOT_FOUND");
+    assert_eq!(gh.project_items("acme", 1).len(), 1);
+
+    // Mutations count as mutations, the reads do not.
+    assert_eq!(gh.mutations().len(), 5, "{}", gh.log());
+}
+
+const SET_STATUS: &str = "mutation($project: ID!, $item: ID!, $field: ID!, $option: String!) {
+  updateProjectV2ItemFieldValue(input: {
+    projectId: $project, itemId: $item, fieldId: $field, value: {singleSelectOptionId: $option}
+  }) { projectV2Item { id fieldValueByName(name: \"Status\") {
+    ... on ProjectV2ItemFieldSingleSelectValue { name optionId } } } }
+}";
+
+/// The Status field's id and its options by name.
+async fn status_field(
+    gh: &GitHubStandIn,
+    login: &str,
+    number: u64,
+) -> (Value, Vec<(String, Value)>) {
+    let vars = json!({"login": login, "number": number, "first": 1});
+    let body = gql(gh, ITEMS_PAGE, vars).await;
+    let field = &body["data"]["organization"]["projectV2"]["field"];
+    let options = field["options"]
+        .as_array()
+        .expect("options")
+        .iter()
+        .map(|o| {
+            (
+                o["name"].as_str().unwrap_or_default().to_string(),
+                o["id"].clone(),
+            )
+        })
+        .collect();
+    (field["id"].clone(), options)
+}
+
+fn option<'a>(options: &'a [(String, Value)], name: &str) -> &'a Value {
+    &options.iter().find(|(n, _)| n == name).expect("option").1
+}
+
+#[tokio::test]
+async fn projects_record_status_changes_and_refuse_unknown_options() {
+    let gh = GitHubStandIn::start();
+    gh.add_repo("acme/widgets", "main", None);
+    let n = gh.add_issue("acme/widgets", "t", "", &[]);
+    let project = gh.add_project("acme", true, 1, "Board", &["Todo", "In Progress", "Done"]);
+    let item = gh.add_project_item("acme", 1, "acme/widgets", n, Some("Todo"));
+    let (field, options) = status_field(&gh, "acme", 1).await;
+
+    for status in ["In Progress", "Done"] {
+        let vars = json!({"project": project, "item": item, "field": field, "option": option(&options, status)});
+        let body = gql(&gh, SET_STATUS, vars).await;
+        let updated = &body["data"]["updateProjectV2ItemFieldValue"]["projectV2Item"];
+        assert_eq!(updated["id"], item, "{body}");
+        assert_eq!(updated["fieldValueByName"]["name"], status);
+    }
+    // Someone moving the card on the board is not an API change.
+    gh.move_project_item("acme", 1, &item, Some("Todo"));
+    let state = &gh.project_items("acme", 1)[0];
+    assert_eq!(state.status.as_deref(), Some("Todo"));
+    assert_eq!(state.status_changes, ["In Progress", "Done"]);
+    let values = "query($id: ID!) { node(id: $id) { ... on ProjectV2Item { fieldValues(first: 10) {
+      nodes { ... on ProjectV2ItemFieldTextValue { text }
+              ... on ProjectV2ItemFieldSingleSelectValue { name } } } } } }";
+    let body = gql(&gh, values, json!({"id": item})).await;
+    let nodes = &body["data"]["node"]["fieldValues"]["nodes"];
+    assert_eq!(nodes[0]["text"], "t", "{body}");
+    assert_eq!(nodes[1]["name"], "Todo");
+
+    let vars = json!({"project": project, "item": item, "field": field, "option": "0000beef"});
+    let body = gql(&gh, SET_STATUS, vars).await;
+    assert_eq!(body["data"]["updateProjectV2ItemFieldValue"], Value::Null);
+    assert_eq!(
+        body["errors"][0]["message"],
+        "The single select option Id does not belong to the field"
+    );
+    let vars = json!({"project": project, "item": "PVTI_nope", "field": field, "option": option(&options, "Done")});
+    let body = gql(&gh, SET_STATUS, vars).await;
+    assert_eq!(body["errors"][0]["type"], "NOT_FOUND");
+    let state = &gh.project_items("acme", 1)[0];
+    assert_eq!(
+        state.status.as_deref(),
+        Some("Todo"),
+        "refusals change nothing"
+    );
+    assert_eq!(state.status_changes.len(), 2);
+    assert_eq!(gh.mutations().len(), 4, "{}", gh.log());
+}
+
+const SET_OPTIONS: &str =
+    "mutation($field: ID!, $options: [ProjectV2SingleSelectFieldOptionInput!]!) {
+  updateProjectV2Field(input: {fieldId: $field, singleSelectOptions: $options}) {
+    projectV2Field { ... on ProjectV2SingleSelectField { id options { id name } } }
+  }
+}";
+
+#[tokio::test]
+async fn projects_keep_option_ids_passed_back_when_columns_are_added() {
+    let gh = GitHubStandIn::start();
+    gh.add_repo("acme/widgets", "main", None);
+    let a = gh.add_issue("acme/widgets", "a", "", &[]);
+    let b = gh.add_issue("acme/widgets", "b", "", &[]);
+    gh.add_project("acme", true, 1, "Board", &["Todo", "Done"]);
+    gh.add_project_item("acme", 1, "acme/widgets", a, Some("Todo"));
+    gh.add_project_item("acme", 1, "acme/widgets", b, Some("Done"));
+    let (field, options) = status_field(&gh, "acme", 1).await;
+
+    // Existing columns passed back with their ids, a new one in the middle.
+    let list = json!([
+        {"id": option(&options, "Todo"), "name": "Todo", "color": "GRAY", "description": ""},
+        {"name": "Review", "color": "YELLOW", "description": "waiting for a human"},
+        {"id": option(&options, "Done"), "name": "Done", "color": "GREEN", "description": ""},
+    ]);
+    let body = gql(&gh, SET_OPTIONS, json!({"field": field, "options": list})).await;
+    let got = &body["data"]["updateProjectV2Field"]["projectV2Field"];
+    assert_eq!(got["id"], field, "{body}");
+    let after: Vec<(String, Value)> = got["options"]
+        .as_array()
+        .expect("options")
+        .iter()
+        .map(|o| {
+            (
+                o["name"].as_str().unwrap_or_default().to_string(),
+                o["id"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(option(&after, "Todo"), option(&options, "Todo"));
+    assert_eq!(option(&after, "Done"), option(&options, "Done"));
+    assert!(is_option_id(option(&after, "Review")));
+    assert_eq!(gh.project_options("acme", 1), ["Todo", "Review", "Done"]);
+    let statuses: Vec<Option<String>> = gh
+        .project_items("acme", 1)
+        .into_iter()
+        .map(|i| i.status)
+        .collect();
+    assert_eq!(statuses, [Some("Todo".into()), Some("Done".into())]);
+
+    // As on GitHub, an option sent without its id is a new option: "Done" gets a new id and
+    // the item on it loses its status.
+    let list = json!([
+        {"id": option(&options, "Todo"), "name": "Todo", "color": "GRAY", "description": ""},
+        {"name": "Done", "color": "GREEN", "description": ""},
+    ]);
+    let body = gql(&gh, SET_OPTIONS, json!({"field": field, "options": list})).await;
+    let done = &body["data"]["updateProjectV2Field"]["projectV2Field"]["options"][1];
+    assert_eq!(done["name"], "Done");
+    assert_ne!(&done["id"], option(&options, "Done"));
+    let statuses: Vec<Option<String>> = gh
+        .project_items("acme", 1)
+        .into_iter()
+        .map(|i| i.status)
+        .collect();
+    assert_eq!(statuses, [Some("Todo".into()), None]);
+
+    // GitHub's input type wants color and description on every option.
+    let body = gql(
+        &gh,
+        SET_OPTIONS,
+        json!({"field": field, "options": [{"name": "Todo"}]}),
+    )
+    .await;
+    assert!(body.get("data").is_none(), "{body}");
+    assert!(
+        body["errors"][0]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("color"))
+    );
+    assert_eq!(gh.project_options("acme", 1), ["Todo", "Done"]);
+}
+
+#[tokio::test]
+async fn projects_show_redacted_items_with_null_content() {
+    let gh = GitHubStandIn::start();
+    gh.add_repo("acme/widgets", "main", None);
+    let n = gh.add_issue("acme/widgets", "visible", "", &[]);
+    gh.add_project("acme", true, 1, "Board", &["Todo"]);
+    gh.add_project_item("acme", 1, "acme/widgets", n, Some("Todo"));
+    let hidden = gh.add_redacted_item("acme", 1);
+
+    let body = gql(
+        &gh,
+        ITEMS_PAGE,
+        json!({"login": "acme", "number": 1, "first": 10}),
+    )
+    .await;
+    let nodes = body["data"]["organization"]["projectV2"]["items"]["nodes"]
+        .as_array()
+        .expect("nodes")
+        .clone();
+    assert_eq!(nodes.len(), 2);
+    assert_eq!(nodes[0]["type"], "ISSUE");
+    assert_eq!(nodes[1]["id"], hidden);
+    assert_eq!(nodes[1]["type"], "REDACTED");
+    assert_eq!(nodes[1]["content"], Value::Null);
+    assert_eq!(nodes[1]["fieldValueByName"], Value::Null);
+    let items = gh.project_items("acme", 1);
+    assert_eq!((items[1].repo.as_deref(), items[1].issue), (None, None));
+
+    // The edges form of the connection, with a cursor per edge.
+    let edges = r#"query { organization(login: "acme") { projectV2(number: 1) {
+      items(first: 1) { edges { cursor node { id type } } pageInfo { endCursor } } } } }"#;
+    let body = gql(&gh, edges, Value::Null).await;
+    let items = &body["data"]["organization"]["projectV2"]["items"];
+    assert_eq!(items["edges"][0]["node"]["type"], "ISSUE", "{body}");
+    assert_eq!(items["edges"][0]["cursor"], items["pageInfo"]["endCursor"]);
+}
+
+#[tokio::test]
+async fn projects_faults_pick_graphql_operations_by_name() {
+    let gh = GitHubStandIn::start();
+    gh.add_repo("acme/widgets", "main", None);
+    let n = gh.add_issue("acme/widgets", "t", "", &[]);
+    let project = gh.add_project("acme", true, 1, "Board", &["Todo", "Done"]);
+    let item = gh.add_project_item("acme", 1, "acme/widgets", n, None);
+    let (field, options) = status_field(&gh, "acme", 1).await;
+    gh.fail_next(
+        Matcher::graphql("updateProjectV2ItemFieldValue"),
+        Fault::GraphqlRateLimited,
+        1,
+    );
+
+    // A read does not match the mutation's matcher.
+    let body = gql(
+        &gh,
+        ITEMS_PAGE,
+        json!({"login": "acme", "number": 1, "first": 5}),
+    )
+    .await;
+    assert!(
+        body["data"]["organization"]["projectV2"]["id"].is_string(),
+        "{body}"
+    );
+
+    let vars = json!({"project": project, "item": item, "field": field, "option": option(&options, "Done")});
+    let resp = req(&gh, reqwest::Method::POST, "/graphql")
+        .json(&json!({"query": SET_STATUS, "variables": vars}))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(
+        resp.status(),
+        200,
+        "GitHub answers a GraphQL rate limit with 200"
+    );
+    assert_eq!(header(&resp, "x-ratelimit-remaining"), "0");
+    assert_eq!(header(&resp, "x-ratelimit-resource"), "graphql");
+    let body: Value = resp.json().await.expect("json");
+    assert_eq!(body["errors"][0]["type"], "RATE_LIMITED");
+    assert!(body.get("data").is_none());
+    assert_eq!(
+        gh.project_items("acme", 1)[0].status,
+        None,
+        "nothing changed"
+    );
+
+    // Once only: the retry goes through.
+    let body = gql(&gh, SET_STATUS, vars.clone()).await;
+    assert!(body["data"]["updateProjectV2ItemFieldValue"]["projectV2Item"]["id"].is_string());
+    assert_eq!(gh.project_items("acme", 1)[0].status_changes, ["Done"]);
+
+    // A name in a comment is not a match.
+    gh.fail_next(
+        Matcher::graphql("organization"),
+        Fault::Status(502, "Server Error".into()),
+        1,
+    );
+    let body = gql(
+        &gh,
+        "# organization\nquery { rateLimit { remaining } }",
+        Value::Null,
+    )
+    .await;
+    assert!(body["data"]["rateLimit"]["remaining"].is_u64(), "{body}");
+    let resp = req(&gh, reqwest::Method::POST, "/graphql")
+        .json(
+            &json!({"query": ITEMS_PAGE, "variables": {"login": "acme", "number": 1, "first": 1}}),
+        )
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(resp.status(), 502);
+
+    let faulted: Vec<_> = gh
+        .requests()
+        .into_iter()
+        .filter(|r| r.fault.is_some())
+        .collect();
+    assert_eq!(faulted.len(), 2, "{}", gh.log());
+    assert!(faulted[0].mutation && !faulted[1].mutation);
 }

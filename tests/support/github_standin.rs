@@ -18,8 +18,22 @@
 //!   open head+base, for a head or base branch missing in the bare repository, for no commits
 //!   between base and head), get, patch (title, body, state, base; `draft` is ignored there, as
 //!   on GitHub: drafts change through GraphQL), `GET .../pulls/{n}/merge` (204/404);
-//! - `POST /graphql`: `markPullRequestReadyForReview`, `convertPullRequestToDraft`, and the
-//!   queries `rateLimit` and `viewer`, matched by field name; anything else is 200 with `errors`.
+//! - `POST /graphql`: `markPullRequestReadyForReview`, `convertPullRequestToDraft`, the queries
+//!   `rateLimit` and `viewer`, and the Projects v2 subset (see below), matched by field name;
+//!   anything else is 200 with `errors`.
+//!
+//! Projects v2 (graphql.rs; boards seeded with `add_project`, inspected with `project_items`):
+//! `organization(login:)` / `user(login:)` / `viewer` `{ projectV2(number:) }`, `node(id:)` for
+//! a project, item, issue or pull request id, `repository(owner:, name:) { issue(number:) {id}
+//! pullRequest(number:) {id} }`; on a project `field(name:)`, `fields(first:)`,
+//! `items(first:, after:)` (cursor pagination, `first` required and at most 100, as on GitHub);
+//! on an item `content`, `fieldValueByName(name:)`, `fieldValues(first:)`. Without a GraphQL
+//! parser the answers carry every field of a node, not only those selected; aliases and named
+//! fragments are not played. Mutations `addProjectV2ItemById` (idempotent),
+//! `updateProjectV2ItemFieldValue` (single-select values only) and `updateProjectV2Field`
+//! (replaces the Status options: an option keeps its id only when the input passes it as `id`,
+//! as on GitHub, and items lose a status whose option went away). A missing owner, project or
+//! node is GitHub's `NOT_FOUND` error, with `null` data at that path.
 //!
 //! As on GitHub: pagination answers carry a `Link` header whose absolute URLs use the
 //! `/repositories/{id}/...` form (served as an alias of `/repos/{o}/{r}/...`); every 200 GET
@@ -31,7 +45,8 @@
 //! `Authorization: Bearer T` or `token T`; anything else is 401 "Bad credentials".
 //!
 //! Every request is recorded ([`Recorded`]): the token only as a fingerprint, so assertion
-//! messages never print it. Faults are scripted with `fail_next`.
+//! messages never print it. Faults are scripted with `fail_next`; [`Matcher::graphql`] picks
+//! GraphQL requests by operation or field name.
 
 #![allow(dead_code)]
 
@@ -94,6 +109,8 @@ pub enum Fault {
 pub struct Matcher {
     pub method: Option<String>,
     pub path_prefix: String,
+    /// For GraphQL: a name (operation or field) the query text must use as a whole word.
+    pub graphql: Option<String>,
 }
 
 impl Matcher {
@@ -102,6 +119,7 @@ impl Matcher {
         Matcher {
             method: Some(method.to_ascii_uppercase()),
             path_prefix: path_prefix.to_string(),
+            graphql: None,
         }
     }
 
@@ -110,6 +128,17 @@ impl Matcher {
         Matcher {
             method: None,
             path_prefix: path_prefix.to_string(),
+            graphql: None,
+        }
+    }
+
+    /// `POST /graphql` requests whose query names `name` (an operation or field name, e.g.
+    /// `updateProjectV2ItemFieldValue`) as a whole word outside strings and comments.
+    pub fn graphql(name: &str) -> Matcher {
+        Matcher {
+            method: Some("POST".into()),
+            path_prefix: "/graphql".into(),
+            graphql: Some(name.to_string()),
         }
     }
 
@@ -118,11 +147,14 @@ impl Matcher {
         Matcher::path("/")
     }
 
-    fn matches(&self, method: &str, path: &str, route: &str) -> bool {
+    fn matches(&self, method: &str, path: &str, route: &str, graphql_query: Option<&str>) -> bool {
         self.method
             .as_deref()
             .is_none_or(|m| m.eq_ignore_ascii_case(method))
             && (path.starts_with(&self.path_prefix) || route.starts_with(&self.path_prefix))
+            && self.graphql.as_deref().is_none_or(|name| {
+                route == "/graphql" && graphql_query.is_some_and(|q| graphql::mentions(q, name))
+            })
     }
 }
 
@@ -216,6 +248,22 @@ pub struct PrState {
     pub state: String,
     pub merged: bool,
     pub labels: Vec<String>,
+}
+
+/// An item of a Projects v2 board as the stand-in holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProjectItemState {
+    /// The item's node id (`PVTI_...`).
+    pub id: String,
+    /// `owner/name` of its issue's repository; `None` for a redacted item.
+    pub repo: Option<String>,
+    /// The issue (or pull request) number; `None` for a redacted item.
+    pub issue: Option<u64>,
+    /// The current Status option's name.
+    pub status: Option<String>,
+    /// The option names set through `updateProjectV2ItemFieldValue`, oldest first (seeding and
+    /// [`GitHubStandIn::move_project_item`] are not in it).
+    pub status_changes: Vec<String>,
 }
 
 struct Shared {
@@ -400,6 +448,60 @@ impl GitHubStandIn {
     /// The repository's label names.
     pub fn labels(&self, repo: &str) -> Vec<String> {
         self.shared.lock().label_names(repo)
+    }
+
+    /// A Projects v2 board `number` of `owner` (an organisation when `owner_is_org`, else a
+    /// user; one owner is always the same kind) with a single-select field "Status" whose
+    /// options are `status_options`, in order; its node id.
+    pub fn add_project(
+        &self,
+        owner: &str,
+        owner_is_org: bool,
+        number: u64,
+        title: &str,
+        status_options: &[&str],
+    ) -> String {
+        self.shared
+            .lock()
+            .add_project(owner, owner_is_org, number, title, status_options)
+    }
+
+    /// Puts issue (or pull request) `issue_number` of `repo` on the board, with that Status
+    /// option (by name) or none; the item's node id.
+    pub fn add_project_item(
+        &self,
+        owner: &str,
+        number: u64,
+        repo: &str,
+        issue_number: u64,
+        status: Option<&str>,
+    ) -> String {
+        self.shared
+            .lock()
+            .add_project_item(owner, number, repo, issue_number, status)
+    }
+
+    /// An item the token cannot see (`type: REDACTED`, `content: null`); its node id.
+    pub fn add_redacted_item(&self, owner: &str, number: u64) -> String {
+        self.shared.lock().add_redacted_item(owner, number)
+    }
+
+    /// Sets an item's Status as someone moving the card on the board would (not an API
+    /// change, so not in `status_changes`).
+    pub fn move_project_item(&self, owner: &str, number: u64, item_id: &str, status: Option<&str>) {
+        self.shared
+            .lock()
+            .move_project_item(owner, number, item_id, status);
+    }
+
+    /// The board's items in board order (empty for an unknown board).
+    pub fn project_items(&self, owner: &str, number: u64) -> Vec<ProjectItemState> {
+        self.shared.lock().project_item_states(owner, number)
+    }
+
+    /// The names of the board's Status options, in order.
+    pub fn project_options(&self, owner: &str, number: u64) -> Vec<String> {
+        self.shared.lock().project_option_names(owner, number)
     }
 
     /// Applies `fault` to the next `times` requests `matcher` matches. Faults are tried in the

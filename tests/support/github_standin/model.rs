@@ -1,9 +1,10 @@
 //! What the stand-in holds: repositories, their issues and pull requests (one numbering per
-//! repository, as on GitHub), labels and comments; the seeding and inspection the tests use, and
-//! the JSON GitHub would render for each.
+//! repository, as on GitHub), labels and comments, and Projects v2 boards; the seeding and
+//! inspection the tests use, and the JSON GitHub's REST API would render for each (the GraphQL
+//! shapes are in graphql.rs).
 
 use super::wire::Budget;
-use super::{CommentState, Fault, IssueState, Matcher, PrState, Recorded};
+use super::{CommentState, Fault, IssueState, Matcher, PrState, ProjectItemState, Recorded};
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -21,6 +22,10 @@ pub struct Model {
     pub requests: Vec<Recorded>,
     pub core: Budget,
     pub graphql: Budget,
+    pub projects: Vec<Project>,
+    /// Logins known to be organisations (true) or users (false), by lower-case login, with the
+    /// login as spelled when declared. The token's login is a user without being listed.
+    pub owners: BTreeMap<String, (String, bool)>,
     next_id: u64,
     next_seq: u64,
 }
@@ -86,6 +91,66 @@ pub struct Comment {
     pub edits: u32,
 }
 
+/// A Projects v2 board with its one single-select field "Status" (and the built-in "Title").
+pub struct Project {
+    pub id: String,
+    /// The owner's login as declared.
+    pub owner: String,
+    pub owner_is_org: bool,
+    pub number: u64,
+    pub title: String,
+    pub status_field_id: String,
+    pub title_field_id: String,
+    /// The Status field's options, in board order.
+    pub options: Vec<StatusOption>,
+    /// In board order, which is also the `items` connection's order.
+    pub items: Vec<ProjectItem>,
+}
+
+pub struct StatusOption {
+    /// 8 hex digits, as GitHub's option ids look.
+    pub id: String,
+    pub name: String,
+    /// A `ProjectV2SingleSelectFieldOptionColor` (GRAY, BLUE, ...).
+    pub color: String,
+    pub description: String,
+}
+
+pub struct ProjectItem {
+    pub id: String,
+    /// `(repository id, issue or PR number)`; `None` for an item the token cannot see
+    /// (answered as `type: REDACTED`, `content: null`).
+    pub content: Option<(u64, u64)>,
+    /// The Status option id; an id no longer among the options reads as no status.
+    pub status: Option<String>,
+    /// Option names set through `updateProjectV2ItemFieldValue`, in order.
+    pub status_changes: Vec<String>,
+}
+
+impl Project {
+    pub fn option(&self, id: &str) -> Option<&StatusOption> {
+        self.options.iter().find(|o| o.id == id)
+    }
+
+    /// The name of the item's current status, if it has one that still exists.
+    pub fn status_name(&self, item: &ProjectItem) -> Option<&str> {
+        item.status
+            .as_deref()
+            .and_then(|id| self.option(id))
+            .map(|o| o.name.as_str())
+    }
+
+    pub fn url(&self, base_url: &str) -> String {
+        let kind = if self.owner_is_org { "orgs" } else { "users" };
+        format!("{base_url}/{kind}/{}/projects/{}", self.owner, self.number)
+    }
+}
+
+/// The colours `ProjectV2SingleSelectFieldOptionColor` allows.
+pub const OPTION_COLORS: [&str; 8] = [
+    "GRAY", "BLUE", "GREEN", "YELLOW", "ORANGE", "RED", "PINK", "PURPLE",
+];
+
 pub fn iso(t: DateTime<Utc>) -> String {
     t.format("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
@@ -132,6 +197,8 @@ impl Model {
             requests: Vec::new(),
             core: Budget::new("core"),
             graphql: Budget::new("graphql"),
+            projects: Vec::new(),
+            owners: BTreeMap::new(),
             next_id: 1000,
             next_seq: 0,
         }
@@ -345,6 +412,214 @@ impl Model {
                     .collect()
             })
             .unwrap_or_default()
+    }
+
+    // ----- Projects v2 (seeding and inspection from the test thread) -----
+
+    pub fn add_project(
+        &mut self,
+        owner: &str,
+        owner_is_org: bool,
+        number: u64,
+        title: &str,
+        status_options: &[&str],
+    ) -> String {
+        let key = owner.to_ascii_lowercase();
+        match self.owners.get(&key) {
+            Some((_, is_org)) if *is_org != owner_is_org => panic!(
+                "github_standin: {owner} was declared an {} before",
+                if *is_org { "organization" } else { "user" }
+            ),
+            _ => {}
+        }
+        if owner_is_org && key == self.login.to_ascii_lowercase() {
+            panic!("github_standin: {owner} is the token's user, not an organization");
+        }
+        if self.project_index(owner, number).is_some() {
+            panic!("github_standin: project {owner}#{number} added twice");
+        }
+        self.owners
+            .entry(key)
+            .or_insert_with(|| (owner.to_string(), owner_is_org));
+        let owner = self.owners[&owner.to_ascii_lowercase()].0.clone();
+        let n = self.next_id();
+        let status_field_id = format!("PVTSSF_standin{n}");
+        let mut options = Vec::new();
+        for name in status_options {
+            if options.iter().any(|o: &StatusOption| o.name == *name) {
+                panic!("github_standin: option {name} given twice");
+            }
+            options.push(StatusOption {
+                id: self.option_id(&status_field_id, name),
+                name: name.to_string(),
+                color: "GRAY".into(),
+                description: String::new(),
+            });
+        }
+        let id = format!("PVT_standin{n}");
+        self.projects.push(Project {
+            id: id.clone(),
+            owner,
+            owner_is_org,
+            number,
+            title: title.to_string(),
+            status_field_id,
+            title_field_id: format!("PVTF_standin{n}"),
+            options,
+            items: Vec::new(),
+        });
+        id
+    }
+
+    /// A fresh option id: 8 hex digits, like GitHub's.
+    pub fn option_id(&mut self, field_id: &str, name: &str) -> String {
+        let n = self.next_id();
+        fake_sha(&format!("{field_id}/{name}/{n}"))[..8].to_string()
+    }
+
+    pub fn project_index(&self, owner: &str, number: u64) -> Option<usize> {
+        self.projects
+            .iter()
+            .position(|p| p.number == number && p.owner.eq_ignore_ascii_case(owner))
+    }
+
+    fn seeded_project(&self, owner: &str, number: u64) -> usize {
+        self.project_index(owner, number).unwrap_or_else(|| {
+            panic!("github_standin: no project {owner}#{number} (add_project first)")
+        })
+    }
+
+    /// Whether `login` is an organisation (`Some(true)`), a user (`Some(false)`) or unknown,
+    /// with its spelling as declared.
+    pub fn owner_kind(&self, login: &str) -> Option<(String, bool)> {
+        if login.eq_ignore_ascii_case(&self.login) {
+            return Some((self.login.clone(), false));
+        }
+        self.owners.get(&login.to_ascii_lowercase()).cloned()
+    }
+
+    pub fn new_item_id(&mut self) -> String {
+        format!("PVTI_standin{}", self.next_id())
+    }
+
+    pub fn add_project_item(
+        &mut self,
+        owner: &str,
+        number: u64,
+        repo: &str,
+        issue: u64,
+        status: Option<&str>,
+    ) -> String {
+        let pi = self.seeded_project(owner, number);
+        let ri = self.seeded(repo);
+        let repo_id = self.repos[ri].id;
+        if !self.repos[ri].issues.contains_key(&issue) {
+            panic!("github_standin: no issue {repo}#{issue}");
+        }
+        let p = &self.projects[pi];
+        if p.items.iter().any(|i| i.content == Some((repo_id, issue))) {
+            panic!("github_standin: {repo}#{issue} is on project {owner}#{number} already");
+        }
+        let status = status.map(|s| self.seeded_option(pi, s));
+        let id = self.new_item_id();
+        self.projects[pi].items.push(ProjectItem {
+            id: id.clone(),
+            content: Some((repo_id, issue)),
+            status,
+            status_changes: Vec::new(),
+        });
+        id
+    }
+
+    pub fn add_redacted_item(&mut self, owner: &str, number: u64) -> String {
+        let pi = self.seeded_project(owner, number);
+        let id = self.new_item_id();
+        self.projects[pi].items.push(ProjectItem {
+            id: id.clone(),
+            content: None,
+            status: None,
+            status_changes: Vec::new(),
+        });
+        id
+    }
+
+    /// Moves an item as a person on the board would (not recorded in `status_changes`).
+    pub fn move_project_item(
+        &mut self,
+        owner: &str,
+        number: u64,
+        item: &str,
+        status: Option<&str>,
+    ) {
+        let pi = self.seeded_project(owner, number);
+        let status = status.map(|s| self.seeded_option(pi, s));
+        let Some(it) = self.projects[pi].items.iter_mut().find(|i| i.id == item) else {
+            panic!("github_standin: no item {item} on project {owner}#{number}");
+        };
+        it.status = status;
+    }
+
+    fn seeded_option(&self, pi: usize, name: &str) -> String {
+        let p = &self.projects[pi];
+        p.options
+            .iter()
+            .find(|o| o.name == name)
+            .map(|o| o.id.clone())
+            .unwrap_or_else(|| {
+                panic!(
+                    "github_standin: project {}#{} has no Status option {name}",
+                    p.owner, p.number
+                )
+            })
+    }
+
+    pub fn project_item_states(&self, owner: &str, number: u64) -> Vec<ProjectItemState> {
+        let Some(pi) = self.project_index(owner, number) else {
+            return Vec::new();
+        };
+        let p = &self.projects[pi];
+        p.items
+            .iter()
+            .map(|i| {
+                let (repo, issue) = match i.content {
+                    Some((repo_id, n)) => (
+                        self.repo_index_by_id(repo_id)
+                            .map(|ri| self.repos[ri].full_name()),
+                        Some(n),
+                    ),
+                    None => (None, None),
+                };
+                ProjectItemState {
+                    id: i.id.clone(),
+                    repo,
+                    issue,
+                    status: p.status_name(i).map(str::to_string),
+                    status_changes: i.status_changes.clone(),
+                }
+            })
+            .collect()
+    }
+
+    pub fn project_option_names(&self, owner: &str, number: u64) -> Vec<String> {
+        self.project_index(owner, number)
+            .map(|pi| {
+                self.projects[pi]
+                    .options
+                    .iter()
+                    .map(|o| o.name.clone())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// An issue or pull request by GraphQL node id: `(repository index, number)`.
+    pub fn issue_by_node_id(&self, node_id: &str) -> Option<(usize, u64)> {
+        self.repos.iter().enumerate().find_map(|(ri, r)| {
+            r.issues
+                .values()
+                .find(|i| i.node_id(r) == node_id)
+                .map(|i| (ri, i.number))
+        })
     }
 
     // ----- changes (from the API and the seeding alike) -----

@@ -127,7 +127,7 @@ fn canonical_route(m: &Model, path: &str) -> String {
 
 fn take_fault(m: &mut Model, inc: &Incoming) -> Option<Fault> {
     let slot = m.faults.iter_mut().find(|(matcher, _, times)| {
-        *times > 0 && matcher.matches(&inc.method, &inc.path, &inc.route)
+        *times > 0 && matcher.matches(&inc.method, &inc.path, &inc.route, inc.graphql_query())
     })?;
     slot.2 -= 1;
     let fault = slot.1.clone();
