@@ -18,6 +18,15 @@ use std::time::{Duration, Instant};
 /// of integrations (its secondary limits punish bursts of writes).
 static LAST_MUTATION: tokio::sync::Mutex<Option<Instant>> = tokio::sync::Mutex::const_new(None);
 
+/// GitHub's GraphQL endpoint for a REST base: `<api>/graphql`, except GitHub Enterprise
+/// Server, whose REST API is `https://HOST/api/v3` and GraphQL `https://HOST/api/graphql`.
+fn graphql_url(api: &str) -> String {
+    match api.strip_suffix("/api/v3") {
+        Some(host) => format!("{host}/api/graphql"),
+        None => format!("{api}/graphql"),
+    }
+}
+
 /// A rate-limit wait under way in this process, said in words with the time it ends: the
 /// console shows it while it lasts (a wait may be minutes, and nothing else moves meanwhile).
 static WAITING: Mutex<Option<String>> = Mutex::new(None);
@@ -521,7 +530,7 @@ impl GitHub {
 
     /// A GraphQL request; errors in a 200 answer are errors.
     pub async fn graphql(&self, query: &str, variables: Value) -> Result<Value, GitHubError> {
-        let url = self.url("/graphql");
+        let url = graphql_url(&self.inner.api);
         let (v, _) = self
             .send(
                 Method::POST,
@@ -626,6 +635,22 @@ fn parse<T: serde::de::DeserializeOwned>(what: &str, v: Value) -> Result<T, GitH
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn graphql_lives_beside_the_rest_api() {
+        assert_eq!(
+            graphql_url("https://api.github.com"),
+            "https://api.github.com/graphql"
+        );
+        assert_eq!(
+            graphql_url("https://ghe.example.com/api/v3"),
+            "https://ghe.example.com/api/graphql"
+        );
+        assert_eq!(
+            graphql_url("http://127.0.0.1:4000"),
+            "http://127.0.0.1:4000/graphql"
+        );
+    }
 
     #[test]
     fn links_and_messages() {
