@@ -459,3 +459,59 @@ fn the_console_shows_each_task_s_pull_request_as_github_has_it_now() {
         "looking at pull requests changes nothing on GitHub"
     );
 }
+
+/// A build box: another clone, another process, one Postgres queue. Its worker delivers to the
+/// shared remote and opens the PR; the operator's checkout is not touched.
+#[test]
+fn a_worker_on_another_clone_delivers_to_the_shared_remote() {
+    let f = Forge::new();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let db = rt.block_on(support::pg::fresh_database());
+    let url = db.url();
+    let n =
+        f.gh.add_issue(REPO, "Write report 4", &issue_body(4), &["whilly:ready"]);
+    let head_before = f.repo.git(&["rev-parse", "HEAD"]);
+    ok(
+        &f.whilly(&[
+            "--database-url",
+            &url,
+            "plan",
+            "import",
+            &format!("gh:{REPO}"),
+        ]),
+        "import",
+    );
+    let box_dir = f.repo.home.join("build-box");
+    let cloned = std::process::Command::new("git")
+        .args(["clone", "-q"])
+        .arg(&f.remote)
+        .arg(&box_dir)
+        .output()
+        .unwrap();
+    assert!(cloned.status.success(), "{cloned:?}");
+    let out = f
+        .repo
+        .spawn_in(
+            &box_dir,
+            &["--database-url", &url, "worker", "--until-idle"],
+            &[("WHILLY_GITHUB_TOKEN", DEFAULT_TOKEN)],
+        )
+        .wait(LIMIT);
+    ok(&out, "worker on the build box");
+    let shown = f.whilly(&["--database-url", &url, "plan", "show", PLAN, "--json"]);
+    ok(&shown, "plan show");
+    let shown: Value = serde_json::from_str(&shown.stdout).unwrap();
+    assert_eq!(shown["tasks"][0]["status"], "DONE", "{shown:#?}");
+    let branch = format!("whilly/{PLAN}/GH-{n}");
+    assert!(f.remote_branches().contains(&branch));
+    let prs = f.gh.prs(REPO);
+    assert_eq!(prs.len(), 1);
+    assert_eq!(prs[0].head, branch);
+    assert_eq!(
+        f.repo.git(&["rev-parse", "HEAD"]),
+        head_before,
+        "the operator's checkout is not touched"
+    );
+    let issue = f.gh.issue(REPO, n).unwrap();
+    assert!(issue.labels.contains(&"whilly:in-review".to_string()));
+}
