@@ -418,27 +418,7 @@ fn the_console_shows_each_task_s_pull_request_as_github_has_it_now() {
     // A reviewer merges one while nobody watches.
     f.gh.set_pr_merged(REPO, merged);
 
-    let probe = f.repo.whilly(&[]);
-    let mut env_line = String::from("env -i");
-    for (k, v) in probe.get_envs() {
-        if let Some(v) = v {
-            env_line.push_str(&format!(
-                " {}={}",
-                k.to_string_lossy(),
-                tmux::sh_quote(&v.to_string_lossy())
-            ));
-        }
-    }
-    let script = f.repo.home.join("console.sh");
-    std::fs::write(
-        &script,
-        format!(
-            "cd {}\n{env_line} WHILLY_GITHUB_TOKEN={DEFAULT_TOKEN} TERM=xterm-256color {} tui --plan {PLAN}\necho \"EXIT=$?\"\n",
-            tmux::sh_quote(&f.repo.repo.to_string_lossy()),
-            tmux::sh_quote(env!("CARGO_BIN_EXE_whilly")),
-        ),
-    )
-    .unwrap();
+    let script = console_script(&f, &format!("tui --plan {PLAN}"));
     let before = f.gh.mutations().len();
     let t = tmux::Tmux::start("pulls", &f.repo.repo);
     t.literal(&format!("sh {}", script.display()));
@@ -514,4 +494,53 @@ fn a_worker_on_another_clone_delivers_to_the_shared_remote() {
     );
     let issue = f.gh.issue(REPO, n).unwrap();
     assert!(issue.labels.contains(&"whilly:in-review".to_string()));
+}
+
+/// A script running `whilly ARGS` in the sealed environment, on a terminal, with the token.
+fn console_script(f: &Forge, args: &str) -> PathBuf {
+    let probe = f.repo.whilly(&[]);
+    let mut env_line = String::from("env -i");
+    for (k, v) in probe.get_envs() {
+        if let Some(v) = v {
+            env_line.push_str(&format!(
+                " {}={}",
+                k.to_string_lossy(),
+                tmux::sh_quote(&v.to_string_lossy())
+            ));
+        }
+    }
+    let script = f.repo.home.join("console.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "cd {}\n{env_line} WHILLY_GITHUB_TOKEN={DEFAULT_TOKEN} TERM=xterm-256color {} {args}\necho \"EXIT=$?\"\n",
+            tmux::sh_quote(&f.repo.repo.to_string_lossy()),
+            tmux::sh_quote(env!("CARGO_BIN_EXE_whilly")),
+        ),
+    )
+    .unwrap();
+    script
+}
+
+#[test]
+fn forge_on_a_terminal_runs_in_the_console() {
+    let f = Forge::new();
+    let n = f.gh.add_issue(REPO, "Write report 6", &issue_body(6), &[]);
+    let script = console_script(&f, &format!("forge {REPO}#{n} --as-task"));
+    let t = tmux::Tmux::start("forge", &f.repo.repo);
+    t.literal(&format!("sh {}", script.display()));
+    t.keys(&["Enter"]);
+    let plan = format!("gh-octo-api-{n}");
+    let screen = t.wait(
+        "the console, the run finished, the PR in the list",
+        60,
+        |s| {
+            s.contains(&format!("whilly {plan}")) && s.contains("Run finished") && s.contains("PR#")
+        },
+    );
+    assert!(screen.contains(&format!("GH-{n}")), "{screen}");
+    t.literal("q");
+    let s = t.wait("shell after quit", 30, |s| s.contains("EXIT="));
+    assert!(s.contains("EXIT=0"), "{s}");
+    assert_eq!(f.gh.prs(REPO).len(), 1);
 }
