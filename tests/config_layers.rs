@@ -453,7 +453,7 @@ fn example_file_documents_every_key_and_matches_defaults() {
             .unwrap();
     for (key, _) in schema::FIXED_KEYS {
         let path: Vec<String> = key.split('.').map(String::from).collect();
-        let field = path[1].as_str();
+        let field = path[path.len() - 1].as_str();
         let var = schema::env_var_for(&path).unwrap();
         assert!(
             example.contains(&format!("# {field}")),

@@ -544,3 +544,151 @@ fn forge_on_a_terminal_runs_in_the_console() {
     assert!(s.contains("EXIT=0"), "{s}");
     assert_eq!(f.gh.prs(REPO).len(), 1);
 }
+
+const ORG: &str = "octo";
+const BOARD_PLAN: &str = "ghproject-octo-1";
+
+impl Forge {
+    /// A board of 250 cards (so reading it takes three pages) with only some of the columns,
+    /// three ready issues of the repository in Todo, and `[github.project]` naming it.
+    fn with_board(&self) -> Vec<(u64, String)> {
+        self.gh
+            .add_project(ORG, true, 1, "Roadmap", &["Todo", "In Progress", "Done"]);
+        for n in 0..246 {
+            let i = self
+                .gh
+                .add_issue("octo/other", &format!("old {n}"), "old work", &[]);
+            self.gh
+                .add_project_item(ORG, 1, "octo/other", i, Some("Done"));
+        }
+        self.gh.add_redacted_item(ORG, 1);
+        let mut ours = Vec::new();
+        for n in 1..=3u32 {
+            let i = self
+                .gh
+                .add_issue(REPO, &format!("Write report {n}"), &issue_body(n), &[]);
+            let card = self.gh.add_project_item(ORG, 1, REPO, i, Some("Todo"));
+            ours.push((i, card));
+        }
+        let mut toml = std::fs::read_to_string(self.repo.repo.join("whilly.toml")).unwrap();
+        toml.push_str(&format!(
+            "\n[github.project]\nowner = \"{ORG}\"\nnumber = 1\n"
+        ));
+        self.repo.write("whilly.toml", &toml);
+        self.repo.git(&["commit", "-qam", "board config"]);
+        ours
+    }
+
+    fn column_of(&self, card: &str) -> (Option<String>, Vec<String>) {
+        let item = self
+            .gh
+            .project_items(ORG, 1)
+            .into_iter()
+            .find(|i| i.id == card)
+            .unwrap();
+        (item.status, item.status_changes)
+    }
+}
+
+#[test]
+fn a_board_column_is_taken_in_and_its_cards_follow_the_work() {
+    let f = Forge::new();
+    f.gh.add_repo("octo/other", "master", None);
+    let ours = f.with_board();
+    let out = f.whilly(&[
+        "plan",
+        "import",
+        &format!("ghproject:{ORG}/1"),
+        "--ensure-board-statuses",
+    ]);
+    ok(&out, "import from the board");
+    assert!(out.stderr.contains("added In Review"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("1 card(s)"),
+        "the redacted card: {}",
+        out.stderr
+    );
+    let ids: Vec<String> = f
+        .repo
+        .tasks(BOARD_PLAN)
+        .iter()
+        .map(|t| t["id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(ids.len(), 3, "only the Todo column's issues: {ids:?}");
+    // The existing columns kept their cards.
+    assert!(
+        f.gh.project_items(ORG, 1)
+            .iter()
+            .filter(|i| i.repo.as_deref() == Some("octo/other"))
+            .all(|i| i.status.as_deref() == Some("Done"))
+    );
+
+    ok(
+        &f.whilly(&["run", "--plan", BOARD_PLAN, "--headless"]),
+        "run",
+    );
+    for (_, card) in &ours {
+        let (column, changes) = f.column_of(card);
+        assert_eq!(column.as_deref(), Some("In Review"), "{changes:?}");
+        // Moved forward only, each move once (the sync waits for a quiet moment).
+        assert!(changes.len() <= 2, "{changes:?}");
+        assert!(changes.windows(2).all(|w| w[0] != w[1]), "{changes:?}");
+    }
+    let status = f.whilly(&["board", "status"]);
+    ok(&status, "board status");
+    assert!(
+        status.stdout.contains("0 card(s) out of step"),
+        "{}",
+        status.stdout
+    );
+
+    // Someone drags a card back; a reviewer merges another's pull request.
+    f.gh.move_project_item(ORG, 1, &ours[0].1, Some("Todo"));
+    let merged =
+        f.gh.prs(REPO)
+            .into_iter()
+            .find(|p| p.head == format!("whilly/{BOARD_PLAN}/GH-{}", ours[1].0))
+            .unwrap();
+    f.gh.set_pr_merged(REPO, merged.number);
+    let status = f.whilly(&["board", "status"]);
+    assert_eq!(status.code, Some(1), "drift is exit 1: {}", status.stdout);
+    assert!(status.stdout.contains("(drift)"), "{}", status.stdout);
+    ok(&f.whilly(&["board", "sync"]), "board sync");
+    assert_eq!(f.column_of(&ours[0].1).0.as_deref(), Some("In Review"));
+    assert_eq!(f.column_of(&ours[1].1).0.as_deref(), Some("Done"));
+    assert_eq!(f.column_of(&ours[2].1).0.as_deref(), Some("In Review"));
+    let moved = f.repo.events_of_type("board.card_moved");
+    assert!(moved.len() >= 5, "{moved:#?}");
+    assert!(moved.iter().all(|e| e["payload"]["to"].is_string()));
+}
+
+#[test]
+fn a_failing_board_never_fails_the_work() {
+    let f = Forge::new();
+    f.gh.add_repo("octo/other", "master", None);
+    let ours = f.with_board();
+    ok(
+        &f.whilly(&["plan", "import", &format!("ghproject:{ORG}/1")]),
+        "import",
+    );
+    f.gh.fail_next(
+        Matcher::graphql("updateProjectV2ItemFieldValue"),
+        Fault::Status(502, "Bad Gateway".into()),
+        1000,
+    );
+    let out = f.whilly(&["run", "--plan", BOARD_PLAN, "--headless"]);
+    ok(&out, "run with the board down");
+    for t in f.repo.tasks(BOARD_PLAN) {
+        assert_eq!(t["status"], "DONE", "{t:#?}");
+    }
+    assert!(!f.repo.events_of_type("board.sync_failed").is_empty());
+    f.gh.clear_faults();
+    ok(&f.whilly(&["board", "ensure"]), "ensure");
+    ok(
+        &f.whilly(&["board", "sync"]),
+        "a later sync fixes the drift",
+    );
+    for (_, card) in &ours {
+        assert_eq!(f.column_of(card).0.as_deref(), Some("In Review"));
+    }
+}

@@ -201,6 +201,37 @@ to work on gets one comment saying what is missing, and nothing runs (exit 1).\n
 Exit codes: as `whilly run`; 1 bad input (issue not found, too vague), 2 environment (no or a refused token)."
     )]
     Forge(ForgeArgs),
+    /// The GitHub Projects (v2) board of [github.project]: its columns, each task's card, sync.
+    #[command(subcommand)]
+    Board(BoardCommand),
+}
+
+#[derive(Debug, Subcommand, Clone)]
+pub enum BoardCommand {
+    /// Add the columns the state mapping uses that the board lacks (existing ones keep their cards).
+    #[command(after_help = "Examples:\n  whilly board ensure")]
+    Ensure,
+    /// Each task's card: its column now, the column of its state, and any drift.
+    #[command(
+        after_help = "Examples:\n  whilly board status\n  whilly board status --plan gh-octo-api --json\n\nExit 1 when a card has drifted."
+    )]
+    Status {
+        /// Only this plan (default: every plan with tasks from issues).
+        #[arg(long, value_name = "ID", add = ArgValueCompleter::new(complete::plan_ids))]
+        plan: Option<String>,
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Put every card in its task's column (adding missing cards); a run does this as it goes.
+    #[command(
+        after_help = "Examples:\n  whilly board sync\n  whilly board sync --plan gh-octo-api"
+    )]
+    Sync {
+        /// Only this plan (default: every plan with tasks from issues).
+        #[arg(long, value_name = "ID", add = ArgValueCompleter::new(complete::plan_ids))]
+        plan: Option<String>,
+    },
 }
 
 #[derive(Debug, Args, Clone)]
@@ -511,9 +542,13 @@ whilly plan import tasks.json --strict   # gate failures become SKIPPED (decisio
 Re-importing an unchanged plan changes nothing; a changed plan updates only tasks that have not started."
     )]
     Import {
-        /// The plan file to import (v3 or v4 JSON), or gh:OWNER/REPO[:LABEL] for the open
-        /// GitHub issues with the label (default whilly:ready).
+        /// The plan file to import (v3 or v4 JSON), gh:OWNER/REPO[:LABEL] for the open
+        /// GitHub issues with the label (default whilly:ready), or ghproject:OWNER/NUMBER[:COLUMN]
+        /// for the open issues in a Projects board's column (default: Todo).
         file: PathBuf,
+        /// With a ghproject: source, first add the columns the board lacks (`whilly board ensure`).
+        #[arg(long)]
+        ensure_board_statuses: bool,
         /// Tasks failing the decision gate are imported as SKIPPED.
         #[arg(long)]
         strict: bool,

@@ -4,21 +4,24 @@
 use super::context::Context;
 use super::exit;
 use crate::engine::configure;
+use crate::forge::github::{GitHub, GitHubError};
 use crate::forge::import::{IssueSet, numbers_to_look_up, plan_from_issues};
 use crate::forge::intake::UpstreamIssue;
-use crate::forge::refs::IssueSource;
+use crate::forge::refs::{BoardSource, IssueSource};
 use crate::plan;
 use crate::store::{ImportOptions, StoreError};
 use anyhow::Context as _;
 
-pub async fn import(
-    ctx: &Context,
-    source: &str,
-    strict: bool,
-    budget: Option<f64>,
-    json: bool,
-) -> anyhow::Result<i32> {
-    let source: IssueSource = source.parse()?;
+/// How `plan import gh:…|ghproject:…` was asked.
+pub struct GhImport {
+    pub strict: bool,
+    pub budget: Option<f64>,
+    pub json: bool,
+    pub ensure_board_statuses: bool,
+}
+
+pub async fn import(ctx: &Context, text: &str, o: &GhImport) -> anyhow::Result<i32> {
+    let (strict, budget, json) = (o.strict, o.budget, o.json);
     let cfg = ctx.config()?;
     let gh = match configure::github_client(&cfg)? {
         Some(gh) => gh,
@@ -27,12 +30,18 @@ pub async fn import(
             return Ok(exit::ENVIRONMENT);
         }
     };
-    let open: Vec<UpstreamIssue> = match gh
-        .client
-        .open_issues_with_label(&source.repo, &source.label)
-        .await
-    {
-        Ok(list) => list,
+    let found = if BoardSource::looks_like(text) {
+        let board: BoardSource = text.parse()?;
+        board_issues(&cfg, &gh.client, &board, o.ensure_board_statuses).await
+    } else {
+        let source: IssueSource = text.parse()?;
+        gh.client
+            .open_issues_with_label(&source.repo, &source.label)
+            .await
+            .map(|open| (source, open))
+    };
+    let (source, open): (IssueSource, Vec<UpstreamIssue>) = match found {
+        Ok(found) => found,
         Err(e) => {
             errln!("{e}");
             return Ok(e.exit_code());
@@ -120,9 +129,12 @@ pub async fn import(
             "{}",
             super::plan_cmd::describe_import(&report, store.as_ref())
         );
+        let (from, with) = match &source.board {
+            Some((owner, number)) => (format!("board {owner}/{number}"), "in column"),
+            None => (source.repo.to_string(), "with"),
+        };
         outln!(
-            "from {} ({} open issue{} with {}); run it with `whilly run --plan {}`",
-            source.repo,
+            "from {from} ({} open issue{} {with} {}); run it with `whilly run --plan {}`",
             built.spec.tasks.len(),
             if built.spec.tasks.len() == 1 { "" } else { "s" },
             source.label,
@@ -134,4 +146,96 @@ pub async fn import(
     } else {
         exit::FAILED
     })
+}
+
+/// The open issues in a board's column, as the source they are imported under. The issues of
+/// one board column must come from one repository (task ids are `GH-<n>`).
+async fn board_issues(
+    cfg: &crate::config::Config,
+    client: &GitHub,
+    source: &BoardSource,
+    ensure: bool,
+) -> Result<(IssueSource, Vec<UpstreamIssue>), GitHubError> {
+    let p = &cfg.github.project;
+    let column = source
+        .column
+        .clone()
+        .unwrap_or_else(|| p.columns.todo.clone());
+    let mut board = client
+        .board(&source.owner, source.number, &p.status_field)
+        .await?;
+    if ensure {
+        let missing: Vec<String> = crate::forge::board::columns_used(&p.columns)
+            .into_iter()
+            .filter(|c| board.column_id(c).is_none())
+            .collect();
+        if !missing.is_empty() {
+            board = client.add_columns(&board, &missing).await?;
+            errln!("board {}: added {}", board.title, missing.join(", "));
+        }
+    }
+    if board.column_id(&column).is_none() {
+        return Err(GitHubError::BadAnswer {
+            what: format!("board {}/{}", source.owner, source.number),
+            detail: format!(
+                "it has no column {column:?} (it has: {})",
+                board
+                    .columns
+                    .iter()
+                    .map(|(_, n)| n.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        });
+    }
+    let cards = client.cards(&board).await?;
+    let redacted = cards.iter().filter(|c| c.kind == "REDACTED").count();
+    if redacted > 0 {
+        errln!("warning: {redacted} card(s) of the board the token cannot see were skipped");
+    }
+    let picked: Vec<_> = cards
+        .into_iter()
+        .filter(|c| c.kind == "ISSUE" && c.state == "OPEN")
+        .filter(|c| {
+            c.column
+                .as_deref()
+                .is_some_and(|n| n.eq_ignore_ascii_case(&column))
+        })
+        .filter_map(|c| Some((c.repo?, c.number?)))
+        .collect();
+    let mut repos: Vec<String> = picked.iter().map(|(r, _)| r.to_string()).collect();
+    repos.sort();
+    repos.dedup();
+    if repos.len() > 1 {
+        return Err(GitHubError::BadAnswer {
+            what: format!("board {}/{} column {column:?}", source.owner, source.number),
+            detail: format!(
+                "its issues come from several repositories ({}): import each with gh:OWNER/REPO:LABEL",
+                repos.join(", ")
+            ),
+        });
+    }
+    let repo = match picked.first() {
+        Some((r, _)) => r.clone(),
+        // An empty column: the repository of the configured [github] repo, else a placeholder
+        // that only names the plan (nothing is imported from it).
+        None => cfg
+            .github
+            .repo
+            .as_deref()
+            .and_then(|r| r.parse().ok())
+            .unwrap_or_else(|| crate::forge::refs::RepoRef::new(&source.owner, "board")),
+    };
+    let mut open = Vec::new();
+    for (r, n) in &picked {
+        open.push(client.upstream_issue(r, *n, false).await?);
+    }
+    Ok((
+        IssueSource {
+            repo,
+            label: column,
+            board: Some((source.owner.clone(), source.number)),
+        },
+        open,
+    ))
 }

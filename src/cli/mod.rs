@@ -28,6 +28,7 @@ macro_rules! errln {
 
 pub mod args;
 pub mod bench_cmd;
+pub mod board_cmd;
 pub mod complete;
 pub mod config_cmd;
 pub mod context;
@@ -197,6 +198,7 @@ async fn dispatch_command(cli: Cli) -> anyhow::Result<i32> {
         Command::Bench(cmd) => bench_cmd::run(&ctx, cmd).await,
         Command::Prd(cmd) => prd_cmd::run(&ctx, cmd).await,
         Command::Forge(args) => forge_cmd::run(&ctx, args).await,
+        Command::Board(cmd) => board_cmd::run(&ctx, cmd).await,
         Command::Completions { .. } | Command::Demo(_) => Ok(exit::OK),
     }
 }

@@ -27,15 +27,24 @@ pub async fn run(ctx: &Context, cmd: PlanCommand) -> anyhow::Result<i32> {
             budget,
             plan_id,
             json,
+            ensure_board_statuses,
         } => {
             let text = file.to_string_lossy();
-            if crate::forge::refs::IssueSource::looks_like(&text) && !file.exists() {
+            let forge_source = crate::forge::refs::IssueSource::looks_like(&text)
+                || crate::forge::refs::BoardSource::looks_like(&text);
+            if forge_source && !file.exists() {
                 if plan_id.is_some() {
                     bail!(
-                        "--id: the plan of {text} is always gh-OWNER-REPO[-LABEL], so re-imports find it"
+                        "--id: the plan of {text} is always gh-OWNER-REPO[-LABEL] (ghproject-OWNER-NUMBER for a board), so re-imports find it"
                     );
                 }
-                return super::gh_import::import(ctx, &text, strict, budget, json).await;
+                let opts = super::gh_import::GhImport {
+                    strict,
+                    budget,
+                    json,
+                    ensure_board_statuses,
+                };
+                return super::gh_import::import(ctx, &text, &opts).await;
             }
             import(ctx, &file, strict, budget, plan_id, json).await
         }

@@ -447,6 +447,63 @@ pub struct GithubConfig {
     pub label_in_progress: String,
     pub label_in_review: String,
     pub label_failed: String,
+    /// The Projects v2 board kept in step with the work.
+    pub project: ProjectConfig,
+}
+
+/// `[github.project]`: a Projects (v2) board whose Status column follows each task.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ProjectConfig {
+    /// The organisation or user owning the board; unset: no board.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    /// The board's number (`github.com/orgs/OWNER/projects/NUMBER`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub number: Option<u64>,
+    /// The single-select field holding the columns.
+    pub status_field: String,
+    pub columns: ProjectColumns,
+}
+
+impl Default for ProjectConfig {
+    fn default() -> Self {
+        ProjectConfig {
+            owner: None,
+            number: None,
+            status_field: "Status".into(),
+            columns: ProjectColumns::default(),
+        }
+    }
+}
+
+/// `[github.project.columns]`: the column for each of Whilly's states.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ProjectColumns {
+    pub todo: String,
+    pub in_progress: String,
+    pub in_review: String,
+    pub done: String,
+    pub failed: String,
+    pub refused: String,
+    pub on_hold: String,
+    pub human_loop: String,
+}
+
+impl Default for ProjectColumns {
+    fn default() -> Self {
+        ProjectColumns {
+            todo: "Todo".into(),
+            in_progress: "In Progress".into(),
+            in_review: "In Review".into(),
+            done: "Done".into(),
+            failed: "Failed".into(),
+            refused: "Refused".into(),
+            on_hold: "On Hold".into(),
+            human_loop: "Human Loop".into(),
+        }
+    }
 }
 
 impl Default for GithubConfig {
@@ -460,6 +517,7 @@ impl Default for GithubConfig {
             label_in_progress: "whilly:in-progress".into(),
             label_in_review: "whilly:in-review".into(),
             label_failed: "whilly:failed".into(),
+            project: ProjectConfig::default(),
         }
     }
 }

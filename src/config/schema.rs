@@ -80,6 +80,17 @@ pub const FIXED_KEYS: &[(&str, Kind)] = &[
     ("github.label_in_progress", Kind::Str),
     ("github.label_in_review", Kind::Str),
     ("github.label_failed", Kind::Str),
+    ("github.project.owner", Kind::Str),
+    ("github.project.number", Kind::Int),
+    ("github.project.status_field", Kind::Str),
+    ("github.project.columns.todo", Kind::Str),
+    ("github.project.columns.in_progress", Kind::Str),
+    ("github.project.columns.in_review", Kind::Str),
+    ("github.project.columns.done", Kind::Str),
+    ("github.project.columns.failed", Kind::Str),
+    ("github.project.columns.refused", Kind::Str),
+    ("github.project.columns.on_hold", Kind::Str),
+    ("github.project.columns.human_loop", Kind::Str),
     ("jira.url", Kind::Str),
     ("jira.user", Kind::Str),
     ("jira.token", Kind::Secret),
@@ -135,9 +146,10 @@ pub fn kind_of(path: &[String]) -> Option<Kind> {
             lookup(PRICE_FIELDS, field)
         }
         [section, chord] if section == "keys" && !chord.is_empty() => Some(Kind::Str),
-        [section, key] => FIXED_KEYS
+        // Fixed keys, also those of nested tables (`github.project.columns.todo`).
+        _ if path.len() >= 2 => FIXED_KEYS
             .iter()
-            .find(|(k, _)| k.split_once('.') == Some((section.as_str(), key.as_str())))
+            .find(|(k, _)| k.split('.').eq(path.iter().map(String::as_str)))
             .map(|(_, kind)| *kind),
         _ => None,
     }

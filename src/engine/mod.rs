@@ -4,6 +4,7 @@
 //! of agents; an [`executor::Executor`] does one attempt's work.
 
 pub mod attempt;
+pub mod board_sync;
 pub mod budget;
 pub mod checks;
 pub mod configure;

@@ -119,6 +119,7 @@ pub async fn prepare(
         || tasks
             .iter()
             .any(|t| !t.status.is_terminal() && crate::forge::intake::source_of(&t.spec).is_some());
+    let access = github_access(cfg, wants_github)?;
     let executor = build_executor(
         &req,
         store.clone(),
@@ -126,9 +127,10 @@ pub async fn prepare(
         &names,
         workspaces.clone(),
         sessions.clone(),
-        wants_github,
+        access.clone(),
     )?;
     let mut engine_cfg = engine_config(cfg, worker_id());
+    engine_cfg.board = board_setup(cfg, access.as_ref());
     engine_cfg.plan_id = Some(plan_id.clone());
     engine_cfg.observer = observer.is_some();
     engine_cfg.slots = req.parallel.unwrap_or(cfg.run.parallel as usize).max(1);
@@ -159,6 +161,8 @@ pub fn prepare_worker(
     names.insert("handoff".into());
     names.retain(|n| n == &default_agent || configure::unavailable(cfg, n).is_none());
     let workspaces = Arc::new(open_workspaces(&req.repo_root, cfg)?);
+    // A worker serves any plan, and plans from issues may arrive later.
+    let access = github_access(cfg, true)?;
     let executor = build_executor(
         &req,
         store,
@@ -166,10 +170,10 @@ pub fn prepare_worker(
         &names,
         workspaces,
         SessionRegistry::new(),
-        // A worker serves any plan, and plans from issues may arrive later.
-        true,
+        access.clone(),
     )?;
     let mut engine_cfg = engine_config(cfg, worker_id());
+    engine_cfg.board = board_setup(cfg, access.as_ref());
     engine_cfg.slots = req.parallel.unwrap_or(cfg.run.parallel as usize).max(1);
     Ok((engine_cfg, executor))
 }
@@ -186,14 +190,9 @@ fn build_executor(
     names: &BTreeSet<String>,
     workspaces: Arc<Workspaces>,
     sessions: SessionRegistry,
-    wants_github: bool,
+    access: Option<configure::GitHubAccess>,
 ) -> Result<AgentExecutor, SetupError> {
     let cfg = req.config;
-    let access = if wants_github {
-        configure::github_client(cfg)?
-    } else {
-        None
-    };
     let token = access.as_ref().map(|a| a.token.clone());
     let publisher = access.map(|a| configure::github_publisher(cfg, a, store.clone()));
     let agents = build_agents(cfg, names)?;
@@ -229,9 +228,47 @@ fn build_executor(
     Ok(AgentExecutor::new(exec_cfg, store, workspaces, sessions))
 }
 
-/// Whether the configuration alone asks for GitHub: a repository named, or every task as a PR.
+/// Whether the configuration alone asks for GitHub: a repository named, every task as a PR,
+/// or a project board.
 fn wants_github(cfg: &Config) -> bool {
-    cfg.github.repo.is_some() || matches!(cfg.delivery.mode, Some(crate::config::DeliveryMode::Pr))
+    cfg.github.repo.is_some()
+        || matches!(cfg.delivery.mode, Some(crate::config::DeliveryMode::Pr))
+        || cfg.github.project.owner.is_some()
+}
+
+/// The GitHub client and token, looked for only when something may need them.
+fn github_access(
+    cfg: &Config,
+    wanted: bool,
+) -> Result<Option<configure::GitHubAccess>, SetupError> {
+    if wanted {
+        configure::github_client(cfg)
+    } else {
+        Ok(None)
+    }
+}
+
+/// The board sync's setup when `[github.project]` names a board and there is a token.
+fn board_setup(
+    cfg: &Config,
+    access: Option<&configure::GitHubAccess>,
+) -> Option<crate::engine::worker::BoardSetup> {
+    let p = &cfg.github.project;
+    if p.owner.is_none() || p.number.is_none() {
+        return None;
+    }
+    match access {
+        Some(a) => Some(crate::engine::worker::BoardSetup {
+            client: a.client.clone(),
+            project: p.clone(),
+        }),
+        None => {
+            tracing::warn!(
+                "[github.project] names a board but no GitHub token was found: the board is not kept in step"
+            );
+            None
+        }
+    }
 }
 
 /// The engine's settings from `[queue]`, `[run]` and `[retry]`.

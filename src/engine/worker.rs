@@ -53,6 +53,23 @@ pub struct EngineConfig {
     /// Claims nothing: a console that cannot run the plan's tasks (an agent is missing) and
     /// watches other workers run them.
     pub observer: bool,
+    /// The project board kept in step while the engine runs (`[github.project]`).
+    pub board: Option<BoardSetup>,
+}
+
+/// What the engine's board sync needs: the client and the board's settings.
+#[derive(Clone)]
+pub struct BoardSetup {
+    pub client: crate::forge::github::GitHub,
+    pub project: crate::config::ProjectConfig,
+}
+
+impl std::fmt::Debug for BoardSetup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BoardSetup")
+            .field("project", &self.project)
+            .finish_non_exhaustive()
+    }
 }
 
 impl EngineConfig {
@@ -75,6 +92,7 @@ impl EngineConfig {
             offline_after: Duration::from_secs(120),
             idle_reports: None,
             observer: false,
+            board: None,
         }
     }
 }
@@ -170,7 +188,30 @@ impl Engine {
         }
     }
 
-    pub async fn run(mut self) -> StoreResult<RunSummary> {
+    /// Runs until the plan is done (or the worker idle, or stopped); the project board, when
+    /// one is configured, follows meanwhile and gets a last sync before this returns.
+    pub async fn run(self) -> StoreResult<RunSummary> {
+        let follower =
+            self.cfg.board.clone().and_then(|b| {
+                match super::board_sync::BoardSync::new(b.client, b.project, self.store.clone()) {
+                    Ok(sync) => Some(super::board_sync::BoardFollower::spawn(
+                        sync,
+                        self.cfg.plan_id.clone(),
+                    )),
+                    Err(e) => {
+                        tracing::warn!("project board: {e}");
+                        None
+                    }
+                }
+            });
+        let result = self.run_queue().await;
+        if let Some(f) = follower {
+            f.finish().await;
+        }
+        result
+    }
+
+    async fn run_queue(mut self) -> StoreResult<RunSummary> {
         let started = Instant::now();
         let slots = if self.cfg.observer {
             0

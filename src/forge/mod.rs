@@ -2,6 +2,7 @@
 //! the forge's API (`github`); the rest turns its answers into plans and a task's evidence
 //! into a pull request. Depends only on `domain` and `config` types; the engine and the CLI call it.
 
+pub mod board;
 pub mod compose;
 pub mod github;
 pub mod import;

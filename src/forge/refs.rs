@@ -40,6 +40,47 @@ pub enum RefError {
     Issue(String),
     #[error("`{0}` is not a GitHub source; write gh:OWNER/REPO or gh:OWNER/REPO:LABEL")]
     Source(String),
+    #[error(
+        "`{0}` is not a project board; write ghproject:OWNER/NUMBER or ghproject:OWNER/NUMBER:COLUMN"
+    )]
+    Board(String),
+}
+
+/// `ghproject:OWNER/NUMBER[:COLUMN]`: the issues in one column of a Projects (v2) board.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BoardSource {
+    pub owner: String,
+    pub number: u64,
+    /// The column; `None`: `[github.project.columns] todo`.
+    pub column: Option<String>,
+}
+
+impl BoardSource {
+    pub fn looks_like(arg: &str) -> bool {
+        arg.starts_with("ghproject:")
+    }
+}
+
+impl FromStr for BoardSource {
+    type Err = RefError;
+    fn from_str(s: &str) -> Result<BoardSource, RefError> {
+        let bad = || RefError::Board(s.to_string());
+        let rest = s.trim().strip_prefix("ghproject:").ok_or_else(bad)?;
+        let (board, column) = match rest.split_once(':') {
+            Some((b, c)) if !c.trim().is_empty() => (b, Some(c.trim().to_string())),
+            Some(_) => return Err(bad()),
+            None => (rest, None),
+        };
+        let (owner, number) = board.split_once('/').ok_or_else(bad)?;
+        if !valid_part(owner) {
+            return Err(bad());
+        }
+        Ok(BoardSource {
+            owner: owner.to_string(),
+            number: number.parse().ok().filter(|n| *n > 0).ok_or_else(bad)?,
+            column,
+        })
+    }
 }
 
 /// GitHub's rules for owner and repository names, loosely: letters, digits, `-`, `_`, `.`; not
@@ -117,6 +158,8 @@ impl FromStr for IssueRef {
 pub struct IssueSource {
     pub repo: RepoRef,
     pub label: String,
+    /// Taken from a board's column instead of by label (`label` then names the column).
+    pub board: Option<(String, u64)>,
 }
 
 impl IssueSource {
@@ -127,6 +170,9 @@ impl IssueSource {
 
     /// The plan a source's issues go to: the same source always maps to the same plan.
     pub fn plan_id(&self) -> String {
+        if let Some((owner, number)) = &self.board {
+            return slug(&format!("ghproject-{owner}-{number}"));
+        }
         let mut id = format!("gh-{}-{}", self.repo.owner, self.repo.name);
         if self.label != DEFAULT_READY_LABEL {
             id.push('-');
@@ -138,7 +184,10 @@ impl IssueSource {
 
 impl fmt::Display for IssueSource {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "gh:{}:{}", self.repo, self.label)
+        match &self.board {
+            Some((owner, number)) => write!(f, "ghproject:{owner}/{number}:{}", self.label),
+            None => write!(f, "gh:{}:{}", self.repo, self.label),
+        }
     }
 }
 
@@ -156,6 +205,7 @@ impl FromStr for IssueSource {
         Ok(IssueSource {
             repo: repo.parse().map_err(|_| bad())?,
             label,
+            board: None,
         })
     }
 }
@@ -182,6 +232,26 @@ pub fn slug(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_board_source_names_owner_number_and_maybe_a_column() {
+        let b: BoardSource = "ghproject:octo-org/7".parse().unwrap();
+        assert_eq!(
+            (b.owner.as_str(), b.number, b.column),
+            ("octo-org", 7, None)
+        );
+        let b: BoardSource = "ghproject:me/2:Ready to go".parse().unwrap();
+        assert_eq!(b.column.as_deref(), Some("Ready to go"));
+        for bad in [
+            "ghproject:x",
+            "ghproject:o/0",
+            "ghproject:o/n",
+            "ghproject:../1",
+            "ghproject:o/1:",
+        ] {
+            assert!(bad.parse::<BoardSource>().is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn issue_refs_in_every_spelling() {

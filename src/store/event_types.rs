@@ -60,6 +60,12 @@ pub const GITHUB_LABEL_CHANGED: &str = "github.label_changed";
 pub const GITHUB_COMMENT_UPDATED: &str = "github.comment_updated";
 /// A GitHub call that should have changed something failed: `{call, error}`.
 pub const GITHUB_CALL_FAILED: &str = "github.call_failed";
+/// A task's card put on the project board (payload: issue, card, board url).
+pub const BOARD_CARD_ADDED: &str = "board.card_added";
+/// A card moved to its task's column (payload: issue, from, to, board url).
+pub const BOARD_CARD_MOVED: &str = "board.card_moved";
+/// Keeping the board in step failed; a later sync retries (payload: error, issue when one).
+pub const BOARD_SYNC_FAILED: &str = "board.sync_failed";
 
 /// Every declared event name.
 pub const ALL: &[&str] = &[
@@ -99,6 +105,9 @@ pub const ALL: &[&str] = &[
     GITHUB_LABEL_CHANGED,
     GITHUB_COMMENT_UPDATED,
     GITHUB_CALL_FAILED,
+    BOARD_CARD_ADDED,
+    BOARD_CARD_MOVED,
+    BOARD_SYNC_FAILED,
 ];
 
 /// Whether `name` is a declared event name.

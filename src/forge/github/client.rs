@@ -145,7 +145,12 @@ impl GitHub {
         what: &str,
     ) -> Result<(Value, Option<String>), GitHubError> {
         let i = &self.inner;
-        let mutation = method != Method::GET;
+        // A GraphQL query is a POST but changes nothing: only its mutations are paced.
+        let mutation = method != Method::GET
+            && !(url.ends_with("/graphql")
+                && body
+                    .and_then(|b| b["query"].as_str())
+                    .is_some_and(|q| !q.trim_start().starts_with("mutation")));
         let path = url.strip_prefix(&i.api).unwrap_or(url).to_string();
         let mut secondary_hits = 0;
         let mut attempt = 0;

@@ -6,10 +6,12 @@ mod client;
 mod error;
 pub mod issues;
 pub mod pace;
+pub mod project;
 pub mod token;
 pub mod types;
 
 pub use client::{GitHub, GitHubOptions, next_link, rate_limit_wait};
 pub use error::GitHubError;
+pub use project::{Board, Card};
 pub use token::TokenSource;
 pub use types::{Comment, Issue, NewPull, Opened, PrState, PullRequest, Repo};

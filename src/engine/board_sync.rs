@@ -1,0 +1,485 @@
+//! A GitHub Projects (v2) board kept in step with the queue: every task from an issue has a
+//! card, in the column of the task's state ([`crate::forge::board::column_for`]). The sync is a
+//! side effect that never fails a task: what fails is an event (`board.sync_failed`) and a
+//! warning, retried with backoff, and any later sync fixes the drift. The engine follows the
+//! events and syncs the plans they touch after a short quiet time, so a task that goes PENDING
+//! → CLAIMED → IN_PROGRESS within it moves once; `whilly board sync|status|ensure` use the same
+//! [`BoardSync`].
+
+use super::pull_watch::{TaskPull, plan_pulls};
+use crate::config::ProjectConfig;
+use crate::forge::board::{CardFacts, column_for, columns_used};
+use crate::forge::github::{Board, Card, GitHub, GitHubError};
+use crate::forge::intake::source_of;
+use crate::forge::refs::RepoRef;
+use crate::store::{EventFilter, NewEvent, Store, StoreError, TaskRecord, event_types as et};
+use serde_json::json;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+/// Quiet time before the plans touched by new events are synced.
+const DEBOUNCE: Duration = Duration::from_millis(800);
+/// Cards are read from GitHub again this often (someone may have moved one by hand).
+const CARDS_FRESH: Duration = Duration::from_secs(300);
+/// The last sync when the engine stops waits no longer than this.
+const FINAL_SYNC: Duration = Duration::from_secs(60);
+
+#[derive(Debug, thiserror::Error)]
+pub enum BoardError {
+    #[error("no project board is configured: set [github.project] owner and number")]
+    NotConfigured,
+    #[error("{0}")]
+    GitHub(#[from] GitHubError),
+    #[error("{0}")]
+    Store(#[from] StoreError),
+}
+
+/// Where one task's card is and where it belongs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CardState {
+    pub task_id: String,
+    pub issue: String,
+    /// The card's id; `None`: the issue is not on the board.
+    pub card: Option<String>,
+    /// Its column now.
+    pub column: Option<String>,
+    /// The task's column.
+    pub wanted: String,
+    /// The wanted column is not on the board (`whilly board ensure` adds it).
+    pub column_missing: bool,
+}
+
+impl CardState {
+    pub fn drifted(&self) -> bool {
+        self.card.is_none()
+            || !self
+                .column
+                .as_deref()
+                .is_some_and(|c| c.eq_ignore_ascii_case(&self.wanted))
+    }
+}
+
+/// What a sync did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SyncReport {
+    pub added: Vec<String>,
+    /// (issue, from, to).
+    pub moved: Vec<(String, Option<String>, String)>,
+    /// One line each: what could not be done.
+    pub failed: Vec<String>,
+    /// Cards the token cannot see.
+    pub redacted: usize,
+}
+
+pub struct BoardSync {
+    client: GitHub,
+    cfg: ProjectConfig,
+    store: Arc<dyn Store>,
+    board: Option<Board>,
+    /// (repo, issue number) → its card, as last read or set.
+    cards: HashMap<(String, u64), Card>,
+    redacted: usize,
+    cards_read: Option<Instant>,
+}
+
+impl BoardSync {
+    pub fn new(
+        client: GitHub,
+        cfg: ProjectConfig,
+        store: Arc<dyn Store>,
+    ) -> Result<BoardSync, BoardError> {
+        if cfg.owner.is_none() || cfg.number.is_none() {
+            return Err(BoardError::NotConfigured);
+        }
+        Ok(BoardSync {
+            client,
+            cfg,
+            store,
+            board: None,
+            cards: HashMap::new(),
+            redacted: 0,
+            cards_read: None,
+        })
+    }
+
+    /// The board (read once).
+    pub async fn board(&mut self) -> Result<Board, BoardError> {
+        if let Some(b) = &self.board {
+            return Ok(b.clone());
+        }
+        let (Some(owner), Some(number)) = (self.cfg.owner.clone(), self.cfg.number) else {
+            return Err(BoardError::NotConfigured);
+        };
+        let b = self
+            .client
+            .board(&owner, number, &self.cfg.status_field)
+            .await?;
+        self.board = Some(b.clone());
+        Ok(b)
+    }
+
+    async fn read_cards(&mut self) -> Result<(), BoardError> {
+        let board = self.board().await?;
+        let cards = self.client.cards(&board).await?;
+        self.cards.clear();
+        self.redacted = 0;
+        for c in cards {
+            match (&c.repo, c.number) {
+                (Some(repo), Some(n)) => {
+                    self.cards
+                        .insert((repo.to_string().to_ascii_lowercase(), n), c);
+                }
+                _ if c.kind == "REDACTED" => self.redacted += 1,
+                _ => {}
+            }
+        }
+        if self.redacted > 0 {
+            tracing::warn!(
+                "board {}: {} card(s) the token cannot see were skipped",
+                board.title,
+                self.redacted
+            );
+        }
+        self.cards_read = Some(Instant::now());
+        Ok(())
+    }
+
+    /// The columns the mapping uses that the board lacks, then added.
+    pub async fn ensure(&mut self) -> Result<Vec<String>, BoardError> {
+        let board = self.board().await?;
+        let missing: Vec<String> = columns_used(&self.cfg.columns)
+            .into_iter()
+            .filter(|c| board.column_id(c).is_none())
+            .collect();
+        if !missing.is_empty() {
+            let updated = self.client.add_columns(&board, &missing).await?;
+            self.board = Some(updated);
+        }
+        Ok(missing)
+    }
+
+    /// Each task from an issue in `plan_id`: its card and its column, read fresh from GitHub.
+    pub async fn status(&mut self, plan_id: &str) -> Result<Vec<CardState>, BoardError> {
+        self.read_cards().await?;
+        self.states(plan_id, true).await
+    }
+
+    /// `ask_pulls`: ask GitHub where the pull requests stand (a merge moves a card to Done),
+    /// rather than trusting the events alone.
+    async fn states(
+        &mut self,
+        plan_id: &str,
+        ask_pulls: bool,
+    ) -> Result<Vec<CardState>, BoardError> {
+        let board = self.board().await?;
+        let plan = self.store.get_plan(plan_id).await?;
+        let tasks = self.store.list_tasks(plan_id).await?;
+        let mut pulls = plan_pulls(&*self.store, plan_id).await?;
+        if ask_pulls {
+            for f in super::pull_watch::refresh(&self.client, &mut pulls).await {
+                tracing::warn!("board: pull request state: {f}");
+            }
+        }
+        Ok(tasks
+            .iter()
+            .filter_map(|t| self.state_of(&board, t, plan.paused, &pulls))
+            .collect())
+    }
+
+    fn state_of(
+        &self,
+        board: &Board,
+        t: &TaskRecord,
+        paused: bool,
+        pulls: &BTreeMap<String, TaskPull>,
+    ) -> Option<CardState> {
+        let (repo, n, _) = source_of(&t.spec)?;
+        let wanted = column_for(
+            &CardFacts {
+                status: t.status,
+                reason: t.reason.as_deref(),
+                paused,
+                pull: pulls.get(&t.id).map(|p| p.state),
+            },
+            &self.cfg.columns,
+        )
+        .to_string();
+        let card = self.cards.get(&(repo.to_string().to_ascii_lowercase(), n));
+        Some(CardState {
+            task_id: t.id.clone(),
+            issue: format!("{repo}#{n}"),
+            card: card.map(|c| c.id.clone()),
+            column: card.and_then(|c| c.column.clone()),
+            column_missing: board.column_id(&wanted).is_none(),
+            wanted,
+        })
+    }
+
+    /// Puts every task's card in its column; `fresh`: read the cards from GitHub first.
+    pub async fn sync(&mut self, plan_id: &str, fresh: bool) -> Result<SyncReport, BoardError> {
+        let stale = self.cards_read.is_none_or(|at| at.elapsed() > CARDS_FRESH);
+        if fresh || stale {
+            self.read_cards().await?;
+        }
+        let mut states = self.states(plan_id, fresh).await?;
+        // An issue added to the board by someone else since the cards were read.
+        if !fresh && !stale && states.iter().any(|s| s.card.is_none()) {
+            self.read_cards().await?;
+            states = self.states(plan_id, false).await?;
+        }
+        let board = self.board().await?;
+        let mut report = SyncReport {
+            redacted: self.redacted,
+            ..SyncReport::default()
+        };
+        for s in states.into_iter().filter(CardState::drifted) {
+            if let Err(e) = self.bring(&board, plan_id, &s, &mut report).await {
+                let line = format!("{}: {e}", s.issue);
+                self.event(
+                    et::BOARD_SYNC_FAILED,
+                    plan_id,
+                    Some(&s.task_id),
+                    json!({"issue": s.issue, "error": e.to_string(), "board": board.url}),
+                )
+                .await;
+                report.failed.push(line);
+            }
+        }
+        Ok(report)
+    }
+
+    async fn bring(
+        &mut self,
+        board: &Board,
+        plan_id: &str,
+        s: &CardState,
+        report: &mut SyncReport,
+    ) -> Result<(), BoardError> {
+        let Some(option) = board.column_id(&s.wanted).map(str::to_string) else {
+            return Err(BoardError::GitHub(GitHubError::BadAnswer {
+                what: format!("board {}", board.title),
+                detail: format!(
+                    "it has no column {:?}: run `whilly board ensure` to add the missing columns",
+                    s.wanted
+                ),
+            }));
+        };
+        let (repo, n) = parse_issue(&s.issue)?;
+        let card_id = match &s.card {
+            Some(id) => id.clone(),
+            None => {
+                let content = self.client.issue_node_id(&repo, n).await?;
+                let id = self.client.add_card(board, &content).await?;
+                self.event(
+                    et::BOARD_CARD_ADDED,
+                    plan_id,
+                    Some(&s.task_id),
+                    json!({"issue": s.issue, "card": id, "board": board.url}),
+                )
+                .await;
+                report.added.push(s.issue.clone());
+                id
+            }
+        };
+        self.client.move_card(board, &card_id, &option).await?;
+        self.cards.insert(
+            (repo.to_string().to_ascii_lowercase(), n),
+            Card {
+                id: card_id,
+                kind: "ISSUE".into(),
+                repo: Some(repo),
+                number: Some(n),
+                title: String::new(),
+                url: String::new(),
+                body: String::new(),
+                state: String::new(),
+                column: Some(s.wanted.clone()),
+            },
+        );
+        self.event(
+            et::BOARD_CARD_MOVED,
+            plan_id,
+            Some(&s.task_id),
+            json!({"issue": s.issue, "from": s.column, "to": s.wanted, "board": board.url}),
+        )
+        .await;
+        report
+            .moved
+            .push((s.issue.clone(), s.column.clone(), s.wanted.clone()));
+        Ok(())
+    }
+
+    async fn event(
+        &self,
+        kind: &str,
+        plan_id: &str,
+        task_id: Option<&str>,
+        payload: serde_json::Value,
+    ) {
+        let appended = self
+            .store
+            .append_event(NewEvent {
+                event_type: kind.to_string(),
+                plan_id: Some(plan_id.to_string()),
+                task_id: task_id.map(str::to_string),
+                payload,
+                ..Default::default()
+            })
+            .await;
+        if let Err(e) = appended {
+            tracing::warn!(task = ?task_id, "recording {kind}: {e}");
+        }
+    }
+}
+
+fn parse_issue(issue: &str) -> Result<(RepoRef, u64), BoardError> {
+    let bad = || {
+        BoardError::GitHub(GitHubError::BadAnswer {
+            what: issue.to_string(),
+            detail: "not an owner/repo#N issue".into(),
+        })
+    };
+    let (repo, n) = issue.rsplit_once('#').ok_or_else(bad)?;
+    Ok((
+        repo.parse().map_err(|_| bad())?,
+        n.parse().map_err(|_| bad())?,
+    ))
+}
+
+/// The engine's board sync, following the queue's events in the background.
+pub struct BoardFollower {
+    stop: watch::Sender<bool>,
+    handle: JoinHandle<()>,
+}
+
+impl BoardFollower {
+    /// Follows the events of `plan` (every plan when `None`) from now on, and syncs `plan`
+    /// once at the start.
+    pub fn spawn(sync: BoardSync, plan: Option<String>) -> BoardFollower {
+        let (stop, stop_rx) = watch::channel(false);
+        let handle = tokio::spawn(follow(sync, plan, stop_rx));
+        BoardFollower { stop, handle }
+    }
+
+    /// One last sync of what changed, then stops (waiting at most a minute for GitHub).
+    pub async fn finish(self) {
+        let _ = self.stop.send(true);
+        let mut handle = self.handle;
+        if tokio::time::timeout(FINAL_SYNC, &mut handle).await.is_err() {
+            tracing::warn!("the board's last sync took too long; a later sync fixes it");
+            handle.abort();
+        }
+    }
+}
+
+async fn follow(mut sync: BoardSync, plan: Option<String>, mut stop: watch::Receiver<bool>) {
+    let store = sync.store.clone();
+    let mut watch = store.watch_events().await;
+    let mut after = store
+        .events(&EventFilter {
+            limit: Some(1),
+            newest: true,
+            ..EventFilter::default()
+        })
+        .await
+        .ok()
+        .and_then(|e| e.last().map(|e| e.id))
+        .unwrap_or(0);
+    let mut dirty: BTreeSet<String> = plan.iter().cloned().collect();
+    // Plans whose last sync failed, and when to try again.
+    let mut retry: BTreeMap<String, (Instant, Duration)> = BTreeMap::new();
+    loop {
+        let stopping = *stop.borrow();
+        if !stopping && dirty.is_empty() {
+            let wait = retry
+                .values()
+                .map(|(at, _)| at.saturating_duration_since(Instant::now()))
+                .min()
+                .unwrap_or(Duration::from_secs(30));
+            tokio::select! {
+                _ = watch.changed(wait) => {}
+                _ = stop.changed() => {}
+            }
+            if !*stop.borrow() {
+                tokio::time::sleep(DEBOUNCE).await;
+            }
+        }
+        let stopping = *stop.borrow();
+        loop {
+            let events = match store
+                .events(&EventFilter {
+                    after_id: Some(after),
+                    plan_id: plan.clone(),
+                    limit: Some(1000),
+                    ..EventFilter::default()
+                })
+                .await
+            {
+                Ok(e) => e,
+                Err(e) => {
+                    tracing::warn!("board sync: reading events: {e}");
+                    break;
+                }
+            };
+            let full = events.len() >= 1000;
+            for e in &events {
+                after = after.max(e.id);
+                // Its own events (and comment/label news) change no column.
+                if e.event_type.starts_with("board.") {
+                    continue;
+                }
+                if let Some(p) = &e.plan_id {
+                    dirty.insert(p.clone());
+                }
+            }
+            if !full {
+                break;
+            }
+        }
+        let now = Instant::now();
+        dirty.extend(
+            retry
+                .iter()
+                .filter(|(_, (at, _))| *at <= now || stopping)
+                .map(|(p, _)| p.clone())
+                .collect::<Vec<_>>(),
+        );
+        for p in std::mem::take(&mut dirty) {
+            match sync.sync(&p, false).await {
+                Ok(r) if r.failed.is_empty() => {
+                    retry.remove(&p);
+                }
+                Ok(r) => {
+                    for f in &r.failed {
+                        tracing::warn!(plan = %p, "board sync: {f}");
+                    }
+                    back_off(&mut retry, &p);
+                }
+                Err(e) => {
+                    tracing::warn!(plan = %p, "board sync: {e}");
+                    sync.event(
+                        et::BOARD_SYNC_FAILED,
+                        &p,
+                        None,
+                        json!({"error": e.to_string()}),
+                    )
+                    .await;
+                    back_off(&mut retry, &p);
+                }
+            }
+        }
+        if stopping {
+            return;
+        }
+    }
+}
+
+fn back_off(retry: &mut BTreeMap<String, (Instant, Duration)>, plan: &str) {
+    let next = retry.get(plan).map_or(Duration::from_secs(2), |(_, d)| {
+        (*d * 2).min(Duration::from_secs(300))
+    });
+    retry.insert(plan.to_string(), (Instant::now() + next, next));
+}
