@@ -7,12 +7,13 @@ mod jira_standin;
 
 use jira_standin::{
     DEFAULT_TOKEN, DEFAULT_USER, Fault, JiraStandIn, Matcher, StatusCategory, Transition, Workflow,
-    adf,
+    adf_text,
 };
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use std::io::{Read, Write};
 use std::time::{Duration, Instant};
+use whilly::forge::jira::adf;
 
 fn client() -> reqwest::Client {
     reqwest::Client::builder()
@@ -78,7 +79,7 @@ fn seeded() -> (JiraStandIn, String) {
     let key = jira.add_issue(
         "ABC",
         "Add a retry to the uploader",
-        adf("The uploader gives up on the first 503."),
+        adf_text("The uploader gives up on the first 503."),
         "To Do",
         "High",
         &["whilly"],
@@ -667,7 +668,7 @@ async fn transitions_follow_each_issues_workflow() {
 #[tokio::test]
 async fn comments_are_adf_created_edited_and_paginated() {
     let (jira, key) = seeded();
-    jira.add_comment(&key, "Dana Dev", adf("Seen this twice this week."));
+    jira.add_comment(&key, "Dana Dev", adf_text("Seen this twice this week."));
     let body = json!({"type": "doc", "version": 1, "content": [
         {"type": "paragraph", "content": [
             {"type": "text", "text": "Whilly is "},
@@ -682,7 +683,7 @@ async fn comments_are_adf_created_edited_and_paginated() {
     assert_eq!(created["body"], body);
     assert!(created["created"].is_string() && created["updated"].is_string());
 
-    let edited_body = adf("Whilly finished in 2m 5s.");
+    let edited_body = adf_text("Whilly finished in 2m 5s.");
     let (status, edited) = send(
         &jira,
         Method::PUT,
@@ -704,7 +705,7 @@ async fn comments_are_adf_created_edited_and_paginated() {
 
     // Paginated by startAt/maxResults with a total; -created reverses.
     for n in 0..3 {
-        jira.add_comment(&key, "Dana Dev", adf(&format!("note {n}")));
+        jira.add_comment(&key, "Dana Dev", adf_text(&format!("note {n}")));
     }
     let (_, page) = get(&jira, &format!("{path}?startAt=1&maxResults=2")).await;
     assert_eq!(page["total"], 5);
@@ -718,7 +719,7 @@ async fn comments_are_adf_created_edited_and_paginated() {
         .collect();
     assert_eq!(ids[0], id);
     let (_, page) = get(&jira, &format!("{path}?orderBy=-created&maxResults=1")).await;
-    assert_eq!(page["comments"][0]["body"], adf("note 2"));
+    assert_eq!(page["comments"][0]["body"], adf_text("note 2"));
 
     // What Jira refuses: an empty doc, an empty text node, no body, not JSON at all.
     let empty = json!({"type": "doc", "version": 1, "content": []});
@@ -751,11 +752,23 @@ async fn comments_are_adf_created_edited_and_paginated() {
         &jira,
         Method::PUT,
         &format!("{path}/999"),
-        json!({"body": adf("x")}),
+        json!({"body": adf_text("x")}),
     )
     .await;
     assert_eq!(status, 404, "{body}");
     assert_eq!(jira.comments(&key).len(), 5);
+
+    // What Whilly's markdown builder makes is ADF the stand-in (and Jira) takes, and reads back.
+    let md = "## Whilly finished\n\nDone in **2m 5s**.\n\n- PR: https://github.com/acme/w/pull/9\n- Branch: `whilly/abc-1`";
+    let (status, made) = send(
+        &jira,
+        Method::POST,
+        &path,
+        json!({"body": adf::from_markdown(md)}),
+    )
+    .await;
+    assert_eq!(status, 201, "{made}");
+    assert_eq!(adf::to_text(&made["body"]), md);
 }
 
 #[tokio::test]

@@ -34,7 +34,8 @@
 //!
 //! A body that is not JSON is 400 "Invalid request payload..."; a POST/PUT body sent without
 //! `Content-Type: application/json` is 415. Every request is recorded ([`Recorded`]): the user
-//! sent, never the token. Faults are scripted with `fail_next`.
+//! sent, never the token. Faults are scripted with `fail_next`. [`adf_text`] makes a plain ADF
+//! doc for seeding descriptions and comments.
 
 #![allow(dead_code)]
 
@@ -368,7 +369,7 @@ impl CommentState {
 }
 
 /// An ADF doc of one paragraph per line of `text` (empty lines dropped), for seeding.
-pub fn adf(text: &str) -> Value {
+pub fn adf_text(text: &str) -> Value {
     let content: Vec<Value> = text
         .lines()
         .filter(|l| !l.trim().is_empty())
