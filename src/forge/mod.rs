@@ -7,4 +7,5 @@ pub mod compose;
 pub mod github;
 pub mod import;
 pub mod intake;
+pub mod jira;
 pub mod refs;
