@@ -39,6 +39,7 @@ pub mod exit;
 pub mod forge_cmd;
 pub mod gh_import;
 pub mod handoff_cmd;
+pub mod jira_import;
 pub mod launcher;
 pub mod logging;
 pub mod merge_cmd;

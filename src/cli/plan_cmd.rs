@@ -32,6 +32,12 @@ pub async fn run(ctx: &Context, cmd: PlanCommand) -> anyhow::Result<i32> {
             let text = file.to_string_lossy();
             let forge_source = crate::forge::refs::IssueSource::looks_like(&text)
                 || crate::forge::refs::BoardSource::looks_like(&text);
+            if crate::forge::jira::intake::JiraSource::looks_like(&text) && !file.exists() {
+                if plan_id.is_some() {
+                    bail!("--id: the plan of {text} is always jira-…, so re-imports find it");
+                }
+                return super::jira_import::import(ctx, &text, strict, budget, json).await;
+            }
             if forge_source && !file.exists() {
                 if plan_id.is_some() {
                     bail!(

@@ -566,15 +566,76 @@ impl Default for DeliveryConfig {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct JiraConfig {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub user: Option<String>,
+    /// Unset: the keyring's `whilly/jira.token`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub token: Option<Secret>,
+    /// The REST API version (3: Jira Cloud).
+    pub api: u32,
+    /// Issues read per search page (Jira allows at most 100).
+    pub page_size: u32,
+    /// A custom field holding acceptance criteria (`customfield_10042`); unset: an
+    /// "Acceptance" heading of the description.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub acceptance_field: Option<String>,
+    /// When an issue moves to Done: `pr_opened` or `merged`.
+    pub transition_on: String,
+    /// Longest wait for a 429's `Retry-After` before the call fails instead.
+    #[serde(with = "duration")]
+    pub max_wait: Duration,
+    pub statuses: JiraStatuses,
+}
+
+impl Default for JiraConfig {
+    fn default() -> Self {
+        JiraConfig {
+            url: None,
+            user: None,
+            token: None,
+            api: 3,
+            page_size: 50,
+            acceptance_field: None,
+            transition_on: "merged".into(),
+            max_wait: Duration::from_secs(15 * 60),
+            statuses: JiraStatuses::default(),
+        }
+    }
+}
+
+/// `[jira.statuses]`: the Jira status for each of Whilly's states, by name (transition ids
+/// differ per workflow, so the target status is what is configured).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct JiraStatuses {
+    pub todo: String,
+    pub in_progress: String,
+    pub in_review: String,
+    pub done: String,
+    pub failed: String,
+    pub cancelled: String,
+    pub blocked: String,
+    pub waiting: String,
+}
+
+impl Default for JiraStatuses {
+    fn default() -> Self {
+        JiraStatuses {
+            todo: "To Do".into(),
+            in_progress: "In Progress".into(),
+            in_review: "In Review".into(),
+            done: "Done".into(),
+            failed: "Failed".into(),
+            cancelled: "Cancelled".into(),
+            blocked: "Blocked".into(),
+            waiting: "Waiting for Customer".into(),
+        }
+    }
 }
 
 /// `Option<Duration>` as a humantime string (`90s`, `2h 30m`).

@@ -94,6 +94,19 @@ pub const FIXED_KEYS: &[(&str, Kind)] = &[
     ("jira.url", Kind::Str),
     ("jira.user", Kind::Str),
     ("jira.token", Kind::Secret),
+    ("jira.api", Kind::Int),
+    ("jira.page_size", Kind::Int),
+    ("jira.acceptance_field", Kind::Str),
+    ("jira.transition_on", Kind::Enum(&["pr_opened", "merged"])),
+    ("jira.max_wait", Kind::Duration),
+    ("jira.statuses.todo", Kind::Str),
+    ("jira.statuses.in_progress", Kind::Str),
+    ("jira.statuses.in_review", Kind::Str),
+    ("jira.statuses.done", Kind::Str),
+    ("jira.statuses.failed", Kind::Str),
+    ("jira.statuses.cancelled", Kind::Str),
+    ("jira.statuses.blocked", Kind::Str),
+    ("jira.statuses.waiting", Kind::Str),
 ];
 
 /// Fields of an `[agents.<name>]` table.

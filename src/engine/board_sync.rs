@@ -12,20 +12,14 @@ use crate::forge::board::{CardFacts, column_for, columns_used};
 use crate::forge::github::{Board, Card, GitHub, GitHubError};
 use crate::forge::intake::source_of;
 use crate::forge::refs::RepoRef;
-use crate::store::{EventFilter, NewEvent, Store, StoreError, TaskRecord, event_types as et};
+use crate::store::{NewEvent, Store, StoreError, TaskRecord, event_types as et};
 use serde_json::json;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::sync::watch;
-use tokio::task::JoinHandle;
 
-/// Quiet time before the plans touched by new events are synced.
-const DEBOUNCE: Duration = Duration::from_millis(800);
 /// Cards are read from GitHub again this often (someone may have moved one by hand).
 const CARDS_FRESH: Duration = Duration::from_secs(300);
-/// The last sync when the engine stops waits no longer than this.
-const FINAL_SYNC: Duration = Duration::from_secs(60);
 
 #[derive(Debug, thiserror::Error)]
 pub enum BoardError {
@@ -349,137 +343,29 @@ fn parse_issue(issue: &str) -> Result<(RepoRef, u64), BoardError> {
     ))
 }
 
-/// The engine's board sync, following the queue's events in the background.
-pub struct BoardFollower {
-    stop: watch::Sender<bool>,
-    handle: JoinHandle<()>,
-}
-
-impl BoardFollower {
-    /// Follows the events of `plan` (every plan when `None`) from now on, and syncs `plan`
-    /// once at the start.
-    pub fn spawn(sync: BoardSync, plan: Option<String>) -> BoardFollower {
-        let (stop, stop_rx) = watch::channel(false);
-        let handle = tokio::spawn(follow(sync, plan, stop_rx));
-        BoardFollower { stop, handle }
+#[async_trait::async_trait]
+impl super::follow::PlanSync for BoardSync {
+    fn name(&self) -> &'static str {
+        "board"
     }
 
-    /// One last sync of what changed, then stops (waiting at most a minute for GitHub).
-    pub async fn finish(self) {
-        let _ = self.stop.send(true);
-        let mut handle = self.handle;
-        if tokio::time::timeout(FINAL_SYNC, &mut handle).await.is_err() {
-            tracing::warn!("the board's last sync took too long; a later sync fixes it");
-            handle.abort();
+    fn store(&self) -> Arc<dyn Store> {
+        self.store.clone()
+    }
+
+    async fn sync_plan(&mut self, plan_id: &str) -> Result<Vec<String>, String> {
+        match self.sync(plan_id, false).await {
+            Ok(r) => Ok(r.failed),
+            Err(e) => {
+                self.event(
+                    et::BOARD_SYNC_FAILED,
+                    plan_id,
+                    None,
+                    json!({"error": e.to_string()}),
+                )
+                .await;
+                Err(e.to_string())
+            }
         }
     }
-}
-
-async fn follow(mut sync: BoardSync, plan: Option<String>, mut stop: watch::Receiver<bool>) {
-    let store = sync.store.clone();
-    let mut watch = store.watch_events().await;
-    let mut after = store
-        .events(&EventFilter {
-            limit: Some(1),
-            newest: true,
-            ..EventFilter::default()
-        })
-        .await
-        .ok()
-        .and_then(|e| e.last().map(|e| e.id))
-        .unwrap_or(0);
-    let mut dirty: BTreeSet<String> = plan.iter().cloned().collect();
-    // Plans whose last sync failed, and when to try again.
-    let mut retry: BTreeMap<String, (Instant, Duration)> = BTreeMap::new();
-    loop {
-        let stopping = *stop.borrow();
-        if !stopping && dirty.is_empty() {
-            let wait = retry
-                .values()
-                .map(|(at, _)| at.saturating_duration_since(Instant::now()))
-                .min()
-                .unwrap_or(Duration::from_secs(30));
-            tokio::select! {
-                _ = watch.changed(wait) => {}
-                _ = stop.changed() => {}
-            }
-            if !*stop.borrow() {
-                tokio::time::sleep(DEBOUNCE).await;
-            }
-        }
-        let stopping = *stop.borrow();
-        loop {
-            let events = match store
-                .events(&EventFilter {
-                    after_id: Some(after),
-                    plan_id: plan.clone(),
-                    limit: Some(1000),
-                    ..EventFilter::default()
-                })
-                .await
-            {
-                Ok(e) => e,
-                Err(e) => {
-                    tracing::warn!("board sync: reading events: {e}");
-                    break;
-                }
-            };
-            let full = events.len() >= 1000;
-            for e in &events {
-                after = after.max(e.id);
-                // Its own events (and comment/label news) change no column.
-                if e.event_type.starts_with("board.") {
-                    continue;
-                }
-                if let Some(p) = &e.plan_id {
-                    dirty.insert(p.clone());
-                }
-            }
-            if !full {
-                break;
-            }
-        }
-        let now = Instant::now();
-        dirty.extend(
-            retry
-                .iter()
-                .filter(|(_, (at, _))| *at <= now || stopping)
-                .map(|(p, _)| p.clone())
-                .collect::<Vec<_>>(),
-        );
-        for p in std::mem::take(&mut dirty) {
-            match sync.sync(&p, false).await {
-                Ok(r) if r.failed.is_empty() => {
-                    retry.remove(&p);
-                }
-                Ok(r) => {
-                    for f in &r.failed {
-                        tracing::warn!(plan = %p, "board sync: {f}");
-                    }
-                    back_off(&mut retry, &p);
-                }
-                Err(e) => {
-                    tracing::warn!(plan = %p, "board sync: {e}");
-                    sync.event(
-                        et::BOARD_SYNC_FAILED,
-                        &p,
-                        None,
-                        json!({"error": e.to_string()}),
-                    )
-                    .await;
-                    back_off(&mut retry, &p);
-                }
-            }
-        }
-        if stopping {
-            return;
-        }
-    }
-}
-
-fn back_off(retry: &mut BTreeMap<String, (Instant, Duration)>, plan: &str) {
-    let next = retry.get(plan).map_or(Duration::from_secs(2), |(_, d)| {
-        (*d * 2).min(Duration::from_secs(300))
-    });
-    retry.insert(plan.to_string(), (Instant::now() + next, next));
 }

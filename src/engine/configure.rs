@@ -210,3 +210,34 @@ pub fn check_policy(cfg: &Config) -> super::checks::CheckPolicy {
         profile: cfg.verification.profile == config::ProfileMode::Auto,
     }
 }
+
+/// The Jira client `[jira]` describes (`None` when no site is configured). The token is
+/// `[jira] token` (or `WHILLY_JIRA_TOKEN`), else the keyring's `whilly/jira.token`.
+pub fn jira_client(cfg: &Config) -> Result<Option<crate::forge::jira::Jira>, SetupError> {
+    let j = &cfg.jira;
+    let Some(url) = j.url.as_deref().filter(|u| !u.trim().is_empty()) else {
+        return Ok(None);
+    };
+    let Some(user) = j.user.as_deref().filter(|u| !u.trim().is_empty()) else {
+        return Err(SetupError::Config(
+            "[jira] user: set the account (e-mail) the API token belongs to".into(),
+        ));
+    };
+    let token = match &j.token {
+        Some(secret) => secret
+            .resolve()
+            .map_err(|e| SetupError::Config(format!("[jira] token: {e}")))?,
+        None => keyring::Entry::new(config::KEYRING_SERVICE, "jira.token")
+            .ok()
+            .and_then(|e| e.get_password().ok())
+            .map(config::SecretString::new)
+            .ok_or_else(|| {
+                SetupError::Config(
+                    "[jira] token: none set; `whilly config set jira.token VALUE --secret` keeps it in the keyring, or set WHILLY_JIRA_TOKEN".into(),
+                )
+            })?,
+    };
+    crate::forge::jira::Jira::new(url, user, token, j.max_wait)
+        .map(Some)
+        .map_err(|e| SetupError::Config(e.to_string()))
+}

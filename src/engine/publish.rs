@@ -58,6 +58,11 @@ impl RemoteDelivery {
         self.mode.unwrap_or_else(|| {
             if crate::forge::intake::source_of(task).is_some() {
                 DeliveryKind::PullRequest
+            } else if crate::forge::jira::intake::source_of(task).is_some()
+                && self.auth.token.is_some()
+            {
+                // A Jira issue's work goes to review on GitHub when there is GitHub access.
+                DeliveryKind::PullRequest
             } else {
                 DeliveryKind::Merge
             }

@@ -115,10 +115,11 @@ pub async fn prepare(
     let workspaces = Arc::new(open_workspaces(&req.repo_root, cfg)?);
     // A token is looked for only when something here may need GitHub: a task from an issue, or
     // pull requests configured for every task.
+    let open_tasks = || tasks.iter().filter(|t| !t.status.is_terminal());
+    let has_jira = open_tasks().any(|t| crate::forge::jira::intake::source_of(&t.spec).is_some());
     let wants_github = wants_github(cfg)
-        || tasks
-            .iter()
-            .any(|t| !t.status.is_terminal() && crate::forge::intake::source_of(&t.spec).is_some());
+        || has_jira
+        || open_tasks().any(|t| crate::forge::intake::source_of(&t.spec).is_some());
     let access = github_access(cfg, wants_github)?;
     let executor = build_executor(
         &req,
@@ -131,6 +132,7 @@ pub async fn prepare(
     )?;
     let mut engine_cfg = engine_config(cfg, worker_id());
     engine_cfg.board = board_setup(cfg, access.as_ref());
+    engine_cfg.jira = if has_jira { jira_setup(cfg) } else { None };
     engine_cfg.plan_id = Some(plan_id.clone());
     engine_cfg.observer = observer.is_some();
     engine_cfg.slots = req.parallel.unwrap_or(cfg.run.parallel as usize).max(1);
@@ -174,6 +176,7 @@ pub fn prepare_worker(
     )?;
     let mut engine_cfg = engine_config(cfg, worker_id());
     engine_cfg.board = board_setup(cfg, access.as_ref());
+    engine_cfg.jira = jira_setup(cfg);
     engine_cfg.slots = req.parallel.unwrap_or(cfg.run.parallel as usize).max(1);
     Ok((engine_cfg, executor))
 }
@@ -245,6 +248,22 @@ fn github_access(
         configure::github_client(cfg)
     } else {
         Ok(None)
+    }
+}
+
+/// The Jira sync's setup when `[jira]` names a site (a missing token is a warning: the work
+/// runs, its issues do not move).
+fn jira_setup(cfg: &Config) -> Option<crate::engine::worker::JiraSetup> {
+    match configure::jira_client(cfg) {
+        Ok(Some(client)) => Some(crate::engine::worker::JiraSetup {
+            client,
+            config: cfg.jira.clone(),
+        }),
+        Ok(None) => None,
+        Err(e) => {
+            tracing::warn!("Jira issues are not kept in step: {e}");
+            None
+        }
     }
 }
 

@@ -55,6 +55,21 @@ pub struct EngineConfig {
     pub observer: bool,
     /// The project board kept in step while the engine runs (`[github.project]`).
     pub board: Option<BoardSetup>,
+    /// Jira issues transitioned in lock-step with their tasks (`[jira]`).
+    pub jira: Option<JiraSetup>,
+}
+
+/// What the engine's Jira sync needs.
+#[derive(Clone)]
+pub struct JiraSetup {
+    pub client: crate::forge::jira::Jira,
+    pub config: crate::config::JiraConfig,
+}
+
+impl std::fmt::Debug for JiraSetup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JiraSetup").finish_non_exhaustive()
+    }
 }
 
 /// What the engine's board sync needs: the client and the board's settings.
@@ -93,6 +108,7 @@ impl EngineConfig {
             idle_reports: None,
             observer: false,
             board: None,
+            jira: None,
         }
     }
 }
@@ -191,21 +207,20 @@ impl Engine {
     /// Runs until the plan is done (or the worker idle, or stopped); the project board, when
     /// one is configured, follows meanwhile and gets a last sync before this returns.
     pub async fn run(self) -> StoreResult<RunSummary> {
-        let follower =
-            self.cfg.board.clone().and_then(|b| {
-                match super::board_sync::BoardSync::new(b.client, b.project, self.store.clone()) {
-                    Ok(sync) => Some(super::board_sync::BoardFollower::spawn(
-                        sync,
-                        self.cfg.plan_id.clone(),
-                    )),
-                    Err(e) => {
-                        tracing::warn!("project board: {e}");
-                        None
-                    }
-                }
-            });
+        use super::follow::Follower;
+        let mut followers: Vec<Follower> = Vec::new();
+        if let Some(b) = self.cfg.board.clone() {
+            match super::board_sync::BoardSync::new(b.client, b.project, self.store.clone()) {
+                Ok(sync) => followers.push(Follower::spawn(sync, self.cfg.plan_id.clone())),
+                Err(e) => tracing::warn!("project board: {e}"),
+            }
+        }
+        if let Some(j) = self.cfg.jira.clone() {
+            let sync = super::jira_sync::JiraSync::new(j.client, j.config, self.store.clone());
+            followers.push(Follower::spawn(sync, self.cfg.plan_id.clone()));
+        }
         let result = self.run_queue().await;
-        if let Some(f) = follower {
+        for f in followers {
             f.finish().await;
         }
         result

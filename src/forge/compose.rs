@@ -131,6 +131,9 @@ pub fn pr_body(task: &TaskSpec, issue: Option<u64>, evidence: &Value, run: &RunF
     if let Some(n) = issue {
         let _ = writeln!(b, "Closes #{n}\n");
     }
+    if let Some((key, url)) = crate::forge::jira::intake::source_of(task) {
+        let _ = writeln!(b, "Jira: [{key}]({url})\n");
+    }
     let _ = writeln!(b, "## {}\n", task.id);
     let _ = writeln!(b, "{}\n", task.description.trim());
     if !task.acceptance_criteria.is_empty() {

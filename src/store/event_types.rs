@@ -66,6 +66,14 @@ pub const BOARD_CARD_ADDED: &str = "board.card_added";
 pub const BOARD_CARD_MOVED: &str = "board.card_moved";
 /// Keeping the board in step failed; a later sync retries (payload: error, issue when one).
 pub const BOARD_SYNC_FAILED: &str = "board.sync_failed";
+/// A Jira issue moved to its task's status (payload: key, from, to, url).
+pub const JIRA_TRANSITIONED: &str = "jira.transitioned";
+/// The workflow does not allow the move; said once (payload: key, to, allowed).
+pub const JIRA_TRANSITION_REFUSED: &str = "jira.transition_refused";
+/// The issue's one Whilly comment written or edited (payload: key, url, created).
+pub const JIRA_COMMENT_UPDATED: &str = "jira.comment_updated";
+/// Keeping Jira in step failed; retried later (payload: key when one, error).
+pub const JIRA_SYNC_FAILED: &str = "jira.sync_failed";
 
 /// Every declared event name.
 pub const ALL: &[&str] = &[
@@ -108,6 +116,10 @@ pub const ALL: &[&str] = &[
     BOARD_CARD_ADDED,
     BOARD_CARD_MOVED,
     BOARD_SYNC_FAILED,
+    JIRA_TRANSITIONED,
+    JIRA_TRANSITION_REFUSED,
+    JIRA_COMMENT_UPDATED,
+    JIRA_SYNC_FAILED,
 ];
 
 /// Whether `name` is a declared event name.

@@ -1,5 +1,9 @@
-//! Jira Cloud: what Whilly needs to read issues from Jira and write back to them. For now the
-//! Atlassian Document Format ([`adf`]): descriptions and comments arrive and leave as ADF trees,
-//! which agents and prompts need as plain, markdown-ish text.
+//! Jira Cloud: issues read with JQL (`client`), turned into tasks (`intake`), and their text
+//! moved between Atlassian Document Format and the markdown-ish plain text agents and prompts
+//! need (`adf`). The engine's `jira_sync` keeps the issues in step with their tasks.
 
 pub mod adf;
+pub mod client;
+pub mod intake;
+
+pub use client::{Jira, JiraError, JiraIssue};
