@@ -426,7 +426,7 @@ fn the_console_shows_each_task_s_pull_request_as_github_has_it_now() {
     let screen = t.wait("both pull requests in the task list", 60, |s| {
         s.contains(&format!("PR#{merged} merged")) && s.contains(&format!("PR#{draft} draft"))
     });
-    assert!(screen.contains("GitHub"), "{screen}");
+    assert!(screen.contains("Issue/PR"), "{screen}");
     if std::env::var_os("WHILLY_TUI_E2E_SHOW").is_some() {
         eprintln!("{screen}");
     }

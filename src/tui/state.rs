@@ -497,6 +497,13 @@ pub struct AppState {
     pub pulls: BTreeMap<String, crate::engine::pull_watch::TaskPull>,
     /// A GitHub rate-limit wait under way in this process, for the header.
     pub github_wait: Option<String>,
+    /// Each Jira task's issue status, by task id, as the `jira.transitioned` events tell it.
+    pub jira_status: BTreeMap<String, String>,
+    /// Each task's project-board column, by task id, as the `board.card_moved` events tell it.
+    pub board_column: BTreeMap<String, String>,
+    /// The board or Jira sync's last failure, while no later sync succeeded: the header's
+    /// warning badge (`board out of step`).
+    pub sync_trouble: Option<String>,
     /// Bumped when the task list / the events change (by the data-in methods): what
     /// [`Self::derived`] derived from older data is worked out again.
     tasks_generation: u64,
@@ -550,6 +557,9 @@ impl AppState {
             seen_history: false,
             pulls: BTreeMap::new(),
             github_wait: None,
+            jira_status: BTreeMap::new(),
+            board_column: BTreeMap::new(),
+            sync_trouble: None,
             tasks_generation: 0,
             events_generation: 0,
             derived: Mutex::new(Derived::default()),

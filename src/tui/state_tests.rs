@@ -713,3 +713,63 @@ fn n_adds_one_gate_checked_task_a_field_at_a_time() {
     );
     assert!(s.popups.is_empty());
 }
+
+/// The board's and Jira's news: each task's column and issue status, the pull request, and a
+/// warning while the last word of a sync is a failure.
+#[test]
+fn sync_events_show_cards_issues_pulls_and_trouble() {
+    use crate::store::event_types as et;
+    use crate::tui::feed::{FeedData, TaskLoad};
+    use crate::tui::msg::Msg;
+    use crate::tui::testkit::event;
+    let mut s = state();
+    let plan = s.plan.clone().expect("demo plan");
+    let tasks = s.tasks.clone();
+    let feed = |events| {
+        Msg::Data(Box::new(FeedData {
+            plan: plan.clone(),
+            tasks: TaskLoad::All(tasks.clone()),
+            events,
+            workers: None,
+            handoffs: None,
+        }))
+    };
+    let with = |mut e: crate::store::Event, payload: serde_json::Value| {
+        e.payload = payload;
+        e
+    };
+    s.update(feed(vec![
+        with(
+            event(901, et::GITHUB_PR_OPENED, "DB-4", None, None),
+            serde_json::json!({"number": 12, "url": "https://github.com/o/r/pull/12", "draft": true, "repo": "o/r"}),
+        ),
+        with(
+            event(902, et::BOARD_CARD_MOVED, "DB-4", None, None),
+            serde_json::json!({"to": "In Review"}),
+        ),
+        with(
+            event(903, et::JIRA_TRANSITIONED, "DB-4", None, None),
+            serde_json::json!({"to": "In Review"}),
+        ),
+        with(
+            event(904, et::BOARD_SYNC_FAILED, "DB-4", None, None),
+            serde_json::json!({"error": "502 Bad Gateway"}),
+        ),
+    ]));
+    assert_eq!(s.pulls["DB-4"].number, 12);
+    assert_eq!(s.board_column["DB-4"], "In Review");
+    assert_eq!(s.jira_status["DB-4"], "In Review");
+    assert!(
+        s.sync_trouble
+            .as_deref()
+            .is_some_and(|t| t.contains("502 Bad Gateway")),
+        "{:?}",
+        s.sync_trouble
+    );
+    s.update(feed(vec![with(
+        event(905, et::BOARD_CARD_MOVED, "DB-4", None, None),
+        serde_json::json!({"to": "Done"}),
+    )]));
+    assert_eq!(s.sync_trouble, None, "a later move clears the warning");
+    assert_eq!(s.board_column["DB-4"], "Done");
+}

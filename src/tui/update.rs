@@ -70,6 +70,7 @@ impl AppState {
         }
         self.seen_history = true;
         crate::engine::pull_watch::apply_events(&mut self.pulls, &d.events);
+        self.note_syncs(&d.events);
         self.apply_feed(d.plan, d.tasks, d.events);
         if let Some(w) = d.workers {
             self.set_workers(w);
@@ -81,5 +82,43 @@ impl AppState {
             }
         }
         effects
+    }
+}
+
+impl AppState {
+    /// What the board and Jira syncs said: each Jira issue's status, and whether the last word
+    /// of a sync was a failure (a later move clears it).
+    fn note_syncs(&mut self, events: &[crate::store::Event]) {
+        use crate::store::event_types as et;
+        for e in events {
+            match e.event_type.as_str() {
+                et::JIRA_TRANSITIONED => {
+                    if let (Some(t), Some(to)) = (&e.task_id, e.payload["to"].as_str()) {
+                        self.jira_status.insert(t.clone(), to.to_string());
+                    }
+                    self.sync_trouble = None;
+                }
+                et::BOARD_CARD_MOVED => {
+                    if let (Some(t), Some(to)) = (&e.task_id, e.payload["to"].as_str()) {
+                        self.board_column.insert(t.clone(), to.to_string());
+                    }
+                    self.sync_trouble = None;
+                }
+                et::BOARD_CARD_ADDED => self.sync_trouble = None,
+                et::BOARD_SYNC_FAILED => {
+                    self.sync_trouble = Some(format!(
+                        "board out of step: {}",
+                        e.payload["error"].as_str().unwrap_or("sync failed")
+                    ));
+                }
+                et::JIRA_SYNC_FAILED => {
+                    self.sync_trouble = Some(format!(
+                        "Jira out of step: {}",
+                        e.payload["error"].as_str().unwrap_or("sync failed")
+                    ));
+                }
+                _ => {}
+            }
+        }
     }
 }

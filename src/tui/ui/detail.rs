@@ -65,6 +65,24 @@ pub fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme) {
             Span::styled(format!("  {}", pr.url), theme.dim()),
         ]));
     }
+    if let Some((key, url)) = crate::forge::jira::intake::source_of(&t.spec) {
+        let label = "jira ";
+        links.push((lines.len(), label.len(), key.clone(), url.clone()));
+        let status = state
+            .jira_status
+            .get(&t.id)
+            .map(|s| format!(" ({s})"))
+            .unwrap_or_default();
+        lines.push(Line::from(vec![
+            Span::raw(label),
+            Span::styled(key, theme.title()),
+            Span::raw(status),
+            Span::styled(format!("  {url}"), theme.dim()),
+        ]));
+    }
+    if let Some(column) = state.board_column.get(&t.id) {
+        lines.push(Line::raw(format!("board card: {column}")));
+    }
     if let Some(p) = state.pane(t.pk) {
         lines.push(Line::raw(format!(
             "agent {} · attempt #{} · {}",

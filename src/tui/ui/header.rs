@@ -93,6 +93,19 @@ pub fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme) {
             rank: 4,
         });
     }
+    if let Some(trouble) = &state.sync_trouble {
+        parts.push(Part {
+            full: vec![Span::styled(
+                trouble.chars().take(60).collect::<String>(),
+                theme.warn().add_modifier(Modifier::REVERSED),
+            )],
+            short: Some(vec![Span::styled(
+                "out of step",
+                theme.warn().add_modifier(Modifier::REVERSED),
+            )]),
+            rank: 4,
+        });
+    }
     if let Some(wait) = &state.github_wait {
         parts.push(Part {
             full: vec![Span::styled(wait.clone(), theme.warn())],

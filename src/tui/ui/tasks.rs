@@ -77,10 +77,10 @@ pub fn render(
     // list is narrow it takes the agent's place (the pane titles name the agents).
     let github = wide
         && (!state.pulls.is_empty()
-            || state
-                .visible_range(0, 1)
-                .first()
-                .is_some_and(|t| crate::forge::intake::source_of(&t.spec).is_some()));
+            || state.visible_range(0, 1).first().is_some_and(|t| {
+                crate::forge::intake::source_of(&t.spec).is_some()
+                    || crate::forge::jira::intake::source_of(&t.spec).is_some()
+            }));
     let agent_col = wide && (!github || full || inner.width >= 62);
     if wide {
         if agent_col {
@@ -94,7 +94,7 @@ pub fn render(
         widths.push(Constraint::Length(3));
     }
     if github {
-        header_cells.push("GitHub");
+        header_cells.push("Issue/PR");
         widths.push(Constraint::Length(12));
     }
     if full {
@@ -168,6 +168,12 @@ fn github_cell<'a>(state: &AppState, t: &TaskRecord, theme: &Theme) -> Cell<'a> 
             format!("PR#{} {}", p.number, state_label(p.state)),
             style,
         ));
+    }
+    if let Some((key, _)) = crate::forge::jira::intake::source_of(&t.spec) {
+        return match state.jira_status.get(&t.id) {
+            Some(s) => Cell::from(format!("{key} {s}")),
+            None => Cell::from(Span::styled(key, theme.dim())),
+        };
     }
     match crate::forge::intake::source_of(&t.spec) {
         Some((_, n, _)) => Cell::from(Span::styled(format!("#{n}"), theme.dim())),
