@@ -5,6 +5,8 @@
 
 #[path = "support/engine.rs"]
 mod engine;
+#[path = "support/github_standin.rs"]
+mod github_standin;
 #[path = "support/jira_standin.rs"]
 mod jira_standin;
 
@@ -207,4 +209,68 @@ fn a_refused_token_and_a_busy_site_say_what_to_do() {
     let missing = s.whilly(&["plan", "import", "jira:ABC-99"]);
     assert_eq!(missing.code, Some(1), "{}", missing.stderr);
     assert!(missing.stderr.contains("ABC-99"), "{}", missing.stderr);
+}
+
+/// With GitHub access the work of a Jira issue goes to review as a pull request that links the
+/// key, and the issue waits In Review until it is merged.
+#[test]
+fn a_jira_issue_s_work_goes_to_review_as_a_pull_request() {
+    let s = Site::new(50);
+    let remote_dir = tempfile::tempdir().unwrap();
+    let remote = remote_dir.path().join("api.git");
+    let init = std::process::Command::new("git")
+        .args(["init", "-q", "--bare", "-b", "master"])
+        .arg(&remote)
+        .output()
+        .unwrap();
+    assert!(init.status.success());
+    let branch = s.repo.git(&["rev-parse", "--abbrev-ref", "HEAD"]);
+    let branch = branch.trim().to_string();
+    s.repo
+        .git(&["remote", "add", "origin", remote.to_str().unwrap()]);
+    let gh = github_standin::GitHubStandIn::start();
+    gh.add_repo("octo/api", &branch, Some(remote.clone()));
+    let mut toml = std::fs::read_to_string(s.repo.repo.join("whilly.toml")).unwrap();
+    toml.push_str(&format!(
+        "\n[github]\napi_url = {}\nrepo = \"octo/api\"\n",
+        toml_str(&gh.url())
+    ));
+    s.repo.write("whilly.toml", &toml);
+    s.repo.git(&["commit", "-qam", "github config"]);
+    s.repo.git(&["push", "-q", "origin", &branch]);
+    let key = s.jira.add_issue(
+        "ABC",
+        "Export week 1",
+        description(1),
+        "To Do",
+        "Medium",
+        &[],
+        "software",
+    );
+    let env = [
+        ("WHILLY_JIRA_TOKEN", DEFAULT_TOKEN),
+        ("WHILLY_GITHUB_TOKEN", github_standin::DEFAULT_TOKEN),
+    ];
+    let run = |args: &[&str]| s.repo.spawn_in(&s.repo.repo, args, &env).wait(LIMIT);
+    ok(&run(&["plan", "import", &format!("jira:{key}")]), "import");
+    let plan = format!("jira-{}", key.to_ascii_lowercase());
+    ok(&run(&["run", "--plan", &plan, "--headless"]), "run");
+    let prs = gh.prs("octo/api");
+    assert_eq!(prs.len(), 1, "{prs:#?}");
+    assert!(
+        prs[0].body.contains(&format!("Jira: [{key}](")),
+        "{}",
+        prs[0].body
+    );
+    assert_eq!(
+        s.jira.transitions_made(&key),
+        vec!["In Progress", "In Review"]
+    );
+    let comments = s.jira.comments(&key);
+    assert_eq!(comments.len(), 1);
+    assert!(
+        comments[0].text().contains("/pull/"),
+        "{}",
+        comments[0].text()
+    );
 }

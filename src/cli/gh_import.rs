@@ -22,6 +22,13 @@ pub struct GhImport {
 
 pub async fn import(ctx: &Context, text: &str, o: &GhImport) -> anyhow::Result<i32> {
     let (strict, budget, json) = (o.strict, o.budget, o.json);
+    // A misspelt source is the operator's to fix before any token matters.
+    let board_source: Option<BoardSource> = if BoardSource::looks_like(text) {
+        Some(text.parse()?)
+    } else {
+        text.parse::<IssueSource>()?;
+        None
+    };
     let cfg = ctx.config()?;
     let gh = match configure::github_client(&cfg)? {
         Some(gh) => gh,
@@ -30,9 +37,8 @@ pub async fn import(ctx: &Context, text: &str, o: &GhImport) -> anyhow::Result<i
             return Ok(exit::ENVIRONMENT);
         }
     };
-    let found = if BoardSource::looks_like(text) {
-        let board: BoardSource = text.parse()?;
-        board_issues(&cfg, &gh.client, &board, o.ensure_board_statuses).await
+    let found = if let Some(board) = &board_source {
+        board_issues(&cfg, &gh.client, board, o.ensure_board_statuses).await
     } else {
         let source: IssueSource = text.parse()?;
         gh.client

@@ -118,6 +118,17 @@ pub async fn import(
             errln!("warning: {}: decision gate: {}", t.id, why.join("; "));
         }
     }
+    // The issue text is someone else's: what the guards would refuse is said now.
+    let guards = crate::agent::Guards::new(&cfg.guards.injection_patterns)
+        .map_err(|e| anyhow::anyhow!("[guards] injection_patterns: {e}"))?;
+    for t in &tasks {
+        if let Err(reason) = guards.check_task(t) {
+            errln!(
+                "warning: {}: {reason}; it will be refused before any agent runs",
+                t.id
+            );
+        }
+    }
     let mut spec = PlanSpec {
         id: plan_id.clone(),
         project: cfg.jira.url.clone().unwrap_or_default(),

@@ -24,8 +24,12 @@ pub enum JiraIntakeError {
     },
     #[error("{key} has no summary; give it one")]
     NoSummary { key: String },
-    #[error("`{0}` is not a Jira issue key (ABC-123)")]
+    #[error(
+        "`{0}` is not a Jira source: write jira:ABC-123 or jira:\"JQL\" (e.g. jira:\"project = ABC\")"
+    )]
     BadKey(String),
+    #[error("Jira answered with an issue key `{0}` that is not ABC-123; it was not imported")]
+    OddKey(String),
 }
 
 /// `jira:ABC-123` (one issue) or `jira:JQL` (what the query finds).
@@ -163,7 +167,7 @@ pub fn to_task(
     acceptance_field: Option<&str>,
 ) -> Result<TaskSpec, JiraIntakeError> {
     if !is_key(&issue.key) {
-        return Err(JiraIntakeError::BadKey(issue.key.clone()));
+        return Err(JiraIntakeError::OddKey(issue.key.clone()));
     }
     let text = adf::to_text(&issue.description);
     let acceptance: Vec<String> = match acceptance_field {
