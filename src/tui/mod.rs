@@ -29,4 +29,5 @@ pub mod theme;
 pub mod ui;
 pub mod update;
 pub mod usage;
+pub mod views;
 pub mod wizard;

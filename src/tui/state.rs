@@ -355,7 +355,7 @@ pub enum Effect {
     },
     /// Apply the operator's decision to inbox items.
     Decide(Vec<InboxTarget>, Decision),
-    /// Load the prompt and worktree diff of an inbox item into [`AppState::inbox_detail`].
+    /// Load the prompt and worktree diff of an inbox item into [`AppState::inbox_ui`].
     LoadInboxDetail(InboxTarget),
     /// Run a step of the PRD wizard.
     Wizard(Box<super::wizard::WizardEffect>),
@@ -447,8 +447,7 @@ pub struct AppState {
     pub takeover: Option<i64>,
     /// Index into the filtered task list.
     pub selected: usize,
-    pub filter: String,
-    pub filter_editing: bool,
+    pub filter: super::views::FilterEditor,
     pub popups: Vec<Popup>,
     pub status: Option<(String, Level)>,
     /// Lines back from the newest event (0 = follow).
@@ -475,12 +474,8 @@ pub struct AppState {
     /// Wall-clock time for ages of stored timestamps (set with `now`; fixed in tests).
     pub wall: chrono::DateTime<chrono::Utc>,
     pub triz: Option<TrizReport>,
-    pub inbox_selected: usize,
-    /// Task pks marked for a batch decision.
-    pub inbox_marked: BTreeSet<i64>,
-    /// The item being read (its detail replaces the list).
-    pub inbox_open: Option<i64>,
-    pub inbox_detail: Option<InboxDetail>,
+    /// The inbox view: selection, marks, the item being read.
+    pub inbox_ui: super::views::InboxView,
     /// Workers registered on the queue (Postgres; the local process on SQLite).
     pub workers: Vec<WorkerRecord>,
     /// `[queue] worker_offline_secs`: workers silent for longer are not shown.
@@ -527,8 +522,7 @@ impl AppState {
             zoom: None,
             takeover: None,
             selected: 0,
-            filter: String::new(),
-            filter_editing: false,
+            filter: super::views::FilterEditor::default(),
             popups: Vec::new(),
             status: None,
             events_offset: 0,
@@ -544,10 +538,7 @@ impl AppState {
             now,
             wall: chrono::Utc::now(),
             triz: None,
-            inbox_selected: 0,
-            inbox_marked: BTreeSet::new(),
-            inbox_open: None,
-            inbox_detail: None,
+            inbox_ui: super::views::InboxView::default(),
             workers: Vec::new(),
             worker_offline_after: std::time::Duration::from_secs(120),
             wizard: None,
@@ -611,8 +602,8 @@ impl AppState {
 
     /// The loaded detail of an inbox item; ignored if the operator moved on meanwhile.
     pub fn set_inbox_detail(&mut self, detail: InboxDetail) {
-        if self.inbox_open == Some(detail.task_pk) {
-            self.inbox_detail = Some(detail);
+        if self.inbox_ui.open == Some(detail.task_pk) {
+            self.inbox_ui.detail = Some(detail);
         }
     }
 
@@ -640,15 +631,7 @@ impl AppState {
 
     fn clamp_inbox(&mut self) {
         let items = self.inbox();
-        self.inbox_selected = self.inbox_selected.min(items.len().saturating_sub(1));
-        self.inbox_marked
-            .retain(|pk| items.iter().any(|i| i.task_pk == *pk));
-        if let Some(pk) = self.inbox_open
-            && !items.iter().any(|i| i.task_pk == pk)
-        {
-            self.inbox_open = None;
-            self.inbox_detail = None;
-        }
+        self.inbox_ui.follow(&items);
     }
 
     pub fn set_finished(&mut self, summary: RunSummary) {
@@ -733,13 +716,14 @@ impl AppState {
     /// How many tasks match the filter.
     pub fn visible_count(&self) -> usize {
         let (mut d, key) = self.derived();
-        d.visible(key, &self.tasks, &self.filter).len(&self.tasks)
+        d.visible(key, &self.tasks, &self.filter.text)
+            .len(&self.tasks)
     }
 
     /// The matching tasks from row `start` to before `end` (clamped): only the rows on screen.
     pub fn visible_range(&self, start: usize, end: usize) -> Vec<&TaskRecord> {
         let (mut d, key) = self.derived();
-        let v = d.visible(key, &self.tasks, &self.filter);
+        let v = d.visible(key, &self.tasks, &self.filter.text);
         let end = end.min(v.len(&self.tasks));
         (start.min(end)..end)
             .filter_map(|row| v.index(row, self.tasks.len()))
@@ -751,7 +735,7 @@ impl AppState {
     pub fn visible_task(&self, row: usize) -> Option<&TaskRecord> {
         let (mut d, key) = self.derived();
         let i = d
-            .visible(key, &self.tasks, &self.filter)
+            .visible(key, &self.tasks, &self.filter.text)
             .index(row, self.tasks.len())?;
         self.tasks.get(i)
     }
@@ -808,7 +792,7 @@ impl AppState {
     fn current_inbox_item(&self) -> Option<InboxItem> {
         let items = self.inbox();
         match self.view {
-            View::Inbox => items.get(self.inbox_selected).cloned(),
+            View::Inbox => items.get(self.inbox_ui.selected).cloned(),
             _ => {
                 let pk = self.selected_task()?.pk;
                 items.into_iter().find(|i| i.task_pk == pk)
@@ -818,7 +802,7 @@ impl AppState {
 
     /// The inbox item being read, if any.
     pub fn open_inbox_target(&self) -> Option<InboxTarget> {
-        let pk = self.inbox_open?;
+        let pk = self.inbox_ui.open?;
         self.inbox().iter().find(|i| i.task_pk == pk).map(target_of)
     }
 
@@ -827,7 +811,7 @@ impl AppState {
         let items = self.inbox();
         let marked: Vec<InboxTarget> = items
             .iter()
-            .filter(|i| self.view == View::Inbox && self.inbox_marked.contains(&i.task_pk))
+            .filter(|i| self.view == View::Inbox && self.inbox_ui.marked.contains(&i.task_pk))
             .map(target_of)
             .collect();
         if !marked.is_empty() {
@@ -871,29 +855,33 @@ impl AppState {
         if let Some(top) = self.popups.last().cloned() {
             return self.handle_popup(top, action);
         }
-        if self.filter_editing {
-            match action {
-                Action::FilterChar(c) => {
-                    self.filter.push(c);
-                    self.selected = 0;
+        // The filter being typed, then the view on screen, take their keys first.
+        match self.filter.key(&action) {
+            super::views::FilterKey::Edited => {
+                self.selected = 0;
+                return Vec::new();
+            }
+            super::views::FilterKey::Closed => return Vec::new(),
+            super::views::FilterKey::Passed => {}
+        }
+        if self.view == View::Inbox {
+            use super::views::InboxKey;
+            let items = self.inbox();
+            match self.inbox_ui.key(&action, &items) {
+                InboxKey::Open(item) => {
+                    self.detail_scroll = 0;
+                    return vec![Effect::LoadInboxDetail(target_of(&item))];
+                }
+                InboxKey::NothingToOpen => {
+                    self.set_status("nothing waits for a human", Level::Info);
                     return Vec::new();
                 }
-                Action::FilterBackspace => {
-                    self.filter.pop();
-                    self.selected = 0;
+                InboxKey::Closed => {
+                    self.detail_scroll = 0;
                     return Vec::new();
                 }
-                Action::FilterDone => {
-                    self.filter_editing = false;
-                    return Vec::new();
-                }
-                Action::Back => {
-                    self.filter_editing = false;
-                    self.filter.clear();
-                    self.selected = 0;
-                    return Vec::new();
-                }
-                _ => self.filter_editing = false,
+                InboxKey::Took => return Vec::new(),
+                InboxKey::Passed => {}
             }
         }
         match action {
@@ -909,8 +897,8 @@ impl AppState {
                 self.switch(View::Triz);
             }
             Action::Inbox => {
-                self.inbox_open = None;
-                self.inbox_detail = None;
+                self.inbox_ui.open = None;
+                self.inbox_ui.detail = None;
                 self.switch(View::Inbox);
             }
             Action::Workers => self.switch(View::Workers),
@@ -960,17 +948,8 @@ impl AppState {
                     });
                 }
             }
-            Action::Mark => {
-                if self.view == View::Inbox
-                    && let Some(item) = self.inbox().get(self.inbox_selected)
-                {
-                    let pk = item.task_pk;
-                    if !self.inbox_marked.remove(&pk) {
-                        self.inbox_marked.insert(pk);
-                    }
-                    self.move_by(1);
-                }
-            }
+            // Marking is the inbox's (above); elsewhere it does nothing.
+            Action::Mark => {}
             Action::NewPrd => {
                 if self.wizard.is_none() {
                     self.wizard = Some(Wizard::new());
@@ -1031,13 +1010,12 @@ impl AppState {
             Action::Last => self.move_by(i64::MAX / 2),
             Action::FocusNext => self.cycle_focus(1),
             Action::FocusPrev => self.cycle_focus(-1),
-            Action::Zoom if self.view == View::Inbox => return self.open_inbox_item(),
             Action::Zoom => self.zoom(),
             Action::Takeover => self.takeover(),
             Action::Release => self.takeover = None,
             Action::Filter => {
                 if matches!(self.view, View::Main | View::Tasks | View::Budget) {
-                    self.filter_editing = true;
+                    self.filter.editing = true;
                 }
             }
             Action::Back => self.back(),
@@ -1290,7 +1268,7 @@ impl AppState {
 
     fn decide(&mut self, targets: Vec<InboxTarget>, decision: Decision) -> Vec<Effect> {
         for t in &targets {
-            self.inbox_marked.remove(&t.task_pk);
+            self.inbox_ui.marked.remove(&t.task_pk);
         }
         let what = match targets.as_slice() {
             [one] => one.task_id.clone(),
@@ -1298,24 +1276,14 @@ impl AppState {
         };
         self.set_status(format!("{}: {what}…", decision.verb()), Level::Info);
         if self
-            .inbox_open
+            .inbox_ui
+            .open
             .is_some_and(|pk| targets.iter().any(|t| t.task_pk == pk))
         {
-            self.inbox_open = None;
-            self.inbox_detail = None;
+            self.inbox_ui.open = None;
+            self.inbox_ui.detail = None;
         }
         vec![Effect::Decide(targets, decision)]
-    }
-
-    fn open_inbox_item(&mut self) -> Vec<Effect> {
-        let Some(item) = self.inbox().get(self.inbox_selected).cloned() else {
-            self.set_status("nothing waits for a human", Level::Info);
-            return Vec::new();
-        };
-        self.inbox_open = Some(item.task_pk);
-        self.inbox_detail = None;
-        self.detail_scroll = 0;
-        vec![Effect::LoadInboxDetail(target_of(&item))]
     }
 
     fn handle_popup(&mut self, top: Popup, action: Action) -> Vec<Effect> {
@@ -1497,12 +1465,6 @@ impl AppState {
                 let next = (self.selected as i64).saturating_add(delta).clamp(0, n - 1);
                 self.selected = next as usize;
             }
-            View::Inbox if self.inbox_open.is_none() => {
-                let n = self.inbox().len() as i64;
-                self.inbox_selected = (self.inbox_selected as i64)
-                    .saturating_add(delta)
-                    .clamp(0, (n - 1).max(0)) as usize;
-            }
             View::Events => self.scroll_view(delta),
             View::TaskDetail
             | View::Triz
@@ -1626,16 +1588,12 @@ impl AppState {
     fn back(&mut self) {
         if self.takeover.is_some() {
             self.takeover = None;
-        } else if self.view == View::Inbox && self.inbox_open.is_some() {
-            self.inbox_open = None;
-            self.inbox_detail = None;
-            self.detail_scroll = 0;
         } else if self.view != View::Main {
             self.view = View::Main;
         } else if self.zoom.is_some() {
             self.zoom = None;
-        } else if !self.filter.is_empty() {
-            self.filter.clear();
+        } else if !self.filter.text.is_empty() {
+            self.filter.text.clear();
             self.selected = 0;
         } else if self.focus != Focus::TaskList {
             self.focus = Focus::TaskList;

@@ -28,18 +28,18 @@ fn moves_clamp_to_the_list() {
 fn filter_narrows_and_escape_clears() {
     let mut s = state();
     s.handle(Action::Filter);
-    assert!(s.filter_editing);
+    assert!(s.filter.editing);
     for c in "fail".chars() {
         s.handle(Action::FilterChar(c));
     }
     s.handle(Action::FilterDone);
-    assert!(!s.filter_editing);
+    assert!(!s.filter.editing);
     let ids: Vec<_> = s.visible_tasks().iter().map(|t| t.id.clone()).collect();
     assert_eq!(ids, ["DB-4"]);
     // Keys act normally again once the filter is kept.
     s.handle(Action::MoveDown);
     s.handle(Action::Back);
-    assert!(s.filter.is_empty());
+    assert!(s.filter.text.is_empty());
     assert_eq!(s.visible_tasks().len(), 6);
 }
 
@@ -352,19 +352,19 @@ mod inbox {
         let mut s = inbox();
         s.handle(Action::Mark);
         s.handle(Action::Mark);
-        assert_eq!(s.inbox_marked.len(), 2);
+        assert_eq!(s.inbox_ui.marked.len(), 2);
         assert!(s.handle(Action::Approve).is_empty());
         assert!(s.wants_answer());
         // "n" keeps everything as it was.
         s.handle(Action::Answer('n'));
-        assert_eq!(s.inbox_marked.len(), 2);
+        assert_eq!(s.inbox_ui.marked.len(), 2);
         s.handle(Action::Approve);
         let fx = s.handle(Action::Answer('y'));
         match fx.as_slice() {
             [Effect::Decide(t, Decision::Approve)] => assert_eq!(t.len(), 2),
             other => panic!("{other:?}"),
         }
-        assert!(s.inbox_marked.is_empty());
+        assert!(s.inbox_ui.marked.is_empty());
     }
 
     #[test]
@@ -422,9 +422,9 @@ mod inbox {
         let mut s = inbox();
         let fx = s.handle(Action::Zoom);
         assert!(matches!(fx.as_slice(), [Effect::LoadInboxDetail(t)] if t.task_id == "DOCS-5"));
-        assert_eq!(s.inbox_open, Some(5));
+        assert_eq!(s.inbox_ui.open, Some(5));
         s.handle(Action::Back);
-        assert_eq!(s.inbox_open, None);
+        assert_eq!(s.inbox_ui.open, None);
         assert_eq!(s.view, View::Inbox);
         s.handle(Action::Back);
         assert_eq!(s.view, View::Main);
@@ -450,12 +450,12 @@ mod inbox {
     fn items_that_left_the_inbox_drop_their_marks() {
         let mut s = inbox();
         s.handle(Action::Mark);
-        assert!(s.inbox_marked.contains(&5));
+        assert!(s.inbox_ui.marked.contains(&5));
         let mut tasks = s.tasks.clone();
         tasks[4].status = Status::Done;
         let plan = s.plan.clone().unwrap();
         s.set_data(plan, tasks, Vec::new());
-        assert!(s.inbox_marked.is_empty());
+        assert!(s.inbox_ui.marked.is_empty());
         assert_eq!(s.inbox().len(), 1);
     }
 }

@@ -104,7 +104,7 @@ impl Console {
             }
             return;
         }
-        if self.state.filter_editing && self.state.popups.is_empty() {
+        if self.state.filter.editing && self.state.popups.is_empty() {
             let action = match chord.key {
                 Key::Char(c) if !chord.ctrl && !chord.alt => Some(Action::FilterChar(c)),
                 Key::Backspace => Some(Action::FilterBackspace),
@@ -144,7 +144,7 @@ impl Console {
             for c in text.chars().filter(|c| !c.is_control()) {
                 self.act(Action::TextChar(c));
             }
-        } else if self.state.filter_editing {
+        } else if self.state.filter.editing {
             for c in text.chars().filter(|c| !c.is_control()) {
                 self.act(Action::FilterChar(c));
             }

@@ -185,10 +185,10 @@ pub fn footer(frame: &mut Frame, area: Rect, state: &AppState, ui: &UiContext) {
             .min_by_key(|k| k.len())
             .unwrap_or_else(|| "?".into())
     };
-    let line = if state.filter_editing {
+    let line = if state.filter.editing {
         Line::from(vec![
             Span::styled(" filter: ", theme.key()),
-            Span::raw(state.filter.clone()),
+            Span::raw(state.filter.text.clone()),
             Span::styled("▏", theme.key()),
             Span::styled("  enter keep · esc clear", theme.dim()),
         ])
@@ -228,7 +228,7 @@ pub fn footer(frame: &mut Frame, area: Rect, state: &AppState, ui: &UiContext) {
             ));
             spans.push(Span::styled(format!(" inbox ({waiting})"), theme.warn()));
         }
-        let filter = (!state.filter.is_empty()).then(|| format!("  [/{}]", state.filter));
+        let filter = (!state.filter.text.is_empty()).then(|| format!("  [/{}]", state.filter.text));
         let mut room = usize::from(area.width)
             .saturating_sub(spans.iter().map(Span::width).sum::<usize>())
             .saturating_sub(filter.as_deref().map_or(0, str::len));

@@ -11,7 +11,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table, TableState, Wrap};
 
 pub fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme, keys: &Keymap) {
-    if state.inbox_open.is_some() {
+    if state.inbox_ui.open.is_some() {
         render_detail(frame, area, state, theme, keys);
         return;
     }
@@ -59,7 +59,7 @@ pub fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme, ke
     let rows: Vec<Row> = items
         .iter()
         .map(|i| {
-            let mark = if state.inbox_marked.contains(&i.task_pk) {
+            let mark = if state.inbox_ui.marked.contains(&i.task_pk) {
                 "●"
             } else {
                 " "
@@ -84,11 +84,11 @@ pub fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme, ke
     .header(Row::new(vec!["", "task", "waits as", "note"]).style(theme.dim()))
     .row_highlight_style(theme.selected())
     .block(block);
-    let mut ts = TableState::default().with_selected(Some(state.inbox_selected));
+    let mut ts = TableState::default().with_selected(Some(state.inbox_ui.selected));
     frame.render_stateful_widget(table, list, &mut ts);
 
     if preview.height > 0
-        && let Some(item) = items.get(state.inbox_selected)
+        && let Some(item) = items.get(state.inbox_ui.selected)
         && let Some(task) = state.task_by_pk(item.task_pk)
     {
         let mut lines = vec![Line::styled(
@@ -119,12 +119,14 @@ pub fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme, ke
 fn render_detail(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme, keys: &Keymap) {
     let key = |a: Action| keys.keys_for(a).first().cloned().unwrap_or_default();
     let id = state
-        .inbox_open
+        .inbox_ui
+        .open
         .and_then(|pk| state.task_by_pk(pk))
         .map(|t| t.id.clone())
         .unwrap_or_default();
     let ready = state
-        .inbox_open
+        .inbox_ui
+        .open
         .and_then(|pk| state.task_by_pk(pk))
         .is_some_and(crate::engine::landing::waits_to_merge);
     let approve = if ready {
@@ -138,7 +140,7 @@ fn render_detail(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme,
         key(Action::SendBack)
     );
     let mut lines: Vec<Line> = Vec::new();
-    match &state.inbox_detail {
+    match &state.inbox_ui.detail {
         None => lines.push(Line::styled(
             "loading the prompt and the changes…",
             theme.dim(),

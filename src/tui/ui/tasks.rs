@@ -56,8 +56,11 @@ pub fn render(
         format!("{}/{} ", visible_count, state.tasks.len()),
         theme.dim(),
     ));
-    if !state.filter.is_empty() {
-        title.push(Span::styled(format!("/{} ", state.filter), theme.warn()));
+    if !state.filter.text.is_empty() {
+        title.push(Span::styled(
+            format!("/{} ", state.filter.text),
+            theme.warn(),
+        ));
     }
     let block = Block::default()
         .borders(Borders::ALL)
