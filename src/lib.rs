@@ -13,6 +13,7 @@ pub mod domain;
 pub mod engine;
 pub mod forge;
 pub mod fsutil;
+pub mod http;
 pub mod notify;
 pub mod plan;
 pub mod prd;

@@ -201,6 +201,18 @@ to work on gets one comment saying what is missing, and nothing runs (exit 1).\n
 Exit codes: as `whilly run`; 1 bad input (issue not found, too vague), 2 environment (no or a refused token)."
     )]
     Forge(ForgeArgs),
+    /// Serve the queue over HTTP (read-only): health, Prometheus metrics, the event stream.
+    #[command(
+        after_help = "Routes: /health/live, /health/ready (503 when the database does not answer within 1 s), /health (JSON), \
+/metrics (Prometheus), /events/stream (Server-Sent Events; Last-Event-ID or ?after=N replays, ?plan=ID filters).\n\n\
+Loopback by default; another address needs [http] token, which every route but /health/live then requires.\n\n\
+Examples:\n  whilly serve\n  whilly serve --http 127.0.0.1:9000\n  WHILLY_HTTP_TOKEN=s3cret whilly serve --http 0.0.0.0:8787"
+    )]
+    Serve {
+        /// Where to listen (default: [http] addr, 127.0.0.1:8787).
+        #[arg(long, value_name = "ADDR")]
+        http: Option<String>,
+    },
     /// The GitHub Projects (v2) board of [github.project]: its columns, each task's card, sync.
     #[command(subcommand)]
     Board(BoardCommand),

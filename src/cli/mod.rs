@@ -49,6 +49,7 @@ pub mod plan_cmd;
 pub mod plan_view;
 pub mod prd_cmd;
 pub mod run_cmd;
+pub mod serve_cmd;
 pub mod signals;
 pub mod tui_cmd;
 pub mod worktrees_cmd;
@@ -200,6 +201,7 @@ async fn dispatch_command(cli: Cli) -> anyhow::Result<i32> {
         Command::Prd(cmd) => prd_cmd::run(&ctx, cmd).await,
         Command::Forge(args) => forge_cmd::run(&ctx, args).await,
         Command::Board(cmd) => board_cmd::run(&ctx, cmd).await,
+        Command::Serve { http } => serve_cmd::run(&ctx, http.as_deref()).await,
         Command::Completions { .. } | Command::Demo(_) => Ok(exit::OK),
     }
 }

@@ -20,7 +20,7 @@ pub use load::{
 };
 pub use model::{
     AgentConfig, Backend, Config, DatabaseConfig, DeliveryConfig, DeliveryMode, GithubConfig,
-    GuardsConfig, HandoffConfig, JiraConfig, JiraStatuses, LoggingConfig, MergeMode,
+    GuardsConfig, HandoffConfig, HttpConfig, JiraConfig, JiraStatuses, LoggingConfig, MergeMode,
     NotificationsConfig, PermissionMode, PriceConfig, ProfileMode, ProjectColumns, ProjectConfig,
     QueueConfig, RetryConfig, RunConfig, TEMPLATE_PLACEHOLDERS, TuiConfig, VerificationConfig,
     WorktreesConfig,

@@ -31,6 +31,27 @@ pub struct Config {
     pub delivery: DeliveryConfig,
     pub github: GithubConfig,
     pub jira: JiraConfig,
+    pub http: HttpConfig,
+}
+
+/// `[http]`: the HTTP surface (`whilly serve`, `--http`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct HttpConfig {
+    /// Where to listen; loopback unless a token is set.
+    pub addr: String,
+    /// The bearer token every route but `/health/live` requires (a secret reference).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token: Option<Secret>,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        HttpConfig {
+            addr: "127.0.0.1:8787".into(),
+            token: None,
+        }
+    }
 }
 
 impl Default for Config {
@@ -53,6 +74,7 @@ impl Default for Config {
             delivery: DeliveryConfig::default(),
             github: GithubConfig::default(),
             jira: JiraConfig::default(),
+            http: HttpConfig::default(),
         }
     }
 }

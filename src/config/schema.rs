@@ -94,6 +94,8 @@ pub const FIXED_KEYS: &[(&str, Kind)] = &[
     ("jira.url", Kind::Str),
     ("jira.user", Kind::Str),
     ("jira.token", Kind::Secret),
+    ("http.addr", Kind::Str),
+    ("http.token", Kind::Secret),
     ("jira.api", Kind::Int),
     ("jira.page_size", Kind::Int),
     ("jira.acceptance_field", Kind::Str),
@@ -147,6 +149,7 @@ pub const SECTIONS: &[&str] = &[
     "delivery",
     "github",
     "jira",
+    "http",
 ];
 
 /// The kind of value at `path`, or `None` when no such key exists.

@@ -1,0 +1,242 @@
+//! `whilly serve` with the real binary over a queue a real run filled: every route's status
+//! and content type, the metrics of a known run, the event stream replayed from an id and
+//! resumed after a reconnect with `Last-Event-ID`, and the bearer token when one is set.
+
+#[path = "support/engine.rs"]
+mod engine;
+
+use engine::{Repo, plan, task, wait_for};
+use serde_json::Value;
+use std::time::Duration;
+
+const AGENT: &str = r#"sh -c 'mkdir -p files; echo done > "files/$WHILLY_TASK_ID.txt"; echo "<promise>COMPLETE</promise>"'"#;
+
+struct Served {
+    running: engine::Running,
+    url: String,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.running.child.kill();
+        let _ = self.running.child.wait();
+    }
+}
+
+fn serve(repo: &Repo, env: &[(&str, &str)]) -> Served {
+    let running = repo.spawn_in(&repo.repo, &["serve", "--http", "127.0.0.1:0"], env);
+    let url = wait_for(Duration::from_secs(20), "the server's address", || {
+        let out = running.stdout_now();
+        let at = out.find("http://")?;
+        let rest = &out[at..];
+        Some(rest.split_whitespace().next()?.to_string())
+    });
+    Served { running, url }
+}
+
+fn done_run() -> Repo {
+    let repo = Repo::new(&plan("p", vec![task("A"), task("B")]), AGENT);
+    let out = repo
+        .spawn(&["run", "plan.json", "--headless"])
+        .wait(Duration::from_secs(120));
+    assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
+    repo
+}
+
+/// The `data:` JSON of each event in an SSE body, with its `id:`.
+fn sse_events(body: &str) -> Vec<(i64, Value)> {
+    body.split("\n\n")
+        .filter_map(|block| {
+            let id = block
+                .lines()
+                .find_map(|l| l.strip_prefix("id:"))?
+                .trim()
+                .parse()
+                .ok()?;
+            let data = block.lines().find_map(|l| l.strip_prefix("data:"))?;
+            Some((id, serde_json::from_str(data.trim()).ok()?))
+        })
+        .collect()
+}
+
+/// Reads an SSE response until `enough` holds of what arrived (or `limit` passed).
+async fn read_stream(
+    resp: reqwest::Response,
+    limit: Duration,
+    enough: impl Fn(&[(i64, Value)]) -> bool,
+) -> Vec<(i64, Value)> {
+    let mut resp = resp;
+    let mut body = String::new();
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        let events = sse_events(&body);
+        if enough(&events) {
+            return events;
+        }
+        match tokio::time::timeout_at(deadline, resp.chunk()).await {
+            Ok(Ok(Some(chunk))) => body.push_str(&String::from_utf8_lossy(&chunk)),
+            _ => return events,
+        }
+    }
+}
+
+#[test]
+fn every_route_answers_and_the_metrics_tell_the_run() {
+    let repo = done_run();
+    let s = serve(&repo, &[]);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let http = reqwest::Client::new();
+        let get = |path: &str| http.get(format!("{}{path}", s.url)).send();
+        let live = get("/health/live").await.unwrap();
+        assert_eq!(live.status(), 200);
+        let ready = get("/health/ready").await.unwrap();
+        assert_eq!(ready.status(), 200);
+        let health = get("/health").await.unwrap();
+        assert_eq!(health.status(), 200);
+        assert!(
+            health.headers()["content-type"]
+                .to_str()
+                .unwrap()
+                .starts_with("application/json")
+        );
+        let h: Value = health.json().await.unwrap();
+        assert_eq!(h["backend"], "sqlite");
+        assert_eq!(h["plans"][0]["id"], "p");
+        assert_eq!(h["plans"][0]["done"], 2);
+
+        let m = get("/metrics").await.unwrap();
+        assert_eq!(m.status(), 200);
+        assert!(
+            m.headers()["content-type"]
+                .to_str()
+                .unwrap()
+                .contains("openmetrics-text")
+        );
+        let text = m.text().await.unwrap();
+        for line in [
+            r#"whilly_tasks{plan="p",state="DONE"} 2"#,
+            r#"whilly_tasks{plan="p",state="PENDING"} 0"#,
+            "whilly_completes_total 2",
+            "whilly_claims_total 2",
+            "whilly_claims_pending 0",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line:?} not in\n{text}");
+        }
+        assert!(!text.contains("task=\""), "no task ids in labels");
+        assert_eq!(get("/nowhere").await.unwrap().status(), 404);
+    });
+}
+
+#[test]
+fn the_event_stream_replays_from_an_id_and_resumes_after_a_reconnect() {
+    let repo = done_run();
+    let all = repo.events(None);
+    assert!(all.len() > 6, "a run writes events: {}", all.len());
+    let ids: Vec<i64> = all.iter().map(|e| e["id"].as_i64().unwrap()).collect();
+    let s = serve(&repo, &[]);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let http = reqwest::Client::new();
+        let resp = http
+            .get(format!("{}/events/stream?after=0", s.url))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200);
+        assert!(
+            resp.headers()["content-type"]
+                .to_str()
+                .unwrap()
+                .starts_with("text/event-stream")
+        );
+        let got = read_stream(resp, Duration::from_secs(10), |e| e.len() >= ids.len()).await;
+        let got_ids: Vec<i64> = got.iter().map(|(id, _)| *id).collect();
+        assert_eq!(got_ids, ids, "the whole trail, in order, ids as SSE ids");
+        assert_eq!(got[0].1["id"], got[0].0);
+
+        // Reconnect as a browser does: from the last id seen, nothing twice, nothing lost.
+        let seen = ids[3];
+        let resp = http
+            .get(format!("{}/events/stream", s.url))
+            .header("Last-Event-ID", seen.to_string())
+            .send()
+            .await
+            .unwrap();
+        // Something new happens while it is connected.
+        let r = repo
+            .spawn(&["plan", "pause", "p"])
+            .wait(Duration::from_secs(30));
+        assert_eq!(r.code, Some(0), "{}", r.stderr);
+        let got = read_stream(resp, Duration::from_secs(10), |e| {
+            e.iter().any(|(_, v)| v["event_type"] == "plan.paused")
+        })
+        .await;
+        let got_ids: Vec<i64> = got.iter().map(|(id, _)| *id).collect();
+        assert_eq!(
+            &got_ids[..ids.len() - 4],
+            &ids[4..],
+            "replayed after {seen}"
+        );
+        assert!(
+            got.iter().any(|(_, v)| v["event_type"] == "plan.paused"),
+            "then live: {got_ids:?}"
+        );
+
+        // ?plan= filters.
+        let resp = http
+            .get(format!("{}/events/stream?after=0&plan=nope", s.url))
+            .send()
+            .await
+            .unwrap();
+        // Nothing of another plan's arrives, however long one listens (here: two seconds).
+        let got = read_stream(resp, Duration::from_secs(2), |e| !e.is_empty()).await;
+        assert!(got.is_empty(), "{got:?}");
+    });
+}
+
+#[test]
+fn with_a_token_every_route_but_live_wants_it() {
+    let repo = Repo::new(&plan("p", vec![task("A")]), AGENT);
+    let token = "s3cret-token-for-the-test";
+    let s = serve(&repo, &[("WHILLY_HTTP_TOKEN", token)]);
+    assert!(
+        s.running
+            .stdout_now()
+            .contains("a bearer token is required"),
+        "it says so at start"
+    );
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let http = reqwest::Client::new();
+        let url = |p: &str| format!("{}{p}", s.url);
+        assert_eq!(
+            http.get(url("/health/live")).send().await.unwrap().status(),
+            200
+        );
+        for path in ["/health", "/health/ready", "/metrics", "/events/stream"] {
+            let plain = http.get(url(path)).send().await.unwrap();
+            assert_eq!(plain.status(), 401, "{path}");
+            let wrong = http
+                .get(url(path))
+                .bearer_auth("nope")
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(wrong.status(), 401, "{path}");
+        }
+        let ok = http
+            .get(url("/metrics"))
+            .bearer_auth(token)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(ok.status(), 200);
+    });
+    // Off loopback without a token, it refuses to start.
+    let out = repo
+        .spawn(&["serve", "--http", "0.0.0.0:0"])
+        .wait(Duration::from_secs(20));
+    assert_eq!(out.code, Some(1), "{}", out.stderr);
+    assert!(out.stderr.contains("[http] token"), "{}", out.stderr);
+}
