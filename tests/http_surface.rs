@@ -240,3 +240,53 @@ fn with_a_token_every_route_but_live_wants_it() {
     assert_eq!(out.code, Some(1), "{}", out.stderr);
     assert!(out.stderr.contains("[http] token"), "{}", out.stderr);
 }
+
+/// `--http` beside a run: the run's own queue is served while its agent works, and the
+/// server ends with the run.
+#[test]
+fn a_run_serves_its_queue_while_it_works() {
+    let slow = r#"sh -c 'sleep 3; mkdir -p files; echo done > "files/$WHILLY_TASK_ID.txt"; echo "<promise>COMPLETE</promise>"'"#;
+    let repo = Repo::new(&plan("p", vec![task("A")]), slow);
+    let running = repo.spawn(&["run", "plan.json", "--headless", "--http", "127.0.0.1:0"]);
+    let url = wait_for(Duration::from_secs(20), "the server's address", || {
+        let err = running.stderr_now();
+        let at = err.find("serving http://")?;
+        Some(
+            err[at + "serving ".len()..]
+                .split_whitespace()
+                .next()?
+                .to_string(),
+        )
+    });
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let text = rt.block_on(async {
+        let http = reqwest::Client::new();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let text = http
+                .get(format!("{url}/metrics"))
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap();
+            let running_now = text
+                .lines()
+                .any(|l| l == r#"whilly_tasks{plan="p",state="IN_PROGRESS"} 1"#);
+            if running_now || tokio::time::Instant::now() > deadline {
+                return text;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    });
+    assert!(
+        text.lines()
+            .any(|l| l == r#"whilly_tasks{plan="p",state="IN_PROGRESS"} 1"#),
+        "{text}"
+    );
+    let out = running.wait(Duration::from_secs(60));
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let gone = rt.block_on(async { reqwest::get(format!("{url}/health/live")).await.is_err() });
+    assert!(gone, "the server ends with the run");
+}

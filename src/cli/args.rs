@@ -401,6 +401,9 @@ pub struct RunArgs {
     /// After a crash: tasks held by dead processes of this host go back to PENDING at once.
     #[arg(long)]
     pub resume: bool,
+    /// Also serve health, metrics and the event stream on ADDR (see `whilly serve`).
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<String>,
 }
 
 #[derive(Debug, Args, Clone)]
@@ -434,6 +437,9 @@ pub struct WorkerArgs {
     /// only for budget), instead of waiting for new work.
     #[arg(long)]
     pub until_idle: bool,
+    /// Also serve health, metrics and the event stream on ADDR (see `whilly serve`).
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -32,6 +32,7 @@ pub async fn run(global: super::args::GlobalArgs, args: DemoArgs) -> anyhow::Res
         budget: None,
         timeout: None,
         resume: false,
+        http: None,
     };
     let interactive = !args.headless && crate::tui::terminal::available();
     // The demo plays the human of the handoff task DEMO-006 as far as it should: it drafts

@@ -177,6 +177,10 @@ pub async fn run(ctx: &Context, args: RunArgs) -> anyhow::Result<i32> {
 
 /// The console on a terminal (`tui::terminal::available`) unless `--headless`; headless otherwise.
 pub async fn run_interactive(ctx: &Context, args: RunArgs) -> anyhow::Result<i32> {
+    let _http = match &args.http {
+        Some(addr) => Some(super::serve_cmd::beside(ctx, addr).await?),
+        None => None,
+    };
     if !args.headless && crate::tui::terminal::available() {
         return super::tui_cmd::run(ctx, args).await;
     }
@@ -185,6 +189,10 @@ pub async fn run_interactive(ctx: &Context, args: RunArgs) -> anyhow::Result<i32
 
 pub async fn worker(ctx: &Context, args: WorkerArgs) -> anyhow::Result<i32> {
     let cfg = ctx.config()?;
+    let _http = match &args.http {
+        Some(addr) => Some(super::serve_cmd::beside(ctx, addr).await?),
+        None => None,
+    };
     let store = patiently("opening the queue", || ctx.store()).await?;
     let req = run_request(ctx, &cfg, args.agent.clone(), args.slots, None)?;
     let (mut engine_cfg, executor) = setup::prepare_worker(req, store.clone())?;

@@ -65,17 +65,30 @@ pub(crate) struct AppCtx {
 pub struct Server {
     pub addr: SocketAddr,
     handle: tokio::task::JoinHandle<Result<(), HttpError>>,
+    token: bool,
 }
 
 impl Server {
+    /// Whether requests must carry the bearer token.
+    pub fn has_token(&self) -> bool {
+        self.token
+    }
+
     /// Waits for the server to end (it ends only with an error, or when `stop` resolves).
-    pub async fn wait(self) -> Result<(), HttpError> {
-        self.handle
+    pub async fn wait(mut self) -> Result<(), HttpError> {
+        (&mut self.handle)
             .await
             .map_err(|e| HttpError::Serve(e.to_string()))?
     }
 
     pub fn abort(&self) {
+        self.handle.abort();
+    }
+}
+
+impl Drop for Server {
+    /// A server beside a run or worker ends with it.
+    fn drop(&mut self) {
         self.handle.abort();
     }
 }
@@ -118,7 +131,11 @@ pub async fn start(
             .await
             .map_err(|e| HttpError::Serve(e.to_string()))
     });
-    Ok(Server { addr, handle })
+    Ok(Server {
+        addr,
+        handle,
+        token: opts.token.is_some(),
+    })
 }
 
 /// With a token configured, every guarded route wants `Authorization: Bearer TOKEN`.

@@ -154,6 +154,10 @@ impl Running {
         assert_eq!(r, 0, "kill({}, {sig})", self.pid());
     }
 
+    pub fn stderr_now(&self) -> String {
+        std::fs::read_to_string(&self.stderr).unwrap_or_default()
+    }
+
     pub fn stdout_now(&self) -> String {
         std::fs::read_to_string(&self.stdout).unwrap_or_default()
     }
