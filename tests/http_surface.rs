@@ -120,6 +120,8 @@ fn every_route_answers_and_the_metrics_tell_the_run() {
             "whilly_completes_total 2",
             "whilly_claims_total 2",
             "whilly_claims_pending 0",
+            "whilly_task_duration_seconds_count 2",
+            "whilly_queue_wait_seconds_count 2",
         ] {
             assert!(text.lines().any(|l| l == line), "{line:?} not in\n{text}");
         }
