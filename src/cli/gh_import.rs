@@ -8,7 +8,6 @@ use crate::forge::github::{GitHub, GitHubError};
 use crate::forge::import::{IssueSet, numbers_to_look_up, plan_from_issues};
 use crate::forge::intake::UpstreamIssue;
 use crate::forge::refs::{BoardSource, IssueSource};
-use crate::plan;
 use crate::store::{ImportOptions, StoreError};
 use anyhow::Context as _;
 
@@ -86,31 +85,7 @@ pub async fn import(ctx: &Context, text: &str, o: &GhImport) -> anyhow::Result<i
         errln!("note: {task}: #{n} is closed, so that dependency is met");
     }
     let mut skip = built.skip.clone();
-    for t in &built.spec.tasks {
-        if skip.contains_key(&t.id) {
-            continue;
-        }
-        let failures = plan::gate_failures(t);
-        if failures.is_empty() {
-            continue;
-        }
-        if strict {
-            skip.insert(t.id.clone(), plan::GATE_SKIP_REASON.to_string());
-        } else {
-            let why: Vec<String> = failures.iter().map(|f| f.to_string()).collect();
-            errln!("warning: {}: decision gate: {}", t.id, why.join("; "));
-        }
-    }
-    let guards = crate::agent::Guards::new(&cfg.guards.injection_patterns)
-        .map_err(|e| anyhow::anyhow!("[guards] injection_patterns: {e}"))?;
-    for t in &built.spec.tasks {
-        if let Err(reason) = guards.check_task(t) {
-            errln!(
-                "warning: {}: {reason}; it will be refused before any agent runs",
-                t.id
-            );
-        }
-    }
+    super::plan_checks::vet_upstream_tasks(&built.spec.tasks, &mut skip, strict, &cfg)?;
     let opts = ImportOptions {
         budget: budget.map(crate::domain::Usd::from_f64),
         plan_id: None,

@@ -10,7 +10,6 @@ use crate::engine::configure;
 use crate::forge::intake::CLOSED_UPSTREAM;
 use crate::forge::jira::intake::{JiraSource, source_of, to_task};
 use crate::forge::jira::{JiraError, JiraIssue};
-use crate::plan;
 use crate::store::{ImportOptions, StoreError};
 use anyhow::Context as _;
 use serde_json::json;
@@ -103,32 +102,7 @@ pub async fn import(
     for r in &refused {
         errln!("refused: {r}");
     }
-    for t in &tasks {
-        if skip.contains_key(&t.id) {
-            continue;
-        }
-        let failures = plan::gate_failures(t);
-        if failures.is_empty() {
-            continue;
-        }
-        if strict {
-            skip.insert(t.id.clone(), plan::GATE_SKIP_REASON.to_string());
-        } else {
-            let why: Vec<String> = failures.iter().map(|f| f.to_string()).collect();
-            errln!("warning: {}: decision gate: {}", t.id, why.join("; "));
-        }
-    }
-    // The issue text is someone else's: what the guards would refuse is said now.
-    let guards = crate::agent::Guards::new(&cfg.guards.injection_patterns)
-        .map_err(|e| anyhow::anyhow!("[guards] injection_patterns: {e}"))?;
-    for t in &tasks {
-        if let Err(reason) = guards.check_task(t) {
-            errln!(
-                "warning: {}: {reason}; it will be refused before any agent runs",
-                t.id
-            );
-        }
-    }
+    super::plan_checks::vet_upstream_tasks(&tasks, &mut skip, strict, &cfg)?;
     let mut spec = PlanSpec {
         id: plan_id.clone(),
         project: cfg.jira.url.clone().unwrap_or_default(),

@@ -12,7 +12,7 @@ use crate::forge::board::{CardFacts, column_for, columns_used};
 use crate::forge::github::{Board, Card, GitHub, GitHubError};
 use crate::forge::intake::source_of;
 use crate::forge::refs::RepoRef;
-use crate::store::{NewEvent, Store, StoreError, TaskRecord, event_types as et};
+use crate::store::{Store, StoreError, TaskRecord, event_types as et};
 use serde_json::json;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -313,19 +313,7 @@ impl BoardSync {
         task_id: Option<&str>,
         payload: serde_json::Value,
     ) {
-        let appended = self
-            .store
-            .append_event(NewEvent {
-                event_type: kind.to_string(),
-                plan_id: Some(plan_id.to_string()),
-                task_id: task_id.map(str::to_string),
-                payload,
-                ..Default::default()
-            })
-            .await;
-        if let Err(e) = appended {
-            tracing::warn!(task = ?task_id, "recording {kind}: {e}");
-        }
+        crate::store::record_event(&*self.store, kind, plan_id, task_id, payload).await;
     }
 }
 

@@ -8,7 +8,7 @@ use crate::forge::compose::{self, Progress, RunFacts};
 use crate::forge::github::{GitHub, NewPull};
 use crate::forge::intake::source_of;
 use crate::forge::refs::RepoRef;
-use crate::store::{NewEvent, Store, event_types as et};
+use crate::store::{Store, event_types as et};
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -42,19 +42,7 @@ impl GitHubPublisher {
     }
 
     async fn event(&self, kind: &str, plan_id: &str, task_id: &str, payload: Value) {
-        let appended = self
-            .store
-            .append_event(NewEvent {
-                event_type: kind.to_string(),
-                plan_id: Some(plan_id.to_string()),
-                task_id: Some(task_id.to_string()),
-                payload,
-                ..Default::default()
-            })
-            .await;
-        if let Err(e) = appended {
-            tracing::warn!(task = task_id, "recording {kind}: {e}");
-        }
+        crate::store::record_event(&*self.store, kind, plan_id, Some(task_id), payload).await;
     }
 
     async fn call_failed(&self, plan_id: &str, task_id: &str, call: &str, error: &str) {

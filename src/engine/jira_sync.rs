@@ -12,7 +12,7 @@ use crate::forge::github::PrState;
 use crate::forge::intake::CLOSED_UPSTREAM;
 use crate::forge::jira::intake::source_of;
 use crate::forge::jira::{Jira, JiraError, adf};
-use crate::store::{EventFilter, NewEvent, Store, TaskRecord, event_types as et};
+use crate::store::{EventFilter, Store, TaskRecord, event_types as et};
 use serde_json::{Value, json};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -82,19 +82,7 @@ impl JiraSync {
     }
 
     async fn event(&self, kind: &str, plan_id: &str, task_id: &str, payload: Value) {
-        let appended = self
-            .store
-            .append_event(NewEvent {
-                event_type: kind.to_string(),
-                plan_id: Some(plan_id.to_string()),
-                task_id: Some(task_id.to_string()),
-                payload,
-                ..Default::default()
-            })
-            .await;
-        if let Err(e) = appended {
-            tracing::warn!(task = task_id, "recording {kind}: {e}");
-        }
+        crate::store::record_event(&*self.store, kind, plan_id, Some(task_id), payload).await;
     }
 
     /// Brings every Jira task of the plan in step; returns what failed.

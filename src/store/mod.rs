@@ -206,6 +206,30 @@ fn redact_query_password(url: &str) -> String {
     format!("{head}{}", parts.join("&"))
 }
 
+/// Appends a side effect's event (a PR opened, a card moved, an issue transitioned). Such an
+/// event records what already happened elsewhere: failing to write it must not undo or fail
+/// that, so the failure is logged, not returned.
+pub async fn record_event(
+    store: &dyn Store,
+    kind: &str,
+    plan_id: &str,
+    task_id: Option<&str>,
+    payload: serde_json::Value,
+) {
+    let appended = store
+        .append_event(NewEvent {
+            event_type: kind.to_string(),
+            plan_id: Some(plan_id.to_string()),
+            task_id: task_id.map(str::to_string),
+            payload,
+            ..Default::default()
+        })
+        .await;
+    if let Err(e) = appended {
+        tracing::warn!(task = ?task_id, "recording {kind}: {e}");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::redact_url;
