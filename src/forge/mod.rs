@@ -9,3 +9,13 @@ pub mod import;
 pub mod intake;
 pub mod jira;
 pub mod refs;
+
+/// The HTTP client both forges' API clients use: named, with bounded connect and request
+/// times (a hung forge must not hang a run).
+pub(crate) fn http_client() -> reqwest::Result<reqwest::Client> {
+    reqwest::Client::builder()
+        .user_agent(concat!("whilly/", env!("CARGO_PKG_VERSION")))
+        .connect_timeout(std::time::Duration::from_secs(10))
+        .timeout(std::time::Duration::from_secs(60))
+        .build()
+}

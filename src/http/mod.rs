@@ -80,10 +80,6 @@ impl Server {
             .await
             .map_err(|e| HttpError::Serve(e.to_string()))?
     }
-
-    pub fn abort(&self) {
-        self.handle.abort();
-    }
 }
 
 impl Drop for Server {

@@ -104,15 +104,10 @@ impl GitHub {
                 host: api.clone(),
                 detail: "[github] api_url is not a URL; write e.g. https://api.github.com".into(),
             })?;
-        let http = reqwest::Client::builder()
-            .user_agent(concat!("whilly/", env!("CARGO_PKG_VERSION")))
-            .connect_timeout(Duration::from_secs(10))
-            .timeout(Duration::from_secs(60))
-            .build()
-            .map_err(|e| GitHubError::Network {
-                host: host.clone(),
-                detail: e.to_string(),
-            })?;
+        let http = crate::forge::http_client().map_err(|e| GitHubError::Network {
+            host: host.clone(),
+            detail: e.to_string(),
+        })?;
         Ok(GitHub {
             inner: Arc::new(Inner {
                 http,

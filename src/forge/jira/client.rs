@@ -108,15 +108,10 @@ impl Jira {
                 what: "[jira] url".into(),
                 detail: format!("{url:?} is not a URL; write https://YOUR-SITE.atlassian.net"),
             })?;
-        let http = reqwest::Client::builder()
-            .user_agent(concat!("whilly/", env!("CARGO_PKG_VERSION")))
-            .connect_timeout(Duration::from_secs(10))
-            .timeout(Duration::from_secs(60))
-            .build()
-            .map_err(|e| JiraError::Network {
-                host: host.clone(),
-                detail: e.to_string(),
-            })?;
+        let http = crate::forge::http_client().map_err(|e| JiraError::Network {
+            host: host.clone(),
+            detail: e.to_string(),
+        })?;
         Ok(Jira {
             http,
             base,
