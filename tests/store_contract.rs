@@ -330,6 +330,7 @@ contract!(
     keyed_task_leaving_its_lease_wakes_waiters,
     plans_archive_and_unarchive,
     plan_delete_removes_plan_and_tasks_keeps_events,
+    remote_panes_watch_publish_read_prune_and_input,
 );
 
 async fn import_writes_rows_edges_and_events(c: &Ctx) {
@@ -2327,4 +2328,130 @@ async fn plan_delete_removes_plan_and_tasks_keeps_events(c: &Ctx) {
         s.delete_plan("nope").await,
         Err(StoreError::NotFound { kind: "plan", .. })
     ));
+}
+
+/// Remote panes: watches live only while refreshed, chunks read per task after a cursor in
+/// order, pruning keeps what is newer, typed keys are taken once, and a deleted plan takes its
+/// panes' rows with it.
+async fn remote_panes_watch_publish_read_prune_and_input(c: &Ctx) {
+    let s = &*c.store;
+    import(s, &plan("p1", vec![task("A", &[]), task("B", &[])])).await;
+    let tasks = s.list_tasks("p1").await.expect("list");
+    let (a, b) = (tasks[0].pk, tasks[1].pk);
+
+    assert!(
+        s.pane_watches(&[a, b], Duration::from_secs(5))
+            .await
+            .expect("watches")
+            .is_empty()
+    );
+    s.watch_pane(a, "laptop").await.expect("watch");
+    s.watch_pane(a, "laptop").await.expect("refresh");
+    s.watch_pane(b, "phone").await.expect("watch b");
+    let w = s
+        .pane_watches(&[a], Duration::from_secs(5))
+        .await
+        .expect("watches");
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert_eq!((w[0].task_pk, w[0].viewer.as_str()), (a, "laptop"));
+    // A watch not refreshed within the TTL has ended.
+    tokio::time::sleep(Duration::from_millis(30)).await;
+    assert!(
+        s.pane_watches(&[a, b], Duration::from_millis(10))
+            .await
+            .expect("stale")
+            .is_empty()
+    );
+    s.watch_pane(a, "laptop").await.expect("again");
+    s.unwatch_pane(a, "laptop").await.expect("unwatch");
+    assert!(
+        s.pane_watches(&[a], Duration::from_secs(5))
+            .await
+            .expect("gone")
+            .is_empty()
+    );
+
+    let chunk = |pk: i64, snapshot: bool, data: &[u8]| PaneChunk {
+        id: 0,
+        task_pk: pk,
+        attempt: 1,
+        snapshot,
+        rows: 24,
+        cols: 80,
+        compressed: false,
+        data: data.to_vec(),
+    };
+    assert_eq!(s.latest_pane_snapshot(a).await.expect("none"), None);
+    let s1 = s
+        .publish_pane(&chunk(a, true, b"screen"))
+        .await
+        .expect("snap");
+    let a1 = s.publish_pane(&chunk(a, false, b"one")).await.expect("a1");
+    let b1 = s.publish_pane(&chunk(b, true, b"other")).await.expect("b1");
+    let a2 = s
+        .publish_pane(&chunk(a, false, &[0, 255, 27, b'[', b'm']))
+        .await
+        .expect("a2");
+    assert!(s1 < a1 && a1 < a2);
+    assert_eq!(s.latest_pane_snapshot(a).await.expect("snap"), Some(s1));
+    let got = s.pane_chunks(&[(a, 0), (b, b1)], 100).await.expect("read");
+    let ids: Vec<i64> = got.iter().map(|c| c.id).collect();
+    assert_eq!(ids, [s1, a1, a2], "b's cursor is past its only chunk");
+    assert_eq!(
+        got[2].data,
+        [0, 255, 27, b'[', b'm'],
+        "bytes come back as written"
+    );
+    assert!(got[0].snapshot && !got[1].snapshot);
+    assert_eq!((got[0].rows, got[0].cols, got[0].attempt), (24, 80, 1));
+    let got = s
+        .pane_chunks(&[(a, a1), (b, 0)], 100)
+        .await
+        .expect("read 2");
+    assert_eq!(got.iter().map(|c| c.id).collect::<Vec<_>>(), [b1, a2]);
+    assert_eq!(s.pane_chunks(&[(a, 0)], 2).await.expect("limit").len(), 2);
+    assert!(s.pane_chunks(&[], 10).await.expect("none").is_empty());
+
+    assert_eq!(s.prune_pane(a, Some(a2)).await.expect("prune"), 2);
+    let left = s.pane_chunks(&[(a, 0)], 100).await.expect("left");
+    assert_eq!(left.iter().map(|c| c.id).collect::<Vec<_>>(), [a2]);
+
+    assert!(
+        s.take_pane_input(&[a, b])
+            .await
+            .expect("nothing")
+            .is_empty()
+    );
+    s.send_pane_input(a, "laptop", b"ls\r").await.expect("keys");
+    s.send_pane_input(b, "laptop", b"q").await.expect("keys b");
+    s.send_pane_input(a, "laptop", b"\x03")
+        .await
+        .expect("keys 2");
+    let keys = s.take_pane_input(&[a]).await.expect("take");
+    let data: Vec<&[u8]> = keys.iter().map(|k| k.data.as_slice()).collect();
+    assert_eq!(data, [b"ls\r".as_slice(), b"\x03".as_slice()]);
+    assert!(s.take_pane_input(&[a]).await.expect("once").is_empty());
+    assert_eq!(s.prune_pane(b, None).await.expect("all of b"), 1);
+    assert!(
+        s.take_pane_input(&[b])
+            .await
+            .expect("b's keys went too")
+            .is_empty()
+    );
+
+    // The rows belong to their task: deleting the plan removes them.
+    s.watch_pane(a, "laptop").await.expect("watch");
+    s.delete_plan("p1").await.expect("delete");
+    assert!(
+        s.pane_chunks(&[(a, 0)], 100)
+            .await
+            .expect("after delete")
+            .is_empty()
+    );
+    assert!(
+        s.pane_watches(&[a], Duration::from_secs(5))
+            .await
+            .expect("after delete")
+            .is_empty()
+    );
 }

@@ -131,6 +131,28 @@ pub trait Store: Send + Sync {
     /// returns their ids; a later heartbeat brings a worker back online.
     async fn mark_offline_workers(&self, older_than: Duration) -> StoreResult<Vec<String>>;
 
+    // ---- remote panes (ephemeral: not audit, pruned by the publisher) -----------------------
+
+    /// `viewer` watches task `task_pk`'s terminal; refreshed every few seconds while it does.
+    async fn watch_pane(&self, task_pk: i64, viewer: &str) -> StoreResult<()>;
+    /// `viewer` stopped watching (a watch also ends by itself when it is not refreshed).
+    async fn unwatch_pane(&self, task_pk: i64, viewer: &str) -> StoreResult<()>;
+    /// The live watches (refreshed within `ttl`) of these tasks; older ones are removed.
+    async fn pane_watches(&self, task_pks: &[i64], ttl: Duration) -> StoreResult<Vec<PaneWatch>>;
+    /// Appends a chunk of a task's terminal output (its `id` is ignored); returns its id.
+    async fn publish_pane(&self, chunk: &PaneChunk) -> StoreResult<i64>;
+    /// Chunks after a cursor per task (`(task_pk, after_id)`), in id order, at most `limit`.
+    async fn pane_chunks(&self, cursors: &[(i64, i64)], limit: i64) -> StoreResult<Vec<PaneChunk>>;
+    /// The id of the newest snapshot of the task's terminal, if any.
+    async fn latest_pane_snapshot(&self, task_pk: i64) -> StoreResult<Option<i64>>;
+    /// Removes a task's chunks older than `before_id` (all of them with `None`) and, with
+    /// `None`, its pending input too; returns how many chunks went.
+    async fn prune_pane(&self, task_pk: i64, before_id: Option<i64>) -> StoreResult<u64>;
+    /// Queues keys typed into a task's remote pane.
+    async fn send_pane_input(&self, task_pk: i64, viewer: &str, data: &[u8]) -> StoreResult<()>;
+    /// Takes (removes and returns, in order) the keys queued for these tasks.
+    async fn take_pane_input(&self, task_pks: &[i64]) -> StoreResult<Vec<PaneInput>>;
+
     /// Resolves when work may have become claimable (a notification, or the polling fallback
     /// after `max_wait`). Spurious wakeups are allowed; missed ones are not.
     async fn wait_for_work(&self, max_wait: Duration);

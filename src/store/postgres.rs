@@ -9,6 +9,7 @@ mod lease;
 mod lifecycle;
 mod location;
 mod operator;
+mod panes;
 mod query;
 mod rows;
 mod tx;
@@ -19,8 +20,8 @@ pub use location::location_of;
 use super::mirror::JsonlMirror;
 use super::{
     ClaimRequest, Claimed, Event, EventFilter, FailMode, ImportOptions, ImportReport, Lease,
-    NewEvent, Outcome, Park, PlanRecord, PlanSummary, ReapReport, ResetMode, StatusCounts, Store,
-    StoreError, StoreInfo, StoreResult, TaskRecord, WorkerRecord,
+    NewEvent, Outcome, PaneChunk, PaneInput, PaneWatch, Park, PlanRecord, PlanSummary, ReapReport,
+    ResetMode, StatusCounts, Store, StoreError, StoreInfo, StoreResult, TaskRecord, WorkerRecord,
 };
 use crate::domain::{PlanSpec, Usd};
 use async_trait::async_trait;
@@ -469,6 +470,34 @@ impl Store for PgStore {
 
     async fn remove_worker(&self, worker_id: &str) -> StoreResult<()> {
         operator::remove_worker(&self.inner, worker_id).await
+    }
+
+    async fn watch_pane(&self, task_pk: i64, viewer: &str) -> StoreResult<()> {
+        panes::watch_pane(&self.inner, task_pk, viewer).await
+    }
+    async fn unwatch_pane(&self, task_pk: i64, viewer: &str) -> StoreResult<()> {
+        panes::unwatch_pane(&self.inner, task_pk, viewer).await
+    }
+    async fn pane_watches(&self, task_pks: &[i64], ttl: Duration) -> StoreResult<Vec<PaneWatch>> {
+        panes::pane_watches(&self.inner, task_pks, ttl).await
+    }
+    async fn publish_pane(&self, chunk: &PaneChunk) -> StoreResult<i64> {
+        panes::publish_pane(&self.inner, chunk).await
+    }
+    async fn pane_chunks(&self, cursors: &[(i64, i64)], limit: i64) -> StoreResult<Vec<PaneChunk>> {
+        panes::pane_chunks(&self.inner, cursors, limit).await
+    }
+    async fn latest_pane_snapshot(&self, task_pk: i64) -> StoreResult<Option<i64>> {
+        panes::latest_pane_snapshot(&self.inner, task_pk).await
+    }
+    async fn prune_pane(&self, task_pk: i64, before_id: Option<i64>) -> StoreResult<u64> {
+        panes::prune_pane(&self.inner, task_pk, before_id).await
+    }
+    async fn send_pane_input(&self, task_pk: i64, viewer: &str, data: &[u8]) -> StoreResult<()> {
+        panes::send_pane_input(&self.inner, task_pk, viewer, data).await
+    }
+    async fn take_pane_input(&self, task_pks: &[i64]) -> StoreResult<Vec<PaneInput>> {
+        panes::take_pane_input(&self.inner, task_pks).await
     }
 
     async fn wait_for_work(&self, max_wait: Duration) {

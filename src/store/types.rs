@@ -295,3 +295,38 @@ pub struct StoreInfo {
     pub applied_migrations: Vec<i64>,
     pub pending_migrations: Vec<i64>,
 }
+
+/// A piece of a remote pane's output (the terminal of an agent in another process), in order
+/// per task: a snapshot of the whole screen to start or resync from, or the bytes after it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PaneChunk {
+    /// Increases per task in the order the publisher wrote them.
+    pub id: i64,
+    pub task_pk: i64,
+    /// The attempt's epoch: a new attempt starts over from its own first snapshot.
+    pub attempt: i64,
+    pub snapshot: bool,
+    pub rows: u16,
+    pub cols: u16,
+    /// `data` is deflate-compressed.
+    pub compressed: bool,
+    pub data: Vec<u8>,
+}
+
+/// Someone watching a task's terminal (a watch not refreshed within the TTL has ended).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PaneWatch {
+    pub task_pk: i64,
+    pub viewer: String,
+    /// When this watch began: a publisher sends a fresh snapshot to each new watch.
+    pub since: DateTime<Utc>,
+}
+
+/// Keys typed into a remote pane, for the worker that runs its agent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PaneInput {
+    pub id: i64,
+    pub task_pk: i64,
+    pub viewer: String,
+    pub data: Vec<u8>,
+}

@@ -6,6 +6,7 @@ mod import;
 mod lease;
 mod lifecycle;
 mod operator;
+mod panes;
 mod read;
 mod rows;
 mod tx;
@@ -375,6 +376,34 @@ impl Store for SqliteStore {
     }
     async fn remove_worker(&self, worker_id: &str) -> StoreResult<()> {
         operator::remove_worker(self.shared(), worker_id).await
+    }
+
+    async fn watch_pane(&self, task_pk: i64, viewer: &str) -> StoreResult<()> {
+        panes::watch_pane(self.shared(), task_pk, viewer).await
+    }
+    async fn unwatch_pane(&self, task_pk: i64, viewer: &str) -> StoreResult<()> {
+        panes::unwatch_pane(self.shared(), task_pk, viewer).await
+    }
+    async fn pane_watches(&self, task_pks: &[i64], ttl: Duration) -> StoreResult<Vec<PaneWatch>> {
+        panes::pane_watches(self.shared(), task_pks, ttl).await
+    }
+    async fn publish_pane(&self, chunk: &PaneChunk) -> StoreResult<i64> {
+        panes::publish_pane(self.shared(), chunk).await
+    }
+    async fn pane_chunks(&self, cursors: &[(i64, i64)], limit: i64) -> StoreResult<Vec<PaneChunk>> {
+        panes::pane_chunks(self.shared(), cursors, limit).await
+    }
+    async fn latest_pane_snapshot(&self, task_pk: i64) -> StoreResult<Option<i64>> {
+        panes::latest_pane_snapshot(self.shared(), task_pk).await
+    }
+    async fn prune_pane(&self, task_pk: i64, before_id: Option<i64>) -> StoreResult<u64> {
+        panes::prune_pane(self.shared(), task_pk, before_id).await
+    }
+    async fn send_pane_input(&self, task_pk: i64, viewer: &str, data: &[u8]) -> StoreResult<()> {
+        panes::send_pane_input(self.shared(), task_pk, viewer, data).await
+    }
+    async fn take_pane_input(&self, task_pks: &[i64]) -> StoreResult<Vec<PaneInput>> {
+        panes::take_pane_input(self.shared(), task_pks).await
     }
 
     async fn wait_for_work(&self, max_wait: Duration) {
