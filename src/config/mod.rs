@@ -22,8 +22,8 @@ pub use model::{
     AgentConfig, Backend, Config, DatabaseConfig, DeliveryConfig, DeliveryMode, GithubConfig,
     GuardsConfig, HandoffConfig, HttpConfig, JiraConfig, JiraStatuses, LoggingConfig, MergeMode,
     NotificationsConfig, PermissionMode, PriceConfig, ProfileMode, ProjectColumns, ProjectConfig,
-    QueueConfig, RetryConfig, RunConfig, TEMPLATE_PLACEHOLDERS, TuiConfig, VerificationConfig,
-    WorktreesConfig,
+    QueueConfig, RemoteConfig, RetryConfig, RunConfig, TEMPLATE_PLACEHOLDERS, TuiConfig,
+    VerificationConfig, WorktreesConfig,
 };
 pub use paths::{
     ConfigFiles, default_worktrees_dir, process_env, repo_config_path, user_config_path,

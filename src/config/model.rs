@@ -32,6 +32,27 @@ pub struct Config {
     pub github: GithubConfig,
     pub jira: JiraConfig,
     pub http: HttpConfig,
+    pub remote: RemoteConfig,
+}
+
+/// `[remote]`: agents' terminals watched from a console in another process (remote panes).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RemoteConfig {
+    /// This worker publishes an agent's terminal while a console watches it.
+    pub publish: bool,
+    /// Keys typed into a remote pane reach the agent (both the console's and the worker's
+    /// configuration must say so).
+    pub takeover: bool,
+}
+
+impl Default for RemoteConfig {
+    fn default() -> Self {
+        RemoteConfig {
+            publish: true,
+            takeover: false,
+        }
+    }
 }
 
 /// `[http]`: the HTTP surface (`whilly serve`, `--http`).
@@ -75,6 +96,7 @@ impl Default for Config {
             github: GithubConfig::default(),
             jira: JiraConfig::default(),
             http: HttpConfig::default(),
+            remote: RemoteConfig::default(),
         }
     }
 }

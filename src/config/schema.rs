@@ -96,6 +96,8 @@ pub const FIXED_KEYS: &[(&str, Kind)] = &[
     ("jira.token", Kind::Secret),
     ("http.addr", Kind::Str),
     ("http.token", Kind::Secret),
+    ("remote.publish", Kind::Bool),
+    ("remote.takeover", Kind::Bool),
     ("jira.api", Kind::Int),
     ("jira.page_size", Kind::Int),
     ("jira.acceptance_field", Kind::Str),
@@ -150,6 +152,7 @@ pub const SECTIONS: &[&str] = &[
     "github",
     "jira",
     "http",
+    "remote",
 ];
 
 /// The kind of value at `path`, or `None` when no such key exists.

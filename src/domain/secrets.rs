@@ -182,6 +182,73 @@ fn redact_assignments(text: &str) -> String {
         .into_owned()
 }
 
+/// `bytes` with every secret redacted. Output that is not UTF-8 is kept byte for byte unless a
+/// secret shows in its lossy reading (then that reading, redacted, is what is kept).
+pub fn redact_bytes(bytes: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    use std::borrow::Cow;
+    match std::str::from_utf8(bytes) {
+        Ok(text) => match redact_secrets(text) {
+            r if r == text => Cow::Borrowed(bytes),
+            r => Cow::Owned(r.into_bytes()),
+        },
+        Err(_) => {
+            let lossy = String::from_utf8_lossy(bytes);
+            let r = redact_secrets(&lossy);
+            if r == lossy {
+                Cow::Borrowed(bytes)
+            } else {
+                Cow::Owned(r.into_bytes())
+            }
+        }
+    }
+}
+
+/// A word held back at the end of a piece of a stream is at most this long.
+const HOLD_MAX: usize = 512;
+
+/// Redacts a byte stream that arrives in pieces (a terminal's output): the word a piece ends
+/// in is held until the next piece (or [`StreamRedactor::flush`]), so a token split across two
+/// pieces is still caught.
+#[derive(Debug, Default)]
+pub struct StreamRedactor {
+    held: Vec<u8>,
+}
+
+impl StreamRedactor {
+    pub fn new() -> StreamRedactor {
+        StreamRedactor::default()
+    }
+
+    /// What can be passed on of `held + bytes`, redacted.
+    pub fn feed(&mut self, bytes: &[u8]) -> Vec<u8> {
+        self.held.extend_from_slice(bytes);
+        let boundary = self
+            .held
+            .iter()
+            .rposition(|b| b.is_ascii_whitespace() || *b < 0x20 || *b == 0x7f);
+        let cut = match boundary {
+            Some(i) if self.held.len() - (i + 1) <= HOLD_MAX => i + 1,
+            None if self.held.len() <= HOLD_MAX => 0,
+            _ => self.held.len(),
+        };
+        let rest = self.held.split_off(cut);
+        let out = redact_bytes(&self.held).into_owned();
+        self.held = rest;
+        out
+    }
+
+    /// Whether a word is held back.
+    pub fn holding(&self) -> bool {
+        !self.held.is_empty()
+    }
+
+    /// Everything held, redacted (the stream went quiet).
+    pub fn flush(&mut self) -> Vec<u8> {
+        let held = std::mem::take(&mut self.held);
+        redact_bytes(&held).into_owned()
+    }
+}
+
 /// Redacts every string of a JSON value in place (object keys are left alone: they are ours).
 pub fn redact_json(v: &mut serde_json::Value) {
     match v {
@@ -226,5 +293,29 @@ mod tests {
             v,
             serde_json::json!({"a": ["x [REDACTED:github_token]"], "b": {"c": "[REDACTED:anthropic_api_key]"}, "n": 1})
         );
+    }
+
+    #[test]
+    fn a_stream_redactor_catches_a_token_split_across_pieces() {
+        let token = "ghp_abcdefghijklmnopqrstuvwxyz0123456789";
+        let line = format!("pushing with {token} now\r\n");
+        for cut in 1..line.len() - 1 {
+            let mut r = StreamRedactor::new();
+            let mut out = r.feed(&line.as_bytes()[..cut]);
+            out.extend(r.feed(&line.as_bytes()[cut..]));
+            out.extend(r.flush());
+            let out = String::from_utf8(out).expect("utf8");
+            assert!(!out.contains(token), "cut at {cut}: {out}");
+            assert!(out.starts_with("pushing with [REDACTED"), "{out}");
+            assert!(out.ends_with(" now\r\n"));
+        }
+        // Nothing is held past a boundary; a long unbroken run is not held at all.
+        let mut r = StreamRedactor::new();
+        assert_eq!(r.feed(b"abc def"), b"abc ");
+        assert!(r.holding());
+        assert_eq!(r.flush(), b"def");
+        let long = vec![b'x'; HOLD_MAX + 10];
+        assert_eq!(r.feed(&long).len(), long.len());
+        assert!(!r.holding());
     }
 }

@@ -20,6 +20,7 @@ pub mod jira_sync;
 pub mod landing;
 pub mod outage;
 pub mod outcome;
+pub mod panes;
 pub mod presence;
 pub mod progress;
 pub mod publish;

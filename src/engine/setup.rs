@@ -5,7 +5,7 @@
 use super::attempt::{AgentExecutor, ExecutorConfig, agent_name_for};
 use super::configure::{self, build_agents, merge_mode, price_table, verification_env};
 use super::sessions::SessionRegistry;
-use super::worker::EngineConfig;
+use super::worker::{EngineConfig, PanesSetup};
 use crate::agent::{Guards, HandoffDir};
 use crate::config::Config;
 use crate::domain::Usd;
@@ -135,6 +135,7 @@ pub async fn prepare(
     engine_cfg.jira = if has_jira { jira_setup(cfg) } else { None };
     engine_cfg.plan_id = Some(plan_id.clone());
     engine_cfg.observer = observer.is_some();
+    engine_cfg.panes = panes_setup(cfg, &sessions);
     engine_cfg.slots = req.parallel.unwrap_or(cfg.run.parallel as usize).max(1);
     engine_cfg.run_timeout = req.timeout.or(cfg.run.timeout);
     Ok(RunSetup {
@@ -165,20 +166,30 @@ pub fn prepare_worker(
     let workspaces = Arc::new(open_workspaces(&req.repo_root, cfg)?);
     // A worker serves any plan, and plans from issues may arrive later.
     let access = github_access(cfg, true)?;
+    let sessions = SessionRegistry::new();
     let executor = build_executor(
         &req,
         store,
         &default_agent,
         &names,
         workspaces,
-        SessionRegistry::new(),
+        sessions.clone(),
         access.clone(),
     )?;
     let mut engine_cfg = engine_config(cfg, worker_id());
+    engine_cfg.panes = panes_setup(cfg, &sessions);
     engine_cfg.board = board_setup(cfg, access.as_ref());
     engine_cfg.jira = jira_setup(cfg);
     engine_cfg.slots = req.parallel.unwrap_or(cfg.run.parallel as usize).max(1);
     Ok((engine_cfg, executor))
+}
+
+/// Remote panes: this process's agents' terminals published while a console watches them.
+fn panes_setup(cfg: &Config, sessions: &SessionRegistry) -> Option<PanesSetup> {
+    cfg.remote.publish.then(|| PanesSetup {
+        sessions: sessions.clone(),
+        takeover: cfg.remote.takeover,
+    })
 }
 
 fn open_workspaces(repo_root: &std::path::Path, cfg: &Config) -> Result<Workspaces, SetupError> {

@@ -57,6 +57,24 @@ pub struct EngineConfig {
     pub board: Option<BoardSetup>,
     /// Jira issues transitioned in lock-step with their tasks (`[jira]`).
     pub jira: Option<JiraSetup>,
+    /// Remote panes: the sessions whose terminals are published while a console watches.
+    pub panes: Option<PanesSetup>,
+}
+
+/// What the engine's pane publisher needs (`[remote]`).
+#[derive(Clone)]
+pub struct PanesSetup {
+    pub sessions: super::sessions::SessionRegistry,
+    /// Viewers' keys reach the agents (`[remote] takeover`).
+    pub takeover: bool,
+}
+
+impl std::fmt::Debug for PanesSetup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PanesSetup")
+            .field("takeover", &self.takeover)
+            .finish_non_exhaustive()
+    }
 }
 
 /// What the engine's Jira sync needs.
@@ -109,6 +127,7 @@ impl EngineConfig {
             observer: false,
             board: None,
             jira: None,
+            panes: None,
         }
     }
 }
@@ -219,7 +238,17 @@ impl Engine {
             let sync = super::jira_sync::JiraSync::new(j.client, j.config, self.store.clone());
             followers.push(Follower::spawn(sync, self.cfg.plan_id.clone()));
         }
+        let (stop_panes, panes_stopped) = watch::channel(false);
+        let panes = self.cfg.panes.clone().map(|p| {
+            super::panes::PanePublisher::new(self.store.clone(), p.sessions, p.takeover)
+                .spawn(panes_stopped)
+        });
         let result = self.run_queue().await;
+        let _ = stop_panes.send(true);
+        if let Some(p) = panes {
+            // It removes what it published on the way out; a stuck store must not hold the end.
+            let _ = tokio::time::timeout(Duration::from_secs(2), p).await;
+        }
         for f in followers {
             f.finish().await;
         }

@@ -58,7 +58,7 @@ impl LogSink {
     }
 
     fn emit(&mut self, bytes: &[u8]) {
-        let redacted = redact_bytes(bytes);
+        let redacted = crate::domain::secrets::redact_bytes(bytes);
         if !self.failed
             && let Err(err) = self.out.write_all(&redacted)
         {
@@ -87,28 +87,6 @@ impl LogSink {
 impl Drop for LogSink {
     fn drop(&mut self) {
         self.flush();
-    }
-}
-
-/// `bytes` with every secret redacted. Output that is not UTF-8 is kept byte for byte unless a
-/// secret shows in its lossy reading (then that reading, redacted, is what is kept).
-fn redact_bytes(bytes: &[u8]) -> std::borrow::Cow<'_, [u8]> {
-    use crate::domain::secrets::redact_secrets;
-    use std::borrow::Cow;
-    match std::str::from_utf8(bytes) {
-        Ok(text) => match redact_secrets(text) {
-            r if r == text => Cow::Borrowed(bytes),
-            r => Cow::Owned(r.into_bytes()),
-        },
-        Err(_) => {
-            let lossy = String::from_utf8_lossy(bytes);
-            let r = redact_secrets(&lossy);
-            if r == lossy {
-                Cow::Borrowed(bytes)
-            } else {
-                Cow::Owned(r.into_bytes())
-            }
-        }
     }
 }
 
@@ -201,7 +179,7 @@ pub(crate) fn run_reader(
             log.write(chunk);
         }
         let answer = match display.as_mut() {
-            None => shared.lock_emulator().process(chunk),
+            None => shared.emulate(chunk),
             Some(pipe) => {
                 shown.clear();
                 pipe.feed(chunk, &mut shown);
@@ -228,7 +206,7 @@ fn emulate(shared: &Shared, shown: &[u8]) -> Vec<u8> {
     if shown.is_empty() {
         Vec::new()
     } else {
-        shared.lock_emulator().process(shown)
+        shared.emulate(shown)
     }
 }
 

@@ -19,6 +19,7 @@ pub mod queries;
 mod session;
 mod spec;
 mod stats;
+mod tap;
 
 pub use emulator::Emulator;
 pub use error::PtyError;
@@ -30,3 +31,4 @@ pub use process::{ExitInfo, group_alive, group_members, process_group_of, signal
 pub use session::{PtySession, RunState, env_pairs};
 pub use spec::{DEFAULT_SCROLLBACK, SpawnSpec, TermSize};
 pub use stats::OutputStats;
+pub use tap::{ScreenSnapshot, TapRead};

@@ -19,6 +19,7 @@ use super::keys::{InputModes, encode_focus, encode_key, encode_mouse, encode_pas
 use super::process::{ExitInfo, group_alive, process_group_of, run_waiter, signal_group};
 use super::spec::{SpawnSpec, TermSize};
 use super::stats::{OutputCounters, OutputStats};
+use super::tap::{ScreenSnapshot, Tap, TapRead};
 
 /// Messages the writer queue holds before `write_input` reports backpressure.
 const INPUT_QUEUE: usize = 1024;
@@ -45,9 +46,26 @@ pub(crate) struct Shared {
     pub(crate) counters: OutputCounters,
     generation: watch::Sender<u64>,
     pub(crate) run: watch::Sender<RunState>,
+    /// A copy of the emulator's input for a remote viewer, only while one watches.
+    tap: Mutex<Option<Tap>>,
 }
 
 impl Shared {
+    /// Feeds the emulator (returning its query replies) and, while a viewer watches, the tap,
+    /// under the emulator's lock: a snapshot and the bytes after it never overlap or miss.
+    pub(crate) fn emulate(&self, bytes: &[u8]) -> Vec<u8> {
+        let mut emu = self.lock_emulator();
+        let answer = emu.process(bytes);
+        if let Some(tap) = self.lock_tap().as_mut() {
+            tap.push(bytes);
+        }
+        answer
+    }
+
+    fn lock_tap(&self) -> MutexGuard<'_, Option<Tap>> {
+        self.tap.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     pub(crate) fn lock_emulator(&self) -> MutexGuard<'_, Emulator> {
         // A panic while holding the lock leaves the emulator usable (vt100 panics are caught
         // inside), so poisoning is not a reason to stop.
@@ -241,6 +259,7 @@ impl PtySession {
             counters: OutputCounters::new(started),
             generation: watch::Sender::new(0),
             run: watch::Sender::new(RunState::default()),
+            tap: Mutex::new(None),
         });
         let (input, input_rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(INPUT_QUEUE);
         let (release_waiter, release_rx) = std::sync::mpsc::channel::<()>();
@@ -372,6 +391,9 @@ impl PtySession {
         // Emulator first, under the master lock, so output drawn for the new size lands on a
         // screen of that size.
         self.shared.lock_emulator().resize(size);
+        if let Some(tap) = self.shared.lock_tap().as_mut() {
+            tap.invalidate();
+        }
         master
             .resize(PtySize {
                 rows: size.rows,
@@ -455,6 +477,30 @@ impl PtySession {
 
     pub fn scrollback_offset(&self) -> usize {
         self.shared.lock_emulator().scrollback_offset()
+    }
+
+    // ---- remote viewers ----
+
+    /// Starts (or restarts) copying the emulator's input, at most `cap` bytes between reads,
+    /// and returns the screen the copy continues from.
+    pub fn tap_start(&self, cap: usize) -> ScreenSnapshot {
+        let emu = self.shared.lock_emulator();
+        let snapshot = ScreenSnapshot {
+            bytes: emu.screen().state_formatted(),
+            size: emu.size(),
+        };
+        *self.shared.lock_tap() = Some(Tap::new(cap));
+        snapshot
+    }
+
+    /// The bytes since the last read (`None` when not tapping).
+    pub fn tap_take(&self) -> Option<TapRead> {
+        self.shared.lock_tap().as_mut().map(Tap::take)
+    }
+
+    /// Stops copying (nobody watches any more).
+    pub fn tap_stop(&self) {
+        *self.shared.lock_tap() = None;
     }
 
     // ---- change notification ----

@@ -1,0 +1,204 @@
+//! Remote panes between processes on one Postgres: an agent run by a `whilly worker` process
+//! shows in this process's remote pane, fast, and a viewer that stops reading does not slow
+//! the agent down.
+
+mod support;
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use support::engine::{self, Repo, agent, plan, task};
+use support::pg;
+use whilly::domain::Status;
+use whilly::engine::panes::RemotePanes;
+use whilly::store::Store;
+
+fn now_ns() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_nanos()
+}
+
+/// A repository whose one task runs `template` (a fake agent), imported into `url`.
+fn repo_on(url: &str, template: &str) -> Repo {
+    let repo = Repo::new(&plan("rp", vec![task("T-1")]), "true");
+    repo.write("whilly.toml", &engine::config(template, &repo.wt_dir));
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-q", "-m", "agent"]);
+    let out = repo
+        .whilly(&["--database-url", url, "plan", "import", "plan.json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    repo
+}
+
+async fn connect(url: &str) -> Arc<dyn Store> {
+    Arc::new(
+        whilly::store::postgres::PgStore::connect(url, None)
+            .await
+            .expect("connect"),
+    )
+}
+
+/// The task's pk once a worker runs it.
+async fn running_pk(store: &dyn Store, limit: Duration) -> i64 {
+    let deadline = Instant::now() + limit;
+    loop {
+        let t = store.get_task("rp", "T-1").await.expect("task");
+        if t.status == Status::InProgress {
+            return t.pk;
+        }
+        assert!(Instant::now() < deadline, "the task never started: {t:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The newest `TICK n ns` on a screen.
+fn last_tick(text: &str) -> Option<(u64, u128)> {
+    text.lines().rev().find_map(|l| {
+        let mut w = l.split_whitespace();
+        (w.next()? == "TICK").then_some(())?;
+        Some((w.next()?.parse().ok()?, w.next()?.parse().ok()?))
+    })
+}
+
+fn percentile(sorted: &[u128], p: f64) -> u128 {
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+/// Bytes an agent prints in the worker's process appear in this process's remote pane within
+/// 200 ms (p90; every tick is printed with its own clock, read here on the same machine).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_workers_agent_shows_live_in_another_process() {
+    let db = pg::fresh_database().await;
+    let url = db.url();
+    let template = format!("python3 {} 80 0.05", agent("ticker.py").display());
+    let repo = repo_on(&url, &template);
+    let worker = repo.spawn(&["--database-url", &url, "worker", "--until-idle"]);
+    let store = connect(&url).await;
+    let pk = running_pk(&*store, Duration::from_secs(30)).await;
+
+    let panes = RemotePanes::start(store.clone(), "test-viewer".into());
+    panes.want(BTreeSet::from([pk]));
+    let changed = panes.changed();
+    let mut seen: Option<u64> = None;
+    let mut latencies: Vec<u128> = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while latencies.len() < 40 {
+        assert!(
+            Instant::now() < deadline,
+            "ticks seen: {latencies:?}; screen: {:?}",
+            panes.screen_text(pk)
+        );
+        let _ = tokio::time::timeout(Duration::from_millis(200), changed.notified()).await;
+        let Some(text) = panes.screen_text(pk) else {
+            continue;
+        };
+        if let Some((n, ns)) = last_tick(&text) {
+            let now = now_ns();
+            // The first screen is a snapshot of ticks printed before anyone watched.
+            if seen.is_some_and(|s| n > s) {
+                latencies.push(now.saturating_sub(ns) / 1_000_000);
+            }
+            seen = Some(n);
+        }
+    }
+    let size = panes.size(pk).expect("size");
+    assert!(size.rows > 2 && size.cols > 2, "{size:?}");
+    drop(panes);
+    let out = worker.wait(Duration::from_secs(60));
+    assert_eq!(out.code, Some(0), "{out}");
+    let t = store.get_task("rp", "T-1").await.expect("task");
+    assert_eq!(t.status, Status::Done);
+    // What was published went with the session.
+    assert!(
+        store
+            .pane_chunks(&[(pk, 0)], 10)
+            .await
+            .expect("chunks")
+            .is_empty()
+    );
+    latencies.sort_unstable();
+    let (p50, p90, p99) = (
+        percentile(&latencies, 0.5),
+        percentile(&latencies, 0.9),
+        percentile(&latencies, 0.99),
+    );
+    println!(
+        "REMOTE PANE LATENCY ms: p50 {p50} p90 {p90} p99 {p99} over {}",
+        latencies.len()
+    );
+    assert!(p90 <= 200, "p50 {p50} p90 {p90} p99 {p99}: {latencies:?}");
+}
+
+/// A flood through a watched pane whose viewer never reads ends as fast as an unwatched one:
+/// the worker drops to snapshots instead of waiting, and keeps the table small meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_viewer_that_stops_reading_does_not_slow_the_agent() {
+    let template = format!("python3 {} 30", agent("flood.py").display());
+    let mut times = Vec::new();
+    for watched in [false, true] {
+        let db = pg::fresh_database().await;
+        let url = db.url();
+        let repo = repo_on(
+            &url,
+            &format!("bash -c '{template}; echo \"<promise>COMPLETE</promise>\"'"),
+        );
+        let store = connect(&url).await;
+        let worker = repo.spawn(&["--database-url", &url, "worker", "--until-idle"]);
+        let pk = running_pk(&*store, Duration::from_secs(30)).await;
+        let started = Instant::now();
+        let mut most_rows = 0usize;
+        if watched {
+            // A watch that is refreshed but never read: the stalled viewer.
+            store.watch_pane(pk, "stalled").await.expect("watch");
+        }
+        loop {
+            let t = store.get_task("rp", "T-1").await.expect("task");
+            if t.status.is_terminal() {
+                assert_eq!(t.status, Status::Done, "{t:?}");
+                break;
+            }
+            if watched {
+                store.watch_pane(pk, "stalled").await.expect("refresh");
+                let rows = store
+                    .pane_chunks(&[(pk, 0)], 1000)
+                    .await
+                    .expect("rows")
+                    .len();
+                most_rows = most_rows.max(rows);
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(120),
+                "the flood never ended"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let took = started.elapsed();
+        let out = worker.wait(Duration::from_secs(60));
+        assert_eq!(out.code, Some(0), "{out}");
+        if watched {
+            assert!(most_rows > 0, "nothing was published for the watched pane");
+            assert!(
+                most_rows < 1000,
+                "the publisher kept {most_rows} chunks of one pane"
+            );
+        }
+        times.push(took);
+    }
+    let ratio = times[1].as_secs_f64() / times[0].as_secs_f64().max(0.001);
+    println!(
+        "REMOTE PANE FLOOD: unwatched {:?}, stalled viewer {:?}, ratio {ratio:.2}",
+        times[0], times[1]
+    );
+    // Generous: CPU is shared with the publisher and Postgres on a small machine; a viewer that
+    // held the agent back would show as a multiple.
+    assert!(ratio < 2.0, "{times:?}");
+}
