@@ -3,11 +3,15 @@
 //! the agent down.
 
 mod support;
+#[path = "support/tmux.rs"]
+mod tmux;
+// tmux.rs finds its wait helper at `crate::engine`.
+use support::engine;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-use support::engine::{self, Repo, agent, plan, task};
+use support::engine::{Repo, agent, plan, task};
 use support::pg;
 use whilly::domain::Status;
 use whilly::engine::panes::RemotePanes;
@@ -61,9 +65,9 @@ async fn running_pk(store: &dyn Store, limit: Duration) -> i64 {
 
 /// The newest `TICK n ns` on a screen.
 fn last_tick(text: &str) -> Option<(u64, u128)> {
+    // In a console the line sits between pane borders: look for the word inside it.
     text.lines().rev().find_map(|l| {
-        let mut w = l.split_whitespace();
-        (w.next()? == "TICK").then_some(())?;
+        let mut w = l[l.find("TICK ")?..].split_whitespace().skip(1);
         Some((w.next()?.parse().ok()?, w.next()?.parse().ok()?))
     })
 }
@@ -201,4 +205,63 @@ async fn a_viewer_that_stops_reading_does_not_slow_the_agent() {
     // Generous: CPU is shared with the publisher and Postgres on a small machine; a viewer that
     // held the agent back would show as a multiple.
     assert!(ratio < 2.0, "{times:?}");
+}
+
+/// The console itself: `whilly tui` in a real terminal (tmux) on the same Postgres shows the
+/// worker's agent live in a remote pane, titled with the worker's host, and refuses to type
+/// into it; quitting leaves the worker's agent running.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_shows_another_workers_agent_read_only() {
+    use tmux::{Tmux, sh_quote};
+    let db = pg::fresh_database().await;
+    let url = db.url();
+    let template = format!("python3 {} 1200 0.05", agent("ticker.py").display());
+    let repo = repo_on(&url, &template);
+    let mut worker = repo.spawn(&["--database-url", &url, "worker", "--until-idle"]);
+    let store = connect(&url).await;
+    running_pk(&*store, Duration::from_secs(30)).await;
+
+    let probe = repo.whilly(&[]);
+    let mut env_line = String::from("env -i");
+    for (k, v) in probe.get_envs() {
+        if let Some(v) = v {
+            env_line.push_str(&format!(
+                " {}={}",
+                k.to_string_lossy(),
+                sh_quote(&v.to_string_lossy())
+            ));
+        }
+    }
+    let script = repo.home.join("console.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "cd {}\n{env_line} TERM=xterm-256color {} --database-url {} tui plan.json\necho \"EXIT=$?\"\n",
+            sh_quote(&repo.repo.to_string_lossy()),
+            sh_quote(env!("CARGO_BIN_EXE_whilly")),
+            sh_quote(&url),
+        ),
+    )
+    .unwrap();
+    let t = Tmux::start("remote", &repo.repo);
+    t.literal(&format!("sh {}", script.display()));
+    t.keys(&["Enter"]);
+    let first = t.wait("the remote pane with ticks", 60, |s| {
+        s.contains("TICK ") && s.contains(" on ")
+    });
+    let tick = |s: &str| last_tick(s).map(|(n, _)| n);
+    let n0 = tick(&first).expect("a tick");
+    // Live: newer ticks keep arriving without a key press.
+    t.wait("newer ticks", 20, |s| tick(s).is_some_and(|n| n >= n0 + 5));
+    t.literal("i");
+    t.wait("the read-only note", 20, |s| s.contains("read-only"));
+    t.literal("q");
+    let s = t.wait("the shell after quit", 30, |s| s.contains("EXIT="));
+    assert_eq!(t.alternate_on(), "0", "{s}");
+    assert!(!worker.exited(), "the worker goes on");
+    let st = store.get_task("rp", "T-1").await.expect("task").status;
+    assert_eq!(st, Status::InProgress);
+    worker.signal(libc::SIGTERM);
+    let out = worker.wait(Duration::from_secs(60));
+    assert!(out.code.is_some(), "{out}");
 }

@@ -646,10 +646,14 @@ fn a_second_console_watches_the_background_agent() {
     let pid = bg.pid;
     tmux.literal(&format!("sh {}", console_script(&repo).display()));
     tmux.keys(&["Enter"]);
-    let s = tmux.wait("the second console", 60, |s| {
-        s.contains("run in another worker: A")
+    // A's terminal, published by the background process, in a remote pane of this console.
+    let s = tmux.wait("A's remote pane", 60, |s| {
+        s.contains("waiting on A") && s.contains(" on ")
     });
     assert!(s.contains("RUN  A"), "{s}");
+    // Read-only: typing into another worker's agent is refused by default.
+    tmux.literal("i");
+    tmux.wait("the read-only note", 20, |s| s.contains("read-only"));
     // A is first in the list and selected: its live log, refreshed while it runs.
     tmux.literal("o");
     tmux.wait("A's output in the replay", 20, |s| {

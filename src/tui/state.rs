@@ -400,6 +400,8 @@ pub struct PaneMeta {
     pub has_screen: bool,
     /// The agent is blocked reading its terminal: it waits for someone to type (from /proc).
     pub waiting_input: bool,
+    /// The agent runs in another process (a remote pane): read-only unless `[remote] takeover`.
+    pub remote: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -465,6 +467,8 @@ pub struct AppState {
     pub waiting_handoffs: BTreeSet<String>,
     /// This console's engine's worker id: tasks held by other ids run elsewhere.
     pub own_worker: Option<String>,
+    /// `[remote] takeover`: keys may go to agents in remote panes.
+    pub remote_takeover: bool,
     /// Whether quitting may leave running agents to finish in the background (the console was
     /// started by a launcher that can hand the terminal back).
     pub can_background: bool,
@@ -534,6 +538,7 @@ impl AppState {
             draining: false,
             waiting_handoffs: BTreeSet::new(),
             own_worker: None,
+            remote_takeover: false,
             started: now,
             now,
             wall: chrono::Utc::now(),
@@ -1227,7 +1232,8 @@ impl AppState {
         }
     }
 
-    /// Whether task `pk` is held by another worker while no pane of this console shows it.
+    /// Whether task `pk` is held by another worker (no local pane of this console runs it; a
+    /// remote pane may show it).
     pub fn running_elsewhere(&self, pk: i64) -> bool {
         self.task_by_pk(pk).is_some_and(|t| self.held_elsewhere(t))
     }
@@ -1238,7 +1244,7 @@ impl AppState {
             && self.own_worker.is_some()
             && t.worker_id.is_some()
             && t.worker_id != self.own_worker
-            && !self.panes.iter().any(|p| p.task_pk == t.pk)
+            && !self.panes.iter().any(|p| p.task_pk == t.pk && !p.remote)
     }
 
     /// The replay's log was found (or not).
@@ -1412,7 +1418,8 @@ impl AppState {
             .iter()
             .filter(|t| t.status.is_leased() && !self.held_elsewhere(t))
             .count();
-        let running = self.panes.len().max(claimed_here);
+        let local = self.panes.iter().filter(|p| !p.remote).count();
+        let running = local.max(claimed_here);
         if running == 0 {
             return vec![Effect::Quit];
         }
@@ -1563,6 +1570,13 @@ impl AppState {
             return;
         }
         match self.target_pane() {
+            Some(p) if p.remote && !self.remote_takeover => {
+                let msg = format!(
+                    "{} runs in another worker: its pane is read-only ([remote] takeover = true on both sides lets you type into it)",
+                    p.task_id
+                );
+                self.set_status(msg, Level::Info);
+            }
             Some(p) if p.has_screen => {
                 let pk = p.task_pk;
                 let task = p.task_id.clone();

@@ -54,10 +54,14 @@ impl Console {
         {
             if self.opts.keymap.is_release(&chord) {
                 self.act(Action::Release);
-            } else if let Some(pty) = self.ptys.get(&pk)
-                && let Err(e) = pty.send_key(key)
+            } else if let Some(pty) = self.ptys.get(&pk) {
+                if let Err(e) = pty.send_key(key) {
+                    self.state.set_status(format!("typing: {e}"), Level::Warn);
+                }
+            } else if let Some(remote) = self.remote.as_ref().filter(|_| self.opts.remote_takeover)
+                && let Some(modes) = remote.input_modes(pk)
             {
-                self.state.set_status(format!("typing: {e}"), Level::Warn);
+                remote.send_keys(pk, crate::pty::encode_key(key, &modes));
             }
             return;
         }
@@ -140,6 +144,11 @@ impl Console {
             if let Err(e) = pty.paste(text) {
                 self.state.set_status(format!("paste: {e}"), Level::Warn);
             }
+        } else if let Some(pk) = self.state.takeover
+            && let Some(remote) = self.remote.as_ref().filter(|_| self.opts.remote_takeover)
+            && let Some(modes) = remote.input_modes(pk)
+        {
+            remote.send_keys(pk, crate::pty::encode_paste(text, &modes));
         } else if self.state.wants_text() {
             for c in text.chars().filter(|c| !c.is_control()) {
                 self.act(Action::TextChar(c));

@@ -18,6 +18,7 @@ use super::ui::{self, FrameInfo, UiContext};
 use super::wizard::run::WizardContext;
 use crate::agent::HandoffDir;
 use crate::config::Config;
+use crate::engine::panes::RemotePanes;
 use crate::engine::sessions::SessionRegistry;
 use crate::engine::sessions::SessionState;
 use crate::engine::setup::RunSetup;
@@ -62,6 +63,8 @@ pub struct ConsoleOptions {
     pub background: Option<Background>,
     /// `[queue] worker_offline_secs`: workers silent for longer are not counted.
     pub worker_offline_after: Duration,
+    /// `[remote] takeover`: keys may go to agents in remote panes.
+    pub remote_takeover: bool,
 }
 
 /// What leaving agents in the background needs: the launcher to release and where the log is.
@@ -90,6 +93,7 @@ impl ConsoleOptions {
             notifier: Notifier::new(cfg.notifications.clone(), NotifyEnv::from_process()),
             background: None,
             worker_offline_after: Duration::from_secs(cfg.queue.worker_offline_secs),
+            remote_takeover: cfg.remote.takeover,
         })
     }
 
@@ -209,6 +213,8 @@ pub async fn run(
     console.state.observer = observer;
     console.state.can_background = console.opts.background.is_some();
     console.state.own_worker = Some(engine_cfg.worker_id.clone());
+    console.state.remote_takeover = console.opts.remote_takeover;
+    console.start_remote(engine_cfg.worker_id.clone());
     if let Some((plan, tasks)) = initial {
         console.state.set_data(plan, tasks, Vec::new());
     }
@@ -318,6 +324,8 @@ struct Console {
     replay_len: Option<u64>,
     /// When the agents' processes were last looked at for a blocked read of their terminal.
     input_checked: Option<Instant>,
+    /// The terminals of agents other workers run (remote panes).
+    remote: Option<RemotePanes>,
 }
 
 /// A replay's log, replayed into an emulator, for task pk.
@@ -327,6 +335,7 @@ type ReplayScreen = (i64, std::path::PathBuf, crate::pty::Emulator);
 struct ConsoleScreens<'a> {
     ptys: &'a BTreeMap<i64, Arc<PtySession>>,
     replay: Option<&'a crate::pty::Emulator>,
+    remote: Option<&'a RemotePanes>,
 }
 
 impl super::screens::PaneScreens for ConsoleScreens<'_> {
@@ -340,7 +349,7 @@ impl super::screens::PaneScreens for ConsoleScreens<'_> {
                 None => false,
             };
         }
-        self.ptys.with_screen(task_pk, f)
+        self.ptys.with_screen(task_pk, f) || self.remote.is_some_and(|r| r.with_screen(task_pk, f))
     }
 }
 
@@ -394,7 +403,75 @@ impl Console {
             replay_rx,
             replay_len: None,
             input_checked: None,
+            remote: None,
         }
+    }
+
+    /// Follows the terminals of agents that other workers run; their changes wake the loop.
+    fn start_remote(&mut self, viewer: String) {
+        let remote = RemotePanes::start(self.store.clone(), viewer);
+        let (changed, wake) = (remote.changed(), self.wake.clone());
+        tokio::spawn(async move {
+            loop {
+                changed.notified().await;
+                wake.notify_one();
+            }
+        });
+        self.remote = Some(remote);
+    }
+
+    /// Panes for the tasks other workers run in this plan, shown from their published
+    /// terminals (read-only unless `[remote] takeover`).
+    fn remote_panes(&self, local: &[PaneMeta]) -> Vec<PaneMeta> {
+        let Some(remote) = &self.remote else {
+            return Vec::new();
+        };
+        let now = Instant::now();
+        let utc = chrono::Utc::now();
+        let metas: Vec<PaneMeta> = self
+            .state
+            .tasks
+            .iter()
+            .filter(|t| {
+                t.status == crate::domain::Status::InProgress
+                    && t.worker_id.is_some()
+                    && t.worker_id != self.state.own_worker
+                    && !local.iter().any(|p| p.task_pk == t.pk)
+            })
+            .map(|t| {
+                let host = t
+                    .worker_id
+                    .as_deref()
+                    .and_then(|w| w.split('/').next())
+                    .unwrap_or("another worker");
+                let agent = t
+                    .spec
+                    .agent
+                    .clone()
+                    .or_else(|| self.state.plan.as_ref().and_then(|p| p.spec.agent.clone()))
+                    .unwrap_or_else(|| "agent".into());
+                let age = (utc - t.updated_at).to_std().unwrap_or_default();
+                PaneMeta {
+                    task_pk: t.pk,
+                    task_id: t.id.clone(),
+                    agent: format!("{agent} on {host}"),
+                    attempt: t.attempts,
+                    // Kept from the last look: recomputed, it would jitter and redraw.
+                    started: self
+                        .state
+                        .pane(t.pk)
+                        .filter(|p| p.remote)
+                        .map(|p| p.started)
+                        .unwrap_or_else(|| now.checked_sub(age).unwrap_or(now)),
+                    state: SessionState::Running,
+                    has_screen: remote.has_screen(t.pk),
+                    waiting_input: false,
+                    remote: true,
+                }
+            })
+            .collect();
+        remote.want(metas.iter().map(|p| p.task_pk).collect());
+        metas
     }
 
     fn stop_input(&self) {
@@ -751,6 +828,7 @@ impl Console {
         let screens = ConsoleScreens {
             ptys: &self.ptys,
             replay: self.replay_screen.as_ref(),
+            remote: self.remote.as_ref(),
         };
         let ctx = UiContext {
             keymap: &self.opts.keymap,
@@ -799,6 +877,7 @@ impl Console {
                 state: s.state,
                 has_screen: s.pty.is_some(),
                 waiting_input: false,
+                remote: false,
             })
             .collect();
         let mut ptys = BTreeMap::new();
@@ -828,6 +907,8 @@ impl Console {
         self.resizes.retain(|pk| ptys.contains_key(&pk));
         self.ptys = ptys;
         let mut sorted = panes;
+        let remote = self.remote_panes(&sorted);
+        sorted.extend(remote);
         sorted.sort_by_key(|p| p.task_pk);
         // Who waits for input is read from /proc once a second, not on every session poll.
         let now = Instant::now();
