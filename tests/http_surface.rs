@@ -59,24 +59,34 @@ fn sse_events(body: &str) -> Vec<(i64, Value)> {
         .collect()
 }
 
-/// Reads an SSE response until `enough` holds of what arrived (or `limit` passed).
+/// Reads an SSE response until `enough` holds of what arrived (or `limit` passed). Each event
+/// is parsed once, when its blank line arrives.
 async fn read_stream(
     resp: reqwest::Response,
     limit: Duration,
     enough: impl Fn(&[(i64, Value)]) -> bool,
 ) -> Vec<(i64, Value)> {
     let mut resp = resp;
-    let mut body = String::new();
+    let mut partial = String::new();
+    let mut events = Vec::new();
     let deadline = tokio::time::Instant::now() + limit;
     loop {
-        let events = sse_events(&body);
         if enough(&events) {
             return events;
         }
         match tokio::time::timeout_at(deadline, resp.chunk()).await {
-            Ok(Ok(Some(chunk))) => body.push_str(&String::from_utf8_lossy(&chunk)),
+            Ok(Ok(Some(chunk))) => take_events(&mut partial, &chunk, &mut events),
             _ => return events,
         }
+    }
+}
+
+/// Adds `chunk` to `partial` and moves the events it completes to `events`.
+fn take_events(partial: &mut String, chunk: &[u8], events: &mut Vec<(i64, Value)>) {
+    partial.push_str(&String::from_utf8_lossy(chunk));
+    if let Some(end) = partial.rfind("\n\n") {
+        events.extend(sse_events(&partial[..end + 2]));
+        partial.drain(..end + 2);
     }
 }
 
@@ -291,4 +301,119 @@ fn a_run_serves_its_queue_while_it_works() {
     assert_eq!(out.code, Some(0), "{}", out.stderr);
     let gone = rt.block_on(async { reqwest::get(format!("{url}/health/live")).await.is_err() });
     assert!(gone, "the server ends with the run");
+}
+
+/// A client that stops reading while the trail grows by far more than its buffer holds is cut
+/// off cleanly (its stream ends; it never holds the server back: a reading client gets every
+/// event meanwhile), and reconnecting with its last id gives exactly the rest: nothing twice,
+/// nothing lost.
+#[test]
+fn a_lagging_client_is_cut_off_and_resumes_from_its_last_id() {
+    use whilly::store::{NewEvent, Store};
+    let repo = Repo::new(&plan("p", vec![task("A")]), AGENT);
+    // The queue exists before the server opens it.
+    let out = repo
+        .spawn(&["plan", "import", "plan.json"])
+        .wait(Duration::from_secs(30));
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let s = serve(&repo, &[]);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let store = whilly::store::sqlite::SqliteStore::open_in_repo(&repo.repo)
+            .await
+            .expect("open the repo's queue");
+        let http = reqwest::Client::new();
+        let first = store
+            .events(&whilly::store::EventFilter::default())
+            .await
+            .unwrap();
+        let before = first.last().map(|e| e.id).unwrap_or(0);
+        // The stalled one: connected from the start, then never polled until the end (hyper
+        // reads a response body only when asked, so the socket fills and the server's buffer
+        // behind it).
+        let stalled = http
+            .get(format!("{}/events/stream?after={before}", s.url))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(stalled.status(), 200);
+        let reader = http
+            .get(format!("{}/events/stream?after={before}", s.url))
+            .send()
+            .await
+            .unwrap();
+        // Far more than the server's per-client buffer (2048 events) and the kernel's socket
+        // buffers on loopback hold, padded so each event is about 1 KiB.
+        let n: i64 = 12_000;
+        let pad = "x".repeat(900);
+        let writer = tokio::spawn(async move {
+            let mut last = 0;
+            for i in 0..n {
+                let e = store
+                    .append_event(NewEvent {
+                        event_type: "test.flood".into(),
+                        plan_id: Some("p".into()),
+                        payload: serde_json::json!({ "i": i, "pad": pad }),
+                        ..NewEvent::default()
+                    })
+                    .await
+                    .expect("append");
+                last = e.id;
+            }
+            last
+        });
+        let read_all = read_stream(reader, Duration::from_secs(120), |e| e.len() as i64 >= n);
+        let (last, got) = tokio::join!(writer, read_all);
+        let last = last.unwrap();
+        let got_ids: Vec<i64> = got.iter().map(|(id, _)| *id).collect();
+        let want: Vec<i64> = (before + 1..=last).collect();
+        assert_eq!(got_ids.len(), want.len(), "the reading client got all");
+        assert_eq!(got_ids, want, "in order, every one");
+
+        // The stalled client now reads what was kept for it: a prefix, then the end.
+        let kept = read_to_end(stalled, Duration::from_secs(60)).await;
+        let kept_ids: Vec<i64> = kept.iter().map(|(id, _)| *id).collect();
+        assert!(!kept_ids.is_empty(), "it had been sent something");
+        assert_eq!(
+            kept_ids,
+            (before + 1..=*kept_ids.last().unwrap()).collect::<Vec<_>>()
+        );
+        let seen = *kept_ids.last().unwrap();
+        assert!(
+            seen < last,
+            "it was cut off, not served everything: {seen} of {last}"
+        );
+
+        // It reconnects as a browser does, with the last id it saw, and gets exactly the rest.
+        let resumed = http
+            .get(format!("{}/events/stream", s.url))
+            .header("Last-Event-ID", seen.to_string())
+            .send()
+            .await
+            .unwrap();
+        let rest = read_stream(resumed, Duration::from_secs(60), |e| {
+            e.last().is_some_and(|(id, _)| *id >= last)
+        })
+        .await;
+        let rest_ids: Vec<i64> = rest.iter().map(|(id, _)| *id).collect();
+        assert_eq!(rest_ids, (seen + 1..=last).collect::<Vec<_>>());
+    });
+}
+
+/// Reads an SSE response to its end (the server closed it); panics after `limit`.
+async fn read_to_end(resp: reqwest::Response, limit: Duration) -> Vec<(i64, Value)> {
+    let mut resp = resp;
+    let mut partial = String::new();
+    let mut events = Vec::new();
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        match tokio::time::timeout_at(deadline, resp.chunk()).await {
+            Ok(Ok(Some(chunk))) => take_events(&mut partial, &chunk, &mut events),
+            Ok(_) => return events,
+            Err(_) => panic!(
+                "the stream did not end within {limit:?}: {} events",
+                events.len()
+            ),
+        }
+    }
 }

@@ -2,7 +2,9 @@
 
 pub mod console;
 pub mod engine;
+pub mod panes;
 pub mod queue;
+pub mod sse;
 
 use anyhow::{Context as _, bail};
 use std::path::Path;

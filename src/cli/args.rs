@@ -755,6 +755,47 @@ Runs in a scratch git repository under the temp dir (removed after); tmux is the
 WHILLY_BENCH_KEEP=1 keeps the scratch project when a step fails."
     )]
     Console(BenchConsoleArgs),
+    /// The event stream's fan-out: N clients following `/events/stream` against the events
+    /// table's insert rate alone.
+    #[command(
+        after_help = "Examples:\n  whilly bench sse\n  whilly bench sse --clients 100 --events 5000 --backend postgres\n\n\
+The server runs in this process on a scratch queue (SQLite in the temp dir; Postgres from \
+--database-url / WHILLY_DATABASE_URL, default postgres://postgres@127.0.0.1:5432/postgres, on a \
+scratch database created and dropped)."
+    )]
+    Sse(BenchSseArgs),
+    /// Remote panes: an agent's line to another process's screen (p50/p99), and a flood's time
+    /// with a viewer reading or stalled against nobody watching.
+    #[command(
+        after_help = "Examples:\n  whilly bench panes\n  whilly bench panes --ticks 400 --mb 50\n\n\
+A real `whilly worker` (this binary) runs the agents in a scratch repository; this process \
+views. Postgres from --database-url / WHILLY_DATABASE_URL, default \
+postgres://postgres@127.0.0.1:5432/postgres (a scratch database is created and dropped)."
+    )]
+    Panes(BenchPanesArgs),
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct BenchPanesArgs {
+    /// Ticks (one every 50 ms) timed for the latency.
+    #[arg(long, default_value_t = 200)]
+    pub ticks: usize,
+    /// Megabytes each flood prints.
+    #[arg(long, default_value_t = 30)]
+    pub mb: u64,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct BenchSseArgs {
+    /// Clients following the stream at once.
+    #[arg(long, default_value_t = 100)]
+    pub clients: usize,
+    /// Events appended (once alone for the baseline, once with the clients).
+    #[arg(long, default_value_t = 5000)]
+    pub events: usize,
+    /// Which queues to measure.
+    #[arg(long, value_enum, default_value_t = BenchBackend::Both)]
+    pub backend: BenchBackend,
 }
 
 #[derive(Debug, Args, Clone)]

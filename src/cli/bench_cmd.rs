@@ -13,19 +13,7 @@ pub async fn run(ctx: &Context, cmd: BenchCommand) -> anyhow::Result<i32> {
         }
         BenchCommand::Queue(args) => {
             use super::args::BenchBackend;
-            let pg = match args.backend {
-                BenchBackend::Sqlite => None,
-                _ => Some(
-                    ctx.global
-                        .database_url
-                        .clone()
-                        .or_else(|| std::env::var("WHILLY_DATABASE_URL").ok())
-                        .filter(|u| u.starts_with("postgres"))
-                        .unwrap_or_else(|| {
-                            "postgres://postgres@127.0.0.1:5432/postgres".to_string()
-                        }),
-                ),
-            };
+            let pg = (args.backend != BenchBackend::Sqlite).then(|| postgres_server(ctx));
             let opts = crate::bench::queue::QueueBenchOptions {
                 tasks: args.tasks,
                 workers: args.workers,
@@ -77,14 +65,7 @@ pub async fn run(ctx: &Context, cmd: BenchCommand) -> anyhow::Result<i32> {
             {
                 opts.db_secs = n;
             }
-            opts.database_url = Some(
-                ctx.global
-                    .database_url
-                    .clone()
-                    .or_else(|| std::env::var("WHILLY_DATABASE_URL").ok())
-                    .filter(|u| u.starts_with("postgres"))
-                    .unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432/postgres".to_string()),
-            );
+            opts.database_url = Some(postgres_server(ctx));
             let report = crate::bench::console::run(&opts).await?;
             if args.json {
                 outln!("{}", serde_json::to_string_pretty(&report)?);
@@ -93,10 +74,45 @@ pub async fn run(ctx: &Context, cmd: BenchCommand) -> anyhow::Result<i32> {
             }
             Ok(exit::OK)
         }
+        BenchCommand::Sse(args) => {
+            use super::args::BenchBackend;
+            let opts = crate::bench::sse::SseBenchOptions {
+                clients: args.clients,
+                events: args.events,
+                sqlite: args.backend != BenchBackend::Postgres,
+                postgres: (args.backend != BenchBackend::Sqlite).then(|| postgres_server(ctx)),
+            };
+            for figures in crate::bench::sse::run(&opts).await? {
+                outln!("{figures}\n");
+            }
+            Ok(exit::OK)
+        }
+        BenchCommand::Panes(args) => {
+            let opts = crate::bench::panes::PanesBenchOptions {
+                whilly: std::env::current_exe().map_err(|e| {
+                    anyhow::anyhow!("cannot find the whilly binary to run the worker: {e}")
+                })?,
+                postgres: postgres_server(ctx),
+                ticks: args.ticks.max(1),
+                mb: args.mb,
+            };
+            outln!("{}", crate::bench::panes::run(&opts).await?);
+            Ok(exit::OK)
+        }
         BenchCommand::Engine(args) => {
             let report = crate::bench::engine::run(args.tasks, args.slots).await?;
             outln!("{report}");
             Ok(exit::OK)
         }
     }
+}
+
+/// The Postgres server the benches make their scratch databases on.
+fn postgres_server(ctx: &Context) -> String {
+    ctx.global
+        .database_url
+        .clone()
+        .or_else(|| std::env::var("WHILLY_DATABASE_URL").ok())
+        .filter(|u| u.starts_with("postgres"))
+        .unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432/postgres".to_string())
 }

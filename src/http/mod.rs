@@ -59,12 +59,15 @@ pub(crate) struct AppCtx {
     pub store: Arc<dyn Store>,
     pub token: Option<SecretString>,
     pub offline_after: Duration,
+    /// The live end of the audit trail, shared by every `/events/stream` client.
+    pub events: Arc<stream::EventHub>,
 }
 
 /// A bound server: its address (the port may have been 0) and the task serving it.
 pub struct Server {
     pub addr: SocketAddr,
     handle: tokio::task::JoinHandle<Result<(), HttpError>>,
+    tail: tokio::task::JoinHandle<()>,
     token: bool,
 }
 
@@ -86,6 +89,7 @@ impl Drop for Server {
     /// A server beside a run or worker ends with it.
     fn drop(&mut self) {
         self.handle.abort();
+        self.tail.abort();
     }
 }
 
@@ -96,10 +100,12 @@ pub async fn start(
     offline_after: Duration,
     stop: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<Server, HttpError> {
+    let (events, tail) = stream::EventHub::start(store.clone());
     let ctx = AppCtx {
         store,
         token: opts.token.clone(),
         offline_after,
+        events,
     };
     let listener = tokio::net::TcpListener::bind(opts.addr)
         .await
@@ -130,6 +136,7 @@ pub async fn start(
     Ok(Server {
         addr,
         handle,
+        tail,
         token: opts.token.is_some(),
     })
 }
