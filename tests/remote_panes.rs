@@ -265,3 +265,55 @@ async fn the_console_shows_another_workers_agent_read_only() {
     let out = worker.wait(Duration::from_secs(60));
     assert!(out.code.is_some(), "{out}");
 }
+
+/// Keys sent to a remote pane reach the agent only when the worker allows takeover: refused
+/// by default (the agent never sees them), applied with `[remote] takeover = true`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keys_reach_a_remote_agent_only_with_takeover() {
+    for allowed in [false, true] {
+        let db = pg::fresh_database().await;
+        let url = db.url();
+        let template = format!("bash {}", agent("echo_loop.sh").display());
+        let repo = repo_on(&url, &template);
+        let env: &[(&str, &str)] = if allowed {
+            &[("WHILLY_REMOTE_TAKEOVER", "true")]
+        } else {
+            &[]
+        };
+        let worker = repo.spawn_in(
+            &repo.repo,
+            &["--database-url", &url, "worker", "--until-idle"],
+            env,
+        );
+        let store = connect(&url).await;
+        let pk = running_pk(&*store, Duration::from_secs(30)).await;
+        let panes = RemotePanes::start(store.clone(), "test-viewer".into());
+        panes.want(BTreeSet::from([pk]));
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !panes.screen_text(pk).is_some_and(|s| s.contains("ready")) {
+            assert!(Instant::now() < deadline, "{:?}", panes.screen_text(pk));
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panes.send_keys(pk, b"hello there\r".to_vec());
+        let echoed = |s: &str| s.contains("got: hello there");
+        let deadline = Instant::now() + Duration::from_secs(if allowed { 20 } else { 3 });
+        let mut seen = false;
+        while Instant::now() < deadline {
+            if panes.screen_text(pk).is_some_and(|s| echoed(&s)) {
+                seen = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert_eq!(
+            seen,
+            allowed,
+            "takeover {allowed}: {:?}",
+            panes.screen_text(pk)
+        );
+        drop(panes);
+        worker.signal(libc::SIGTERM);
+        let out = worker.wait(Duration::from_secs(60));
+        assert!(out.code.is_some(), "{out}");
+    }
+}
