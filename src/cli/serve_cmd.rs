@@ -59,10 +59,11 @@ async fn bind(
         ),
         None => None,
     };
-    let opts = match HttpOptions::new(addr.unwrap_or(&cfg.http.addr), token) {
+    let mut opts = match HttpOptions::new(addr.unwrap_or(&cfg.http.addr), token) {
         Ok(o) => o,
         Err(e) => return Ok(Err(e)),
     };
+    opts.default_agent = Some(cfg.run.agent.clone());
     let store = ctx.store().await?;
     Ok(start(
         store,

@@ -16,6 +16,7 @@ pub mod fence;
 pub mod follow;
 pub mod github_publish;
 pub mod handoff_runner;
+pub mod inbox;
 pub mod jira_sync;
 pub mod landing;
 pub mod outage;

@@ -1,9 +1,12 @@
 //! The HTTP surface over the queue (read-only): `/health/live`, `/health/ready`, `/health`,
-//! `/metrics` (Prometheus text) and `/events/stream` (Server-Sent Events of the audit trail).
+//! `/metrics` (Prometheus text), `/events/stream` (Server-Sent Events of the audit trail) and
+//! the status page `/` with its data `/status.json`.
 //! It binds to loopback unless told otherwise, and anywhere else only with a bearer token,
 //! which every route but `/health/live` then requires.
 
+mod auth;
 mod metrics;
+pub mod status;
 mod stream;
 
 use crate::config::SecretString;
@@ -37,6 +40,8 @@ pub enum HttpError {
 pub struct HttpOptions {
     pub addr: SocketAddr,
     pub token: Option<SecretString>,
+    /// The configured `[run] agent`, named on the status page for tasks that name none.
+    pub default_agent: Option<String>,
 }
 
 impl HttpOptions {
@@ -50,7 +55,11 @@ impl HttpOptions {
         if !addr.ip().is_loopback() && token.is_none() {
             return Err(HttpError::NeedsToken(addr));
         }
-        Ok(HttpOptions { addr, token })
+        Ok(HttpOptions {
+            addr,
+            token,
+            default_agent: None,
+        })
     }
 }
 
@@ -61,6 +70,7 @@ pub(crate) struct AppCtx {
     pub offline_after: Duration,
     /// The live end of the audit trail, shared by every `/events/stream` client.
     pub events: Arc<stream::EventHub>,
+    pub default_agent: Option<String>,
 }
 
 /// A bound server: its address (the port may have been 0) and the task serving it.
@@ -106,6 +116,7 @@ pub async fn start(
         token: opts.token.clone(),
         offline_after,
         events,
+        default_agent: opts.default_agent.clone(),
     };
     let listener = tokio::net::TcpListener::bind(opts.addr)
         .await
@@ -122,6 +133,8 @@ pub async fn start(
         .route("/health", get(health))
         .route("/metrics", get(metrics::metrics))
         .route("/events/stream", get(stream::events))
+        .route("/", get(status::page))
+        .route("/status.json", get(status::json))
         .layer(middleware::from_fn_with_state(ctx.clone(), require_token));
     let app = Router::new()
         .route("/health/live", get(live))
@@ -141,19 +154,18 @@ pub async fn start(
     })
 }
 
-/// With a token configured, every guarded route wants `Authorization: Bearer TOKEN`.
+/// With a token configured, every guarded route wants `Authorization: Bearer TOKEN`, or the
+/// token as the password of HTTP Basic (what a browser sends once asked: see [`auth`]).
 async fn require_token(State(ctx): State<AppCtx>, req: Request, next: Next) -> Response {
     if let Some(want) = &ctx.token {
-        let given = req
-            .headers()
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .unwrap_or_default();
+        let given = auth::presented_token(req.headers()).unwrap_or_default();
         if !constant_time_eq(given.as_bytes(), want.expose().as_bytes()) {
             return (
                 StatusCode::UNAUTHORIZED,
-                [(header::WWW_AUTHENTICATE, "Bearer")],
+                [
+                    (header::WWW_AUTHENTICATE, "Bearer"),
+                    (header::WWW_AUTHENTICATE, auth::BASIC_CHALLENGE),
+                ],
                 "a bearer token is required: Authorization: Bearer <[http] token>\n",
             )
                 .into_response();
