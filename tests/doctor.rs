@@ -90,14 +90,22 @@ fn a_healthy_repository_passes() {
     one(&v, "database", "ok", "sqlite queue at");
     one(&v, "agents", "ok", "agent fake");
     one(&v, "files", "ok", "is private");
-    one(&v, "plans", "ok", "1 plans, each file where it was imported from");
+    one(
+        &v,
+        "plans",
+        "ok",
+        "1 plans, each file where it was imported from",
+    );
     one(&v, "worktrees", "ok", "0 worktrees");
     one(&v, "leases", "ok", "no expired leases");
     one(&v, "tokens", "ok", "GitHub: no token");
     // The text form says the same, grouped.
     let text = repo.run(&["doctor"], LIMIT);
     assert_eq!(text.code, Some(0), "{text}");
-    assert!(text.stdout.contains("database\n  [ok] sqlite queue at"), "{text}");
+    assert!(
+        text.stdout.contains("database\n  [ok] sqlite queue at"),
+        "{text}"
+    );
     assert!(text.stdout.contains("0 problems"), "{text}");
 }
 
@@ -113,7 +121,7 @@ async fn seeded_problems_are_found_and_the_safe_ones_fixed() {
     let b_branch = format!("whilly/{PLAN}/B");
     assert!(branches(&repo).contains(&b_branch), "{:?}", branches(&repo));
     // The plan goes: B's worktree and branch belong to no task now.
-    let del = repo.run(&["plan", "delete", PLAN], LIMIT);
+    let del = repo.run(&["plan", "delete", PLAN, "--yes"], LIMIT);
     assert_eq!(del.code, Some(0), "{del}");
     // A task branch with work of its own, whose task is gone too: it must be kept.
     repo.git(&["checkout", "-q", "-b", "whilly/old/X"]);
@@ -124,8 +132,11 @@ async fn seeded_problems_are_found_and_the_safe_ones_fixed() {
     // A ghost: imported from a file that is then deleted, with its tasks unfinished.
     repo.write(
         "ghost.json",
-        &serde_json::to_string(&engine::plan("ghost", vec![engine::task("G1"), engine::task("G2")]))
-            .unwrap(),
+        &serde_json::to_string(&engine::plan(
+            "ghost",
+            vec![engine::task("G1"), engine::task("G2")],
+        ))
+        .unwrap(),
     );
     let imp = repo.run(&["plan", "import", "ghost.json"], LIMIT);
     assert_eq!(imp.code, Some(0), "{imp}");
@@ -137,7 +148,11 @@ async fn seeded_problems_are_found_and_the_safe_ones_fixed() {
     let mut req = ClaimRequest::new("vanished-worker");
     req.plan_id = Some("ghost".into());
     req.lease = Duration::from_millis(1);
-    let claimed = store.claim(&req).await.unwrap().expect("a ghost task to claim");
+    let claimed = store
+        .claim(&req)
+        .await
+        .unwrap()
+        .expect("a ghost task to claim");
     let now = chrono::Utc::now();
     store
         .register_worker(&WorkerRecord {
@@ -158,10 +173,12 @@ async fn seeded_problems_are_found_and_the_safe_ones_fixed() {
     ))
     .await
     .unwrap();
-    sqlx::query("UPDATE workers SET heartbeat_at = heartbeat_at - 3600000 WHERE id = 'dead-worker'")
-        .execute(&pool)
-        .await
-        .unwrap();
+    sqlx::query(
+        "UPDATE workers SET heartbeat_at = heartbeat_at - 3600000 WHERE id = 'dead-worker'",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
     pool.close().await;
     // .whilly/ readable by everyone.
     let state = repo.repo.join(".whilly");
@@ -171,7 +188,10 @@ async fn seeded_problems_are_found_and_the_safe_ones_fixed() {
     // A GitHub token the stand-in refuses, a missing agent binary, a disk budget exceeded.
     let gh = GitHubStandIn::start();
     let api = format!("github.api_url={}", gh.url());
-    let env = [("WHILLY_GITHUB_TOKEN", "ghp_refused0000000000000000000000000000")];
+    let env = [(
+        "WHILLY_GITHUB_TOKEN",
+        "ghp_refused0000000000000000000000000000",
+    )];
     let mut args = vec![
         "-c",
         api.as_str(),
@@ -186,36 +206,117 @@ async fn seeded_problems_are_found_and_the_safe_ones_fixed() {
     assert_eq!(out.code, Some(1), "{out}");
     assert_eq!(v["exit_code"], 1);
     let files = one(&v, "files", "problem", "can be read by other users");
-    assert!(files["what"].as_str().unwrap().contains("(0755)"), "{files}");
-    assert!(files["what"].as_str().unwrap().contains("events.jsonl (0644)"), "{files}");
+    assert!(
+        files["what"].as_str().unwrap().contains("(0755)"),
+        "{files}"
+    );
+    assert!(
+        files["what"]
+            .as_str()
+            .unwrap()
+            .contains("events.jsonl (0644)"),
+        "{files}"
+    );
     assert!(files["fix"].as_str().unwrap().contains("chmod"), "{files}");
     let wt = one(&v, "worktrees", "problem", "orphan worktree");
-    assert!(wt["what"].as_str().unwrap().contains("its task is no longer in the queue"), "{wt}");
-    assert!(wt["fix"].as_str().unwrap().contains("whilly doctor --fix"), "{wt}");
+    assert!(
+        wt["what"]
+            .as_str()
+            .unwrap()
+            .contains("its task is no longer in the queue"),
+        "{wt}"
+    );
+    assert!(
+        wt["fix"].as_str().unwrap().contains("whilly doctor --fix"),
+        "{wt}"
+    );
     let kept = one(&v, "worktrees", "warn", "branch whilly/old/X is kept");
-    assert!(kept["fix"].as_str().unwrap().contains("git branch -D whilly/old/X"), "{kept}");
-    let disk = one(&v, "worktrees", "problem", "over [worktrees] max_disk = 1.0 KiB");
-    assert!(disk["fix"].as_str().unwrap().contains("raise worktrees.max_disk"), "{disk}");
+    assert!(
+        kept["fix"]
+            .as_str()
+            .unwrap()
+            .contains("git branch -D whilly/old/X"),
+        "{kept}"
+    );
+    let disk = one(
+        &v,
+        "worktrees",
+        "problem",
+        "over [worktrees] max_disk = 1.0 KiB",
+    );
+    assert!(
+        disk["fix"]
+            .as_str()
+            .unwrap()
+            .contains("raise worktrees.max_disk"),
+        "{disk}"
+    );
     let lease = one(&v, "leases", "problem", "held by leases that expired");
-    assert!(lease["what"].as_str().unwrap().contains("worker vanished-worker"), "{lease}");
+    assert!(
+        lease["what"]
+            .as_str()
+            .unwrap()
+            .contains("worker vanished-worker"),
+        "{lease}"
+    );
     assert_eq!(lease["fixable"]["kind"], "reclaim_leases");
     let worker = one(&v, "workers", "problem", "dead-worker on gone-box");
-    assert!(worker["fix"].as_str().unwrap().contains("mark them offline"), "{worker}");
+    assert!(
+        worker["fix"]
+            .as_str()
+            .unwrap()
+            .contains("mark them offline"),
+        "{worker}"
+    );
     let ghost = one(&v, "plans", "problem", "plan ghost was imported from");
-    assert!(ghost["what"].as_str().unwrap().contains("which no longer exists"), "{ghost}");
-    assert!(ghost["fix"].as_str().unwrap().contains("--id ghost"), "{ghost}");
-    assert!(ghost.get("fixable").is_none(), "a ghost with work is never removed: {ghost}");
+    assert!(
+        ghost["what"]
+            .as_str()
+            .unwrap()
+            .contains("which no longer exists"),
+        "{ghost}"
+    );
+    assert!(
+        ghost["fix"].as_str().unwrap().contains("--id ghost"),
+        "{ghost}"
+    );
+    assert!(
+        ghost.get("fixable").is_none(),
+        "a ghost with work is never removed: {ghost}"
+    );
     let agent = one(&v, "agents", "problem", "agent fake (needed by run.agent");
-    assert!(agent["what"].as_str().unwrap().contains("/nonexistent/agent-bin"), "{agent}");
-    assert!(agent["fix"].as_str().unwrap().contains("agents.fake.bin"), "{agent}");
-    let token = one(&v, "tokens", "problem", "GitHub: the token from WHILLY_GITHUB_TOKEN is refused");
-    assert!(token["fix"].as_str().unwrap().contains("WHILLY_GITHUB_TOKEN"), "{token}");
+    assert!(
+        agent["what"]
+            .as_str()
+            .unwrap()
+            .contains("/nonexistent/agent-bin"),
+        "{agent}"
+    );
+    assert!(
+        agent["fix"].as_str().unwrap().contains("agents.fake.bin"),
+        "{agent}"
+    );
+    let token = one(
+        &v,
+        "tokens",
+        "problem",
+        "GitHub: the token from WHILLY_GITHUB_TOKEN is refused",
+    );
+    assert!(
+        token["fix"]
+            .as_str()
+            .unwrap()
+            .contains("WHILLY_GITHUB_TOKEN"),
+        "{token}"
+    );
     assert!(
         !out.stdout.contains("ghp_refused"),
         "the token itself is never printed"
     );
 
-    // --fix: the safe ones, each said.
+    // --fix: the safe ones, each said. (Opening a SQLite queue narrows `.whilly/` itself, which
+    // the run above did: widen it again so --fix has the whole job.)
+    chmod(&state, 0o755);
     args.push("--fix");
     let (out, v) = doctor(&repo, &args, &env);
     assert_eq!(out.code, Some(1), "agent, token and ghost are left: {out}");
@@ -231,7 +332,10 @@ async fn seeded_problems_are_found_and_the_safe_ones_fixed() {
     let said = said.join("\n");
     assert!(said.contains("files to 0600"), "{said}");
     assert!(said.contains(&format!("and branch {b_branch}")), "{said}");
-    assert!(said.contains("reclaimed expired leases: back to PENDING"), "{said}");
+    assert!(
+        said.contains("reclaimed expired leases: back to PENDING"),
+        "{said}"
+    );
     assert!(said.contains("marked offline: dead-worker"), "{said}");
     // On disk and in the queue.
     assert_eq!(mode(&state), 0o700);

@@ -43,7 +43,10 @@ fn a_run_leaves_a_report_and_report_tells_the_same() {
     assert_eq!(mode(&path), 0o600);
     assert_eq!(mode(&reports), 0o700);
     let md = std::fs::read_to_string(&path).unwrap();
-    assert!(md.starts_with(&format!("# Run report: plan {PLAN} (engine-tests)")), "{md}");
+    assert!(
+        md.starts_with(&format!("# Run report: plan {PLAN} (engine-tests)")),
+        "{md}"
+    );
     assert!(md.contains("| A | DONE | 1 | $0.00 |"), "{md}");
     assert!(md.contains("| 1/1 passed | - |"), "{md}");
     assert!(md.contains("| B | FAILED"), "{md}");

@@ -16,13 +16,18 @@ pub async fn run(ctx: &Context, args: ReportArgs) -> anyhow::Result<i32> {
     let ids = |v: Vec<&crate::store::PlanSummary>| -> Vec<String> {
         v.into_iter().map(|p| p.plan.id.clone()).collect()
     };
-    let plan_id =
-        match plan_choice::choose(None, false, args.plan.as_deref(), &ids(known), &ids(archived))
-            .map_err(|msg| anyhow::anyhow!(msg))?
-        {
-            plan_choice::Choice::Imported(id) => id,
-            plan_choice::Choice::File => anyhow::bail!("give the id of an imported plan"),
-        };
+    let plan_id = match plan_choice::choose(
+        None,
+        false,
+        args.plan.as_deref(),
+        &ids(known),
+        &ids(archived),
+    )
+    .map_err(|msg| anyhow::anyhow!(msg))?
+    {
+        plan_choice::Choice::Imported(id) => id,
+        plan_choice::Choice::File => anyhow::bail!("give the id of an imported plan"),
+    };
     let r = report::load(store.as_ref(), &plan_id, None).await?;
     let text = match args.format {
         ReportFormat::Md => report::render_md(&r),

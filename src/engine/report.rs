@@ -232,7 +232,11 @@ fn cell(s: &str) -> String {
 }
 
 pub fn render_md(r: &RunReport) -> String {
-    let mut out = format!("# Run report: plan {} ({})\n\n", cell(&r.plan_id), cell(&r.project));
+    let mut out = format!(
+        "# Run report: plan {} ({})\n\n",
+        cell(&r.plan_id),
+        cell(&r.project)
+    );
     out.push_str(&format!(
         "Generated {} UTC",
         r.generated_at.format("%Y-%m-%d %H:%M:%S")
@@ -406,8 +410,20 @@ mod tests {
             ev(1, 0, et::TASK_CLAIMED, "A", json!({})),
             ev(2, 1, et::TASK_COST, "A", json!({"cost_usd": 0.1})),
             ev(3, 10, et::TASK_DONE, "A", checks(true)),
-            ev(4, 11, et::GITHUB_PR_OPENED, "A", json!({"url": "https://gh/pr/1"})),
-            ev(5, 12, et::GITHUB_PR_UPDATED, "A", json!({"url": "https://gh/pr/1"})),
+            ev(
+                4,
+                11,
+                et::GITHUB_PR_OPENED,
+                "A",
+                json!({"url": "https://gh/pr/1"}),
+            ),
+            ev(
+                5,
+                12,
+                et::GITHUB_PR_UPDATED,
+                "A",
+                json!({"url": "https://gh/pr/1"}),
+            ),
             ev(6, 20, et::TASK_CLAIMED, "B|x", json!({})),
             ev(7, 25, et::TASK_RETRY, "B|x", checks(false)),
             ev(8, 30, et::TASK_CLAIMED, "B|x", json!({})),
@@ -433,9 +449,15 @@ mod tests {
         assert_eq!(r.totals.wall_secs, 40.0);
         assert!((r.totals.burn_usd_per_hour.unwrap() - 0.6 * 90.0).abs() < 1e-6);
         let md = render_md(&r);
-        assert!(md.contains("| A | DONE | 1 | $0.35 | 10s | 2/2 passed | https://gh/pr/1 |"), "{md}");
+        assert!(
+            md.contains("| A | DONE | 1 | $0.35 | 10s | 2/2 passed | https://gh/pr/1 |"),
+            "{md}"
+        );
         assert!(md.contains("| B\\|x | FAILED | 2 |"), "{md}");
-        assert!(md.contains("**Totals:** 2 tasks (1 DONE, 1 FAILED), 3 attempts, $0.60 spent"), "{md}");
+        assert!(
+            md.contains("**Totals:** 2 tasks (1 DONE, 1 FAILED), 3 attempts, $0.60 spent"),
+            "{md}"
+        );
     }
 
     #[test]

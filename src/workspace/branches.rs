@@ -41,7 +41,9 @@ pub(super) fn landed(ws: &Workspaces, branch: &str) -> Result<Option<bool>, Work
     }
     let on_base = repo
         .graph_descendant_of(base, tip)
-        .map_err(WorkspaceError::git(format!("compare {branch} with the base")))?;
+        .map_err(WorkspaceError::git(format!(
+            "compare {branch} with the base"
+        )))?;
     Ok(Some(on_base))
 }
 

@@ -166,7 +166,10 @@ mod tests {
         ];
         let v = judge(&facts);
         assert_eq!(v[0].severity, Severity::Ok);
-        assert_eq!(v[0].what, "agent claude (2.1.0 (Claude Code)) at /usr/bin/claude");
+        assert_eq!(
+            v[0].what,
+            "agent claude (2.1.0 (Claude Code)) at /usr/bin/claude"
+        );
         assert_eq!(v[1].severity, Severity::Problem);
         assert!(v[1].what.contains("(needed by plan p)"), "{}", v[1].what);
         assert!(v[1].fix.contains("agents.codex.bin"));

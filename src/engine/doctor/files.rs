@@ -4,14 +4,23 @@
 use crate::domain::doctor::{Finding, Fix};
 use std::path::{Path, PathBuf};
 
-/// What the walk over `.whilly/` found readable by others.
+/// An entry with group or other permission bits.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Wide {
+    pub path: PathBuf,
+    pub mode: u32,
+    /// Others can reach it: every directory above it (up to `.whilly/` itself) lets them
+    /// through. A wide file inside a 0700 directory is shielded, not exposed.
+    pub exposed: bool,
+}
+
+/// What the walk over `.whilly/` found wider than the user's own.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PermFacts {
     pub state_dir: PathBuf,
     pub exists: bool,
-    /// Directories with any group or other bits, and their mode.
-    pub wide_dirs: Vec<(PathBuf, u32)>,
-    pub wide_files: Vec<(PathBuf, u32)>,
+    pub wide_dirs: Vec<Wide>,
+    pub wide_files: Vec<Wide>,
 }
 
 /// Walks `.whilly/` without following symlinks. Worktrees kept inside it (the fallback when
@@ -24,21 +33,33 @@ pub fn gather(state_dir: &Path) -> PermFacts {
         ..Default::default()
     };
     let skip = state_dir.join("worktrees");
-    let mut stack = vec![state_dir.to_path_buf()];
-    while let Some(p) = stack.pop() {
+    // (path, whether others can pass through every directory above it)
+    let mut stack = vec![(state_dir.to_path_buf(), true)];
+    while let Some((p, reachable)) = stack.pop() {
         let Ok(md) = std::fs::symlink_metadata(&p) else {
             continue;
         };
         let mode = mode_of(&md);
+        let wide = Wide {
+            path: p.clone(),
+            mode,
+            exposed: reachable,
+        };
         if md.is_dir() {
             if mode & 0o077 != 0 {
-                f.wide_dirs.push((p.clone(), mode));
+                f.wide_dirs.push(wide);
             }
+            let through = reachable && mode & 0o011 != 0;
             if let Ok(rd) = std::fs::read_dir(&p) {
-                stack.extend(rd.flatten().map(|e| e.path()).filter(|c| *c != skip));
+                stack.extend(
+                    rd.flatten()
+                        .map(|e| e.path())
+                        .filter(|c| *c != skip)
+                        .map(|c| (c, through)),
+                );
             }
         } else if md.is_file() && mode & 0o077 != 0 {
-            f.wide_files.push((p, mode));
+            f.wide_files.push(wide);
         }
     }
     f.wide_dirs.sort();
@@ -65,26 +86,28 @@ pub fn judge(f: &PermFacts) -> Vec<Finding> {
             format!("{shown} does not exist yet (whilly creates it private)"),
         )];
     }
-    if f.wide_dirs.is_empty() && f.wide_files.is_empty() {
-        return vec![Finding::ok(
-            "files",
-            format!("{shown} is private (directories 0700, files 0600)"),
-        )];
+    let exposed = |v: &[Wide]| v.iter().filter(|w| w.exposed).count();
+    let (dirs, files) = (exposed(&f.wide_dirs), exposed(&f.wide_files));
+    if dirs + files == 0 {
+        let shielded = f.wide_dirs.len() + f.wide_files.len();
+        let mut what = format!("{shown} is private");
+        if shielded > 0 {
+            what.push_str(&format!(
+                " ({shielded} entries inside are wider, but only you can reach them)"
+            ));
+        }
+        return vec![Finding::ok("files", what)];
     }
-    let examples: Vec<String> = f
-        .wide_dirs
-        .iter()
-        .chain(&f.wide_files)
-        .take(3)
-        .map(|(p, m)| format!("{} ({m:04o})", p.display()))
+    // A few of each, so a file is named even when many directories are wide.
+    let examples: Vec<String> = (f.wide_dirs.iter().filter(|w| w.exposed).take(2))
+        .chain(f.wide_files.iter().filter(|w| w.exposed).take(3))
+        .map(|w| format!("{} ({:04o})", w.path.display(), w.mode))
         .collect();
     vec![
         Finding::problem(
             "files",
             format!(
-                "{} directories and {} files under {shown} can be read by other users: {}",
-                f.wide_dirs.len(),
-                f.wide_files.len(),
+                "{dirs} directories and {files} files under {shown} can be read by other users: {}",
                 examples.join(", ")
             ),
             "the queue, the audit trail, attempt logs and prompts hold your source and may hold secrets",
@@ -92,9 +115,11 @@ pub fn judge(f: &PermFacts) -> Vec<Finding> {
                 "chmod 700 the directories and 600 the files (`chmod -R go-rwx {shown}`); `whilly doctor --fix` does it"
             ),
         )
+        // Everything wide is narrowed, shielded or not: a directory opened later must not
+        // expose what it holds.
         .fixable(Fix::NarrowPermissions {
-            dirs: f.wide_dirs.iter().map(|(p, _)| p.clone()).collect(),
-            files: f.wide_files.iter().map(|(p, _)| p.clone()).collect(),
+            dirs: f.wide_dirs.iter().map(|w| w.path.clone()).collect(),
+            files: f.wide_files.iter().map(|w| w.path.clone()).collect(),
         }),
     ]
 }
@@ -136,9 +161,28 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(judge(&base)[0].severity, Severity::Ok);
+        let w = |p: &str, mode, exposed| Wide {
+            path: p.into(),
+            mode,
+            exposed,
+        };
+        let shielded = PermFacts {
+            wide_files: vec![w("/r/.whilly/runs/a.log", 0o644, false)],
+            ..base.clone()
+        };
+        let ok = &judge(&shielded)[0];
+        assert_eq!(ok.severity, Severity::Ok);
+        assert!(
+            ok.what.contains("1 entries inside are wider"),
+            "{}",
+            ok.what
+        );
         let wide = PermFacts {
-            wide_dirs: vec![("/r/.whilly".into(), 0o755)],
-            wide_files: vec![("/r/.whilly/events.jsonl".into(), 0o644)],
+            wide_dirs: vec![w("/r/.whilly", 0o755, true)],
+            wide_files: vec![
+                w("/r/.whilly/events.jsonl", 0o644, true),
+                w("/r/.whilly/runs/a.log", 0o644, false),
+            ],
             ..base
         };
         let f = &judge(&wide)[0];
@@ -146,7 +190,16 @@ mod tests {
         assert!(f.what.contains("/r/.whilly (0755)"), "{}", f.what);
         assert!(f.what.contains("events.jsonl (0644)"), "{}", f.what);
         assert!(f.fix.contains("chmod"));
-        assert!(matches!(f.fixable, Some(Fix::NarrowPermissions { .. })));
+        assert!(
+            f.what.starts_with("1 directories and 1 files"),
+            "{}",
+            f.what
+        );
+        assert!(!f.what.contains("a.log"), "{}", f.what);
+        match &f.fixable {
+            Some(Fix::NarrowPermissions { files, .. }) => assert_eq!(files.len(), 2),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[cfg(unix)]
@@ -161,10 +214,34 @@ mod tests {
         for (p, m) in [(&state, 0o755), (&state.join("a.log"), 0o644)] {
             std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap();
         }
+        std::fs::create_dir_all(state.join("runs")).unwrap();
+        std::fs::write(state.join("runs/b.log"), "x").unwrap();
+        std::fs::set_permissions(state.join("runs"), std::fs::Permissions::from_mode(0o700))
+            .unwrap();
+        std::fs::set_permissions(
+            state.join("runs/b.log"),
+            std::fs::Permissions::from_mode(0o644),
+        )
+        .unwrap();
         let f = gather(&state);
-        assert_eq!(f.wide_dirs, vec![(state.clone(), 0o755)]);
-        assert_eq!(f.wide_files, vec![(state.join("a.log"), 0o644)]);
-        narrow(&[state.clone()], &[state.join("a.log")]).unwrap();
+        let wide = |v: &[Wide]| -> Vec<(PathBuf, u32, bool)> {
+            v.iter()
+                .map(|w| (w.path.clone(), w.mode, w.exposed))
+                .collect()
+        };
+        assert_eq!(wide(&f.wide_dirs), vec![(state.clone(), 0o755, true)]);
+        assert_eq!(
+            wide(&f.wide_files),
+            vec![
+                (state.join("a.log"), 0o644, true),
+                (state.join("runs/b.log"), 0o644, false)
+            ]
+        );
+        narrow(
+            std::slice::from_ref(&state),
+            &[state.join("a.log"), state.join("runs/b.log")],
+        )
+        .unwrap();
         let again = gather(&state);
         assert!(again.wide_dirs.is_empty() && again.wide_files.is_empty());
     }

@@ -57,7 +57,9 @@ pub async fn examine(env: &DoctorEnv<'_>, perms: &files::PermFacts) -> Vec<Findi
     out.push(tokens::judge_jira(&tokens::jira(env.config).await));
     out.push(tokens::judge_keyring(&tokens::keyring_facts(env.config)));
     let store = env.store.as_ref().ok();
-    out.extend(plans::judge(&plans::gather(env.state_dir, env.repo_root, store).await));
+    out.extend(plans::judge(
+        &plans::gather(env.state_dir, env.repo_root, store).await,
+    ));
     out.extend(worktrees::judge(&worktrees::gather(env).await));
     if let Some(store) = store {
         match queue::lease_facts(store.as_ref()).await {
@@ -105,10 +107,15 @@ pub async fn apply(env: &DoctorEnv<'_>, fix: &Fix) -> Result<String, DoctorError
         }
         Fix::DeleteBranch { branch } => {
             workspaces(env)?.delete_branch(branch)?;
-            Ok(format!("deleted branch {branch} (its commits are on the base branch)"))
+            Ok(format!(
+                "deleted branch {branch} (its commits are on the base branch)"
+            ))
         }
         Fix::ReclaimLeases => {
-            let store = env.store.as_ref().map_err(|_| DoctorError::NoStore("reclaiming leases"))?;
+            let store = env
+                .store
+                .as_ref()
+                .map_err(|_| DoctorError::NoStore("reclaiming leases"))?;
             let r = store.reap().await?;
             let mut parts = Vec::new();
             for (what, ids) in [
@@ -127,7 +134,10 @@ pub async fn apply(env: &DoctorEnv<'_>, fix: &Fix) -> Result<String, DoctorError
             })
         }
         Fix::MarkWorkersOffline { .. } => {
-            let store = env.store.as_ref().map_err(|_| DoctorError::NoStore("marking workers"))?;
+            let store = env
+                .store
+                .as_ref()
+                .map_err(|_| DoctorError::NoStore("marking workers"))?;
             let after = Duration::from_secs(env.config.queue.worker_offline_secs);
             let ids = store.mark_offline_workers(after).await?;
             Ok(if ids.is_empty() {
@@ -137,7 +147,10 @@ pub async fn apply(env: &DoctorEnv<'_>, fix: &Fix) -> Result<String, DoctorError
             })
         }
         Fix::ArchivePlan { plan_id } => {
-            let store = env.store.as_ref().map_err(|_| DoctorError::NoStore("archiving plans"))?;
+            let store = env
+                .store
+                .as_ref()
+                .map_err(|_| DoctorError::NoStore("archiving plans"))?;
             store.set_plan_archived(plan_id, true).await?;
             Ok(format!(
                 "archived plan {plan_id} (`whilly plan unarchive {plan_id}` lists it again)"

@@ -126,7 +126,10 @@ pub fn judge(f: &PlansFacts) -> Vec<Finding> {
         }
     }
     if out.is_empty() {
-        let mut what = format!("{} plans, each file where it was imported from", f.plans.len());
+        let mut what = format!(
+            "{} plans, each file where it was imported from",
+            f.plans.len()
+        );
         if f.unrecorded > 0 {
             what.push_str(&format!(
                 " ({} without a recorded file: imported from a forge, the wizard, or by an older version)",
@@ -168,7 +171,10 @@ mod tests {
         let v = judge(&f);
         assert_eq!(v.len(), 3, "{v:#?}");
         assert_eq!(v[0].severity, Severity::Problem);
-        assert!(v[0].what.contains("plan ghost was imported from /r/ghost.json, which no longer exists"));
+        assert!(
+            v[0].what
+                .contains("plan ghost was imported from /r/ghost.json, which no longer exists")
+        );
         assert!(v[0].fix.contains("whilly plan import NEW/PATH --id ghost"));
         assert_eq!(v[0].fixable, None);
         assert_eq!(v[1].severity, Severity::Warn);

@@ -219,7 +219,10 @@ mod tests {
             })
         );
         let ok = judge_workers(&WorkerFacts {
-            workers: vec![worker("live", 5, false, now), worker("marked", 900, true, now)],
+            workers: vec![
+                worker("live", 5, false, now),
+                worker("marked", 900, true, now),
+            ],
             ..f
         });
         assert_eq!(ok.severity, Severity::Ok);
@@ -240,7 +243,11 @@ mod tests {
         };
         let v = judge_leases(&f);
         assert_eq!(v.severity, Severity::Problem);
-        assert!(v.what.contains("p/T-1 (worker w1, expired 30 s ago)"), "{}", v.what);
+        assert!(
+            v.what.contains("p/T-1 (worker w1, expired 30 s ago)"),
+            "{}",
+            v.what
+        );
         assert_eq!(v.fixable, Some(Fix::ReclaimLeases));
         let none = LeaseFacts {
             now,
@@ -276,6 +283,9 @@ mod tests {
             opened: Err("connection refused".into()),
         });
         assert_eq!(down.severity, Severity::Problem);
-        assert!(down.what.contains("postgres://h/db cannot be opened: connection refused"));
+        assert!(
+            down.what
+                .contains("postgres://h/db cannot be opened: connection refused")
+        );
     }
 }

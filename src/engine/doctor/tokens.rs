@@ -49,10 +49,7 @@ pub async fn github(cfg: &Config) -> TokenCheck {
         },
         Err(_) => TokenCheck::Unknown {
             source,
-            error: format!(
-                "GitHub did not answer within {} s",
-                CALL_LIMIT.as_secs()
-            ),
+            error: format!("GitHub did not answer within {} s", CALL_LIMIT.as_secs()),
         },
     }
 }

@@ -6,7 +6,7 @@
 use super::DoctorEnv;
 use crate::domain::Status;
 use crate::domain::doctor::{Finding, Fix, human_size};
-use crate::workspace::{WorktreeInfo, Workspaces, branch_name};
+use crate::workspace::{Workspaces, WorktreeInfo, branch_name};
 use chrono::{DateTime, Utc};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -179,9 +179,9 @@ pub fn judge(f: &WtFacts) -> Vec<Finding> {
         let delete_branch = w.branch_landed == Some(true);
         let branch_note = match (&i.branch, w.branch_landed) {
             (Some(b), Some(true)) => format!("; branch {b} has nothing that is not on the base"),
-            (Some(b), Some(false)) => format!(
-                "; branch {b} has commits that are not on the base branch and will be kept"
-            ),
+            (Some(b), Some(false)) => {
+                format!("; branch {b} has commits that are not on the base branch and will be kept")
+            }
             _ => String::new(),
         };
         out.push(
@@ -211,9 +211,15 @@ pub fn judge(f: &WtFacts) -> Vec<Finding> {
             out.push(
                 Finding::problem(
                     "worktrees",
-                    format!("orphan branch {}: {reason}; its commits are on the base branch", b.branch),
+                    format!(
+                        "orphan branch {}: {reason}; its commits are on the base branch",
+                        b.branch
+                    ),
                     "a stale branch with the same name confuses a later run and reviewers",
-                    format!("`git branch -d {}`; `whilly doctor --fix` does it", b.branch),
+                    format!(
+                        "`git branch -d {}`; `whilly doctor --fix` does it",
+                        b.branch
+                    ),
                 )
                 .fixable(Fix::DeleteBranch {
                     branch: b.branch.clone(),
@@ -345,7 +351,10 @@ mod tests {
         };
         let v = judge(&f);
         assert_eq!(v.len(), 4, "{v:#?}");
-        assert!(v[0].what.contains("/wt/p/GONE (4.0 KiB): its task is no longer in the queue"));
+        assert!(
+            v[0].what
+                .contains("/wt/p/GONE (4.0 KiB): its task is no longer in the queue")
+        );
         assert!(v[0].what.contains("will be kept"));
         assert_eq!(
             v[0].fixable,
@@ -365,7 +374,10 @@ mod tests {
         assert_eq!(v[2].severity, Severity::Warn);
         assert!(v[2].what.contains("whilly/p/WORK is kept"));
         assert_eq!(v[3].severity, Severity::Problem);
-        assert!(v[3].what.contains("over [worktrees] max_disk = 9.8 KiB (4.0 KiB of it orphans)"));
+        assert!(
+            v[3].what
+                .contains("over [worktrees] max_disk = 9.8 KiB (4.0 KiB of it orphans)")
+        );
         let under = judge(&WtFacts {
             max_disk: Some(1 << 20),
             worktrees: vec![],
@@ -373,6 +385,9 @@ mod tests {
             ..f
         });
         assert_eq!(under[0].severity, Severity::Ok);
-        assert_eq!(under[0].what, "0 worktrees, 0 B on disk of max_disk 1.0 MiB");
+        assert_eq!(
+            under[0].what,
+            "0 worktrees, 0 B on disk of max_disk 1.0 MiB"
+        );
     }
 }
