@@ -216,6 +216,59 @@ Examples:\n  whilly serve\n  whilly serve --http 127.0.0.1:9000\n  WHILLY_HTTP_T
     /// The GitHub Projects (v2) board of [github.project]: its columns, each task's card, sync.
     #[command(subcommand)]
     Board(BoardCommand),
+    /// Check this setup: the queue, agents, tokens, plans, worktrees, leases, workers, .whilly/.
+    #[command(
+        after_help = "Each finding says what is wrong, why it matters and how to fix it. --fix applies the safe fixes \
+(permissions, orphan worktrees and landed branches, expired leases, silent workers, finished ghost plans) and says what it did.\n\n\
+Examples:\n  whilly doctor\n  whilly doctor --fix\n  whilly doctor --format json\n\n\
+Exit codes: 0 nothing wrong (warnings allowed), 1 a problem is left (after --fix: one it could not fix)."
+    )]
+    Doctor(DoctorArgs),
+    /// What a run did: tasks with status, attempts, cost, duration, checks and pull requests; totals.
+    #[command(
+        after_help = "Every `whilly run` also writes one to .whilly/reports/<plan>-<UTC time>.md at its end.\n\n\
+Examples:\n  whilly report\n  whilly report demo --format json\n  whilly report demo --out report.md"
+    )]
+    Report(ReportArgs),
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
+pub enum DoctorFormat {
+    /// Findings grouped by check, for people.
+    #[default]
+    Text,
+    Json,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormat {
+    /// Markdown: a table of tasks and a totals line.
+    #[default]
+    Md,
+    Json,
+}
+
+#[derive(Debug, Args, Clone, Default)]
+pub struct DoctorArgs {
+    /// Apply the fixes that cannot lose work, say what each did, then check again.
+    #[arg(long)]
+    pub fix: bool,
+    /// `json` for scripts (one object: findings, fixes applied, exit code).
+    #[arg(long, value_enum, default_value_t = DoctorFormat::Text)]
+    pub format: DoctorFormat,
+}
+
+#[derive(Debug, Args, Clone, Default)]
+pub struct ReportArgs {
+    /// The plan (default: the only plan, or the one most recently changed).
+    #[arg(value_name = "PLAN", add = ArgValueCompleter::new(complete::plan_ids))]
+    pub plan: Option<String>,
+    /// `md` (default) or `json`.
+    #[arg(long, value_enum, default_value_t = ReportFormat::Md)]
+    pub format: ReportFormat,
+    /// Write it to FILE instead of printing it.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Subcommand, Clone)]

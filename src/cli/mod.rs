@@ -34,6 +34,7 @@ pub mod config_cmd;
 pub mod context;
 pub mod db_cmd;
 pub mod demo_cmd;
+pub mod doctor_cmd;
 pub mod events_cmd;
 pub mod exit;
 pub mod forge_cmd;
@@ -48,6 +49,7 @@ pub mod plan_choice;
 pub mod plan_cmd;
 pub mod plan_view;
 pub mod prd_cmd;
+pub mod report_cmd;
 pub mod run_cmd;
 pub mod serve_cmd;
 pub mod signals;
@@ -202,6 +204,8 @@ async fn dispatch_command(cli: Cli) -> anyhow::Result<i32> {
         Command::Forge(args) => forge_cmd::run(&ctx, args).await,
         Command::Board(cmd) => board_cmd::run(&ctx, cmd).await,
         Command::Serve { http } => serve_cmd::run(&ctx, http.as_deref()).await,
+        Command::Doctor(args) => doctor_cmd::run(&ctx, args).await,
+        Command::Report(args) => report_cmd::run(&ctx, args).await,
         Command::Completions { .. } | Command::Demo(_) => Ok(exit::OK),
     }
 }

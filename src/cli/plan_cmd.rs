@@ -219,7 +219,7 @@ async fn import(
     json: bool,
 ) -> anyhow::Result<i32> {
     let store = ctx.store().await?;
-    match import_file(&store, file, strict, budget, plan_id, json).await? {
+    match import_file(ctx, &store, file, strict, budget, plan_id, json).await? {
         Ok(result) => {
             if json {
                 outln!("{}", serde_json::to_string_pretty(&result)?);
@@ -234,14 +234,14 @@ async fn import(
 
 /// `whilly run FILE`: import (or re-import) the file, report on stderr, return the plan id.
 pub async fn import_for_run(
-    _ctx: &Context,
+    ctx: &Context,
     store: &Arc<dyn Store>,
     file: &Path,
     budget: Option<f64>,
     plan_id: Option<String>,
 ) -> anyhow::Result<Result<String, i32>> {
     Ok(
-        match import_file(store, file, false, budget, plan_id, false).await? {
+        match import_file(ctx, store, file, false, budget, plan_id, false).await? {
             Ok(result) => {
                 eprint!("{}", describe_import(&result, store.as_ref()));
                 Ok(result.plan_id)
@@ -253,6 +253,7 @@ pub async fn import_for_run(
 
 /// Validates and imports `file`; `Err(exit code)` when the file is refused (nothing written).
 async fn import_file(
+    ctx: &Context,
     store: &Arc<dyn Store>,
     file: &Path,
     strict: bool,
@@ -309,7 +310,12 @@ async fn import_file(
         skip,
         default_max_attempts: 3,
     };
-    Ok(Ok(store.import_plan(&spec, &opts).await?))
+    let report = store.import_plan(&spec, &opts).await?;
+    // Where the plan came from, for `whilly doctor`'s ghost plans; a diagnosis aid only.
+    if let Err(e) = plan::sources::record(&ctx.state_dir(), &report.plan_id, file) {
+        tracing::warn!("recording the source of plan {}: {e}", report.plan_id);
+    }
+    Ok(Ok(report))
 }
 
 pub(super) fn describe_import(r: &ImportReport, store: &dyn Store) -> String {

@@ -137,6 +137,7 @@ pub async fn run(ctx: &Context, args: RunArgs) -> anyhow::Result<i32> {
         }
     };
     let shutdown = signals::shutdown_channel();
+    let report_after = super::report_cmd::run_start(&store).await;
     let presence = patiently("registering the worker", || async {
         Ok(WorkerPresence::start(store.clone(), &engine_cfg).await?)
     })
@@ -172,6 +173,7 @@ pub async fn run(ctx: &Context, args: RunArgs) -> anyhow::Result<i32> {
     let _ = out.flush();
     drop(out);
     report_unfinished(&summary);
+    super::report_cmd::write_run_report(ctx, &store, &plan_id, report_after).await;
     Ok(summary.exit_code)
 }
 

@@ -4,6 +4,7 @@ use super::args::WorktreesCommand;
 use super::context::Context;
 use super::exit::{self, EnvironmentError};
 use super::plan_view::table;
+use crate::domain::doctor::human_size;
 use crate::engine::configure::workspace_config;
 use crate::workspace::{PruneSelection, Workspaces, WorktreeInfo};
 use std::collections::HashSet;
@@ -106,19 +107,4 @@ fn info_json(w: &WorktreeInfo) -> serde_json::Value {
         "name": w.name, "path": w.path, "branch": w.branch, "plan_id": w.plan_id, "task_id": w.task_id,
         "size_bytes": w.size_bytes, "prunable": w.prunable, "registered": w.registered, "locked": w.locked,
     })
-}
-
-pub fn human_size(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = bytes as f64;
-    let mut i = 0;
-    while v >= 1024.0 && i + 1 < UNITS.len() {
-        v /= 1024.0;
-        i += 1;
-    }
-    if i == 0 {
-        format!("{bytes} B")
-    } else {
-        format!("{v:.1} {}", UNITS[i])
-    }
 }

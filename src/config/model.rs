@@ -192,6 +192,19 @@ pub struct WorktreesConfig {
     pub setup_command: Option<String>,
     pub merge: MergeMode,
     pub keep_failed: bool,
+    /// Most disk whilly's worktrees of this repository may take (`20G`, `500M`); `whilly
+    /// doctor` reports going over it. Unset: no budget.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_disk: Option<String>,
+}
+
+impl WorktreesConfig {
+    /// `max_disk` in bytes (`None` when unset or unreadable; validation reports the latter).
+    pub fn max_disk_bytes(&self) -> Option<u64> {
+        self.max_disk
+            .as_deref()
+            .and_then(|s| crate::domain::doctor::parse_size(s).ok())
+    }
 }
 
 impl Default for WorktreesConfig {
@@ -202,6 +215,7 @@ impl Default for WorktreesConfig {
             setup_command: None,
             merge: MergeMode::Ff,
             keep_failed: true,
+            max_disk: None,
         }
     }
 }

@@ -48,6 +48,7 @@ pub const FIXED_KEYS: &[(&str, Kind)] = &[
     ("worktrees.setup_command", Kind::Str),
     ("worktrees.merge", Kind::Enum(MERGE_MODES)),
     ("worktrees.keep_failed", Kind::Bool),
+    ("worktrees.max_disk", Kind::Str),
     ("verification.timeout_secs", Kind::Int),
     ("verification.env_allowlist", Kind::StrList),
     ("verification.test_steps", Kind::Bool),

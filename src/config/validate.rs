@@ -102,6 +102,12 @@ pub fn check(config: &Config) -> Vec<(String, String)> {
         }
     }
 
+    if let Some(size) = &config.worktrees.max_disk
+        && let Err(msg) = crate::domain::doctor::parse_size(size)
+    {
+        bad("worktrees.max_disk", msg);
+    }
+
     if config.verification.timeout_secs == 0 {
         bad("verification.timeout_secs", "must be at least 1".into());
     }

@@ -12,6 +12,7 @@ pub mod gate;
 pub mod locate;
 pub mod parse;
 pub mod render;
+pub mod sources;
 pub mod triz;
 pub mod validate;
 

@@ -27,6 +27,7 @@
 //!   call it from `spawn_blocking`.
 
 mod bench;
+mod branches;
 mod cleanup;
 mod commit;
 mod config;
@@ -400,6 +401,39 @@ impl Workspaces {
     /// Deletes the worktree directory and its admin entry, and the branch if asked.
     pub fn remove(&self, wt: &Worktree, delete_branch: bool) -> Result<(), WorkspaceError> {
         cleanup::remove(self, &wt.name, &wt.path, &wt.branch, delete_branch)
+    }
+
+    /// Removes a listed worktree (directory and git entry; a stray directory too), and its
+    /// branch when asked.
+    pub fn remove_listed(
+        &self,
+        name: &str,
+        path: &Path,
+        branch: Option<&str>,
+        delete_branch: bool,
+    ) -> Result<(), WorkspaceError> {
+        cleanup::remove(
+            self,
+            name,
+            path,
+            branch.unwrap_or_default(),
+            delete_branch && branch.is_some(),
+        )
+    }
+
+    /// Every local task branch (`whilly/…`).
+    pub fn task_branches(&self) -> Result<Vec<String>, WorkspaceError> {
+        branches::task_branches(self)
+    }
+
+    /// Whether every commit of `branch` is on the base branch; `None` when it does not exist.
+    pub fn branch_landed(&self, branch: &str) -> Result<Option<bool>, WorkspaceError> {
+        branches::landed(self, branch)
+    }
+
+    /// Deletes a local branch (a missing one is fine).
+    pub fn delete_branch(&self, branch: &str) -> Result<(), WorkspaceError> {
+        branches::delete(self, branch)
     }
 
     /// Every whilly worktree of this repository, plus stray directories in its worktrees dir.

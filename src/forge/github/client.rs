@@ -320,6 +320,13 @@ impl GitHub {
             .0)
     }
 
+    /// The account the token belongs to (`GET /user`): the cheapest call that proves GitHub
+    /// accepts the token. Returns its login.
+    pub async fn viewer(&self) -> Result<String, GitHubError> {
+        let v = self.get("/user", "the token's user").await?;
+        Ok(v["login"].as_str().unwrap_or_default().to_string())
+    }
+
     pub async fn repo(&self, repo: &RepoRef) -> Result<Repo, GitHubError> {
         let what = format!("repository {repo}");
         let v = self.get(&format!("/repos/{repo}"), &what).await?;

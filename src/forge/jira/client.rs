@@ -239,6 +239,19 @@ impl Jira {
         }
     }
 
+    /// The account the credentials belong to (`GET /myself`): the cheapest call that proves
+    /// Jira accepts them. Returns its display name (or e-mail).
+    pub async fn myself(&self) -> Result<String, JiraError> {
+        let v = self
+            .send(Method::GET, "/myself", None, "the API token's account")
+            .await?;
+        Ok(v["displayName"]
+            .as_str()
+            .or(v["emailAddress"].as_str())
+            .unwrap_or(&self.user)
+            .to_string())
+    }
+
     pub async fn issue(&self, key: &str, extra_fields: &[String]) -> Result<JiraIssue, JiraError> {
         let mut fields = "summary,description,status,priority,labels".to_string();
         for f in extra_fields {
