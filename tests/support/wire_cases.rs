@@ -507,6 +507,18 @@ pub fn run_plan(agent: Agent, repo: &Repo, server: &WireServer, limit: Duration)
     }
 }
 
+/// Everything the attempts of T-1 left in `.whilly/runs`, for assertion messages.
+fn agent_logs(repo: &Repo) -> String {
+    repo.attempt_files("p", "T-1")
+        .iter()
+        .map(|f| {
+            let text = String::from_utf8_lossy(&std::fs::read(f).unwrap_or_default()).into_owned();
+            format!("== {}\n{text}", f.display())
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 fn events_of(repo: &Repo, task_id: &str, kind: &str) -> Vec<Value> {
     repo.events(Some(task_id))
         .into_iter()
@@ -597,8 +609,10 @@ pub fn overload_retried_then_done(agent: Agent, status: u16) {
 /// The provider never answers: the CLI is killed at the task's timeout, FAILED task_timeout.
 pub fn hang_is_killed_at_the_timeout(agent: Agent) {
     let Some(bin) = agent.bin() else { return };
+    // Long enough for a slow start on a loaded machine (OpenCode's first request can take
+    // seconds), so the CLI is really waiting on the provider when the timeout ends it.
     let mut t = task("T-1");
-    t["timeout"] = 4.into();
+    t["timeout"] = 20.into();
     t["max_attempts"] = 1.into();
     let repo = repo_for(agent, &plan("p", vec![t]), &bin, "full");
     let server = WireServer::start(agent.wire(), Scenario::Hang);
@@ -609,8 +623,16 @@ pub fn hang_is_killed_at_the_timeout(agent: Agent) {
     let rec = repo.task("p", "T-1");
     assert_eq!(rec["status"], "FAILED", "{rec}");
     assert_eq!(rec["reason"], "task_timeout", "{rec}");
-    assert!(server.main_requests() >= 1, "{}", server.log());
-    assert!(elapsed < Duration::from_secs(60), "{elapsed:?}");
+    assert!(
+        server.main_requests() >= 1,
+        "{}\n--- agent output\n{}",
+        server.log(),
+        agent_logs(&repo)
+    );
+    assert!(
+        elapsed >= Duration::from_secs(20) && elapsed < Duration::from_secs(60),
+        "{elapsed:?}"
+    );
     // Nothing of the CLI outlived the run.
     engine::wait_for(Duration::from_secs(10), "the CLI to be gone", || {
         repo.marked_pids(&[]).is_empty().then_some(())
