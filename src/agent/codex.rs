@@ -1,13 +1,20 @@
-//! Codex: `codex exec --json [--model m] <permission flags> -C <workdir> <prompt>`.
+//! Codex: `codex exec --json --skip-git-repo-check [--model m] <permission flags> --cd <workdir>
+//! <prompt>`.
 //!
 //! JSON Lines: `thread.started`, `turn.started`, `item.*` (the final answer is the last
-//! `agent_message` item), `turn.completed` with usage, `turn.failed` / `error`. Codex reports
-//! no cost, so usage is priced from the table. The older `{"msg":{…}}` shape is read as well.
+//! `agent_message` item; `error` items are warnings), `turn.completed` with usage, `turn.failed`.
+//! A top-level `error` event is transient (Codex prints one per reconnect and carries on), so it
+//! counts only when no turn completed after it. Codex reports no cost and never names its model,
+//! so usage is priced from the table with `agents.codex.model`. The older `{"msg":{…}}` shape is
+//! read as well. Verified against codex-cli 0.171.0 (docs/agents.md).
 
 use super::backend::{AgentSettings, BackendKind, Invocation, PermissionMode, dash_safe_prompt};
 use super::jsonscan::json_objects;
 use super::process_backend::{Cli, ProcessBackend};
 use super::result::{AgentResult, PriceTable, Usage, apply_prices, u64_at};
+use super::transcript::{
+    JsonLinesFilter, end_line, status_line, text_lines, tool_call_line, tool_result_line,
+};
 use serde_json::Value;
 
 /// The Codex CLI.
@@ -20,7 +27,12 @@ impl Cli for Codex {
     const KIND: BackendKind = BackendKind::Codex;
 
     fn args(&self, s: &AgentSettings, inv: &Invocation<'_>) -> Vec<String> {
-        let mut args = vec!["exec".to_string(), "--json".to_string()];
+        // Whilly's worktrees are git repositories, but one-shot calls may run elsewhere.
+        let mut args = vec![
+            "exec".to_string(),
+            "--json".to_string(),
+            "--skip-git-repo-check".to_string(),
+        ];
         if let Some(model) = s.model_name() {
             args.extend(["--model".to_string(), model.to_string()]);
         }
@@ -28,7 +40,11 @@ impl Cli for Codex {
             PermissionMode::Full => {
                 args.push("--dangerously-bypass-approvals-and-sandbox".to_string())
             }
-            PermissionMode::AcceptEdits => args.push("--full-auto".to_string()),
+            // `--full-auto` is gone (exit 2 since 0.1xx); the sandbox that lets it write in the
+            // workspace is what accept-edits means. Exec never asks for approval.
+            PermissionMode::AcceptEdits => {
+                args.extend(["--sandbox".to_string(), "workspace-write".to_string()])
+            }
             PermissionMode::ReadOnly => {
                 args.extend(["--sandbox".to_string(), "read-only".to_string()])
             }
@@ -45,6 +61,55 @@ impl Cli for Codex {
     fn parse(&self, clean: &str, model: Option<&str>, prices: &PriceTable) -> AgentResult {
         parse_codex_output(clean, model, prices)
     }
+
+    fn display_filter(&self, _s: &AgentSettings) -> Option<Box<dyn crate::pty::LineFilter>> {
+        Some(Box::new(JsonLinesFilter(render_codex_event)))
+    }
+}
+
+/// One Codex event as pane lines (see [`super::transcript`]).
+pub fn render_codex_event(v: &Value) -> Option<String> {
+    let item = &v["item"];
+    match (v["type"].as_str()?, item["type"].as_str()) {
+        ("thread.started", _) => Some(status_line("codex session started")),
+        ("item.started", Some("command_execution")) => Some(tool_call_line(
+            "Bash:",
+            item["command"].as_str().unwrap_or_default(),
+        )),
+        ("item.completed", Some("command_execution")) => {
+            let code = item["exit_code"].as_i64();
+            let out = item["aggregated_output"].as_str().unwrap_or_default();
+            let text = if out.trim().is_empty() {
+                format!("exit {}", code.map_or("?".to_string(), |c| c.to_string()))
+            } else {
+                out.to_string()
+            };
+            Some(tool_result_line(&text, code != Some(0)))
+        }
+        ("item.completed", Some("file_change")) => {
+            let paths: Vec<&str> = item["changes"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|c| c["path"].as_str())
+                .collect();
+            Some(tool_call_line("Edit", &paths.join(", ")))
+        }
+        ("item.completed", Some("agent_message")) => text_lines(item["text"].as_str()?),
+        ("item.completed", Some("reasoning")) => Some("… thinking".to_string()),
+        ("item.completed", Some("error")) | ("error", _) => Some(status_line(
+            v["message"].as_str().or(item["message"].as_str())?,
+        )),
+        ("turn.completed", _) => {
+            let u = codex_usage(&v["usage"]);
+            Some(end_line(None, &[format!("{} tokens", u.total())]))
+        }
+        ("turn.failed", _) => Some(end_line(
+            Some(v["error"]["message"].as_str().unwrap_or("turn failed")),
+            &[],
+        )),
+        _ => None,
+    }
 }
 
 pub fn parse_codex_output(clean: &str, model: Option<&str>, prices: &PriceTable) -> AgentResult {
@@ -53,6 +118,8 @@ pub fn parse_codex_output(clean: &str, model: Option<&str>, prices: &PriceTable)
     let mut usage = Usage::default();
     let mut turns = 0u32;
     let mut error: Option<String> = None;
+    // The last transient `error` event since a turn completed: fatal only if nothing followed.
+    let mut transient: Option<String> = None;
     let mut last: Option<&Value> = None;
     let mut seen = false;
     for ev in &events {
@@ -79,6 +146,7 @@ pub fn parse_codex_output(clean: &str, model: Option<&str>, prices: &PriceTable)
                 last = Some(ev);
             }
             "turn.completed" => {
+                transient = None;
                 turns = turns.saturating_add(1);
                 usage.add(&codex_usage(&body["usage"]));
                 last = Some(ev);
@@ -100,11 +168,10 @@ pub fn parse_codex_output(clean: &str, model: Option<&str>, prices: &PriceTable)
                 last = Some(ev);
             }
             "error" => {
-                error = body["message"]
+                transient = body["message"]
                     .as_str()
                     .map(str::to_string)
                     .or_else(|| Some(body.to_string()));
-                last = Some(ev);
             }
             _ => {}
         }
@@ -112,6 +179,12 @@ pub fn parse_codex_output(clean: &str, model: Option<&str>, prices: &PriceTable)
     if !seen {
         return AgentResult::no_result(clean);
     }
+    // A run that ended on reconnect errors (a dead provider, killed at last) names the last one.
+    let error = error.or(if final_text.is_none() {
+        transient
+    } else {
+        None
+    });
     let mut out = AgentResult {
         usage,
         num_turns: turns,
@@ -122,16 +195,18 @@ pub fn parse_codex_output(clean: &str, model: Option<&str>, prices: &PriceTable)
     out
 }
 
-/// Codex counts cached tokens inside `input_tokens`; split them out so they are priced once.
+/// Codex counts cache reads and writes inside `input_tokens`; split them out so each is priced
+/// once at its own rate.
 fn codex_usage(u: &Value) -> Usage {
     let input = u64_at(u, "input_tokens");
     let cached = u64_at(u, "cached_input_tokens");
+    let written = u64_at(u, "cache_write_input_tokens");
     Usage {
-        input_tokens: input.saturating_sub(cached),
+        input_tokens: input.saturating_sub(cached).saturating_sub(written),
         output_tokens: u64_at(u, "output_tokens")
             .saturating_add(u64_at(u, "reasoning_output_tokens")),
         cache_read_input_tokens: cached,
-        cache_creation_input_tokens: 0,
+        cache_creation_input_tokens: written,
     }
 }
 
@@ -154,6 +229,7 @@ mod tests {
             [
                 "exec",
                 "--json",
+                "--skip-git-repo-check",
                 "--model",
                 "gpt-5-codex",
                 "--dangerously-bypass-approvals-and-sandbox",
@@ -163,8 +239,94 @@ mod tests {
             ]
         );
         s.permission = PermissionMode::ReadOnly;
-        let args = CodexBackend::new(s, PathBuf::from("/bin/codex"), Codex).args(&inv("go"));
+        let args =
+            CodexBackend::new(s.clone(), PathBuf::from("/bin/codex"), Codex).args(&inv("go"));
         assert!(args.windows(2).any(|w| w == ["--sandbox", "read-only"]));
+        s.permission = PermissionMode::AcceptEdits;
+        let args = CodexBackend::new(s, PathBuf::from("/bin/codex"), Codex).args(&inv("go"));
+        assert!(
+            args.windows(2)
+                .any(|w| w == ["--sandbox", "workspace-write"])
+        );
+        assert!(!args.iter().any(|a| a == "--full-auto"), "{args:?}");
+    }
+
+    fn sample(name: &str) -> String {
+        let path = format!(
+            "{}/tests/fixtures/agents/{name}",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+    }
+
+    #[test]
+    fn real_samples_of_codex_0_171() {
+        let mut prices = PriceTable::new();
+        prices.insert("gpt-5", ModelPrice::new(1.25, 10.0));
+        // A tool call, then the answer: two requests' usage, cached tokens split out.
+        let r = parse_codex_output(
+            &sample("codex-exec-json-toolcall-bypass.jsonl"),
+            Some("gpt-5"),
+            &prices,
+        );
+        assert!(r.marker_found && !r.is_error, "{r:?}");
+        assert_eq!(
+            r.usage,
+            Usage {
+                input_tokens: 2068,
+                output_tokens: 112,
+                cache_read_input_tokens: 400,
+                cache_creation_input_tokens: 0
+            }
+        );
+        assert_eq!(r.cost_source, CostSource::Priced);
+        // Codex never names its model: without agents.codex.model the cost is unknown.
+        let r = parse_codex_output(&sample("codex-exec-json-hello.jsonl"), None, &prices);
+        assert_eq!(r.cost_source, CostSource::Unknown);
+        // Reconnects, then success: the transient errors are not the result.
+        for name in [
+            "codex-exec-json-transient-retry-then-success.jsonl",
+            "codex-exec-json-openai-base-url-ws-fallback.jsonl",
+        ] {
+            let r = parse_codex_output(&sample(name), None, &prices);
+            assert!(r.marker_found && !r.is_error, "{name}: {r:?}");
+        }
+        // A provider that never answers: killed in the end, the last reconnect error is why.
+        let r = parse_codex_output(
+            &sample("codex-exec-json-error-unreachable.jsonl"),
+            None,
+            &prices,
+        );
+        assert!(r.is_error && r.text.contains("Reconnecting"), "{r:?}");
+        let cache = codex_usage(
+            &serde_json::json!({"input_tokens": 100, "cached_input_tokens": 30,
+            "cache_write_input_tokens": 20, "output_tokens": 5}),
+        );
+        assert_eq!(
+            (
+                cache.input_tokens,
+                cache.cache_read_input_tokens,
+                cache.cache_creation_input_tokens
+            ),
+            (50, 30, 20)
+        );
+    }
+
+    #[test]
+    fn pane_transcript_of_a_real_run() {
+        let got: Vec<String> = sample("codex-exec-json-toolcall-bypass.jsonl")
+            .lines()
+            .filter_map(|l| crate::agent::transcript::render_line_with(l, render_codex_event))
+            .collect();
+        let joined = got.join("\n");
+        assert!(joined.contains("▶ Bash: /bin/bash -lc"), "{joined}");
+        assert!(joined.contains("  ↳ exit 0"), "{joined}");
+        assert!(
+            joined.contains("Done.\n<promise>COMPLETE</promise>"),
+            "{joined}"
+        );
+        assert!(joined.ends_with("✔ finished · 2580 tokens"), "{joined}");
+        assert!(!joined.contains("{\"type\""), "{joined}");
     }
 
     #[test]

@@ -1,15 +1,22 @@
 //! Gemini CLI: `gemini -p <prompt> --output-format json|stream-json [-m model] [--yolo]`.
 //!
-//! `json` prints one (pretty-printed) object `{response, stats{models{<m>{tokens{…}}}}, error?}`;
-//! `stream-json` prints JSON Lines ending with a `result` event. Gemini reports no cost, so usage
-//! is priced from the table.
+//! `json` prints one (pretty-printed) object `{response, stats{models{<m>{tokens{…}}}}}`, or
+//! `{error}` on stderr when the run failed; `stream-json` prints JSON Lines ending with a
+//! `result` event. Gemini reports no cost, so each model's usage is priced from the table.
+//! Verified against Gemini CLI 0.61 (docs/agents.md): it needs a trust override in a whilly
+//! worktree; `default` approval mode registers no writing tool headless (read-only in effect).
 
 use super::backend::{
-    AgentSettings, BackendKind, Invocation, OutputMode, PermissionMode, dash_safe_prompt,
+    AgentSettings, BackendKind, Invocation, OutputMode, PermissionMode, base_env, dash_safe_prompt,
 };
+use super::classify::{ErrorClass, class_for_status, classify_outcome, classify_text};
 use super::jsonscan::json_objects;
 use super::process_backend::{Cli, ProcessBackend};
-use super::result::{AgentResult, PriceTable, Usage, apply_prices, u64_at};
+use super::result::{AgentResult, CostSource, PriceTable, Usage, apply_prices, u64_at};
+use super::transcript::{
+    JsonLinesFilter, end_line, status_line, text_lines, tool_call_line, tool_result_line,
+};
+use crate::domain::Usd;
 use serde_json::Value;
 
 /// The Gemini CLI.
@@ -53,6 +60,48 @@ impl Cli for Gemini {
     fn parse(&self, clean: &str, model: Option<&str>, prices: &PriceTable) -> AgentResult {
         parse_gemini_output(clean, model, prices)
     }
+
+    /// Gemini CLI refuses an untrusted folder (exit 55, and `--yolo` silently downgraded), and
+    /// every whilly worktree is one; the worktree is the sandbox whilly gives the agent.
+    fn env(&self, s: &AgentSettings) -> Vec<(String, String)> {
+        let mut env = base_env(s);
+        env.push(("GEMINI_CLI_TRUST_WORKSPACE".to_string(), "true".to_string()));
+        env
+    }
+
+    fn display_filter(&self, s: &AgentSettings) -> Option<Box<dyn crate::pty::LineFilter>> {
+        (s.output == OutputMode::Stream).then(|| {
+            Box::new(JsonLinesFilter(render_gemini_event)) as Box<dyn crate::pty::LineFilter>
+        })
+    }
+
+    /// The API error's HTTP status, then Gemini's exit code, then the text.
+    fn classify(
+        &self,
+        exit_code: Option<i32>,
+        result: &AgentResult,
+        clean: &str,
+    ) -> Option<ErrorClass> {
+        if exit_code == Some(0) && !result.is_error {
+            return None;
+        }
+        let status = result
+            .raw_json
+            .as_ref()
+            .and_then(|j| j["error"]["code"].as_u64())
+            .and_then(|c| u16::try_from(c).ok())
+            .or_else(|| api_status(&result.text));
+        if let Some(class) = status.and_then(class_for_status) {
+            return Some(class);
+        }
+        if let Some(class) = classify_text(&result.text) {
+            return Some(class);
+        }
+        if let Some(class) = exit_code.and_then(class_for_exit) {
+            return Some(class);
+        }
+        classify_outcome(exit_code, result, clean)
+    }
 }
 
 pub fn parse_gemini_output(clean: &str, model: Option<&str>, prices: &PriceTable) -> AgentResult {
@@ -65,18 +114,18 @@ pub fn parse_gemini_output(clean: &str, model: Option<&str>, prices: &PriceTable
     from_stream(&objects, clean, model, prices)
 }
 
-/// `--output-format json`: one object.
+/// `--output-format json`: one object (on stderr when the run failed).
 fn from_json_object(obj: &Value, model: Option<&str>, prices: &PriceTable) -> AgentResult {
     let error = error_message(&obj["error"]);
     let response = obj["response"].as_str().unwrap_or_default().to_string();
-    let (usage, stats_model) = stats_usage(&obj["stats"]);
+    let per_model = json_model_usage(&obj["stats"]);
     let mut out = AgentResult {
-        usage,
+        usage: sum(&per_model),
         num_turns: 1,
         raw_json: Some(obj.clone()),
         ..AgentResult::answered(error, Some(response), String::new())
     };
-    apply_prices(&mut out, model.or(stats_model.as_deref()), prices);
+    price_per_model(&mut out, &per_model, model, prices);
     out
 }
 
@@ -93,10 +142,8 @@ fn from_stream(
     };
     let mut text = String::new();
     let mut turns = 0u32;
-    let mut init_model = None;
     for ev in events {
         match ev["type"].as_str().unwrap_or_default() {
-            "init" => init_model = ev["model"].as_str().map(str::to_string),
             "message" if ev["role"] == "assistant" => {
                 if ev["delta"] != true {
                     text.clear();
@@ -112,26 +159,18 @@ fn from_stream(
         (result["status"] != "success").then(|| format!("status {}", result["status"]))
     });
     let stats = &result["stats"];
-    let (mut usage, stats_model) = stats_usage(stats);
-    if usage == Usage::default() {
-        usage = Usage {
-            input_tokens: u64_at(stats, "input_tokens"),
-            output_tokens: u64_at(stats, "output_tokens"),
-            ..Usage::default()
-        };
+    let mut per_model = stream_model_usage(stats);
+    if per_model.is_empty() {
+        per_model.push((String::new(), stream_usage(stats)));
     }
     let mut out = AgentResult {
-        usage,
+        usage: sum(&per_model),
         num_turns: turns.max(1),
         duration_ms: stats.get("duration_ms").and_then(Value::as_u64),
         raw_json: Some(result.clone()),
         ..AgentResult::answered(error, Some(text.trim().to_string()), String::new())
     };
-    apply_prices(
-        &mut out,
-        model.or(stats_model.as_deref()).or(init_model.as_deref()),
-        prices,
-    );
+    price_per_model(&mut out, &per_model, model, prices);
     out
 }
 
@@ -148,24 +187,148 @@ fn error_message(e: &Value) -> Option<String> {
     }
 }
 
-/// Usage summed over `stats.models.*.tokens`, and the first model's name.
-fn stats_usage(stats: &Value) -> (Usage, Option<String>) {
-    let mut usage = Usage::default();
-    let mut first = None;
-    if let Some(models) = stats["models"].as_object() {
-        for (name, m) in models {
-            first.get_or_insert_with(|| name.clone());
+/// stream-json stats (whole run or one model): `input_tokens` includes the cached ones, which
+/// `input` leaves out.
+fn stream_usage(s: &Value) -> Usage {
+    let cached = u64_at(s, "cached");
+    let input = match s.get("input").and_then(Value::as_u64) {
+        Some(fresh) => fresh,
+        None => u64_at(s, "input_tokens").saturating_sub(cached),
+    };
+    Usage {
+        input_tokens: input,
+        output_tokens: u64_at(s, "output_tokens"),
+        cache_read_input_tokens: cached,
+        cache_creation_input_tokens: 0,
+    }
+}
+
+/// Usage per model of stream-json's `stats.models`.
+fn stream_model_usage(stats: &Value) -> Vec<(String, Usage)> {
+    stats["models"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(name, m)| (name.clone(), stream_usage(m)))
+        .collect()
+}
+
+/// Usage per model of json's `stats.models.<m>.tokens` (`prompt` includes `cached`).
+fn json_model_usage(stats: &Value) -> Vec<(String, Usage)> {
+    stats["models"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(name, m)| {
             let t = &m["tokens"];
             let cached = u64_at(t, "cached");
-            usage.add(&Usage {
+            let usage = Usage {
                 input_tokens: u64_at(t, "prompt").saturating_sub(cached),
                 output_tokens: u64_at(t, "candidates").saturating_add(u64_at(t, "thoughts")),
                 cache_read_input_tokens: cached,
                 cache_creation_input_tokens: 0,
-            });
-        }
+            };
+            (name.clone(), usage)
+        })
+        .collect()
+}
+
+fn sum(per_model: &[(String, Usage)]) -> Usage {
+    let mut total = Usage::default();
+    for (_, u) in per_model {
+        total.add(u);
     }
-    (usage, first)
+    total
+}
+
+/// Each model's usage at its own price: in auto mode Gemini CLI routes through a small model and
+/// answers with another, so one price for all would be wrong. A configured model (`-m`, which
+/// pins every call) prices everything; any model without a price leaves the cost unknown.
+fn price_per_model(
+    out: &mut AgentResult,
+    per_model: &[(String, Usage)],
+    configured: Option<&str>,
+    prices: &PriceTable,
+) {
+    if configured.is_some() {
+        apply_prices(out, configured, prices);
+        return;
+    }
+    let priced: Option<Vec<Usd>> = per_model.iter().map(|(m, u)| prices.price(m, u)).collect();
+    match priced {
+        Some(costs) if !costs.is_empty() => {
+            out.cost = costs.into_iter().fold(Usd::ZERO, |a, b| a + b);
+            out.cost_source = CostSource::Priced;
+        }
+        _ => apply_prices(out, None, prices),
+    }
+}
+
+/// Gemini CLI's own exit codes (its `Fatal*Error` classes, 0.61): 41 authentication; 42 bad
+/// input, 44 sandbox, 52 config, 53 turn limit, 54 tool execution, 55 untrusted folder (plain
+/// failures, whose message is on stderr). An API error exits with its HTTP status mod 256.
+pub fn class_for_exit(code: i32) -> Option<ErrorClass> {
+    match code {
+        41 => Some(ErrorClass::Auth),
+        42 | 44 | 52 | 53 | 54 | 55 => Some(ErrorClass::Other),
+        128..=255 => u16::try_from(code + 256).ok().and_then(class_for_status),
+        _ => None,
+    }
+}
+
+/// The HTTP status inside a Gemini API error message (`{"error":{"code":429,…}}`).
+fn api_status(text: &str) -> Option<u16> {
+    let at = text.find("\"code\":")? + 7;
+    let digits: String = text[at..]
+        .trim_start()
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
+}
+
+/// One Gemini CLI stream-json event as pane lines (see [`super::transcript`]).
+pub fn render_gemini_event(v: &Value) -> Option<String> {
+    match v["type"].as_str()? {
+        "init" => Some(status_line(&format!(
+            "session started · model {}",
+            v["model"].as_str().unwrap_or("?")
+        ))),
+        "message" if v["role"] == "assistant" => text_lines(v["content"].as_str()?),
+        "tool_use" => {
+            let p = &v["parameters"];
+            let detail = p["command"]
+                .as_str()
+                .or(p["file_path"].as_str())
+                .or(p["dir_path"].as_str())
+                .map_or_else(|| p.to_string(), str::to_string);
+            Some(tool_call_line(
+                v["tool_name"].as_str().unwrap_or("tool"),
+                &detail,
+            ))
+        }
+        "tool_result" => {
+            let failed = v["status"] != "success";
+            let text = v["error"]["message"]
+                .as_str()
+                .or(v["output"].as_str())
+                .unwrap_or(if failed { "failed" } else { "ok" });
+            Some(tool_result_line(text, failed))
+        }
+        "error" => Some(status_line(v["message"].as_str().unwrap_or("error"))),
+        "result" => {
+            let stats = &v["stats"];
+            let mut facts = vec![format!("{} tokens", u64_at(stats, "total_tokens"))];
+            if let Some(ms) = stats["duration_ms"].as_u64() {
+                facts.push(format!("{:.1} s", ms as f64 / 1000.0));
+            }
+            let why = error_message(&v["error"]);
+            let failed = (v["status"] != "success")
+                .then(|| why.unwrap_or_else(|| format!("status {}", v["status"])));
+            Some(end_line(failed.as_deref(), &facts))
+        }
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -246,6 +409,151 @@ mod tests {
         assert_eq!(
             (r.usage.input_tokens, r.usage.output_tokens, r.duration_ms),
             (50, 7, Some(900))
+        );
+    }
+
+    fn sample(name: &str) -> String {
+        let path = format!(
+            "{}/tests/fixtures/agents/{name}",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+    }
+
+    #[test]
+    fn trust_override_in_every_mode() {
+        use crate::agent::backend::Backend;
+        for mode in [
+            PermissionMode::Full,
+            PermissionMode::AcceptEdits,
+            PermissionMode::ReadOnly,
+        ] {
+            let mut s = AgentSettings::new(BackendKind::Gemini);
+            s.permission = mode;
+            let env = GeminiBackend::new(s, PathBuf::from("/bin/gemini"), Gemini)
+                .command(&inv("go"))
+                .unwrap()
+                .env;
+            assert!(env.contains(&("GEMINI_CLI_TRUST_WORKSPACE".into(), "true".into())));
+        }
+    }
+
+    #[test]
+    fn real_samples_of_gemini_0_61() {
+        let mut prices = PriceTable::new();
+        prices.insert("gemini-3.5-flash-lite", ModelPrice::new(0.1, 0.4));
+        prices.insert("gemini-3.8-flash", ModelPrice::new(0.3, 2.5));
+        // stream-json in auto mode: router and main model, each at its price, cache reads apart.
+        let r = parse_gemini_output(
+            &sample("gemini-o-stream-json-toolcall-yolo.jsonl"),
+            None,
+            &prices,
+        );
+        assert!(r.marker_found && !r.is_error, "{r:?}");
+        assert_eq!(
+            r.usage,
+            Usage {
+                input_tokens: 3102,
+                output_tokens: 168,
+                cache_read_input_tokens: 600,
+                cache_creation_input_tokens: 0
+            }
+        );
+        let router = ModelPrice::new(0.1, 0.4).cost(&Usage {
+            input_tokens: 1034,
+            output_tokens: 56,
+            cache_read_input_tokens: 200,
+            cache_creation_input_tokens: 0,
+        });
+        let main = ModelPrice::new(0.3, 2.5).cost(&Usage {
+            input_tokens: 2068,
+            output_tokens: 112,
+            cache_read_input_tokens: 400,
+            cache_creation_input_tokens: 0,
+        });
+        assert_eq!((r.cost, r.cost_source), (router + main, CostSource::Priced));
+        // One model without a price: unknown, not a wrong number.
+        let mut partial = PriceTable::new();
+        partial.insert("gemini-3.8-flash", ModelPrice::new(0.3, 2.5));
+        let r = parse_gemini_output(
+            &sample("gemini-o-stream-json-toolcall-yolo.jsonl"),
+            None,
+            &partial,
+        );
+        assert_eq!(r.cost_source, CostSource::Unknown);
+        // json with a pinned model.
+        prices.insert("gemini-2.5-pro", ModelPrice::new(1.25, 10.0));
+        let r = parse_gemini_output(
+            &sample("gemini-o-json-toolcall-yolo-model-pinned.json"),
+            Some("gemini-2.5-pro"),
+            &prices,
+        );
+        assert!(r.marker_found, "{r:?}");
+        assert_eq!(
+            (r.usage.input_tokens, r.usage.cache_read_input_tokens),
+            (2068, 400)
+        );
+        assert_eq!(r.cost_source, CostSource::Priced);
+        // An API error in json mode is on stderr (after warnings and a stack trace).
+        let b = GeminiBackend::new(
+            AgentSettings::new(BackendKind::Gemini),
+            PathBuf::from("/bin/gemini"),
+            Gemini,
+        );
+        use crate::agent::backend::Backend;
+        let err = sample("gemini-o-json-error-400.stderr.txt");
+        let r = b.parse_result(err.as_bytes(), &prices);
+        assert!(r.is_error && r.text.contains("API key not valid"), "{r:?}");
+        assert_eq!(
+            b.classify(Some(144), &r, err.as_bytes()),
+            Some(ErrorClass::Auth)
+        );
+        let stream_err = sample("gemini-o-stream-json-error-400.jsonl");
+        let r = b.parse_result(stream_err.as_bytes(), &prices);
+        assert!(r.is_error && r.text.contains("API key not valid"), "{r:?}");
+        assert_eq!(
+            b.classify(Some(1), &r, stream_err.as_bytes()),
+            Some(ErrorClass::Auth)
+        );
+        // The untrusted-folder refusal: plain text, a plain failure.
+        let untrusted = sample("gemini-untrusted-dir-exit55.stderr.txt");
+        let r = b.parse_result(untrusted.as_bytes(), &prices);
+        assert_eq!(r.subtype, "no_result");
+        assert_eq!(
+            b.classify(Some(55), &r, untrusted.as_bytes()),
+            Some(ErrorClass::Other)
+        );
+    }
+
+    #[test]
+    fn exit_codes() {
+        assert_eq!(class_for_exit(41), Some(ErrorClass::Auth));
+        assert_eq!(class_for_exit(53), Some(ErrorClass::Other));
+        assert_eq!(class_for_exit(429 - 256), Some(ErrorClass::RateLimited));
+        assert_eq!(class_for_exit(503 - 256), Some(ErrorClass::ServerError));
+        assert_eq!(class_for_exit(401 - 256), Some(ErrorClass::Auth));
+        assert_eq!(class_for_exit(1), None);
+        assert_eq!(
+            api_status(r#"[API Error: {"error":{"code":429,"message":"x"}}]"#),
+            Some(429)
+        );
+    }
+
+    #[test]
+    fn pane_transcript_of_a_real_run() {
+        let got: Vec<String> = sample("gemini-o-stream-json-toolcall-yolo.jsonl")
+            .lines()
+            .filter_map(|l| crate::agent::transcript::render_line_with(l, render_gemini_event))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                "● session started · model auto",
+                "▶ write_file <WORKDIR>/gemini-yolo/mock_out.txt",
+                "  ↳ ok",
+                "Done.\n<promise>COMPLETE</promise>",
+                "✔ finished · 3870 tokens · 0.1 s",
+            ]
         );
     }
 }

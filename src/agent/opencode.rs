@@ -1,14 +1,24 @@
-//! OpenCode: `opencode run --format json [--model provider/model] <prompt>`.
+//! OpenCode: `opencode run --format json [--model provider/model] [--auto] <prompt>`.
 //!
 //! The output is JSON Lines: `step_start`, `text`, `tool_use`, `step_finish` (tokens, cost,
 //! reason) and `error`. A `step_finish` whose reason is not `tool-calls` ends the run; the text of
-//! that step is the final answer. `opencode run` approves tools itself, so full and accept-edits
-//! differ only through the user's OpenCode config; read-only uses the built-in `plan` agent.
+//! that step is the final answer. `cost` is 0 unless the provider's model has prices in the
+//! OpenCode config; then usage is priced from `[prices]`.
+//!
+//! Permissions (opencode-ai 1.18, docs/agents.md): `run` auto-rejects every tool whose rule is
+//! `ask`, so full mode passes `--auto` (approve all that is not denied); accept-edits allows edits
+//! through `OPENCODE_PERMISSION` and leaves the rest to the user's config; read-only denies edits,
+//! bash and web fetches there, which removes those tools (the built-in `plan` agent still writes
+//! through bash).
 
-use super::backend::{AgentSettings, BackendKind, Invocation, PermissionMode, dash_safe_prompt};
+use super::backend::{
+    AgentSettings, BackendKind, Invocation, PermissionMode, base_env, dash_safe_prompt,
+};
+use super::classify::{ErrorClass, class_for_status, classify_outcome};
 use super::jsonscan::json_objects;
 use super::process_backend::{Cli, ProcessBackend};
 use super::result::{AgentResult, CostSource, PriceTable, Usage, apply_prices, u64_at};
+use super::transcript::{JsonLinesFilter, end_line, text_lines, tool_call_line, tool_result_line};
 use crate::domain::Usd;
 use serde_json::Value;
 
@@ -30,8 +40,8 @@ impl Cli for OpenCode {
         if let Some(model) = s.model_name() {
             args.extend(["--model".to_string(), model.to_string()]);
         }
-        if s.permission == PermissionMode::ReadOnly {
-            args.extend(["--agent".to_string(), "plan".to_string()]);
+        if s.permission == PermissionMode::Full {
+            args.push("--auto".to_string());
         }
         args.extend(s.extra_args.iter().cloned());
         // Trailing positional: a leading dash would be read as an option.
@@ -42,6 +52,91 @@ impl Cli for OpenCode {
     fn parse(&self, clean: &str, model: Option<&str>, prices: &PriceTable) -> AgentResult {
         parse_opencode_output(clean, model, prices)
     }
+
+    fn env(&self, s: &AgentSettings) -> Vec<(String, String)> {
+        let mut env = base_env(s);
+        if let Some(rules) = permission_rules(s.permission) {
+            env.push(("OPENCODE_PERMISSION".to_string(), rules.to_string()));
+        }
+        env
+    }
+
+    fn display_filter(&self, _s: &AgentSettings) -> Option<Box<dyn crate::pty::LineFilter>> {
+        Some(Box::new(JsonLinesFilter(render_opencode_event)))
+    }
+
+    /// OpenCode's `error` event carries the provider's HTTP status.
+    fn classify(
+        &self,
+        exit_code: Option<i32>,
+        result: &AgentResult,
+        clean: &str,
+    ) -> Option<ErrorClass> {
+        if result.is_error {
+            let status = result
+                .raw_json
+                .as_ref()
+                .and_then(|j| j["error"]["data"]["statusCode"].as_u64());
+            if let Some(class) = status
+                .and_then(|s| u16::try_from(s).ok())
+                .and_then(class_for_status)
+            {
+                return Some(class);
+            }
+        }
+        classify_outcome(exit_code, result, clean)
+    }
+}
+
+/// The `OPENCODE_PERMISSION` rules a mode needs, `None` for full (where `--auto` approves).
+pub fn permission_rules(mode: PermissionMode) -> Option<&'static str> {
+    match mode {
+        PermissionMode::Full => None,
+        PermissionMode::AcceptEdits => Some(r#"{"edit":"allow"}"#),
+        PermissionMode::ReadOnly => Some(r#"{"edit":"deny","bash":"deny","webfetch":"deny"}"#),
+    }
+}
+
+/// One OpenCode event as pane lines (see [`super::transcript`]).
+pub fn render_opencode_event(v: &Value) -> Option<String> {
+    let part = &v["part"];
+    match v["type"].as_str()? {
+        "text" => text_lines(part["text"].as_str()?),
+        "tool_use" => {
+            let state = &part["state"];
+            let input = &state["input"];
+            let detail = input["command"]
+                .as_str()
+                .or(input["filePath"].as_str())
+                .or(input["pattern"].as_str())
+                .map_or_else(|| input.to_string(), str::to_string);
+            let call = tool_call_line(part["tool"].as_str().unwrap_or("tool"), &detail);
+            let result = match state["status"].as_str() {
+                Some("error") => tool_result_line(state["error"].as_str().unwrap_or("error"), true),
+                _ => tool_result_line(state["output"].as_str().unwrap_or_default(), false),
+            };
+            Some(format!("{call}\n{result}"))
+        }
+        "step_finish" if part["reason"] != "tool-calls" => {
+            let t = &part["tokens"];
+            let mut facts = vec![format!("{} tokens", u64_at(t, "total"))];
+            if let Some(c) = part["cost"].as_f64().filter(|c| *c > 0.0) {
+                facts.push(Usd::from_f64(c).to_string());
+            }
+            Some(end_line(None, &facts))
+        }
+        "error" => Some(end_line(Some(&error_text(&v["error"])), &[])),
+        _ => None,
+    }
+}
+
+fn error_text(e: &Value) -> String {
+    e["data"]["message"]
+        .as_str()
+        .or_else(|| e["message"].as_str())
+        .or_else(|| e["name"].as_str())
+        .map(str::to_string)
+        .unwrap_or_else(|| e.to_string())
 }
 
 pub fn parse_opencode_output(clean: &str, model: Option<&str>, prices: &PriceTable) -> AgentResult {
@@ -84,14 +179,7 @@ pub fn parse_opencode_output(clean: &str, model: Option<&str>, prices: &PriceTab
                 }
             }
             "error" => {
-                let e = &ev["error"];
-                let msg = e["data"]["message"]
-                    .as_str()
-                    .or_else(|| e["message"].as_str())
-                    .or_else(|| e["name"].as_str())
-                    .map(str::to_string)
-                    .unwrap_or_else(|| e.to_string());
-                error = Some(msg);
+                error = Some(error_text(&ev["error"]));
                 last = Some(ev);
             }
             _ => {}
@@ -115,6 +203,7 @@ pub fn parse_opencode_output(clean: &str, model: Option<&str>, prices: &PriceTab
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::agent::backend::Backend;
     use crate::agent::backend::test_support::inv;
     use crate::agent::result::ModelPrice;
     use std::path::PathBuf;
@@ -132,15 +221,116 @@ mod tests {
                 "json",
                 "--model",
                 "anthropic/claude-sonnet-4-5",
+                "--auto",
                 "fix it"
             ]
         );
+        assert!(
+            !b.command(&inv("p"))
+                .unwrap()
+                .env
+                .iter()
+                .any(|(k, _)| k == "OPENCODE_PERMISSION")
+        );
         s.permission = PermissionMode::ReadOnly;
         let b = OpenCodeBackend::new(s, PathBuf::from("/bin/opencode"), OpenCode);
+        let args = b.args(&inv("p"));
+        // The plan agent still writes through bash: read-only is the permission rules' job.
         assert!(
-            b.args(&inv("p"))
-                .windows(2)
-                .any(|w| w == ["--agent", "plan"])
+            !args.iter().any(|a| a == "--agent" || a == "--auto"),
+            "{args:?}"
+        );
+        let env = b.command(&inv("p")).unwrap().env;
+        let rules = env
+            .iter()
+            .find(|(k, _)| k == "OPENCODE_PERMISSION")
+            .map(|(_, v)| serde_json::from_str::<Value>(v).unwrap())
+            .unwrap();
+        assert_eq!(
+            (&rules["edit"], &rules["bash"]),
+            (&"deny".into(), &"deny".into())
+        );
+    }
+
+    fn sample(name: &str) -> String {
+        let path = format!(
+            "{}/tests/fixtures/agents/{name}",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+    }
+
+    #[test]
+    fn real_samples_of_opencode_1_18() {
+        let mut prices = PriceTable::new();
+        prices.insert("mock-model", ModelPrice::new(1.0, 10.0));
+        let r = parse_opencode_output(
+            &sample("opencode-run-json-toolcall-write.jsonl"),
+            Some("mock/mock-model"),
+            &prices,
+        );
+        assert!(r.marker_found && !r.is_error, "{r:?}");
+        assert_eq!(
+            r.usage,
+            Usage {
+                input_tokens: 2068,
+                output_tokens: 112,
+                cache_read_input_tokens: 400,
+                cache_creation_input_tokens: 0
+            }
+        );
+        // cost 0 in the output: priced from the table.
+        assert_eq!(r.cost_source, CostSource::Priced);
+        let r = parse_opencode_output(
+            &sample("opencode-run-json-priced-model.jsonl"),
+            None,
+            &prices,
+        );
+        assert_eq!(
+            (r.cost, r.cost_source),
+            (Usd::from_f64(0.001614), CostSource::Reported)
+        );
+        let raw = sample("opencode-run-json-error-401.jsonl");
+        let r = parse_opencode_output(&raw, None, &prices);
+        assert!(
+            r.is_error && r.text == "Incorrect API key provided: dummy",
+            "{r:?}"
+        );
+        let b = OpenCodeBackend::new(
+            AgentSettings::new(BackendKind::OpenCode),
+            PathBuf::from("/bin/opencode"),
+            OpenCode,
+        );
+        assert_eq!(
+            b.classify(Some(1), &r, raw.as_bytes()),
+            Some(ErrorClass::Auth)
+        );
+        // Denied tools: the run still answers, no write happened.
+        let r = parse_opencode_output(
+            &sample("opencode-run-json-permission-deny.jsonl"),
+            None,
+            &prices,
+        );
+        assert!(r.marker_found, "{r:?}");
+    }
+
+    #[test]
+    fn pane_transcript_of_a_real_run() {
+        let got: Vec<String> = sample("opencode-run-json-toolcall-write.jsonl")
+            .lines()
+            .filter_map(|l| crate::agent::transcript::render_line_with(l, render_opencode_event))
+            .collect();
+        let joined = got.join("\n");
+        assert_eq!(
+            joined,
+            "▶ write mock_out.txt\n  ↳ Wrote file successfully.\nDone.\n<promise>COMPLETE</promise>\n✔ finished · 1290 tokens"
+        );
+        let err = sample("opencode-run-json-error-401.jsonl");
+        let r =
+            crate::agent::transcript::render_line_with(err.trim(), render_opencode_event).unwrap();
+        assert!(
+            r.starts_with("✘ failed") && r.contains("Incorrect API key"),
+            "{r}"
         );
     }
 

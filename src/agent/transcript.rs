@@ -16,6 +16,15 @@ const MAX_TEXT_LINES: usize = 40;
 /// partial-message deltas, unknown events). Lines that are not JSON (warnings, stderr) are
 /// passed through. Secrets are redacted in everything returned.
 pub fn render_stream_line(line: &str) -> Option<String> {
+    render_line_with(line, render_claude_event)
+}
+
+/// How one CLI's JSON event reads in a pane (`None`: shows nothing).
+pub type Renderer = fn(&Value) -> Option<String>;
+
+/// [`render_stream_line`] for any CLI's JSON Lines: `render` reads each JSON event; plain lines
+/// pass through; secrets are redacted.
+pub fn render_line_with(line: &str, render: Renderer) -> Option<String> {
     let trimmed = line.trim();
     if trimmed.is_empty() {
         return None;
@@ -23,14 +32,18 @@ pub fn render_stream_line(line: &str) -> Option<String> {
     let Ok(v) = serde_json::from_str::<Value>(trimmed) else {
         return Some(redact_secrets(trimmed));
     };
-    let rendered = match v["type"].as_str()? {
-        "system" => render_system(&v),
+    let rendered = render(&v)?;
+    Some(redact_secrets(&rendered))
+}
+
+fn render_claude_event(v: &Value) -> Option<String> {
+    match v["type"].as_str()? {
+        "system" => render_system(v),
         "assistant" => render_content(&v["message"]["content"], false),
         "user" => render_content(&v["message"]["content"], true),
-        "result" => Some(render_result(&v)),
+        "result" => Some(render_result(v)),
         _ => None,
-    }?;
-    Some(redact_secrets(&rendered))
+    }
 }
 
 /// The PTY display filter of stream-json agents: what the pane shows instead of raw JSON.
@@ -42,6 +55,60 @@ impl LineFilter for TranscriptFilter {
         if let Some(text) = render_stream_line(&String::from_utf8_lossy(line)) {
             out.extend_from_slice(colour(&text).as_bytes());
         }
+    }
+}
+
+/// The display filter of another CLI's JSON Lines (Codex, OpenCode, Gemini), rendered by its
+/// [`Renderer`] in the same shapes and colours as Claude's transcript.
+#[derive(Debug, Clone, Copy)]
+pub struct JsonLinesFilter(pub Renderer);
+
+impl LineFilter for JsonLinesFilter {
+    fn line(&mut self, line: &[u8], out: &mut Vec<u8>) {
+        if let Some(text) = render_line_with(&String::from_utf8_lossy(line), self.0) {
+            out.extend_from_slice(colour(&text).as_bytes());
+        }
+    }
+}
+
+/// A tool call as a pane line: `▶ name detail`, one line, at most [`MAX_LINE`] characters.
+pub fn tool_call_line(name: &str, detail: &str) -> String {
+    truncate(
+        format!("▶ {name} {}", first_line(detail)).trim_end(),
+        MAX_LINE,
+    )
+}
+
+/// A tool's result as a pane line: `  ↳ first line (+n lines)`, or `  ✗ …` when it failed.
+pub fn tool_result_line(text: &str, failed: bool) -> String {
+    let lines = text.lines().filter(|l| !l.trim().is_empty()).count();
+    let first = first_line(text.lines().find(|l| !l.trim().is_empty()).unwrap_or(""));
+    let more = if lines > 1 {
+        format!(" (+{} lines)", lines - 1)
+    } else {
+        String::new()
+    };
+    let mark = if failed { "✗" } else { "↳" };
+    truncate(&format!("  {mark} {first}{more}"), MAX_LINE)
+}
+
+/// The agent's text as pane lines (long answers cut).
+pub fn text_lines(text: &str) -> Option<String> {
+    let t = text.trim();
+    (!t.is_empty()).then(|| limit_lines(t, MAX_TEXT_LINES))
+}
+
+/// A status line (`● …`, dim).
+pub fn status_line(text: &str) -> String {
+    truncate(&format!("● {}", first_line(text)), MAX_LINE)
+}
+
+/// The end of a run: `✔ finished · facts` or `✘ failed · facts` and why.
+pub fn end_line(failed: Option<&str>, facts: &[String]) -> String {
+    let facts = facts.join(" · ");
+    match failed {
+        Some(why) => format!("✘ failed · {facts}\n  {}", first_line(why)),
+        None => format!("✔ finished · {facts}"),
     }
 }
 
@@ -189,15 +256,7 @@ fn render_tool_result(b: &Value) -> String {
         Value::Null => String::new(),
         other => other.to_string(),
     };
-    let lines = text.lines().filter(|l| !l.trim().is_empty()).count();
-    let first = first_line(text.lines().find(|l| !l.trim().is_empty()).unwrap_or(""));
-    let more = if lines > 1 {
-        format!(" (+{} lines)", lines - 1)
-    } else {
-        String::new()
-    };
-    let mark = if b["is_error"] == true { "✗" } else { "↳" };
-    truncate(&format!("  {mark} {first}{more}"), MAX_LINE)
+    tool_result_line(&text, b["is_error"] == true)
 }
 
 fn render_result(v: &Value) -> String {

@@ -203,7 +203,17 @@ impl OneShot {
             Ok(Err(source)) => return Err(OneShotError::Io { agent, source }),
             Ok(Ok(status)) => status,
         };
-        let result = self.backend.parse_result(&out, &self.prices);
+        let mut result = self.backend.parse_result(&out, &self.prices);
+        // Some agents print their error object on stderr (Gemini CLI with `-o json`): with
+        // nothing on stdout, the answer is read from both.
+        if result.subtype == "no_result" && !err.is_empty() {
+            let both = self
+                .backend
+                .parse_result(&[&out[..], &err].concat(), &self.prices);
+            if both.subtype != "no_result" {
+                result = both;
+            }
+        }
         let code = status.code();
         if let Some(class) = self
             .backend

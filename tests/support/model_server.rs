@@ -7,19 +7,20 @@
 //! logged. The scenario is the server's default, or the one named in the request's user text as
 //! `whilly-scenario:<name>` (names: complete, write, bash, overloaded, auth, long, no-marker).
 //!
-//! Plain std threads and a hand-written HTTP/1.1 reader: the crate's tokio has no `net` feature
-//! and this needs nothing more than one request per connection.
+//! The HTTP plumbing (listener, request reader, SSE) is `http_sse.rs`, shared with the servers
+//! for the other agents' wire APIs (`wire_server.rs`).
 
 #![allow(dead_code)]
 
+#[path = "http_sse.rs"]
+mod http_sse;
+
+use http_sse::{Listener, read_request, sse_event, start_sse};
 use serde_json::{Value, json};
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
-use std::time::Duration;
 
 pub const MARKER: &str = "<promise>COMPLETE</promise>";
 
@@ -120,48 +121,25 @@ struct State {
 }
 
 pub struct ModelServer {
-    addr: SocketAddr,
+    listener: Listener,
     state: Arc<State>,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
 }
 
 impl ModelServer {
     pub fn start(default: Scenario) -> ModelServer {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
-        let addr = listener.local_addr().expect("local addr");
         let state = Arc::new(State {
             default,
             requests: Mutex::new(Vec::new()),
             main_requests: AtomicUsize::new(0),
             overload_failures: AtomicUsize::new(0),
         });
-        let stop = Arc::new(AtomicBool::new(false));
-        let (st, sp) = (state.clone(), stop.clone());
-        let thread = std::thread::spawn(move || {
-            for conn in listener.incoming() {
-                if sp.load(Ordering::SeqCst) {
-                    break;
-                }
-                let Ok(conn) = conn else { continue };
-                let st = st.clone();
-                std::thread::spawn(move || {
-                    if let Err(e) = handle(conn, &st) {
-                        eprintln!("model_server: connection error: {e}");
-                    }
-                });
-            }
-        });
-        ModelServer {
-            addr,
-            state,
-            stop,
-            thread: Some(thread),
-        }
+        let st = state.clone();
+        let listener = Listener::start(move |conn, _stop| handle(conn, &st));
+        ModelServer { listener, state }
     }
 
     pub fn base_url(&self) -> String {
-        format!("http://{}", self.addr)
+        format!("http://{}", self.listener.addr())
     }
 
     /// Every request seen so far.
@@ -184,74 +162,7 @@ impl ModelServer {
     }
 }
 
-impl Drop for ModelServer {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        // Wake the accept loop so it sees the flag.
-        let _ = TcpStream::connect(self.addr);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-struct Request {
-    method: String,
-    path: String,
-    body: Vec<u8>,
-}
-
-fn read_request(stream: &TcpStream) -> std::io::Result<Option<Request>> {
-    let mut reader = BufReader::new(stream);
-    let mut line = String::new();
-    if reader.read_line(&mut line)? == 0 {
-        return Ok(None);
-    }
-    let mut parts = line.split_whitespace();
-    let method = parts.next().unwrap_or_default().to_string();
-    let path = parts.next().unwrap_or_default().to_string();
-    let mut content_length = 0usize;
-    let mut chunked = false;
-    loop {
-        let mut h = String::new();
-        if reader.read_line(&mut h)? == 0 || h == "\r\n" || h == "\n" {
-            break;
-        }
-        let lower = h.to_ascii_lowercase();
-        if let Some(v) = lower.strip_prefix("content-length:") {
-            content_length = v.trim().parse().unwrap_or(0);
-        }
-        if lower.starts_with("transfer-encoding:") && lower.contains("chunked") {
-            chunked = true;
-        }
-    }
-    let mut body = Vec::new();
-    if chunked {
-        loop {
-            let mut size = String::new();
-            reader.read_line(&mut size)?;
-            let n = usize::from_str_radix(size.trim().split(';').next().unwrap_or("0"), 16)
-                .unwrap_or(0);
-            if n == 0 {
-                let mut end = String::new();
-                let _ = reader.read_line(&mut end);
-                break;
-            }
-            let mut chunk = vec![0; n];
-            reader.read_exact(&mut chunk)?;
-            body.extend_from_slice(&chunk);
-            let mut crlf = [0u8; 2];
-            reader.read_exact(&mut crlf)?;
-        }
-    } else {
-        body.resize(content_length, 0);
-        reader.read_exact(&mut body)?;
-    }
-    Ok(Some(Request { method, path, body }))
-}
-
 fn handle(mut stream: TcpStream, state: &State) -> std::io::Result<()> {
-    stream.set_read_timeout(Some(Duration::from_secs(30)))?;
     let Some(req) = read_request(&stream)? else {
         return Ok(());
     };
@@ -466,26 +377,18 @@ fn cwd_from_system(body: &Value) -> PathBuf {
 }
 
 fn respond_json(stream: &mut TcpStream, status: u16, body: &Value) -> std::io::Result<()> {
-    let text = body.to_string();
-    let reason = match status {
-        200 => "OK",
-        400 => "Bad Request",
-        401 => "Unauthorized",
-        529 => "Overloaded",
-        _ => "Error",
-    };
     // The real API tells clients whether an error is worth retrying; 401 is not.
     let retry = match status {
         401 | 400 => "x-should-retry: false\r\n",
         529 => "x-should-retry: true\r\n",
         _ => "",
     };
-    write!(
+    http_sse::respond_json(
         stream,
-        "HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nrequest-id: req_test\r\n{retry}connection: close\r\n\r\n{text}",
-        text.len()
-    )?;
-    stream.flush()
+        status,
+        body,
+        &format!("request-id: req_test\r\n{retry}"),
+    )
 }
 
 fn message_json(model: &str, blocks: &[Block]) -> Value {
@@ -509,13 +412,9 @@ fn message_json(model: &str, blocks: &[Block]) -> Value {
 }
 
 fn respond_sse(stream: &mut TcpStream, model: &str, blocks: &[Block]) -> std::io::Result<()> {
-    write!(
-        stream,
-        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nrequest-id: req_test\r\nconnection: close\r\n\r\n"
-    )?;
+    start_sse(stream, "request-id: req_test\r\n")?;
     let mut send = |event: &str, data: Value| -> std::io::Result<()> {
-        write!(stream, "event: {event}\ndata: {data}\n\n")?;
-        stream.flush()
+        sse_event(stream, Some(event), &data.to_string())
     };
     send(
         "message_start",

@@ -1,0 +1,640 @@
+//! The real-CLI cases every non-Claude agent passes (Codex, OpenCode, Gemini CLI), each against
+//! [`WireServer`] speaking that CLI's own API. `tests/agent_<name>_real.rs` runs them per CLI.
+//!
+//! Two ways in: [`run_direct`] runs the CLI once with our backend's argv and env in a temporary
+//! git repository (read-only checks, parsing of its real output, the pane transcript); the
+//! engine cases run `whilly run` with the CLI as the agent (a task lands, an auth error fails at
+//! once, overload is retried, a hang is killed at the task timeout).
+//!
+//! Everything the CLI reads is in a temporary home (HOME, XDG dirs, CODEX_HOME, the OpenCode
+//! config, Gemini's settings), and its model provider is the server on 127.0.0.1.
+
+#![allow(dead_code)]
+
+#[path = "agent_bin.rs"]
+mod agent_bin;
+#[path = "engine.rs"]
+pub mod engine;
+#[path = "wire_server.rs"]
+pub mod wire_server;
+
+use engine::{Output, Repo, plan, task, toml_str};
+use serde_json::{Value, json};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+use whilly::agent::backend::{AgentSettings, BackendKind, Invocation, OutputMode, PermissionMode};
+use whilly::agent::{AgentResult, ErrorClass, ModelPrice, PriceTable, Usage, build_backend};
+use whilly::domain::Usd;
+use wire_server::{
+    CACHED_TOKENS, MARKER, OUTPUT_TOKENS, PROMPT_TOKENS, Scenario, Wire, WireServer,
+};
+
+/// A generous limit for one CLI run on a loaded two-core machine; a healthy run takes seconds.
+const RUN_LIMIT: Duration = Duration::from_secs(90);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Agent {
+    Codex,
+    OpenCode,
+    Gemini,
+}
+
+impl Agent {
+    pub fn name(self) -> &'static str {
+        match self {
+            Agent::Codex => "codex",
+            Agent::OpenCode => "opencode",
+            Agent::Gemini => "gemini",
+        }
+    }
+
+    fn kind(self) -> BackendKind {
+        match self {
+            Agent::Codex => BackendKind::Codex,
+            Agent::OpenCode => BackendKind::OpenCode,
+            Agent::Gemini => BackendKind::Gemini,
+        }
+    }
+
+    pub fn wire(self) -> Wire {
+        match self {
+            Agent::Codex => Wire::Responses,
+            Agent::OpenCode => Wire::Chat,
+            Agent::Gemini => Wire::Gemini,
+        }
+    }
+
+    /// The installed CLI, `None` when `WHILLY_SKIP_REAL_AGENT=1`.
+    pub fn bin(self) -> Option<PathBuf> {
+        agent_bin::agent_bin(match self {
+            Agent::Codex => agent_bin::CODEX,
+            Agent::OpenCode => agent_bin::OPENCODE,
+            Agent::Gemini => agent_bin::GEMINI,
+        })
+    }
+
+    /// `agents.<name>.model`: what whilly passes and prices. Codex never names its model and
+    /// OpenCode reports cost 0 for a model without prices, so both are priced from `[prices]`;
+    /// Gemini pinned to one model skips its router.
+    pub fn model(self) -> &'static str {
+        match self {
+            Agent::Codex => "gpt-5",
+            Agent::OpenCode => "mock/mock-model",
+            Agent::Gemini => "gemini-2.5-pro",
+        }
+    }
+
+    /// The price whilly's config gives [`Agent::model`] (for `mock-model` in the test config,
+    /// the built-in defaults for the others).
+    pub fn price(self) -> ModelPrice {
+        match self {
+            Agent::Codex => ModelPrice::new(1.25, 10.0),
+            Agent::OpenCode => ModelPrice::new(1.0, 10.0),
+            Agent::Gemini => ModelPrice::new(1.25, 10.0),
+        }
+    }
+
+    /// Writes the CLI's configuration under `home`, pointing at `server`, and returns the
+    /// environment the CLI needs (the home variables included).
+    pub fn setup(self, home: &Path, server: &WireServer) -> Vec<(String, String)> {
+        let mut env: Vec<(String, String)> = vec![
+            ("HOME".into(), path_str(home)),
+            ("XDG_CONFIG_HOME".into(), path_str(&home.join(".config"))),
+            ("XDG_DATA_HOME".into(), path_str(&home.join(".local/share"))),
+            (
+                "XDG_STATE_HOME".into(),
+                path_str(&home.join(".local/state")),
+            ),
+            ("XDG_CACHE_HOME".into(), path_str(&home.join(".cache"))),
+        ];
+        // Gemini CLI writes error reports to the temp dir: keep them in the test's home.
+        let tmp = home.join("tmp");
+        std::fs::create_dir_all(&tmp).unwrap();
+        env.push(("TMPDIR".into(), path_str(&tmp)));
+        match self {
+            Agent::Codex => {
+                let codex_home = home.join(".codex");
+                std::fs::create_dir_all(&codex_home).unwrap();
+                // No retries inside Codex: a failed request ends the attempt, so whilly's own
+                // classification and backoff are what the overload test exercises.
+                std::fs::write(
+                    codex_home.join("config.toml"),
+                    format!(
+                        r#"model = "mock-model"
+model_provider = "mock"
+
+[model_providers.mock]
+name = "mock"
+base_url = "{}/v1"
+env_key = "MOCK_KEY"
+wire_api = "responses"
+request_max_retries = 0
+stream_max_retries = 0
+"#,
+                        server.base_url()
+                    ),
+                )
+                .unwrap();
+                env.push(("CODEX_HOME".into(), path_str(&codex_home)));
+                env.push(("MOCK_KEY".into(), "test-key".into()));
+            }
+            Agent::OpenCode => {
+                let config = home.join("opencode.json");
+                let body = json!({
+                    "$schema": "https://opencode.ai/config.json",
+                    "autoupdate": false,
+                    "share": "disabled",
+                    "model": "mock/mock-model",
+                    "small_model": "mock/mock-model",
+                    "provider": {"mock": {
+                        "npm": "@ai-sdk/openai-compatible",
+                        "name": "Mock",
+                        "options": {"baseURL": format!("{}/v1", server.base_url()), "apiKey": "test-key"},
+                        "models": {"mock-model": {"name": "Mock Model",
+                            "limit": {"context": 128000, "output": 8192}}}
+                    }}
+                });
+                std::fs::write(&config, serde_json::to_string_pretty(&body).unwrap()).unwrap();
+                env.push(("OPENCODE_CONFIG".into(), path_str(&config)));
+            }
+            Agent::Gemini => {
+                let dir = home.join(".gemini");
+                std::fs::create_dir_all(&dir).unwrap();
+                let settings = json!({
+                    "general": {"enableAutoUpdate": false, "enableAutoUpdateNotification": false},
+                    "privacy": {"usageStatisticsEnabled": false},
+                    "telemetry": {"enabled": false},
+                    "security": {"auth": {"selectedType": "gemini-api-key"}}
+                });
+                std::fs::write(dir.join("settings.json"), settings.to_string()).unwrap();
+                env.push(("GEMINI_API_KEY".into(), "test-key".into()));
+                env.push(("GOOGLE_GEMINI_BASE_URL".into(), server.base_url()));
+            }
+        }
+        env
+    }
+
+    /// What `answered` main requests cost at [`Agent::price`]: the usage summed, then priced
+    /// (as the parsers do), in micro-dollars.
+    pub fn cost_micros(self, answered: usize) -> i64 {
+        let n = answered as u64;
+        let usage = Usage {
+            input_tokens: n * (PROMPT_TOKENS - CACHED_TOKENS),
+            output_tokens: n * OUTPUT_TOKENS,
+            cache_read_input_tokens: n * CACHED_TOKENS,
+            cache_creation_input_tokens: 0,
+        };
+        self.price().cost(&usage).0
+    }
+}
+
+fn path_str(p: &Path) -> String {
+    p.to_string_lossy().into_owned()
+}
+
+// ----------------------------------------------------------------------------------------------
+// One run of the CLI, outside the engine.
+
+pub struct Run {
+    pub raw: Vec<u8>,
+    pub exit: Option<i32>,
+    pub result: AgentResult,
+    pub class: Option<ErrorClass>,
+    /// The raw output through the backend's pane filter.
+    pub pane: String,
+}
+
+impl Run {
+    pub fn output(&self) -> String {
+        String::from_utf8_lossy(&self.raw).into_owned()
+    }
+}
+
+/// Runs `agent` once with our backend's argv and env for `permission`, against `server`, in a
+/// fresh git repository `repo`, with `home` as its home.
+pub fn run_direct(
+    agent: Agent,
+    bin: &Path,
+    server: &WireServer,
+    repo: &Path,
+    home: &Path,
+    permission: PermissionMode,
+) -> Run {
+    let mut settings = AgentSettings::new(agent.kind());
+    settings.bin = path_str(bin);
+    settings.permission = permission;
+    settings.output = OutputMode::Stream;
+    settings.model = Some(agent.model().into());
+    let backend = build_backend(&settings).expect("backend");
+    let prompt = "Write the file, then print the marker.";
+    let prompt_file = home.join("prompt.md");
+    std::fs::write(&prompt_file, prompt).unwrap();
+    let inv = Invocation {
+        prompt,
+        prompt_file: &prompt_file,
+        workdir: repo,
+        task_id: "TASK-1",
+    };
+    let cmd = backend.command(&inv).expect("command");
+    let mut child = Command::new(&cmd.program);
+    child.args(&cmd.args).current_dir(&cmd.cwd).env_clear();
+    for keep in ["PATH", "LANG", "USER"] {
+        if let Ok(v) = std::env::var(keep) {
+            child.env(keep, v);
+        }
+    }
+    child
+        .envs(agent.setup(home, server))
+        .envs(cmd.env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = child.spawn().expect("spawn the CLI");
+    let mut stdout = child.stdout.take().unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let out = std::thread::spawn(move || {
+        let mut b = Vec::new();
+        let _ = stdout.read_to_end(&mut b);
+        b
+    });
+    let err = std::thread::spawn(move || {
+        let mut b = Vec::new();
+        let _ = stderr.read_to_end(&mut b);
+        b
+    });
+    let deadline = Instant::now() + RUN_LIMIT;
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "{} did not finish within {RUN_LIMIT:?}\nserver:\n{}\nstdout:\n{}\nstderr:\n{}",
+                agent.name(),
+                server.log(),
+                String::from_utf8_lossy(&out.join().unwrap_or_default()),
+                String::from_utf8_lossy(&err.join().unwrap_or_default())
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut raw = out.join().unwrap();
+    // In a PTY both streams arrive interleaved; here stderr follows stdout.
+    raw.extend(err.join().unwrap());
+    let mut prices = PriceTable::new();
+    prices.insert(
+        agent.model().rsplit('/').next().unwrap_or_default(),
+        agent.price(),
+    );
+    let result = backend.parse_result(&raw, &prices);
+    let class = backend.classify(status.code(), &result, &raw);
+    let mut pane = Vec::new();
+    if let Some(mut filter) = backend.display_filter() {
+        for line in raw.split(|b| *b == b'\n') {
+            filter.line(line, &mut pane);
+        }
+    }
+    Run {
+        raw,
+        exit: status.code(),
+        result,
+        class,
+        pane: String::from_utf8_lossy(&pane).into_owned(),
+    }
+}
+
+/// A temporary git repository and a separate temporary home.
+pub fn workspace() -> (tempfile::TempDir, tempfile::TempDir) {
+    let repo = tempfile::tempdir().unwrap();
+    let out = Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(repo.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    (repo, tempfile::tempdir().unwrap())
+}
+
+const FILE: &str = "hello.txt";
+const CONTENT: &str = "hello from the model\n";
+
+fn write_scenario() -> Scenario {
+    Scenario::WriteFile {
+        file: FILE.into(),
+        content: CONTENT.into(),
+    }
+}
+
+/// Full permissions: the CLI runs its own write tool, our parser reads its real output (the
+/// marker, usage with cached tokens apart, the cost from `[prices]`), and the pane shows a
+/// readable transcript of it.
+pub fn writes_parses_prices_and_renders(agent: Agent) {
+    let Some(bin) = agent.bin() else { return };
+    let (repo, home) = workspace();
+    let repo_path = repo.path().canonicalize().unwrap();
+    let server = WireServer::start(agent.wire(), write_scenario());
+    let run = run_direct(
+        agent,
+        &bin,
+        &server,
+        &repo_path,
+        home.path(),
+        PermissionMode::Full,
+    );
+    let out = run.output();
+    assert_eq!(run.exit, Some(0), "{out}\nserver:\n{}", server.log());
+    assert_eq!(
+        std::fs::read_to_string(repo_path.join(FILE))
+            .ok()
+            .as_deref(),
+        Some(CONTENT),
+        "the CLI did not write the file\n{out}"
+    );
+    let r = &run.result;
+    assert!(r.marker_found && !r.is_error, "{r:?}\n{out}");
+    assert!(r.text.contains(MARKER), "{r:?}");
+    assert_eq!(run.class, None);
+    assert_eq!(server.answered(), 2, "{}", server.log());
+    assert_eq!(
+        r.usage,
+        Usage {
+            input_tokens: 2 * (PROMPT_TOKENS - CACHED_TOKENS),
+            output_tokens: 2 * OUTPUT_TOKENS,
+            cache_read_input_tokens: 2 * CACHED_TOKENS,
+            cache_creation_input_tokens: 0,
+        },
+        "{out}"
+    );
+    assert_eq!(
+        (r.cost, r.cost_source),
+        (Usd(agent.cost_micros(2)), whilly::agent::CostSource::Priced),
+        "{r:?}"
+    );
+    println!("--- the pane\n{}", run.pane);
+    assert!(
+        run.pane.contains('▶'),
+        "no tool call in the pane:\n{}",
+        run.pane
+    );
+    assert!(run.pane.contains(MARKER), "{}", run.pane);
+    assert!(run.pane.contains("✔ finished"), "{}", run.pane);
+    assert!(
+        !run.pane.contains("{\"type\""),
+        "raw JSON in the pane:\n{}",
+        run.pane
+    );
+}
+
+/// Read-only: the model asks for the same write; the CLI must not perform it.
+pub fn read_only_prevents_writes(agent: Agent) {
+    let Some(bin) = agent.bin() else { return };
+    let (repo, home) = workspace();
+    let repo_path = repo.path().canonicalize().unwrap();
+    let server = WireServer::start(agent.wire(), write_scenario());
+    let run = run_direct(
+        agent,
+        &bin,
+        &server,
+        &repo_path,
+        home.path(),
+        PermissionMode::ReadOnly,
+    );
+    let out = run.output();
+    assert!(
+        !repo_path.join(FILE).exists(),
+        "read-only {} wrote the file\n{out}",
+        agent.name()
+    );
+    // The model did ask: the CLI answered the tool call (refused) and came back.
+    assert_eq!(server.answered(), 2, "{}\n{out}", server.log());
+    assert_eq!(run.exit, Some(0), "{out}");
+}
+
+// ----------------------------------------------------------------------------------------------
+// `whilly run` with the CLI as the agent.
+
+/// whilly.toml running the real CLI: fast queue timings, no retry backoff.
+pub fn config(agent: Agent, bin: &Path, repo: &Repo, permission: &str) -> String {
+    format!(
+        r#"[run]
+agent = "{name}"
+parallel = 1
+grace_period_secs = 1
+
+[agents.{name}]
+bin = {bin}
+model = "{model}"
+permission_mode = "{permission}"
+
+[prices."mock-model"]
+input_per_mtok = 1.0
+output_per_mtok = 10.0
+
+[queue]
+lease_secs = 30
+heartbeat_secs = 1
+reaper_interval_secs = 1
+poll_interval_ms = 100
+
+[retry]
+backoff_secs = [0]
+
+[verification]
+timeout_secs = 30
+
+[notifications]
+desktop = false
+terminal = false
+bell = false
+
+[worktrees]
+dir = {wt}
+"#,
+        name = agent.name(),
+        model = agent.model(),
+        bin = toml_str(&path_str(bin)),
+        wt = toml_str(&path_str(&repo.wt_dir)),
+    )
+}
+
+/// A repository holding `plan` and a whilly.toml for the real CLI, committed.
+pub fn repo_for(agent: Agent, plan: &Value, bin: &Path, permission: &str) -> Repo {
+    let repo = Repo::new(plan, "true");
+    repo.write("whilly.toml", &config(agent, bin, &repo, permission));
+    repo.git(&["add", "whilly.toml"]);
+    repo.git(&["commit", "-q", "-m", "agent config"]);
+    repo
+}
+
+/// `whilly run plan.json --headless` with the CLI's environment; killed after `limit`.
+pub fn run_plan(agent: Agent, repo: &Repo, server: &WireServer, limit: Duration) -> Output {
+    let mut cmd = repo.whilly(&["run", "plan.json", "--headless"]);
+    cmd.envs(agent.setup(&repo.home, server));
+    let out_dir = repo.home.join("outputs");
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let (stdout, stderr) = (out_dir.join("whilly.out"), out_dir.join("whilly.err"));
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&stdout).unwrap())
+        .stderr(std::fs::File::create(&stderr).unwrap())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + limit;
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "whilly did not exit within {limit:?}\n--- stdout\n{}\n--- stderr\n{}\n--- server\n{}",
+                std::fs::read_to_string(&stdout).unwrap_or_default(),
+                std::fs::read_to_string(&stderr).unwrap_or_default(),
+                server.log()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    Output {
+        code: status.code(),
+        stdout: std::fs::read_to_string(&stdout).unwrap_or_default(),
+        stderr: std::fs::read_to_string(&stderr).unwrap_or_default(),
+    }
+}
+
+/// Everything the attempts of T-1 left in `.whilly/runs`, for assertion messages.
+fn agent_logs(repo: &Repo) -> String {
+    repo.attempt_files("p", "T-1")
+        .iter()
+        .map(|f| {
+            let text = String::from_utf8_lossy(&std::fs::read(f).unwrap_or_default()).into_owned();
+            format!("== {}\n{text}", f.display())
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn events_of(repo: &Repo, task_id: &str, kind: &str) -> Vec<Value> {
+    repo.events(Some(task_id))
+        .into_iter()
+        .filter(|e| e["event_type"] == kind)
+        .collect()
+}
+
+/// A task end to end: the model asks the CLI's tool to write a file in the task's worktree, the
+/// answer carries the marker, the check passes, the work is merged, the spend is booked.
+pub fn task_lands(agent: Agent) {
+    let Some(bin) = agent.bin() else { return };
+    let repo = repo_for(agent, &plan("p", vec![task("T-1")]), &bin, "full");
+    let content = format!("written by {}\n", agent.name());
+    let server = WireServer::start(
+        agent.wire(),
+        Scenario::WriteFile {
+            file: "out-T-1.txt".into(),
+            content: content.clone(),
+        },
+    );
+    let out = run_plan(agent, &repo, &server, Duration::from_secs(120));
+    assert_eq!(out.code, Some(0), "{out}\n--- server\n{}", server.log());
+    assert_eq!(repo.task("p", "T-1")["status"], "DONE");
+    // Merged: the file is in the main branch's HEAD.
+    assert_eq!(repo.git(&["show", "HEAD:out-T-1.txt"]), content);
+    let done = events_of(&repo, "T-1", "task.done");
+    assert_eq!(done.len(), 1, "{done:?}");
+    assert!(done[0]["payload"]["commit"].is_string(), "{}", done[0]);
+    assert_eq!(server.answered(), 2, "{}", server.log());
+    let spent = repo.plan_record("p")["spent"].as_i64().unwrap();
+    assert_eq!(spent, agent.cost_micros(2), "{}", server.log());
+}
+
+/// A 401: FAILED auth_error at once (one claim, no retry) with the CLI's own message.
+pub fn auth_error_fails_at_once(agent: Agent) {
+    let Some(bin) = agent.bin() else { return };
+    let mut t = task("T-1");
+    t["max_attempts"] = 3.into();
+    let repo = repo_for(agent, &plan("p", vec![t]), &bin, "full");
+    let server = WireServer::start(agent.wire(), Scenario::AuthError);
+    let out = run_plan(agent, &repo, &server, Duration::from_secs(120));
+    assert_eq!(out.code, Some(1), "{out}");
+    let rec = repo.task("p", "T-1");
+    assert_eq!(rec["status"], "FAILED", "{rec}");
+    assert_eq!(rec["reason"], "auth_error", "{rec}");
+    assert_eq!(events_of(&repo, "T-1", "task.claimed").len(), 1);
+    assert_eq!(server.main_requests(), 1, "{}", server.log());
+    let failed = events_of(&repo, "T-1", "task.failed");
+    let detail = failed
+        .last()
+        .and_then(|e| e["payload"]["detail"].as_str())
+        .unwrap_or_default()
+        .to_string();
+    // The CLI's message, carrying the provider's words.
+    assert!(
+        detail.contains("API key") || detail.contains("api key"),
+        "unclear detail: {failed:?}"
+    );
+}
+
+/// The provider answers `status` once: retried (by the CLI or by whilly's backoff) and DONE.
+pub fn overload_retried_then_done(agent: Agent, status: u16) {
+    let Some(bin) = agent.bin() else { return };
+    // Two attempts: a CLI that gives up (Codex here, configured without retries of its own)
+    // leaves the retry to whilly's backoff, which uses up an attempt.
+    let mut t = task("T-1");
+    t["max_attempts"] = 2.into();
+    let repo = repo_for(agent, &plan("p", vec![t]), &bin, "full");
+    let server = WireServer::start(
+        agent.wire(),
+        Scenario::Fail {
+            status,
+            failures: 1,
+        },
+    );
+    let out = run_plan(agent, &repo, &server, Duration::from_secs(120));
+    assert_eq!(out.code, Some(0), "{out}\n--- server\n{}", server.log());
+    assert_eq!(repo.task("p", "T-1")["status"], "DONE");
+    let seen = server.requests();
+    assert!(
+        seen.iter().any(|r| r.main && r.status == status),
+        "{}",
+        server.log()
+    );
+    assert!(server.answered() >= 1, "{}", server.log());
+}
+
+/// The provider never answers: the CLI is killed at the task's timeout, FAILED task_timeout.
+pub fn hang_is_killed_at_the_timeout(agent: Agent) {
+    let Some(bin) = agent.bin() else { return };
+    // Long enough for a slow start on a loaded machine (OpenCode's first request can take
+    // seconds), so the CLI is really waiting on the provider when the timeout ends it.
+    let mut t = task("T-1");
+    t["timeout"] = 20.into();
+    t["max_attempts"] = 1.into();
+    let repo = repo_for(agent, &plan("p", vec![t]), &bin, "full");
+    let server = WireServer::start(agent.wire(), Scenario::Hang);
+    let started = Instant::now();
+    let out = run_plan(agent, &repo, &server, Duration::from_secs(90));
+    let elapsed = started.elapsed();
+    assert_eq!(out.code, Some(1), "{out}\n--- server\n{}", server.log());
+    let rec = repo.task("p", "T-1");
+    assert_eq!(rec["status"], "FAILED", "{rec}");
+    assert_eq!(rec["reason"], "task_timeout", "{rec}");
+    assert!(
+        server.main_requests() >= 1,
+        "{}\n--- agent output\n{}",
+        server.log(),
+        agent_logs(&repo)
+    );
+    assert!(
+        elapsed >= Duration::from_secs(20) && elapsed < Duration::from_secs(60),
+        "{elapsed:?}"
+    );
+    // Nothing of the CLI outlived the run.
+    engine::wait_for(Duration::from_secs(10), "the CLI to be gone", || {
+        repo.marked_pids(&[]).is_empty().then_some(())
+    });
+}
