@@ -29,6 +29,8 @@ pub async fn run(ctx: &Context, args: RunArgs) -> anyhow::Result<i32> {
         Err(code) => return Ok(code),
     };
     let plan = store.get_plan(&plan_id).await?;
+    let report_store = store.clone();
+    let report_after = super::report_cmd::run_start(&store).await;
     // The console appears at once (the plan in its header); a large plan's tasks follow when
     // loaded.
     let sessions = SessionRegistry::new();
@@ -52,6 +54,8 @@ pub async fn run(ctx: &Context, args: RunArgs) -> anyhow::Result<i32> {
         (Some(s), _) => {
             writeln!(out, "{}", summary_line(&plan_id, s))?;
             out.flush()?;
+            drop(out);
+            super::report_cmd::write_run_report(ctx, &report_store, &plan_id, report_after).await;
             Ok(s.exit_code)
         }
         (None, Some(e)) => Err(anyhow::anyhow!("the engine stopped: {e}")),
