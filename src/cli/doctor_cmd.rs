@@ -99,8 +99,17 @@ fn print_findings(findings: &[Finding]) -> std::io::Result<()> {
         .iter()
         .filter(|f| f.severity == Severity::Warn)
         .count();
+    let plural = |n: usize, one: &str| {
+        if n == 1 {
+            format!("1 {one}")
+        } else {
+            format!("{n} {one}s")
+        }
+    };
     outln!(
-        "\n{problems} problems, {warnings} warnings{}",
+        "\n{}, {}{}",
+        plural(problems, "problem"),
+        plural(warnings, "warning"),
         if problems > 0 && findings.iter().any(|f| f.fixable.is_some()) {
             "; `whilly doctor --fix` applies the safe fixes"
         } else {

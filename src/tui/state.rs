@@ -400,8 +400,9 @@ pub struct PaneMeta {
     pub has_screen: bool,
     /// The agent is blocked reading its terminal: it waits for someone to type (from /proc).
     pub waiting_input: bool,
-    /// The agent runs in another process (a remote pane): read-only unless `[remote] takeover`.
-    pub remote: bool,
+    /// The host of the worker running the agent when it runs in another process (a remote
+    /// pane): read-only unless `[remote] takeover`.
+    pub remote: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1244,7 +1245,10 @@ impl AppState {
             && self.own_worker.is_some()
             && t.worker_id.is_some()
             && t.worker_id != self.own_worker
-            && !self.panes.iter().any(|p| p.task_pk == t.pk && !p.remote)
+            && !self
+                .panes
+                .iter()
+                .any(|p| p.task_pk == t.pk && p.remote.is_none())
     }
 
     /// The replay's log was found (or not).
@@ -1418,7 +1422,7 @@ impl AppState {
             .iter()
             .filter(|t| t.status.is_leased() && !self.held_elsewhere(t))
             .count();
-        let local = self.panes.iter().filter(|p| !p.remote).count();
+        let local = self.panes.iter().filter(|p| p.remote.is_none()).count();
         let running = local.max(claimed_here);
         if running == 0 {
             return vec![Effect::Quit];
@@ -1570,7 +1574,7 @@ impl AppState {
             return;
         }
         match self.target_pane() {
-            Some(p) if p.remote && !self.remote_takeover => {
+            Some(p) if p.remote.is_some() && !self.remote_takeover => {
                 let msg = format!(
                     "{} runs in another worker: its pane is read-only ([remote] takeover = true on both sides lets you type into it)",
                     p.task_id

@@ -153,7 +153,7 @@ pub fn pane(pk: i64, id: &str, state: SessionState, now: Instant, age: Duration)
         state,
         has_screen: true,
         waiting_input: false,
-        remote: false,
+        remote: None,
     }
 }
 

@@ -65,6 +65,9 @@ pub struct ConsoleOptions {
     pub worker_offline_after: Duration,
     /// `[remote] takeover`: keys may go to agents in remote panes.
     pub remote_takeover: bool,
+    /// `[run] agent`: what runs a task that names no agent (here or, with the same
+    /// configuration, on another worker).
+    pub default_agent: String,
 }
 
 /// What leaving agents in the background needs: the launcher to release and where the log is.
@@ -94,6 +97,7 @@ impl ConsoleOptions {
             background: None,
             worker_offline_after: Duration::from_secs(cfg.queue.worker_offline_secs),
             remote_takeover: cfg.remote.takeover,
+            default_agent: cfg.run.agent.clone(),
         })
     }
 
@@ -449,24 +453,24 @@ impl Console {
                     .agent
                     .clone()
                     .or_else(|| self.state.plan.as_ref().and_then(|p| p.spec.agent.clone()))
-                    .unwrap_or_else(|| "agent".into());
+                    .unwrap_or_else(|| self.opts.default_agent.clone());
                 let age = (utc - t.updated_at).to_std().unwrap_or_default();
                 PaneMeta {
                     task_pk: t.pk,
                     task_id: t.id.clone(),
-                    agent: format!("{agent} on {host}"),
+                    agent,
                     attempt: t.attempts,
                     // Kept from the last look: recomputed, it would jitter and redraw.
                     started: self
                         .state
                         .pane(t.pk)
-                        .filter(|p| p.remote)
+                        .filter(|p| p.remote.is_some())
                         .map(|p| p.started)
                         .unwrap_or_else(|| now.checked_sub(age).unwrap_or(now)),
                     state: SessionState::Running,
                     has_screen: remote.has_screen(t.pk),
                     waiting_input: false,
-                    remote: true,
+                    remote: Some(host.to_string()),
                 }
             })
             .collect();
@@ -877,7 +881,7 @@ impl Console {
                 state: s.state,
                 has_screen: s.pty.is_some(),
                 waiting_input: false,
-                remote: false,
+                remote: None,
             })
             .collect();
         let mut ptys = BTreeMap::new();

@@ -85,8 +85,12 @@ pub fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme) {
     }
     if let Some(p) = state.pane(t.pk) {
         lines.push(Line::raw(format!(
-            "agent {} · attempt #{} · {}",
+            "agent {}{} · attempt #{} · {}",
             p.agent,
+            p.remote
+                .as_deref()
+                .map(|h| format!(" on {h}"))
+                .unwrap_or_default(),
             p.attempt,
             crate::tui::theme::badge_text(p.state)
         )));

@@ -45,8 +45,12 @@ pub fn title<'a>(
     let mark = if takeover { " TAKEOVER " } else { "" };
     let details = [
         format!(
-            "· {} · #{} · {} · {} · ",
+            "· {}{} · #{} · {} · {} · ",
             p.agent,
+            p.remote
+                .as_deref()
+                .map(|h| format!(" on {h}"))
+                .unwrap_or_default(),
             p.attempt,
             clock(elapsed),
             money(cost)
