@@ -50,3 +50,13 @@ pub use prompt::{PromptInput, Repair, build_prompt};
 pub use result::{AgentResult, COMPLETION_MARKER, CostSource, ModelPrice, PriceTable, Usage};
 pub use runner::{Runner, build_runner};
 pub use transcript::{TranscriptFilter, render_stream_line};
+
+/// A real CLI's output kept under `tests/fixtures/agents/`, for the parsers' tests.
+#[cfg(test)]
+pub(crate) fn fixture(name: &str) -> String {
+    let path = format!(
+        "{}/tests/fixtures/agents/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}

@@ -252,13 +252,7 @@ mod tests {
         );
     }
 
-    fn sample(name: &str) -> String {
-        let path = format!(
-            "{}/tests/fixtures/agents/{name}",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
-    }
+    use crate::agent::fixture as sample;
 
     #[test]
     fn real_samples_of_opencode_1_18() {
