@@ -1,11 +1,11 @@
-//! `whilly plan …`: check, triz, import, list, show, export, reset, pause, resume, archive,
+//! `whilly plan …`: check, triz, decompose, import, list, show, export, reset, pause, resume, archive,
 //! delete.
 
 use super::args::PlanCommand;
 use super::context::Context;
 use super::exit;
 use super::plan_view;
-use crate::domain::{PlanSpec, Usd, validate_id};
+use crate::domain::{Usd, validate_id};
 use crate::plan;
 use crate::store::{ImportOptions, ImportReport, ResetMode, Store};
 use anyhow::{Context as _, bail};
@@ -20,7 +20,29 @@ pub async fn run(ctx: &Context, cmd: PlanCommand) -> anyhow::Result<i32> {
             target,
             json,
             strict,
-        } => triz(ctx, &target, json, strict).await,
+            agent,
+            agent_timeout,
+        } => triz(ctx, &target, json, strict, agent.as_deref(), &agent_timeout).await,
+        PlanCommand::Decompose {
+            target,
+            tasks,
+            write,
+            out,
+            allow_new_files,
+            json,
+            agent,
+        } => {
+            let args = super::plan_decompose::DecomposeArgs {
+                target,
+                tasks,
+                write,
+                out,
+                allow_new_files,
+                json,
+                agent,
+            };
+            super::plan_decompose::decompose(ctx, args).await
+        }
         PlanCommand::Import {
             file,
             strict,
@@ -182,27 +204,23 @@ fn check(ctx: &Context, file: &Path, strict: bool, json: bool) -> anyhow::Result
     })
 }
 
-async fn triz(ctx: &Context, target: &str, json: bool, strict: bool) -> anyhow::Result<i32> {
-    let path = Path::new(target);
-    let spec: PlanSpec = if path.is_file() {
-        let report = plan::load_plan_file(path, false)?;
-        match report.plan {
-            Some(p) => p,
-            None => {
-                eprint!("{}", plan::render_check(&report, false));
-                bail!("{target}: the plan could not be read; fix the errors above");
-            }
-        }
-    } else {
-        let store = ctx.store().await?;
-        store.export_plan(target).await.with_context(|| {
-            format!(
-                "{target:?} is neither a plan file nor an imported plan id (see `whilly plan list`)"
-            )
-        })?
-    };
+async fn triz(
+    ctx: &Context,
+    target: &str,
+    json: bool,
+    strict: bool,
+    agent: Option<&str>,
+    agent_timeout: &str,
+) -> anyhow::Result<i32> {
+    let (spec, _) = super::plan_decompose::load(ctx, target).await?;
     let report = plan::triz_report(&spec);
-    out!("{}", plan::render_triz(&report, json));
+    match agent {
+        Some(agent) => {
+            super::plan_decompose::triz_with_agent(ctx, &spec, &report, agent, agent_timeout, json)
+                .await?
+        }
+        None => out!("{}", plan::render_triz(&report, json)),
+    }
     Ok(if strict && !report.approved() {
         exit::FAILED
     } else {
