@@ -177,3 +177,54 @@ fn triz_agent_section_repair_and_failure() {
     );
     assert!(out.stderr.contains("kept in"), "{out}");
 }
+
+/// `[gate] llm = true` on top of the scripted agent's configuration.
+fn with_gate_llm(repo: &Repo) {
+    let cfg = std::fs::read_to_string(repo.repo.join("whilly.toml")).unwrap();
+    repo.write("whilly.toml", &format!("{cfg}\n[gate]\nllm = true\n"));
+}
+
+fn events(repo: &Repo, kind: &str) -> Vec<Value> {
+    let out = run(repo, &["events", "--plan", "fan", "--json"]);
+    assert_eq!(out.code, Some(0), "{out}");
+    out.stdout
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["event_type"] == kind)
+        .collect()
+}
+
+#[test]
+fn gate_llm_pass_skips_vague_tasks_and_records_verdicts() {
+    let (repo, log) = scripted("good");
+    with_gate_llm(&repo);
+    let out = run(&repo, &["plan", "import", "plan.json", "--strict"]);
+    assert_eq!(out.code, Some(0), "{out}");
+    assert_eq!(prompts(&log), 1);
+    assert_eq!(repo.task("fan", "C")["status"], "SKIPPED", "{out}");
+    assert_eq!(repo.task("fan", "A")["status"], "PENDING", "{out}");
+    let ev = events(&repo, "gate.llm_verdict");
+    assert_eq!(ev.len(), 2, "{ev:?}");
+    let c = ev.iter().find(|e| e["task_id"] == "C").unwrap();
+    assert_eq!(c["payload"]["vague"], true);
+    assert_eq!(c["payload"]["agent"], "fake");
+}
+
+#[test]
+fn gate_llm_pass_fails_open() {
+    let (repo, log) = scripted("never");
+    with_gate_llm(&repo);
+    let out = run(&repo, &["plan", "import", "plan.json", "--strict"]);
+    assert_eq!(out.code, Some(0), "{out}");
+    // Asked, repaired once, then let through.
+    assert_eq!(prompts(&log), 2);
+    assert!(
+        out.stderr
+            .contains("decision gate: the agent pass failed, every task goes through"),
+        "{out}"
+    );
+    assert_eq!(repo.task("fan", "C")["status"], "PENDING");
+    let ev = events(&repo, "gate.llm_verdict");
+    assert_eq!(ev.len(), 1, "{ev:?}");
+    assert_eq!(ev[0]["payload"]["fail_open"], true);
+}

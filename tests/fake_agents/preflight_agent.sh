@@ -1,6 +1,7 @@
 #!/bin/sh
 # A scripted agent for pre-flight tests (`plan decompose`, `plan triz --agent`): it answers by
 # what the prompt asks for, and keeps every prompt it got in LOG_DIR (prompt-000.md, …).
+# The decision gate's pass finds C too vague.
 #   usage: preflight_agent.sh MODE LOG_DIR PROMPT_FILE
 #   MODE good   — a valid answer at once (the split of M: Ma, Mb in order, dependents on all)
 #        repair — the first answer is invalid; the repair round gets a valid one
@@ -42,6 +43,15 @@ if grep -q "You are a TRIZ analyst" "$prompt"; then
     exit 0
   fi
   echo '{"verdict": "revise", "summary": "M carries too much.", "contradictions": [{"task_ids": ["M"], "improving": "delivery speed", "worsening": "reviewability", "principles": ["1 Segmentation"], "severity": "medium", "explanation": "split M in two"}]}'
+  exit 0
+fi
+
+if grep -q "You are the decision gate" "$prompt"; then
+  if [ "$bad" = yes ]; then
+    echo 'I would rather not judge.'
+    exit 0
+  fi
+  echo '{"verdicts": [{"task_id": "C", "vague": true, "reason": "C does not say what it builds"}, {"task_id": "A", "vague": false, "reason": "clear"}]}'
   exit 0
 fi
 

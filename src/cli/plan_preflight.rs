@@ -1,4 +1,5 @@
-//! `whilly plan decompose` and `whilly plan triz --agent`: pre-flight with a read-only agent.
+//! Pre-flight with a read-only agent: `whilly plan decompose`, `whilly plan triz --agent` and the
+//! decision gate's LLM pass at import (`[gate] llm`).
 //! The agent's split is applied by `plan::decompose::apply` (pure), shown as a unified diff of
 //! the plan's canonical JSON, and written only with `--write` / `--out` or a yes on a terminal.
 
@@ -207,6 +208,49 @@ pub async fn triz_with_agent(
     }
     errln!("cost: {}", answer.cost);
     Ok(())
+}
+
+/// The decision gate's LLM pass (`[gate] llm = true`): which tasks of `spec` the agent finds too
+/// vague, as (task id, reason). Fail-open, as in the original: no agent, an agent error or an
+/// unusable answer lets every task through with a warning. `None` when the pass is off.
+pub(super) async fn gate_llm_pass(
+    ctx: &Context,
+    spec: &PlanSpec,
+) -> Option<Result<(String, plan::agent_review::GateVerdicts), String>> {
+    let cfg = ctx.config().ok()?;
+    if !cfg.gate.llm {
+        return None;
+    }
+    let agent = match super::prd_cmd::one_shot_from_config(
+        &cfg,
+        &ctx.repo_root,
+        cfg.gate.agent.as_deref(),
+        prd::oneshot::DEFAULT_TIMEOUT,
+    ) {
+        Ok(a) => a,
+        Err(e) => return Some(Err(format!("{e:#}"))),
+    };
+    let raw_dir = ctx.repo_root.join(prd::STATE_DIR);
+    let call = preflight::Call {
+        agent: &agent,
+        cwd: &ctx.repo_root,
+        raw_dir: &raw_dir,
+    };
+    errln!(
+        "decision gate: asking {} which tasks are too vague…",
+        agent.agent_name()
+    );
+    Some(
+        preflight::gate_pass(call, spec)
+            .await
+            .map(|a| (agent.agent_name().to_string(), a.value))
+            .map_err(|e| e.to_string()),
+    )
+}
+
+/// The first line of an error, for a warning and an event (an agent's output tail stays out).
+pub(super) fn first_line(text: &str) -> &str {
+    text.lines().next().unwrap_or_default()
 }
 
 #[cfg(test)]
