@@ -228,3 +228,39 @@ fn gate_llm_pass_fails_open() {
     assert_eq!(ev.len(), 1, "{ev:?}");
     assert_eq!(ev[0]["payload"]["fail_open"], true);
 }
+
+#[test]
+fn decompose_an_imported_plan_writes_only_to_a_file() {
+    let (repo, _) = scripted("good");
+    let out = run(&repo, &["plan", "import", "plan.json"]);
+    assert_eq!(out.code, Some(0), "{out}");
+    let out = run(
+        &repo,
+        &["plan", "decompose", "fan", "--task", "M", "--write"],
+    );
+    assert_eq!(out.code, Some(1), "{out}");
+    assert!(
+        out.stderr.contains("--write: fan is an imported plan"),
+        "{out}"
+    );
+    let out = run(
+        &repo,
+        &[
+            "plan",
+            "decompose",
+            "fan",
+            "--task",
+            "M",
+            "--out",
+            "split.json",
+        ],
+    );
+    assert_eq!(out.code, Some(0), "{out}");
+    assert!(out.stdout.contains("+      \"id\": \"Mb\""), "{out}");
+    let split: Value =
+        serde_json::from_str(&std::fs::read_to_string(repo.repo.join("split.json")).unwrap())
+            .unwrap();
+    assert_eq!(deps(&split, "D"), ["Ma", "Mb", "B"]);
+    let check = run(&repo, &["plan", "check", "split.json"]);
+    assert_eq!(check.code, Some(0), "{check}");
+}

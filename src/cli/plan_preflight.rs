@@ -117,14 +117,16 @@ pub async fn decompose(ctx: &Context, a: DecomposeArgs) -> anyhow::Result<i32> {
         (None, Source::File(f)) => Some(f.clone()),
         (None, Source::Queue) => None,
     };
-    let write = a.out.is_some() || a.write || (!a.json && dest.is_some() && confirm(&diff)?);
+    // Asked only on a terminal, only when there is a file to write, and only once.
+    let ask = !a.json && !a.write && a.out.is_none() && dest.is_some() && stdin_is_terminal();
+    let write = a.out.is_some() || a.write || (ask && confirm(&diff)?);
     if a.json {
         let v = serde_json::json!({
             "plan_id": spec.id, "splits": splits, "written": write, "plan": plan::canonical_value(&new),
         });
         outln!("{}", serde_json::to_string_pretty(&v)?);
-    } else if !std::io::stdin().is_terminal() || write {
-        // On a terminal the diff was shown by the question already.
+    } else if !ask {
+        // When asked, the diff was shown with the question already.
         out!("{diff}");
     }
     if write && let Some(dest) = &dest {
@@ -144,11 +146,12 @@ pub async fn decompose(ctx: &Context, a: DecomposeArgs) -> anyhow::Result<i32> {
     Ok(exit::OK)
 }
 
-/// Shows the diff and asks on a terminal; without one, nothing is written without --write.
+fn stdin_is_terminal() -> bool {
+    std::io::stdin().is_terminal()
+}
+
+/// Shows the diff and asks on the terminal whether to write it.
 fn confirm(diff: &str) -> anyhow::Result<bool> {
-    if !std::io::stdin().is_terminal() {
-        return Ok(false);
-    }
     out!("{diff}");
     errln!("write this plan? [y/N] ");
     let mut answer = String::new();
