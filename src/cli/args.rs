@@ -593,7 +593,9 @@ Exit status 1 when there are errors (with --strict, decision-gate warnings are e
     },
     /// The deterministic TRIZ report of a plan (a file, or an imported plan's id).
     #[command(
-        after_help = "Examples:\n  whilly plan triz tasks.json\n  whilly plan triz my-plan --json\n  whilly plan triz tasks.json --strict   # exit 1 on revise/reject"
+        after_help = "Examples:\n  whilly plan triz tasks.json\n  whilly plan triz my-plan --json\n  whilly plan triz tasks.json --strict   # exit 1 on revise/reject\n  \
+whilly plan triz tasks.json --agent    # and the agent's contradiction analysis (run.agent)\n  \
+whilly plan triz tasks.json --agent=codex"
     )]
     Triz {
         /// A plan file, or the id of an imported plan.
@@ -605,6 +607,45 @@ Exit status 1 when there are errors (with --strict, decision-gate warnings are e
         /// Exit 1 when the verdict is revise or reject.
         #[arg(long)]
         strict: bool,
+        /// Add the agent's contradiction analysis (read-only; default agent: run.agent). Its
+        /// verdict is shown, marked as the agent's; --strict goes by the deterministic one.
+        #[arg(long, value_name = "NAME", num_args = 0..=1, default_missing_value = "", require_equals = true)]
+        agent: Option<String>,
+        /// Limit for each agent call, e.g. 5m.
+        #[arg(long, value_name = "DURATION", default_value = "10m")]
+        agent_timeout: String,
+    },
+    /// Split tasks too big for one agent session into 2–5 subtasks (read-only agent call).
+    #[command(
+        after_help = "Examples:\n  whilly plan decompose tasks.json                 # tasks the size heuristic flags\n  \
+whilly plan decompose tasks.json --task TASK-004 --write\n  \
+whilly plan decompose my-plan --task TASK-004 --out split.json\n\n\
+Subtasks are <id>a, <id>b, …; the first inherits the task's dependencies, tasks that waited for it \
+wait for the last subtask (or all of them, as the agent's split says). The change is shown as a \
+diff; --write (or a yes on the terminal) writes it. Exit 1 when the agent's split is unusable after \
+one repair round (its reply is kept under .whilly/prd/)."
+    )]
+    Decompose {
+        /// A plan file, or the id of an imported plan.
+        #[arg(add = ArgValueCompleter::new(complete::plan_or_file))]
+        target: String,
+        /// Split this task (repeatable; default: every task the size heuristic flags).
+        #[arg(long = "task", value_name = "ID")]
+        tasks: Vec<String>,
+        /// Write the split plan back to the plan file without asking.
+        #[arg(long)]
+        write: bool,
+        /// Write the split plan to this file instead (the way for an imported plan).
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+        /// Subtasks may name key files the task did not list.
+        #[arg(long)]
+        allow_new_files: bool,
+        /// Print the splits and the new plan as JSON (nothing is asked).
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        agent: OneShotArgs,
     },
     /// Validate a plan file and write it to the queue in one transaction.
     #[command(

@@ -47,6 +47,7 @@ pub mod merge_cmd;
 pub mod plan_checks;
 pub mod plan_choice;
 pub mod plan_cmd;
+pub mod plan_preflight;
 pub mod plan_view;
 pub mod prd_cmd;
 pub mod report_cmd;

@@ -1,11 +1,11 @@
-//! `whilly plan …`: check, triz, import, list, show, export, reset, pause, resume, archive,
+//! `whilly plan …`: check, triz, decompose, import, list, show, export, reset, pause, resume, archive,
 //! delete.
 
 use super::args::PlanCommand;
 use super::context::Context;
 use super::exit;
 use super::plan_view;
-use crate::domain::{PlanSpec, Usd, validate_id};
+use crate::domain::{Usd, validate_id};
 use crate::plan;
 use crate::store::{ImportOptions, ImportReport, ResetMode, Store};
 use anyhow::{Context as _, bail};
@@ -20,7 +20,29 @@ pub async fn run(ctx: &Context, cmd: PlanCommand) -> anyhow::Result<i32> {
             target,
             json,
             strict,
-        } => triz(ctx, &target, json, strict).await,
+            agent,
+            agent_timeout,
+        } => triz(ctx, &target, json, strict, agent.as_deref(), &agent_timeout).await,
+        PlanCommand::Decompose {
+            target,
+            tasks,
+            write,
+            out,
+            allow_new_files,
+            json,
+            agent,
+        } => {
+            let args = super::plan_preflight::DecomposeArgs {
+                target,
+                tasks,
+                write,
+                out,
+                allow_new_files,
+                json,
+                agent,
+            };
+            super::plan_preflight::decompose(ctx, args).await
+        }
         PlanCommand::Import {
             file,
             strict,
@@ -182,27 +204,23 @@ fn check(ctx: &Context, file: &Path, strict: bool, json: bool) -> anyhow::Result
     })
 }
 
-async fn triz(ctx: &Context, target: &str, json: bool, strict: bool) -> anyhow::Result<i32> {
-    let path = Path::new(target);
-    let spec: PlanSpec = if path.is_file() {
-        let report = plan::load_plan_file(path, false)?;
-        match report.plan {
-            Some(p) => p,
-            None => {
-                eprint!("{}", plan::render_check(&report, false));
-                bail!("{target}: the plan could not be read; fix the errors above");
-            }
-        }
-    } else {
-        let store = ctx.store().await?;
-        store.export_plan(target).await.with_context(|| {
-            format!(
-                "{target:?} is neither a plan file nor an imported plan id (see `whilly plan list`)"
-            )
-        })?
-    };
+async fn triz(
+    ctx: &Context,
+    target: &str,
+    json: bool,
+    strict: bool,
+    agent: Option<&str>,
+    agent_timeout: &str,
+) -> anyhow::Result<i32> {
+    let (spec, _) = super::plan_preflight::load(ctx, target).await?;
     let report = plan::triz_report(&spec);
-    out!("{}", plan::render_triz(&report, json));
+    match agent {
+        Some(agent) => {
+            super::plan_preflight::triz_with_agent(ctx, &spec, &report, agent, agent_timeout, json)
+                .await?
+        }
+        None => out!("{}", plan::render_triz(&report, json)),
+    }
     Ok(if strict && !report.approved() {
         exit::FAILED
     } else {
@@ -293,6 +311,37 @@ async fn import_file(
             errln!("warning: {}: decision gate: {}", task.id, why.join("; "));
         }
     }
+    // The gate's optional agent pass: advisory and fail-open; its verdicts become events once
+    // the plan (and so its id) exists.
+    let llm = super::plan_preflight::gate_llm_pass(ctx, &spec).await;
+    let mut llm_events = Vec::new();
+    match &llm {
+        None => {}
+        Some(Err(e)) => {
+            let e = super::plan_preflight::first_line(e);
+            errln!("warning: decision gate: the agent pass failed, every task goes through: {e}");
+            llm_events.push((None, serde_json::json!({ "fail_open": true, "error": e })));
+        }
+        Some(Ok((agent, verdicts))) => {
+            for v in &verdicts.verdicts {
+                if v.vague {
+                    if strict {
+                        skip.insert(v.task_id.clone(), plan::GATE_SKIP_REASON.to_string());
+                    } else if !quiet_warnings {
+                        errln!(
+                            "warning: {}: decision gate ({agent}): too vague: {}",
+                            v.task_id,
+                            v.reason
+                        );
+                    }
+                }
+                llm_events.push((
+                    Some(v.task_id.clone()),
+                    serde_json::json!({ "agent": agent, "vague": v.vague, "reason": v.reason }),
+                ));
+            }
+        }
+    }
     // A budget set earlier with --budget is not in the file; re-importing the file without
     // --budget must keep it rather than silently lifting the limit.
     let target_id = plan_id.clone().unwrap_or_else(|| spec.id.clone());
@@ -311,6 +360,16 @@ async fn import_file(
         default_max_attempts: 3,
     };
     let report = store.import_plan(&spec, &opts).await?;
+    for (task, payload) in llm_events {
+        crate::store::record_event(
+            store.as_ref(),
+            "gate.llm_verdict",
+            &report.plan_id,
+            task.as_deref(),
+            payload,
+        )
+        .await;
+    }
     // Where the plan came from, for `whilly doctor`'s ghost plans; a diagnosis aid only.
     if let Err(e) = plan::sources::record(&ctx.state_dir(), &report.plan_id, file) {
         tracing::warn!("recording the source of plan {}: {e}", report.plan_id);

@@ -124,7 +124,7 @@ fn lift(e: PrdError) -> anyhow::Error {
 }
 
 /// Runs an agent call; Ctrl-C drops it, which kills the agent's process group.
-async fn interruptible<T>(
+pub(super) async fn interruptible<T>(
     fut: impl std::future::Future<Output = Result<T, PrdError>>,
 ) -> anyhow::Result<T> {
     tokio::select! {

@@ -19,11 +19,11 @@ pub use load::{
     read_config_file,
 };
 pub use model::{
-    AgentConfig, Backend, Config, DatabaseConfig, DeliveryConfig, DeliveryMode, GithubConfig,
-    GuardsConfig, HandoffConfig, HttpConfig, JiraConfig, JiraStatuses, LoggingConfig, MergeMode,
-    NotificationsConfig, PermissionMode, PriceConfig, ProfileMode, ProjectColumns, ProjectConfig,
-    QueueConfig, RemoteConfig, RetryConfig, RunConfig, TEMPLATE_PLACEHOLDERS, TuiConfig,
-    VerificationConfig, WorktreesConfig,
+    AgentConfig, Backend, Config, DatabaseConfig, DeliveryConfig, DeliveryMode, GateConfig,
+    GithubConfig, GuardsConfig, HandoffConfig, HttpConfig, JiraConfig, JiraStatuses, LoggingConfig,
+    MergeMode, NotificationsConfig, PermissionMode, PriceConfig, ProfileMode, ProjectColumns,
+    ProjectConfig, QueueConfig, RemoteConfig, RetryConfig, RunConfig, TEMPLATE_PLACEHOLDERS,
+    TuiConfig, VerificationConfig, WorktreesConfig,
 };
 pub use paths::{
     ConfigFiles, default_worktrees_dir, process_env, repo_config_path, user_config_path,

@@ -33,6 +33,18 @@ pub struct Config {
     pub jira: JiraConfig,
     pub http: HttpConfig,
     pub remote: RemoteConfig,
+    pub gate: GateConfig,
+}
+
+/// `[gate]`: the decision gate's optional agent pass at import.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GateConfig {
+    /// After the deterministic rules, one read-only agent call per imported plan flags tasks too
+    /// vague to act on. Fail-open: an agent error lets every task through with a warning.
+    pub llm: bool,
+    /// The agent of that pass (default: run.agent).
+    pub agent: Option<String>,
 }
 
 /// `[remote]`: agents' terminals watched from a console in another process (remote panes).
@@ -97,6 +109,7 @@ impl Default for Config {
             jira: JiraConfig::default(),
             http: HttpConfig::default(),
             remote: RemoteConfig::default(),
+            gate: GateConfig::default(),
         }
     }
 }

@@ -99,6 +99,8 @@ pub const FIXED_KEYS: &[(&str, Kind)] = &[
     ("http.token", Kind::Secret),
     ("remote.publish", Kind::Bool),
     ("remote.takeover", Kind::Bool),
+    ("gate.llm", Kind::Bool),
+    ("gate.agent", Kind::Str),
     ("jira.api", Kind::Int),
     ("jira.page_size", Kind::Int),
     ("jira.acceptance_field", Kind::Str),
@@ -154,6 +156,7 @@ pub const SECTIONS: &[&str] = &[
     "jira",
     "http",
     "remote",
+    "gate",
 ];
 
 /// The kind of value at `path`, or `None` when no such key exists.

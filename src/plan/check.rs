@@ -290,6 +290,16 @@ pub fn load_plan_file_with(
     ))
 }
 
+/// A plan held in memory (edited by the operator, split by an agent) checked exactly as a plan
+/// file is checked: its canonical text through the parser, validator and gate.
+pub fn check_spec(spec: &crate::domain::PlanSpec) -> CheckReport {
+    check_plan(
+        super::export::canonical_json(spec).as_bytes(),
+        "plan",
+        false,
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,7 +5,9 @@
 //! cycles) → [`gate_failures`] per task; [`check_plan`] / [`load_plan_file`] run all three and
 //! collect every problem in a [`CheckReport`].
 
+pub mod agent_review;
 pub mod check;
+pub mod decompose;
 pub mod diagnostic;
 pub mod export;
 pub mod gate;
@@ -17,8 +19,8 @@ pub mod triz;
 pub mod validate;
 
 pub use check::{
-    CheckReport, MAX_PLAN_BYTES, PlanFileError, check_plan, check_plan_with, load_plan_file,
-    load_plan_file_with,
+    CheckReport, MAX_PLAN_BYTES, PlanFileError, check_plan, check_plan_with, check_spec,
+    load_plan_file, load_plan_file_with,
 };
 pub use diagnostic::{Diagnostic, Location, Severity};
 pub use export::{canonical_json, canonical_value};

@@ -7,7 +7,7 @@
 use super::gate::{description_fails, gate_failures};
 use crate::domain::PlanSpec;
 use crate::domain::graph::{DepGraph, normalize_key_file};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 
@@ -16,7 +16,7 @@ pub const OVER_ENGINEERING_KEY_FILES: usize = 10;
 /// A task with more acceptance criteria than this is several tasks in one.
 pub const OVER_ENGINEERING_CRITERIA: usize = 10;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum TrizSeverity {
     Critical,
@@ -46,7 +46,7 @@ impl TrizSeverity {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Verdict {
     Approve,

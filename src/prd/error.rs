@@ -20,6 +20,16 @@ pub enum PrdError {
         calls: u32,
         problems: String,
     },
+    #[error(
+        "the agent gave no {what} after {calls} call(s); its last reply is kept in {}\nproblems:\n{problems}",
+        raw_file.display()
+    )]
+    AnswerInvalid {
+        what: &'static str,
+        raw_file: PathBuf,
+        calls: u32,
+        problems: String,
+    },
     #[error("{}: {source}", path.display())]
     Io {
         path: PathBuf,

@@ -11,6 +11,8 @@
 //!   file, one repair round, the raw reply kept under `.whilly/prd/` on failure), gate results.
 //! - [`merge`]: [`merge_into`] a plan already imported, or [`save_as_new_plan`].
 //! - [`challenge`]: the agent's critique of a plan.
+//! - [`preflight`]: the agent's split of a task too big, its TRIZ analysis, the gate's LLM pass
+//!   (JSON answers checked against the plan, one repair round).
 //! - [`wizard`]: [`Wizard`], the whole flow as one pure state machine (`handle(Input) ->
 //!   Vec<Effect>`) that both `whilly prd` and the console drive; its rules live there.
 //! - [`jobs`]: [`run_job`], the wizard's jobs (agent calls, files, merges, imports) run for real.
@@ -25,6 +27,7 @@ pub mod jobs;
 pub mod merge;
 pub mod oneshot;
 pub mod plan_gen;
+pub mod preflight;
 pub mod prompts;
 pub mod wizard;
 

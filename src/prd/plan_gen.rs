@@ -117,11 +117,7 @@ fn normalise(spec: &mut PlanSpec, req: &PlanRequest) {
     }
 }
 
-/// Checks a plan held in memory (after the operator edited its tasks) exactly as a plan file
-/// is checked: its canonical text through the parser, validator and gate.
-pub fn check_spec(spec: &PlanSpec) -> CheckReport {
-    plan::check_plan(plan::canonical_json(spec).as_bytes(), "plan", false)
-}
+pub use crate::plan::check_spec;
 
 /// Every error of a check, one per line, as the agent (and the operator) should read them.
 pub fn problems_text(report: &CheckReport) -> String {
@@ -147,10 +143,17 @@ pub fn warnings_text(report: &CheckReport) -> Vec<String> {
 /// The plan JSON inside an agent reply: the whole reply, a fenced block, or the first object
 /// with a `tasks` member found among prose. Returned as text so problems keep line numbers.
 pub fn extract_json(reply: &str) -> Option<String> {
+    extract_json_with(reply, "tasks")
+}
+
+/// The JSON object inside an agent reply whose member `key` is an array, found as
+/// [`extract_json`] finds a plan (decomposition and TRIZ answers use it with their own key).
+pub fn extract_json_with(reply: &str, key: &str) -> Option<String> {
+    let quoted_key = format!("\"{key}\"");
     let trimmed = reply.trim();
     let is_plan = |text: &str| {
         serde_json::from_str::<serde_json::Value>(text)
-            .is_ok_and(|v| v.get("tasks").is_some_and(serde_json::Value::is_array))
+            .is_ok_and(|v| v.get(key).is_some_and(serde_json::Value::is_array))
     };
     if is_plan(trimmed) {
         return Some(trimmed.to_string());
@@ -172,10 +175,10 @@ pub fn extract_json(reply: &str) -> Option<String> {
             serde_json::Deserializer::from_str(&reply[i..]).into_iter::<serde_json::Value>();
         if let Some(Ok(v)) = stream.next() {
             let text = &reply[i..i + stream.byte_offset()];
-            if v.get("tasks").is_some_and(serde_json::Value::is_array) {
+            if v.get(key).is_some_and(serde_json::Value::is_array) {
                 return Some(text.to_string());
             }
-            if !text.contains("\"tasks\"") {
+            if !text.contains(&quoted_key) {
                 skip_to = i + text.len();
             }
         }
@@ -183,12 +186,12 @@ pub fn extract_json(reply: &str) -> Option<String> {
     // Something that looks like the plan but does not parse: hand it to the checker, whose
     // line:col errors are what the repair round needs.
     for block in fenced_blocks(reply) {
-        if block.contains("\"tasks\"") {
+        if block.contains(&quoted_key) {
             return Some(block.trim().to_string());
         }
     }
     let (start, end) = (reply.find('{')?, reply.rfind('}')?);
-    (start < end && reply[start..=end].contains("\"tasks\""))
+    (start < end && reply[start..=end].contains(&quoted_key))
         .then(|| reply[start..=end].to_string())
 }
 

@@ -148,3 +148,113 @@ The deterministic analysis already found:\n",
     quoted(&mut p, "PLAN", plan_json);
     p
 }
+
+/// The answer format of a decomposition, as the agent must write it.
+const SPLIT_FORMAT: &str = r#"Reply with one JSON object in this format:
+{
+  "subtasks": [
+    {
+      "suffix": "a",
+      "description": "What to build and where, precise enough for an AI coding agent (at least 20 characters).",
+      "key_files": ["files of the parent task this subtask changes"],
+      "acceptance_criteria": ["criteria of the parent task this subtask satisfies, copied verbatim"],
+      "test_steps": ["commands or checks that prove it (at least one)"],
+      "depends_on": ["suffixes of earlier subtasks it needs; leave the field out to follow the previous one"]
+    }
+  ],
+  "dependents_on": "last | all"
+}
+Rules: 2 to 5 subtasks, suffixes "a", "b", "c", … in order; every acceptance criterion and every
+key file of the parent appears in at least one subtask (criteria copied verbatim); subtasks use
+only the parent's key files; each subtask has a description of at least 20 characters, at least
+one acceptance criterion and at least one test step; "dependents_on" says whether the tasks that
+waited for the parent need only the last subtask ("last") or every subtask ("all")."#;
+
+pub fn decompose(plan_json: &str, task_id: &str, reason: &str) -> String {
+    let mut p = String::from(
+        "You are splitting one task of an implementation plan that AI coding agents carry out in \
+the repository in your working directory (you may read it; do not change anything). The task is \
+too big for one agent session",
+    );
+    let _ = write!(
+        p,
+        " ({reason}). Split task {task_id} into 2 to 5 smaller subtasks that together do exactly \
+what it does, each one small enough for one session, foundations first.\n\n{SPLIT_FORMAT}\n\n\
+The plan (the task to split is {task_id}):\n"
+    );
+    quoted(&mut p, "PLAN", plan_json);
+    p.push_str("\nReply with the JSON object only: no prose before or after it, no code fence.\n");
+    p
+}
+
+/// The answer format of the agent's TRIZ analysis.
+const TRIZ_FORMAT: &str = r#"Reply with one JSON object in this format:
+{
+  "verdict": "approve | revise | reject",
+  "summary": "one or two sentences",
+  "contradictions": [
+    {
+      "task_ids": ["ids of the tasks involved"],
+      "improving": "the parameter the plan improves (e.g. speed of delivery)",
+      "worsening": "the parameter that gets worse as a result (e.g. reliability)",
+      "principles": ["TRIZ inventive principles that resolve it, e.g. \"1 Segmentation\""],
+      "severity": "critical | high | medium | low",
+      "explanation": "why this is a contradiction and how the principles apply"
+    }
+  ]
+}
+Every task id must be a task of the plan; every contradiction names at least one principle."#;
+
+pub fn triz(plan_json: &str, deterministic: &str) -> String {
+    let mut p = String::from(
+        "You are a TRIZ analyst reviewing an implementation plan that AI coding agents will \
+carry out in the repository in your working directory (you may read it; do not change anything). \
+Find the technical contradictions in the plan: places where improving one parameter (speed, \
+scope, safety, simplicity, …) makes another worse, and the inventive principles that resolve \
+them. Do not repeat what the deterministic analysis below already found; build on it.\n\n",
+    );
+    p.push_str(TRIZ_FORMAT);
+    p.push_str("\n\nThe deterministic analysis found:\n");
+    p.push_str(deterministic.trim());
+    p.push_str("\n\nThe plan:\n");
+    quoted(&mut p, "PLAN", plan_json);
+    p.push_str("\nReply with the JSON object only: no prose before or after it, no code fence.\n");
+    p
+}
+
+/// The answer format of the decision gate's LLM pass.
+const GATE_FORMAT: &str = r#"Reply with one JSON object in this format:
+{
+  "verdicts": [
+    {"task_id": "TASK-001", "vague": false, "reason": "one sentence"}
+  ]
+}
+One verdict for every task of the plan; "vague": true when an AI coding agent could not do the
+task without asking, or could not tell when it is done."#;
+
+pub fn gate_llm(plan_json: &str) -> String {
+    let mut p = String::from(
+        "You are the decision gate of a plan that AI coding agents will carry out in the \
+repository in your working directory (you may read it; do not change anything). Judge each task: \
+is its description precise enough to act on, and can its acceptance criteria and test steps be \
+checked?\n\n",
+    );
+    p.push_str(GATE_FORMAT);
+    p.push_str("\n\nThe plan:\n");
+    quoted(&mut p, "PLAN", plan_json);
+    p.push_str("\nReply with the JSON object only: no prose before or after it, no code fence.\n");
+    p
+}
+
+/// A JSON answer that failed its checks, sent back once with its problems.
+pub fn json_repair(original_prompt: &str, reply: &str, problems: &str) -> String {
+    let mut p = String::from(original_prompt);
+    p.push_str("\nYour previous reply could not be used. Its problems:\n");
+    p.push_str(problems.trim());
+    p.push_str("\n\nYour previous reply was:\n");
+    quoted(&mut p, "REPLY", reply);
+    p.push_str(
+        "\nReply again with the complete, corrected JSON object only: no prose, no code fence.\n",
+    );
+    p
+}

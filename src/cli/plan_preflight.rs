@@ -1,0 +1,272 @@
+//! Pre-flight with a read-only agent: `whilly plan decompose`, `whilly plan triz --agent` and the
+//! decision gate's LLM pass at import (`[gate] llm`).
+//! The agent's split is applied by `plan::decompose::apply` (pure), shown as a unified diff of
+//! the plan's canonical JSON, and written only with `--write` / `--out` or a yes on a terminal.
+
+use super::args::OneShotArgs;
+use super::context::Context;
+use super::exit;
+use super::prd_cmd::{interruptible, one_shot};
+use crate::domain::{PlanSpec, Usd};
+use crate::plan::{self, decompose};
+use crate::prd::{self, preflight};
+use anyhow::{Context as _, bail};
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+/// Where the plan came from, which decides where it may be written.
+pub(super) enum Source {
+    File(PathBuf),
+    Queue,
+}
+
+/// A plan file (checked, refused with its errors) or an imported plan's id.
+pub(super) async fn load(ctx: &Context, target: &str) -> anyhow::Result<(PlanSpec, Source)> {
+    let path = Path::new(target);
+    if path.is_file() {
+        let report = plan::load_plan_file(path, false)?;
+        return match report.valid_plan() {
+            Some(p) => Ok((p.clone(), Source::File(path.to_path_buf()))),
+            None => {
+                eprint!("{}", plan::render_check(&report, false));
+                bail!("{target}: the plan could not be read; fix the errors above");
+            }
+        };
+    }
+    let store = ctx.store().await?;
+    let spec = store.export_plan(target).await.with_context(|| {
+        format!(
+            "{target:?} is neither a plan file nor an imported plan id (see `whilly plan list`)"
+        )
+    })?;
+    Ok((spec, Source::Queue))
+}
+
+pub struct DecomposeArgs {
+    pub target: String,
+    pub tasks: Vec<String>,
+    pub write: bool,
+    pub out: Option<PathBuf>,
+    pub allow_new_files: bool,
+    pub json: bool,
+    pub agent: OneShotArgs,
+}
+
+pub async fn decompose(ctx: &Context, a: DecomposeArgs) -> anyhow::Result<i32> {
+    let (spec, source) = load(ctx, &a.target).await?;
+    if a.write && matches!(source, Source::Queue) {
+        bail!(
+            "--write: {} is an imported plan; write the split plan to a file with --out FILE and \
+             import that as a new plan (re-importing over the queue would leave {} pending beside \
+             its subtasks)",
+            a.target,
+            if a.tasks.is_empty() {
+                "the split task"
+            } else {
+                a.tasks[0].as_str()
+            }
+        );
+    }
+    let picked = decompose::candidates(&spec, &a.tasks).map_err(anyhow::Error::msg)?;
+    if picked.is_empty() {
+        errln!(
+            "no task of plan {} looks too big (more than {} key files, {} acceptance criteria or \
+             {} characters of description); name one with --task ID",
+            spec.id,
+            decompose::MAX_KEY_FILES,
+            decompose::MAX_CRITERIA,
+            decompose::MAX_DESCRIPTION_CHARS
+        );
+        return Ok(exit::OK);
+    }
+    let agent = one_shot(ctx, &a.agent)?;
+    let raw_dir = ctx.repo_root.join(prd::STATE_DIR);
+    let call = preflight::Call {
+        agent: &agent,
+        cwd: &ctx.repo_root,
+        raw_dir: &raw_dir,
+    };
+    let rules = decompose::SplitRules {
+        allow_new_key_files: a.allow_new_files,
+    };
+    let mut new = spec.clone();
+    let mut cost = Usd::ZERO;
+    let mut splits = Vec::new();
+    for (id, why) in &picked {
+        errln!("asking {} to split {id} ({why})…", agent.agent_name());
+        let answer = interruptible(preflight::decompose_task(call, &new, id, why, rules)).await?;
+        cost += answer.cost;
+        new = decompose::apply(&new, id, &answer.value, rules)?;
+        let ids: Vec<String> = (0..answer.value.subtasks.len())
+            .map(|i| format!("{id}{}", char::from(b'a' + i as u8)))
+            .collect();
+        for g in decompose::subtask_gate(&new, id) {
+            let why: Vec<String> = g.failures.iter().map(|f| f.to_string()).collect();
+            errln!("warning: {}: decision gate: {}", g.task_id, why.join("; "));
+        }
+        splits.push(serde_json::json!({
+            "task": id, "reason": why, "subtasks": ids,
+            "dependents_on": answer.value.dependents_on, "calls": answer.calls,
+        }));
+    }
+    let before = plan::canonical_json(&spec);
+    let after = plan::canonical_json(&new);
+    let diff = unified_diff(&before, &after, &a.target);
+    let dest = match (&a.out, &source) {
+        (Some(out), _) => Some(out.clone()),
+        (None, Source::File(f)) => Some(f.clone()),
+        (None, Source::Queue) => None,
+    };
+    // Asked only on a terminal, only when there is a file to write, and only once.
+    let ask = !a.json && !a.write && a.out.is_none() && dest.is_some() && stdin_is_terminal();
+    let write = a.out.is_some() || a.write || (ask && confirm(&diff)?);
+    if a.json {
+        let v = serde_json::json!({
+            "plan_id": spec.id, "splits": splits, "written": write, "plan": plan::canonical_value(&new),
+        });
+        outln!("{}", serde_json::to_string_pretty(&v)?);
+    } else if !ask {
+        // When asked, the diff was shown with the question already.
+        out!("{diff}");
+    }
+    if write && let Some(dest) = &dest {
+        crate::fsutil::atomic_write(dest, after.as_bytes())
+            .with_context(|| format!("cannot write {}", dest.display()))?;
+        errln!("wrote the split plan to {}", dest.display());
+    } else if !a.json {
+        errln!(
+            "not written; {}",
+            match source {
+                Source::File(_) => "add --write to write it (or --out FILE)",
+                Source::Queue => "add --out FILE to write it to a file",
+            }
+        );
+    }
+    errln!("cost: {cost}");
+    Ok(exit::OK)
+}
+
+fn stdin_is_terminal() -> bool {
+    std::io::stdin().is_terminal()
+}
+
+/// Shows the diff and asks on the terminal whether to write it.
+fn confirm(diff: &str) -> anyhow::Result<bool> {
+    out!("{diff}");
+    errln!("write this plan? [y/N] ");
+    let mut answer = String::new();
+    std::io::stdin()
+        .read_line(&mut answer)
+        .context("reading the answer")?;
+    Ok(matches!(answer.trim(), "y" | "Y" | "yes" | "Yes" | "YES"))
+}
+
+/// A unified diff of two texts (three lines of context), headed by `name`.
+pub fn unified_diff(before: &str, after: &str, name: &str) -> String {
+    similar::TextDiff::from_lines(before, after)
+        .unified_diff()
+        .context_radius(3)
+        .header(&format!("a/{name}"), &format!("b/{name}"))
+        .to_string()
+}
+
+/// `whilly plan triz TARGET --agent[=NAME]`: the deterministic report, then the agent's.
+pub async fn triz_with_agent(
+    ctx: &Context,
+    spec: &PlanSpec,
+    report: &plan::TrizReport,
+    agent: &str,
+    agent_timeout: &str,
+    json: bool,
+) -> anyhow::Result<()> {
+    let args = OneShotArgs {
+        agent: (!agent.is_empty()).then(|| agent.to_string()),
+        agent_timeout: agent_timeout.to_string(),
+    };
+    let agent = one_shot(ctx, &args)?;
+    let raw_dir = ctx.repo_root.join(prd::STATE_DIR);
+    let call = preflight::Call {
+        agent: &agent,
+        cwd: &ctx.repo_root,
+        raw_dir: &raw_dir,
+    };
+    errln!(
+        "asking {} for its contradiction analysis…",
+        agent.agent_name()
+    );
+    let answer = interruptible(preflight::triz_analysis(call, spec)).await?;
+    if json {
+        let mut v = serde_json::to_value(report)?;
+        v["agent_analysis"] = serde_json::json!({
+            "agent": agent.agent_name(), "calls": answer.calls, "cost_usd": answer.cost.as_f64(),
+            "analysis": answer.value,
+        });
+        outln!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        out!("{}", plan::render_triz(report, false));
+        out!(
+            "{}",
+            plan::agent_review::render_agent_triz(agent.agent_name(), &answer.value)
+        );
+    }
+    errln!("cost: {}", answer.cost);
+    Ok(())
+}
+
+/// The decision gate's LLM pass (`[gate] llm = true`): which tasks of `spec` the agent finds too
+/// vague, as (task id, reason). Fail-open, as in the original: no agent, an agent error or an
+/// unusable answer lets every task through with a warning. `None` when the pass is off.
+pub(super) async fn gate_llm_pass(
+    ctx: &Context,
+    spec: &PlanSpec,
+) -> Option<Result<(String, plan::agent_review::GateVerdicts), String>> {
+    let cfg = ctx.config().ok()?;
+    if !cfg.gate.llm {
+        return None;
+    }
+    let agent = match super::prd_cmd::one_shot_from_config(
+        &cfg,
+        &ctx.repo_root,
+        cfg.gate.agent.as_deref(),
+        prd::oneshot::DEFAULT_TIMEOUT,
+    ) {
+        Ok(a) => a,
+        Err(e) => return Some(Err(format!("{e:#}"))),
+    };
+    let raw_dir = ctx.repo_root.join(prd::STATE_DIR);
+    let call = preflight::Call {
+        agent: &agent,
+        cwd: &ctx.repo_root,
+        raw_dir: &raw_dir,
+    };
+    errln!(
+        "decision gate: asking {} which tasks are too vague…",
+        agent.agent_name()
+    );
+    Some(
+        preflight::gate_pass(call, spec)
+            .await
+            .map(|a| (agent.agent_name().to_string(), a.value))
+            .map_err(|e| e.to_string()),
+    )
+}
+
+/// The first line of an error, for a warning and an event (an agent's output tail stays out).
+pub(super) fn first_line(text: &str) -> &str {
+    text.lines().next().unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn diff_shows_only_the_change() {
+        let d = unified_diff("a\nb\nc\n", "a\nB\nc\n", "p.json");
+        assert!(
+            d.contains("--- a/p.json") && d.contains("+++ b/p.json"),
+            "{d}"
+        );
+        assert!(d.contains("-b\n+B\n"), "{d}");
+    }
+}
