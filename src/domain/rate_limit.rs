@@ -155,6 +155,65 @@ pub fn pause_for(text: &str, now: DateTime<FixedOffset>, default: Duration) -> P
     }
 }
 
+/// What an `agent.paused` event says: which backend, until when, why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PauseNote {
+    pub agent: String,
+    pub until: DateTime<Utc>,
+    /// `usage limit` or `rate limit`.
+    pub reason: String,
+}
+
+impl PauseNote {
+    /// The event's payload.
+    pub fn payload(&self, parsed: bool) -> serde_json::Value {
+        serde_json::json!({
+            "agent": self.agent,
+            "until": self.until.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            "reason": self.reason,
+            "parsed": parsed,
+        })
+    }
+
+    pub fn from_payload(v: &serde_json::Value) -> Option<PauseNote> {
+        let until = DateTime::parse_from_rfc3339(v.get("until")?.as_str()?).ok()?;
+        Some(PauseNote {
+            agent: v.get("agent")?.as_str()?.to_string(),
+            until: until.with_timezone(&Utc),
+            reason: v
+                .get("reason")
+                .and_then(|r| r.as_str())
+                .unwrap_or("rate limit")
+                .to_string(),
+        })
+    }
+
+    /// `claude paused until 15:04 (usage limit)`, the time in `tz` (the operator's).
+    pub fn label<Tz: TimeZone>(&self, tz: &Tz) -> String
+    where
+        Tz::Offset: std::fmt::Display,
+    {
+        format!(
+            "{} paused until {} ({})",
+            self.agent,
+            self.until.with_timezone(tz).format("%H:%M"),
+            self.reason
+        )
+    }
+}
+
+/// `usage limit` when the message speaks of a usage limit or quota (a plan's allowance,
+/// hours away), else `rate limit` (requests per minute, seconds away).
+pub fn limit_kind(message: &str) -> &'static str {
+    static USAGE: LazyLock<Regex> =
+        LazyLock::new(|| re(r"(?i)usage limit|quota|limit reached|resource_exhausted"));
+    if USAGE.is_match(message) {
+        "usage limit"
+    } else {
+        "rate limit"
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -225,6 +284,21 @@ mod tests {
         assert_eq!(secs_ahead("resets 12am"), Some(10 * 3_600_000));
         assert_eq!(secs_ahead("resets 5"), None);
         assert_eq!(secs_ahead("resets 13pm"), None);
+    }
+
+    #[test]
+    fn pause_notes_round_trip_and_read_well() {
+        let note = PauseNote {
+            agent: "claude".into(),
+            until: DateTime::parse_from_rfc3339("2026-12-06T15:04:00Z")
+                .unwrap()
+                .with_timezone(&Utc),
+            reason: limit_kind("Claude AI usage limit reached|1767225600").into(),
+        };
+        assert_eq!(PauseNote::from_payload(&note.payload(true)), Some(note.clone()));
+        assert_eq!(note.label(&Utc), "claude paused until 15:04 (usage limit)");
+        assert_eq!(limit_kind("429 Too Many Requests"), "rate limit");
+        assert_eq!(PauseNote::from_payload(&serde_json::json!({"agent": "x"})), None);
     }
 
     #[test]

@@ -131,6 +131,7 @@ pub async fn prepare(
         access.clone(),
     )?;
     let mut engine_cfg = engine_config(cfg, worker_id());
+    engine_cfg.dispatch.default_agent = default_agent.clone();
     engine_cfg.board = board_setup(cfg, access.as_ref());
     engine_cfg.jira = if has_jira { jira_setup(cfg) } else { None };
     engine_cfg.plan_id = Some(plan_id.clone());
@@ -177,6 +178,7 @@ pub fn prepare_worker(
         access.clone(),
     )?;
     let mut engine_cfg = engine_config(cfg, worker_id());
+    engine_cfg.dispatch.default_agent = default_agent.clone();
     engine_cfg.panes = panes_setup(cfg, &sessions);
     engine_cfg.board = board_setup(cfg, access.as_ref());
     engine_cfg.jira = jira_setup(cfg);
@@ -313,6 +315,15 @@ pub fn engine_config(cfg: &Config, worker_id: String) -> EngineConfig {
     e.retry_backoff = cfg.retry.backoff_secs.clone();
     e.store_outage = Duration::from_secs(cfg.queue.outage_secs.max(1));
     e.offline_after = Duration::from_secs(cfg.queue.worker_offline_secs);
+    e.dispatch = crate::engine::dispatch::DispatchConfig {
+        default_agent: cfg.run.agent.clone(),
+        max_parallel: cfg
+            .agents
+            .iter()
+            .filter_map(|(name, a)| Some((name.clone(), a.max_parallel? as usize)))
+            .collect(),
+        cooldown: Duration::from_secs(cfg.retry.rate_limit_cooldown_secs),
+    };
     e
 }
 
