@@ -169,7 +169,7 @@ impl PauseNote {
     pub fn payload(&self, parsed: bool) -> serde_json::Value {
         serde_json::json!({
             "agent": self.agent,
-            "until": self.until.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            "until": self.until.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
             "reason": self.reason,
             "parsed": parsed,
         })

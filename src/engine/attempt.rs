@@ -645,7 +645,7 @@ impl AgentExecutor {
                 let message = agent::redact_secrets(&format!(
                     "{}\n{}",
                     result.text,
-                    String::from_utf8_lossy(tail)
+                    agent::result::clean_output(tail)
                 ));
                 cx.evidence.insert(
                     "detail".into(),

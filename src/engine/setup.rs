@@ -101,6 +101,12 @@ pub async fn prepare(
     if !names.contains(&default_agent) && configure::unavailable(cfg, &default_agent).is_none() {
         names.insert(default_agent.clone());
     }
+    // The plan's fallback agents are offered likewise: a rate limit sends its tasks there.
+    for f in super::dispatch::fallback_agents(&plan.spec) {
+        if configure::unavailable(cfg, &f).is_none() {
+            names.insert(f);
+        }
+    }
     let mut observer = None;
     if may_observe {
         let missing: Vec<String> = names
