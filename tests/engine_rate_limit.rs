@@ -95,6 +95,18 @@ fn rate_limit_pauses_the_backend_without_burning_an_attempt() {
         assert_eq!(repo.task("p", id)["status"], "DONE", "{id}");
         assert_eq!(attempts(&repo, id), 1, "{id} used up an attempt");
     }
+    let line = out
+        .lines()
+        .into_iter()
+        .find(|l| l["event"] == "agent_paused")
+        .unwrap_or_else(|| panic!("no agent_paused line: {out}"));
+    assert!(
+        line["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("fake paused until "),
+        "{line}"
+    );
     let p = &paused[0]["payload"];
     assert_eq!(p["agent"], "fake");
     assert_eq!(p["reason"], "rate limit");
