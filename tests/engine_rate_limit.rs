@@ -76,9 +76,10 @@ fn rate_limit_pauses_the_backend_without_burning_an_attempt() {
             .timestamp_millis()
     };
     let paused_at = ts(&paused[0]);
-    let until = chrono::DateTime::parse_from_rfc3339(paused[0]["payload"]["until"].as_str().unwrap())
-        .unwrap()
-        .timestamp_millis();
+    let until =
+        chrono::DateTime::parse_from_rfc3339(paused[0]["payload"]["until"].as_str().unwrap())
+            .unwrap()
+            .timestamp_millis();
     assert!(until - paused_at >= 4_000, "{paused:?}");
     let claims = repo.events_of_type("task.claimed");
     let after: Vec<i64> = claims.iter().map(ts).filter(|t| *t >= paused_at).collect();

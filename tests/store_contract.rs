@@ -925,7 +925,11 @@ async fn claims_skip_tasks_of_blocked_agents(c: &Ctx) {
         s,
         &plan(
             "p",
-            vec![on("a", Some("claude")), on("b", None), on("c", Some("codex"))],
+            vec![
+                on("a", Some("claude")),
+                on("b", None),
+                on("c", Some("codex")),
+            ],
         ),
     )
     .await;
@@ -940,10 +944,16 @@ async fn claims_skip_tasks_of_blocked_agents(c: &Ctx) {
     let none = blocked("p", "claude", &["claude", "codex"]);
     assert!(s.claim(&none).await.expect("claim").is_none());
     assert_eq!(
-        claim(s, &blocked("p", "gemini", &["claude", "codex"])).await.task.id,
+        claim(s, &blocked("p", "gemini", &["claude", "codex"]))
+            .await
+            .task
+            .id,
         "b"
     );
-    assert_eq!(claim(s, &blocked("p", "gemini", &["claude"])).await.task.id, "c");
+    assert_eq!(
+        claim(s, &blocked("p", "gemini", &["claude"])).await.task.id,
+        "c"
+    );
     assert_eq!(claim(s, &blocked("p", "gemini", &[])).await.task.id, "a");
 
     // The plan's agent counts before the default; a free fallback lets its tasks through.
@@ -958,7 +968,10 @@ async fn claims_skip_tasks_of_blocked_agents(c: &Ctx) {
             .expect("claim")
             .is_none()
     );
-    assert_eq!(claim(s, &blocked("q", "gemini", &["claude"])).await.task.id, "d");
+    assert_eq!(
+        claim(s, &blocked("q", "gemini", &["claude"])).await.task.id,
+        "d"
+    );
 
     // A plan with a budget takes the full claim path on Postgres.
     let mut r = plan("r", vec![on("e", Some("claude"))]);
@@ -970,7 +983,10 @@ async fn claims_skip_tasks_of_blocked_agents(c: &Ctx) {
             .expect("claim")
             .is_none()
     );
-    assert_eq!(claim(s, &blocked("r", "gemini", &["codex"])).await.task.id, "e");
+    assert_eq!(
+        claim(s, &blocked("r", "gemini", &["codex"])).await.task.id,
+        "e"
+    );
 }
 
 async fn budget_reservation_is_exact_under_concurrent_claims(c: &Ctx) {

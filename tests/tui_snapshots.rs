@@ -178,7 +178,10 @@ fn paused_agents_show_in_the_header_and_the_budget_panel() {
     let label = live.label(&chrono::Local);
     let main = render(&s, 200, 60);
     assert!(main.contains(&label), "{main}");
-    assert!(!main.contains("codex paused"), "an ended pause is not shown: {main}");
+    assert!(
+        !main.contains("codex paused"),
+        "an ended pause is not shown: {main}"
+    );
     s.handle(Action::Budget);
     let budget = render(&s, 200, 60);
     assert!(budget.contains(&label), "{budget}");

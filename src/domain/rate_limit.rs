@@ -38,30 +38,32 @@ static RETRY_AFTER: LazyLock<Regex> =
     LazyLock::new(|| re(r#"(?i)retry[-_ ]after"?\s*[:=]\s*"?(\d+(?:\.\d+)?)"#));
 static RETRY_DELAY: LazyLock<Regex> =
     LazyLock::new(|| re(r#"(?i)"?retryDelay"?\s*:\s*"(\d+(?:\.\d+)?)s""#));
-static EPOCH: LazyLock<Regex> =
-    LazyLock::new(|| re(r"(?i)limit reached\s*\|\s*(\d{9,13})\b"));
+static EPOCH: LazyLock<Regex> = LazyLock::new(|| re(r"(?i)limit reached\s*\|\s*(\d{9,13})\b"));
 static IN_SPAN: LazyLock<Regex> = LazyLock::new(|| {
     re(
         r"(?i)(?:try again|retry|resets?|available again|wait)\s+(?:in|after)\s+((?:\d+(?:\.\d+)?\s*(?:milliseconds?|ms|seconds?|secs?|s|minutes?|mins?|m|hours?|hrs?|h|days?|d)[\s,]*(?:and\s+)?)+)",
     )
 });
-static SPAN_PART: LazyLock<Regex> =
-    LazyLock::new(|| re(r"(?i)(\d+(?:\.\d+)?)\s*(milliseconds?|ms|seconds?|secs?|s|minutes?|mins?|m|hours?|hrs?|h|days?|d)"));
+static SPAN_PART: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"(?i)(\d+(?:\.\d+)?)\s*(milliseconds?|ms|seconds?|secs?|s|minutes?|mins?|m|hours?|hrs?|h|days?|d)",
+    )
+});
 static ISO: LazyLock<Regex> = LazyLock::new(|| {
     re(
         r"(?i)(?:reset|until|after|at)\D{0,20}?(\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2}))",
     )
 });
-static CLOCK: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"(?i)resets?\s+(?:at\s+)?(\d{1,2})(?::(\d{2}))?\s*(am|pm)?\b")
-});
+static CLOCK: LazyLock<Regex> =
+    LazyLock::new(|| re(r"(?i)resets?\s+(?:at\s+)?(\d{1,2})(?::(\d{2}))?\s*(am|pm)?\b"));
 
 /// The reset time `text` names, if any, as seen from `now` (local time).
 pub fn reset_time(text: &str, now: DateTime<FixedOffset>) -> Option<DateTime<Utc>> {
     let now_utc = now.with_timezone(&Utc);
     let after = |secs: f64| -> Option<DateTime<Utc>> {
         let ms = (secs * 1000.0).round();
-        (ms.is_finite() && ms >= 0.0 && ms < 1e15)
+        (0.0..1e15)
+            .contains(&ms)
             .then(|| now_utc + Span::milliseconds(ms as i64))
     };
     if let Some(c) = RETRY_AFTER.captures(text) {
@@ -231,7 +233,9 @@ mod tests {
         assert_eq!(secs_ahead("HTTP 429\nretry-after: 5"), Some(5000));
         assert_eq!(secs_ahead("Retry-After: 30"), Some(30_000));
         assert_eq!(
-            secs_ahead(r#"{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay": "5s"}"#),
+            secs_ahead(
+                r#"{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay": "5s"}"#
+            ),
             Some(5000)
         );
         assert_eq!(
@@ -295,10 +299,16 @@ mod tests {
                 .with_timezone(&Utc),
             reason: limit_kind("Claude AI usage limit reached|1767225600").into(),
         };
-        assert_eq!(PauseNote::from_payload(&note.payload(true)), Some(note.clone()));
+        assert_eq!(
+            PauseNote::from_payload(&note.payload(true)),
+            Some(note.clone())
+        );
         assert_eq!(note.label(&Utc), "claude paused until 15:04 (usage limit)");
         assert_eq!(limit_kind("429 Too Many Requests"), "rate limit");
-        assert_eq!(PauseNote::from_payload(&serde_json::json!({"agent": "x"})), None);
+        assert_eq!(
+            PauseNote::from_payload(&serde_json::json!({"agent": "x"})),
+            None
+        );
     }
 
     #[test]

@@ -649,7 +649,10 @@ impl AgentExecutor {
                 ));
                 cx.evidence.insert(
                     "detail".into(),
-                    json!(format!("rate_limited ({exit}): {}", tail_chars(&message, 500))),
+                    json!(format!(
+                        "rate_limited ({exit}): {}",
+                        tail_chars(&message, 500)
+                    )),
                 );
                 return Step::Outcome(AttemptOutcome::RateLimited {
                     cost: cx.spent,

@@ -2,12 +2,12 @@
 //! budget and the clock, and settles each attempt's outcome in the store.
 
 use super::budget::{BudgetState, budget_state, task_over_budget};
-use super::dispatch::{Pauses, blocked_agents, choose_agent, fallback_agents};
-use crate::domain::rate_limit::{PauseNote, limit_kind, pause_for};
 use super::control::{AttemptHandle, StopLevel, StopReason, attempt_control};
+use super::dispatch::{Pauses, blocked_agents, choose_agent, fallback_agents};
 use super::executor::{AttemptOutcome, Executor};
 use super::outage::Outage;
 use super::outcome::RunEnd;
+use crate::domain::rate_limit::{PauseNote, limit_kind, pause_for};
 use crate::domain::retry::backoff_after;
 use crate::domain::{Status, Usd};
 use crate::store::{
@@ -461,9 +461,10 @@ impl Engine {
                     break;
                 }
                 let wall = chrono::Utc::now();
-                pause_wake = t.pauses.next_end(wall).map(|end| {
-                    Instant::now() + (end - wall).to_std().unwrap_or(Duration::ZERO)
-                });
+                pause_wake = t
+                    .pauses
+                    .next_end(wall)
+                    .map(|end| Instant::now() + (end - wall).to_std().unwrap_or(Duration::ZERO));
                 let mut on_agent: HashMap<String, usize> = HashMap::new();
                 for r in t.running.values() {
                     *on_agent.entry(r.agent.clone()).or_default() += 1;

@@ -137,7 +137,11 @@ mod tests {
                 NoticeKind::AgentPaused
             ]
         );
-        assert!(got[5].body.starts_with("claude paused until "), "{}", got[5].body);
+        assert!(
+            got[5].body.starts_with("claude paused until "),
+            "{}",
+            got[5].body
+        );
         assert!(got[5].body.ends_with(" (usage limit)"), "{}", got[5].body);
         assert_eq!(got[0].body, "A needs a human decision: pick a db");
         assert_eq!(got[0].title, "whilly: p");

@@ -77,12 +77,20 @@ macro_rules! held_elsewhere {
 macro_rules! agent_free {
     ($b:literal, $d:literal) => {
         concat!(
-            "(cardinality(", $b, "::text[]) = 0 \
-               OR COALESCE(t.spec->>'agent', p.spec->>'agent', ", $d, "::text) <> ALL(", $b, "::text[]) \
+            "(cardinality(",
+            $b,
+            "::text[]) = 0 \
+               OR COALESCE(t.spec->>'agent', p.spec->>'agent', ",
+            $d,
+            "::text) <> ALL(",
+            $b,
+            "::text[]) \
                OR EXISTS (SELECT 1 FROM jsonb_array_elements_text(CASE \
                    WHEN jsonb_typeof(p.spec->'extra'->'fallback_agents') = 'array' \
                    THEN p.spec->'extra'->'fallback_agents' ELSE '[]'::jsonb END) f \
-                 WHERE f <> ALL(", $b, "::text[])))"
+                 WHERE f <> ALL(",
+            $b,
+            "::text[])))"
         )
     };
 }
@@ -90,7 +98,8 @@ macro_rules! agent_free {
 /// The candidates' filter is a plain per-row test against the keys held right now (gathered
 /// once from the few leased rows): a correlated `EXISTS` per candidate lets the planner turn the
 /// scan into an anti-join over every ready task, which grows with the queue.
-const SELECT_CANDIDATES: &str = concat!("WITH held AS ( \
+const SELECT_CANDIDATES: &str = concat!(
+    "WITH held AS ( \
        SELECT COALESCE(array_agg(k), '{}'::text[]) AS keys \
        FROM tasks r, unnest(r.claim_keys) AS k \
        WHERE r.status IN ('CLAIMED', 'IN_PROGRESS') AND r.lease_expires_at > now()), \
@@ -104,12 +113,15 @@ const SELECT_CANDIDATES: &str = concat!("WITH held AS ( \
          AND t.required_tags <@ $3::text[] \
          AND (p.budget_micros IS NULL OR p.spent_micros + p.reserved_micros < p.budget_micros) \
          AND NOT (t.claim_keys && held.keys) \
-         AND ", agent_free!("$5", "$6"), " \
+         AND ",
+    agent_free!("$5", "$6"),
+    " \
        ORDER BY t.priority_rank, t.task_id \
        LIMIT $4 \
        FOR UPDATE OF t SKIP LOCKED) \
      SELECT pk, plan_id, estimate_micros, has_budget, claim_keys FROM cand \
-     ORDER BY priority_rank, task_id");
+     ORDER BY priority_rank, task_id"
+);
 
 /// Takes the keys' advisory locks (held to the end of the transaction) and then looks again, in
 /// a statement of its own: under READ COMMITTED it sees every claim committed before the locks
@@ -155,7 +167,9 @@ const FAST_CLAIM: &str = concat!(
          AND t.pk <> ALL($2::bigint[]) \
          AND t.required_tags <@ $3::text[] \
          AND (p.budget_micros IS NULL OR p.spent_micros + p.reserved_micros < p.budget_micros) \
-         AND ", agent_free!("$10", "$11"), " \
+         AND ",
+    agent_free!("$10", "$11"),
+    " \
        ORDER BY t.priority_rank, t.task_id \
        LIMIT 1 \
        FOR UPDATE OF t SKIP LOCKED), \
