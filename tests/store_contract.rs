@@ -331,6 +331,7 @@ contract!(
     plans_archive_and_unarchive,
     plan_delete_removes_plan_and_tasks_keeps_events,
     remote_panes_watch_publish_read_prune_and_input,
+    claims_skip_tasks_of_blocked_agents,
 );
 
 async fn import_writes_rows_edges_and_events(c: &Ctx) {
@@ -910,6 +911,82 @@ async fn claims_respect_tags_and_exclusions(c: &Ctx) {
     let mut full = req("w");
     full.tags = vec!["linux".into(), "gpu".into(), "x".into()];
     assert_eq!(claim(s, &full).await.task.id, "a-gpu");
+}
+
+/// Rate-limited (or full) agents: their tasks are not handed out, unless the plan names a
+/// fallback agent that is free. Both claim paths: the plain one and the one with a budget.
+async fn claims_skip_tasks_of_blocked_agents(c: &Ctx) {
+    let s = &*c.store;
+    let on = |id: &str, agent: Option<&str>| TaskSpec {
+        agent: agent.map(str::to_string),
+        ..task(id, &[])
+    };
+    import(
+        s,
+        &plan(
+            "p",
+            vec![
+                on("a", Some("claude")),
+                on("b", None),
+                on("c", Some("codex")),
+            ],
+        ),
+    )
+    .await;
+    let blocked = |plan: &str, default: &str, agents: &[&str]| {
+        let mut r = req("w");
+        r.plan_id = Some(plan.into());
+        r.default_agent = default.into();
+        r.blocked_agents = agents.iter().map(|a| a.to_string()).collect();
+        r
+    };
+    // b runs on the worker's default agent, which is blocked too: nothing.
+    let none = blocked("p", "claude", &["claude", "codex"]);
+    assert!(s.claim(&none).await.expect("claim").is_none());
+    assert_eq!(
+        claim(s, &blocked("p", "gemini", &["claude", "codex"]))
+            .await
+            .task
+            .id,
+        "b"
+    );
+    assert_eq!(
+        claim(s, &blocked("p", "gemini", &["claude"])).await.task.id,
+        "c"
+    );
+    assert_eq!(claim(s, &blocked("p", "gemini", &[])).await.task.id, "a");
+
+    // The plan's agent counts before the default; a free fallback lets its tasks through.
+    let mut q = plan("q", vec![on("d", None)]);
+    q.agent = Some("claude".into());
+    q.extra
+        .insert("fallback_agents".into(), serde_json::json!(["codex"]));
+    import(s, &q).await;
+    assert!(
+        s.claim(&blocked("q", "gemini", &["claude", "codex"]))
+            .await
+            .expect("claim")
+            .is_none()
+    );
+    assert_eq!(
+        claim(s, &blocked("q", "gemini", &["claude"])).await.task.id,
+        "d"
+    );
+
+    // A plan with a budget takes the full claim path on Postgres.
+    let mut r = plan("r", vec![on("e", Some("claude"))]);
+    r.budget_usd = Some(whilly::domain::Usd::from_f64(10.0));
+    import(s, &r).await;
+    assert!(
+        s.claim(&blocked("r", "gemini", &["claude"]))
+            .await
+            .expect("claim")
+            .is_none()
+    );
+    assert_eq!(
+        claim(s, &blocked("r", "gemini", &["codex"])).await.task.id,
+        "e"
+    );
 }
 
 async fn budget_reservation_is_exact_under_concurrent_claims(c: &Ctx) {

@@ -164,6 +164,31 @@ fn task_detail() {
 }
 
 #[test]
+fn paused_agents_show_in_the_header_and_the_budget_panel() {
+    use whilly::domain::rate_limit::PauseNote;
+    let mut s = state_with(&[]);
+    let note = |agent: &str, secs: i64| PauseNote {
+        agent: agent.into(),
+        until: s.wall + chrono::Duration::seconds(secs),
+        reason: "usage limit".into(),
+    };
+    let (live, over) = (note("claude", 600), note("codex", -5));
+    s.paused_agents.insert("claude".into(), live.clone());
+    s.paused_agents.insert("codex".into(), over);
+    let label = live.label(&chrono::Local);
+    let main = render(&s, 200, 60);
+    assert!(main.contains(&label), "{main}");
+    assert!(
+        !main.contains("codex paused"),
+        "an ended pause is not shown: {main}"
+    );
+    s.handle(Action::Budget);
+    let budget = render(&s, 200, 60);
+    assert!(budget.contains(&label), "{budget}");
+    assert!(budget.contains("spent $3.20 of $4.00"), "{budget}");
+}
+
+#[test]
 fn budget_panel() {
     let outs = snap_views("budget", &[Action::Budget]);
     for out in &outs {

@@ -283,6 +283,10 @@ pub struct AgentConfig {
     /// and `{task_id}` substituted.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub template: Option<String>,
+    /// At most this many tasks run on this agent at once, across the slots (a provider's
+    /// concurrent-request limit); unset: no cap.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_parallel: Option<u32>,
 }
 
 impl AgentConfig {
@@ -399,6 +403,9 @@ pub struct RetryConfig {
     /// Wait before the n-th retry; the last value repeats.
     pub backoff_secs: Vec<u64>,
     pub max_attempts: u32,
+    /// How long an agent that reports a rate or usage limit without saying when it resets
+    /// is paused.
+    pub rate_limit_cooldown_secs: u64,
 }
 
 impl Default for RetryConfig {
@@ -406,6 +413,7 @@ impl Default for RetryConfig {
         RetryConfig {
             backoff_secs: vec![5, 10, 20, 40, 60],
             max_attempts: 3,
+            rate_limit_cooldown_secs: 60,
         }
     }
 }

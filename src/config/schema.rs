@@ -55,6 +55,7 @@ pub const FIXED_KEYS: &[(&str, Kind)] = &[
     ("verification.profile", Kind::Enum(PROFILE_MODES)),
     ("retry.backoff_secs", Kind::IntList),
     ("retry.max_attempts", Kind::Int),
+    ("retry.rate_limit_cooldown_secs", Kind::Int),
     ("handoff.timeout_secs", Kind::Int),
     ("guards.injection_patterns", Kind::StrList),
     ("guards.secret_lint", Kind::Bool),
@@ -124,6 +125,7 @@ pub const AGENT_FIELDS: &[(&str, Kind)] = &[
     ("permission_mode", Kind::Enum(PERMISSION_MODES)),
     ("extra_args", Kind::StrList),
     ("template", Kind::Str),
+    ("max_parallel", Kind::Int),
 ];
 
 /// Fields of a `[prices."<model>"]` table.

@@ -67,6 +67,12 @@ pub fn check(config: &Config) -> Vec<(String, String)> {
 
     for (name, agent) in &config.agents {
         let key = |field: &str| join_key(&["agents".into(), name.clone(), field.into()]);
+        if agent.max_parallel == Some(0) {
+            bad(
+                &key("max_parallel"),
+                "must be at least 1 (leave it out for no cap)".into(),
+            );
+        }
         match agent.backend(name) {
             None => bad(
                 &key("backend"),

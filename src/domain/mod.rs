@@ -6,6 +6,7 @@ pub mod graph;
 pub mod ids;
 pub mod model;
 pub mod money;
+pub mod rate_limit;
 pub mod retry;
 pub mod secrets;
 pub mod status;

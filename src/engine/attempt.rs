@@ -31,6 +31,8 @@ use std::time::{Duration, Instant};
 
 /// The agent's final result is at the end of its output; only this much of the log is read back.
 const RESULT_TAIL_BYTES: u64 = 4 * 1024 * 1024;
+/// Where a rate-limited agent's reset time is looked for: the end of its output.
+const RATE_LIMIT_TAIL_BYTES: usize = 16 * 1024;
 
 pub struct ExecutorConfig {
     pub repo_root: PathBuf,
@@ -637,6 +639,28 @@ impl AgentExecutor {
             .classify(exit.code, &result, &raw)
             .filter(|c| *c != ErrorClass::Other)
         {
+            if class == ErrorClass::RateLimited {
+                // Not the task's fault: it goes back, and the backend waits for its reset.
+                let tail = &raw[raw.len().saturating_sub(RATE_LIMIT_TAIL_BYTES)..];
+                let message = agent::redact_secrets(&format!(
+                    "{}\n{}",
+                    result.text,
+                    agent::result::clean_output(tail)
+                ));
+                cx.evidence.insert(
+                    "detail".into(),
+                    json!(format!(
+                        "rate_limited ({exit}): {}",
+                        tail_chars(&message, 500)
+                    )),
+                );
+                return Step::Outcome(AttemptOutcome::RateLimited {
+                    cost: cx.spent,
+                    agent: cx.agent_name.clone(),
+                    message,
+                    evidence: cx.evidence(),
+                });
+            }
             let retry = class.is_retryable();
             let detail = format!(
                 "{} ({}): {}",

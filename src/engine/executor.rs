@@ -32,6 +32,16 @@ pub enum AttemptOutcome {
     },
     /// Stopped from outside (shutdown, budget, run timeout): give the task back.
     Released { cost: Usd, reason: String },
+    /// The agent's backend reported a rate or usage limit: the task goes back without using up
+    /// an attempt and the backend is paused until the reset `message` names (see
+    /// [`super::dispatch`]).
+    RateLimited {
+        cost: Usd,
+        agent: String,
+        /// The agent's own words (redacted), where the reset time is looked for.
+        message: String,
+        evidence: serde_json::Value,
+    },
     /// The lease was lost: someone else owns the task now; settle nothing.
     Abandoned,
 }

@@ -10,6 +10,7 @@ pub mod checks;
 pub mod configure;
 pub mod control;
 pub mod decision;
+pub mod dispatch;
 pub mod doctor;
 pub mod executor;
 pub mod failpoint;

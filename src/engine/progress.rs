@@ -133,6 +133,18 @@ impl HeadlessPrinter {
                 // Progress lines are best-effort (a closed stdout must not stop the run).
                 let _ = writeln!(out, "{line}");
             }
+            if e.event_type == crate::store::event_types::AGENT_PAUSED
+                && let Some(p) = crate::domain::rate_limit::PauseNote::from_payload(&e.payload)
+            {
+                let line = json!({
+                    "event": "agent_paused",
+                    "agent": p.agent,
+                    "until": e.payload["until"],
+                    "reason": p.reason,
+                    "message": p.label(&chrono::Local),
+                });
+                let _ = writeln!(out, "{line}");
+            }
         }
         let due = self.last_progress.is_none_or(|t| t.elapsed() >= self.every);
         if force || due {

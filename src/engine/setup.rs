@@ -101,6 +101,12 @@ pub async fn prepare(
     if !names.contains(&default_agent) && configure::unavailable(cfg, &default_agent).is_none() {
         names.insert(default_agent.clone());
     }
+    // The plan's fallback agents are offered likewise: a rate limit sends its tasks there.
+    for f in super::dispatch::fallback_agents(&plan.spec) {
+        if configure::unavailable(cfg, &f).is_none() {
+            names.insert(f);
+        }
+    }
     let mut observer = None;
     if may_observe {
         let missing: Vec<String> = names
@@ -131,6 +137,7 @@ pub async fn prepare(
         access.clone(),
     )?;
     let mut engine_cfg = engine_config(cfg, worker_id());
+    engine_cfg.dispatch.default_agent = default_agent.clone();
     engine_cfg.board = board_setup(cfg, access.as_ref());
     engine_cfg.jira = if has_jira { jira_setup(cfg) } else { None };
     engine_cfg.plan_id = Some(plan_id.clone());
@@ -177,6 +184,7 @@ pub fn prepare_worker(
         access.clone(),
     )?;
     let mut engine_cfg = engine_config(cfg, worker_id());
+    engine_cfg.dispatch.default_agent = default_agent.clone();
     engine_cfg.panes = panes_setup(cfg, &sessions);
     engine_cfg.board = board_setup(cfg, access.as_ref());
     engine_cfg.jira = jira_setup(cfg);
@@ -313,6 +321,15 @@ pub fn engine_config(cfg: &Config, worker_id: String) -> EngineConfig {
     e.retry_backoff = cfg.retry.backoff_secs.clone();
     e.store_outage = Duration::from_secs(cfg.queue.outage_secs.max(1));
     e.offline_after = Duration::from_secs(cfg.queue.worker_offline_secs);
+    e.dispatch = crate::engine::dispatch::DispatchConfig {
+        default_agent: cfg.run.agent.clone(),
+        max_parallel: cfg
+            .agents
+            .iter()
+            .filter_map(|(name, a)| Some((name.clone(), a.max_parallel? as usize)))
+            .collect(),
+        cooldown: Duration::from_secs(cfg.retry.rate_limit_cooldown_secs),
+    };
     e
 }
 

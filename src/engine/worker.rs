@@ -3,9 +3,11 @@
 
 use super::budget::{BudgetState, budget_state, task_over_budget};
 use super::control::{AttemptHandle, StopLevel, StopReason, attempt_control};
+use super::dispatch::{Pauses, blocked_agents, choose_agent, fallback_agents};
 use super::executor::{AttemptOutcome, Executor};
 use super::outage::Outage;
 use super::outcome::RunEnd;
+use crate::domain::rate_limit::{PauseNote, limit_kind, pause_for};
 use crate::domain::retry::backoff_after;
 use crate::domain::{Status, Usd};
 use crate::store::{
@@ -59,6 +61,8 @@ pub struct EngineConfig {
     pub jira: Option<JiraSetup>,
     /// Remote panes: the sessions whose terminals are published while a console watches.
     pub panes: Option<PanesSetup>,
+    /// Agents paused by rate limits, `max_parallel` per agent, fallbacks.
+    pub dispatch: super::dispatch::DispatchConfig,
 }
 
 /// What the engine's pane publisher needs (`[remote]`).
@@ -128,6 +132,10 @@ impl EngineConfig {
             board: None,
             jira: None,
             panes: None,
+            dispatch: super::dispatch::DispatchConfig {
+                cooldown: Duration::from_secs(60),
+                ..Default::default()
+            },
         }
     }
 }
@@ -163,6 +171,8 @@ struct Running {
     lease: Lease,
     plan_id: String,
     task_id: String,
+    /// The agent the attempt runs on (for `max_parallel`).
+    agent: String,
     handle: AttemptHandle,
     task_budget: Option<Usd>,
     /// Spend already written to the store with `add_cost`.
@@ -188,6 +198,8 @@ struct Turn {
     outage: Outage,
     /// The outage lasted too long: everything is being stopped, then this is returned.
     fatal: Option<StoreError>,
+    /// Agents paused by rate limits (by this worker or any other on the queue).
+    pauses: Pauses,
 }
 
 impl Turn {
@@ -277,6 +289,7 @@ impl Engine {
             idle_check: true,
             outage: Outage::new(self.cfg.store_outage, &self.store.info()),
             fatal: None,
+            pauses: Pauses::default(),
         };
         let mut graceful_since: Option<Instant> = None;
         let mut next_heartbeat = Instant::now() + self.cfg.heartbeat;
@@ -298,6 +311,8 @@ impl Engine {
         let mut news = true;
         let mut shutdown_closed = false;
         let mut last_report: Option<Instant> = None;
+        // When the next rate-limit pause ends: the claim is tried again then.
+        let mut pause_wake: Option<Instant> = None;
 
         loop {
             let now = Instant::now();
@@ -417,7 +432,11 @@ impl Engine {
             // Fill free slots.
             let backoffs = t.not_before.len();
             t.not_before.retain(|_, nb| *nb > Instant::now());
-            if t.not_before.len() < backoffs || now >= next_safety_claim {
+            let pause_over = pause_wake.is_some_and(|at| now >= at);
+            if pause_over {
+                pause_wake = None;
+            }
+            if t.not_before.len() < backoffs || now >= next_safety_claim || pause_over {
                 claim_due = true;
                 news = true;
             }
@@ -437,7 +456,22 @@ impl Engine {
                 req.lease = self.cfg.lease;
                 req.default_estimate = self.cfg.default_estimate;
                 req.exclude = exclude;
-                let claimed = match self.store.claim(&req).await {
+                if let Err(e) = t.pauses.refresh(self.store.as_ref()).await {
+                    soft(&mut t.outage, "reading agent pauses", e);
+                    break;
+                }
+                let wall = chrono::Utc::now();
+                pause_wake = t
+                    .pauses
+                    .next_end(wall)
+                    .map(|end| Instant::now() + (end - wall).to_std().unwrap_or(Duration::ZERO));
+                let mut on_agent: HashMap<String, usize> = HashMap::new();
+                for r in t.running.values() {
+                    *on_agent.entry(r.agent.clone()).or_default() += 1;
+                }
+                req.blocked_agents = blocked_agents(&t.pauses, &on_agent, &self.cfg.dispatch, wall);
+                req.default_agent = self.cfg.dispatch.default_agent.clone();
+                let mut claimed = match self.store.claim(&req).await {
                     Ok(Some(c)) => c,
                     Ok(None) => {
                         t.outage.ok();
@@ -455,10 +489,11 @@ impl Engine {
                 t.attempts += 1;
                 let pk = claimed.lease.task_pk;
                 let (handle, ctl) = attempt_control();
-                let r = Running {
+                let mut r = Running {
                     lease: claimed.lease,
                     plan_id: claimed.task.plan_id.clone(),
                     task_id: claimed.task.id.clone(),
+                    agent: String::new(),
                     handle,
                     task_budget: claimed.task.spec.budget_usd,
                     reported: Usd::ZERO,
@@ -477,6 +512,19 @@ impl Engine {
                         break;
                     }
                 };
+                // Its own agent, or (that one blocked) the first fallback its plan allows: the
+                // executor runs the agent the task spec names.
+                let own = super::attempt::agent_name_for(
+                    &claimed.task.spec,
+                    &plan.spec,
+                    &self.cfg.dispatch.default_agent,
+                );
+                let agent = choose_agent(&own, &fallback_agents(&plan.spec), &req.blocked_agents);
+                if agent != own {
+                    tracing::info!(task = %claimed.task.id, "{own} is paused or full: running on {agent}");
+                    claimed.task.spec.agent = Some(agent.clone());
+                }
+                r.agent = agent;
                 t.running.insert(pk, r);
                 let executor = self.executor.clone();
                 let abort =
@@ -581,6 +629,9 @@ impl Engine {
             }
             if let Some(nb) = t.not_before.values().min() {
                 wake = wake.min(*nb);
+            }
+            if let Some(p) = pause_wake {
+                wake = wake.min(p);
             }
             if let Some(d) = run_deadline {
                 wake = wake.min(d);
@@ -702,8 +753,11 @@ impl Engine {
             };
             let task_id = t.unsettled[0].0.task_id.clone();
             match result {
-                Ok(backoff) => {
+                Ok((backoff, pause)) => {
                     t.outage.ok();
+                    if let Some(p) = pause {
+                        t.pauses.note(p);
+                    }
                     let (r, _) = t.unsettled.remove(0);
                     if let Some(b) = backoff {
                         t.not_before.insert(r.lease.task_pk, Instant::now() + b);
@@ -840,14 +894,65 @@ impl Engine {
         }
     }
 
-    /// Writes an attempt's outcome; returns a backoff when the task was sent back for a retry.
-    async fn settle(&self, r: &Running, outcome: AttemptOutcome) -> StoreResult<Option<Duration>> {
+    /// Writes an attempt's outcome; returns a backoff when the task was sent back for a retry,
+    /// and the agent's pause when it hit a rate limit.
+    async fn settle(
+        &self,
+        r: &Running,
+        outcome: AttemptOutcome,
+    ) -> StoreResult<(Option<Duration>, Option<PauseNote>)> {
         if r.abandoned {
-            return Ok(None);
+            return Ok((None, None));
+        }
+        if let AttemptOutcome::RateLimited {
+            cost,
+            agent,
+            message,
+            evidence,
+        } = outcome
+        {
+            let pause = pause_for(
+                &message,
+                chrono::Local::now().fixed_offset(),
+                self.cfg.dispatch.cooldown,
+            );
+            let note = PauseNote {
+                agent,
+                until: pause.until,
+                reason: limit_kind(&message).to_string(),
+            };
+            let mut payload = evidence;
+            if let Some(m) = payload.as_object_mut() {
+                m.insert("pause".into(), note.payload(pause.parsed));
+            }
+            let o = Outcome {
+                cost: cost - r.reported,
+                reason: Some("rate_limited".into()),
+                payload,
+            };
+            return match self.store.release(r.lease, &o).await {
+                Ok(_) => {
+                    tracing::warn!(task = %r.task_id, "{}", note.label(&chrono::Local));
+                    crate::store::record_event(
+                        self.store.as_ref(),
+                        event_types::AGENT_PAUSED,
+                        &r.plan_id,
+                        Some(&r.task_id),
+                        note.payload(pause.parsed),
+                    )
+                    .await;
+                    Ok((None, Some(note)))
+                }
+                // Reclaimed meanwhile; the limit is real all the same.
+                Err(StoreError::Stale { .. }) => Ok((None, Some(note))),
+                Err(e) => Err(e),
+            };
         }
         let rest = |cost: Usd| cost - r.reported;
         let result = match outcome {
-            AttemptOutcome::Abandoned => return Ok(None),
+            AttemptOutcome::Abandoned | AttemptOutcome::RateLimited { .. } => {
+                return Ok((None, None));
+            }
             AttemptOutcome::Done { cost, evidence } => {
                 let o = Outcome {
                     cost: rest(cost),
@@ -900,9 +1005,9 @@ impl Engine {
             }
         };
         match result {
-            Ok(backoff) => Ok(backoff),
+            Ok(backoff) => Ok((backoff, None)),
             // Reclaimed while we finished: the new owner's word counts, ours is dropped.
-            Err(StoreError::Stale { .. }) => Ok(None),
+            Err(StoreError::Stale { .. }) => Ok((None, None)),
             Err(e) => Err(e),
         }
     }
@@ -910,7 +1015,8 @@ impl Engine {
     /// `Some(end)` when nothing is left that this engine could do: its plan's, or (a worker
     /// serving every plan) any plan's.
     async fn finished(&self, t: &Turn) -> StoreResult<Option<RunEnd>> {
-        if !t.not_before.is_empty() {
+        // Retries waiting for their backoff, or tasks waiting for a paused agent: not done.
+        if !t.not_before.is_empty() || t.pauses.next_end(chrono::Utc::now()).is_some() {
             return Ok(None);
         }
         if let Some(plan_id) = &self.cfg.plan_id {

@@ -11,6 +11,8 @@ pub enum NoticeKind {
     /// A task failed for good (no attempts left).
     TaskFailed,
     PlanFinished,
+    /// An agent backend hit a rate or usage limit and waits for its reset.
+    AgentPaused,
 }
 
 impl NoticeKind {
@@ -68,6 +70,12 @@ pub fn notices_for_events(plan_id: &str, events: &[Event]) -> Vec<Notice> {
                     "the budget is exhausted: agents stopped, nothing new starts".to_string(),
                 ),
                 et::TASK_FAILED => (NoticeKind::TaskFailed, format!("{task} failed")),
+                et::AGENT_PAUSED => (
+                    NoticeKind::AgentPaused,
+                    crate::domain::rate_limit::PauseNote::from_payload(&e.payload)
+                        .map(|p| p.label(&chrono::Local))
+                        .unwrap_or_else(|| "an agent is paused by a rate limit".into()),
+                ),
                 _ => return None,
             };
             Some(Notice::new(kind, plan_id, body))
@@ -110,6 +118,11 @@ mod tests {
             ev(et::BUDGET_EXHAUSTED, None, json!({})),
             ev(et::TASK_FAILED, Some("C"), json!({})),
             ev(et::TASK_BLOCKED, Some("D"), json!({})),
+            ev(
+                et::AGENT_PAUSED,
+                Some("E"),
+                json!({"agent": "claude", "until": "2026-12-06T15:04:00Z", "reason": "usage limit"}),
+            ),
         ];
         let got = notices_for_events("p", &events);
         let kinds: Vec<_> = got.iter().map(|n| n.kind).collect();
@@ -120,9 +133,16 @@ mod tests {
                 NoticeKind::BudgetWarning,
                 NoticeKind::BudgetExhausted,
                 NoticeKind::TaskFailed,
-                NoticeKind::NeedsHuman
+                NoticeKind::NeedsHuman,
+                NoticeKind::AgentPaused
             ]
         );
+        assert!(
+            got[5].body.starts_with("claude paused until "),
+            "{}",
+            got[5].body
+        );
+        assert!(got[5].body.ends_with(" (usage limit)"), "{}", got[5].body);
         assert_eq!(got[0].body, "A needs a human decision: pick a db");
         assert_eq!(got[0].title, "whilly: p");
         assert!(!NoticeKind::PlanFinished.rings());

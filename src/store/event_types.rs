@@ -74,6 +74,9 @@ pub const JIRA_TRANSITION_REFUSED: &str = "jira.transition_refused";
 pub const JIRA_COMMENT_UPDATED: &str = "jira.comment_updated";
 /// Keeping Jira in step failed; retried later (payload: key when one, error).
 pub const JIRA_SYNC_FAILED: &str = "jira.sync_failed";
+/// An agent backend reported a rate or usage limit: no task starts on it until `until`
+/// (payload: `agent`, `until` RFC 3339, `reason`, `parsed`).
+pub const AGENT_PAUSED: &str = "agent.paused";
 
 /// Every declared event name.
 pub const ALL: &[&str] = &[
@@ -120,6 +123,7 @@ pub const ALL: &[&str] = &[
     JIRA_TRANSITION_REFUSED,
     JIRA_COMMENT_UPDATED,
     JIRA_SYNC_FAILED,
+    AGENT_PAUSED,
 ];
 
 /// Whether `name` is a declared event name.

@@ -128,6 +128,12 @@ pub struct ClaimRequest {
     pub default_estimate: Usd,
     /// Task ids that must not be handed out (e.g. their key_files overlap running work).
     pub exclude: Vec<i64>,
+    /// Agents no task may start on now (paused by a rate limit, or at their `max_parallel`): a
+    /// task whose agent (its own, else its plan's, else `default_agent`) is one of them is not
+    /// handed out, unless its plan's `fallback_agents` names one that is not.
+    pub blocked_agents: Vec<String>,
+    /// The agent of tasks and plans that name none (the worker's `[run] agent`).
+    pub default_agent: String,
 }
 
 impl ClaimRequest {
@@ -139,6 +145,8 @@ impl ClaimRequest {
             lease: Duration::from_secs(30),
             default_estimate: Usd::ZERO,
             exclude: Vec::new(),
+            blocked_agents: Vec::new(),
+            default_agent: String::new(),
         }
     }
 }

@@ -499,6 +499,9 @@ pub struct AppState {
     pub github_wait: Option<String>,
     /// Each Jira task's issue status, by task id, as the `jira.transitioned` events tell it.
     pub jira_status: BTreeMap<String, String>,
+    /// Agents paused by rate limits, by agent, as the `agent.paused` events tell it (the later
+    /// pause wins); [`AppState::agent_pauses`] gives those still running.
+    pub paused_agents: BTreeMap<String, crate::domain::rate_limit::PauseNote>,
     /// Each task's project-board column, by task id, as the `board.card_moved` events tell it.
     pub board_column: BTreeMap<String, String>,
     /// The board or Jira sync's last failure, while no later sync succeeded: the header's
@@ -514,6 +517,14 @@ pub struct AppState {
 }
 
 impl AppState {
+    /// The rate-limit pauses still running, by agent name.
+    pub fn agent_pauses(&self) -> Vec<&crate::domain::rate_limit::PauseNote> {
+        self.paused_agents
+            .values()
+            .filter(|p| p.until > self.wall)
+            .collect()
+    }
+
     pub fn new(backend: impl Into<String>, now: Instant) -> Self {
         AppState {
             plan: None,
@@ -555,6 +566,7 @@ impl AppState {
             pulls: BTreeMap::new(),
             github_wait: None,
             jira_status: BTreeMap::new(),
+            paused_agents: BTreeMap::new(),
             board_column: BTreeMap::new(),
             sync_trouble: None,
             tasks_generation: 0,

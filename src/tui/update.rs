@@ -86,8 +86,8 @@ impl AppState {
 }
 
 impl AppState {
-    /// What the board and Jira syncs said: each Jira issue's status, and whether the last word
-    /// of a sync was a failure (a later move clears it).
+    /// What the board and Jira syncs and the agents said: each Jira issue's status, whether
+    /// the last word of a sync was a failure (a later move clears it), which agents are paused.
     fn note_syncs(&mut self, events: &[crate::store::Event]) {
         use crate::store::event_types as et;
         for e in events {
@@ -105,6 +105,16 @@ impl AppState {
                     self.sync_trouble = None;
                 }
                 et::BOARD_CARD_ADDED => self.sync_trouble = None,
+                et::AGENT_PAUSED => {
+                    if let Some(p) = crate::domain::rate_limit::PauseNote::from_payload(&e.payload)
+                        && self
+                            .paused_agents
+                            .get(&p.agent)
+                            .is_none_or(|old| old.until < p.until)
+                    {
+                        self.paused_agents.insert(p.agent.clone(), p);
+                    }
+                }
                 et::BOARD_SYNC_FAILED => {
                     self.sync_trouble = Some(format!(
                         "board out of step: {}",

@@ -71,10 +71,35 @@ macro_rules! held_elsewhere {
     };
 }
 
+/// A task may start on its agent (its own, else its plan's, else the worker's default): the
+/// agent is not blocked (rate-limited or at its `max_parallel`), or the plan names a fallback
+/// that is not. `$b` binds the blocked agents (text[]), `$d` the default agent.
+macro_rules! agent_free {
+    ($b:literal, $d:literal) => {
+        concat!(
+            "(cardinality(",
+            $b,
+            "::text[]) = 0 \
+               OR COALESCE(t.spec->>'agent', p.spec->>'agent', ",
+            $d,
+            "::text) <> ALL(",
+            $b,
+            "::text[]) \
+               OR EXISTS (SELECT 1 FROM jsonb_array_elements_text(CASE \
+                   WHEN jsonb_typeof(p.spec->'extra'->'fallback_agents') = 'array' \
+                   THEN p.spec->'extra'->'fallback_agents' ELSE '[]'::jsonb END) f \
+                 WHERE f <> ALL(",
+            $b,
+            "::text[])))"
+        )
+    };
+}
+
 /// The candidates' filter is a plain per-row test against the keys held right now (gathered
 /// once from the few leased rows): a correlated `EXISTS` per candidate lets the planner turn the
 /// scan into an anti-join over every ready task, which grows with the queue.
-const SELECT_CANDIDATES: &str = "WITH held AS ( \
+const SELECT_CANDIDATES: &str = concat!(
+    "WITH held AS ( \
        SELECT COALESCE(array_agg(k), '{}'::text[]) AS keys \
        FROM tasks r, unnest(r.claim_keys) AS k \
        WHERE r.status IN ('CLAIMED', 'IN_PROGRESS') AND r.lease_expires_at > now()), \
@@ -88,11 +113,15 @@ const SELECT_CANDIDATES: &str = "WITH held AS ( \
          AND t.required_tags <@ $3::text[] \
          AND (p.budget_micros IS NULL OR p.spent_micros + p.reserved_micros < p.budget_micros) \
          AND NOT (t.claim_keys && held.keys) \
+         AND ",
+    agent_free!("$5", "$6"),
+    " \
        ORDER BY t.priority_rank, t.task_id \
        LIMIT $4 \
        FOR UPDATE OF t SKIP LOCKED) \
      SELECT pk, plan_id, estimate_micros, has_budget, claim_keys FROM cand \
-     ORDER BY priority_rank, task_id";
+     ORDER BY priority_rank, task_id"
+);
 
 /// Takes the keys' advisory locks (held to the end of the transaction) and then looks again, in
 /// a statement of its own: under READ COMMITTED it sees every claim committed before the locks
@@ -138,6 +167,9 @@ const FAST_CLAIM: &str = concat!(
          AND t.pk <> ALL($2::bigint[]) \
          AND t.required_tags <@ $3::text[] \
          AND (p.budget_micros IS NULL OR p.spent_micros + p.reserved_micros < p.budget_micros) \
+         AND ",
+    agent_free!("$10", "$11"),
+    " \
        ORDER BY t.priority_rank, t.task_id \
        LIMIT 1 \
        FOR UPDATE OF t SKIP LOCKED), \
@@ -212,6 +244,8 @@ async fn fast_claim(inner: &Inner, req: &ClaimRequest) -> StoreResult<FastClaim>
         .bind(req.default_estimate.micros())
         .bind(et::TASK_CLAIMED)
         .bind(millis(req.lease))
+        .bind(&req.blocked_agents)
+        .bind(&req.default_agent)
         .fetch_optional(&inner.pool)
         .await?;
     let Some(row) = row else {
@@ -252,6 +286,8 @@ async fn claim_once(inner: &Inner, req: &ClaimRequest) -> StoreResult<Option<Cla
         .bind(&req.exclude)
         .bind(&req.tags)
         .bind(CLAIM_CANDIDATES)
+        .bind(&req.blocked_agents)
+        .bind(&req.default_agent)
         .fetch_all(&mut *tx.tx)
         .await?;
     for c in cands {

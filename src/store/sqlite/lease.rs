@@ -45,6 +45,11 @@ const CANDIDATES: &str = "SELECT t.pk, t.estimate_micros, p.budget_micros, p.spe
                        JOIN tasks r ON r.status IN ('CLAIMED', 'IN_PROGRESS') \
                          AND r.lease_expires_at > ?6 AND r.pk <> t.pk \
                        JOIN json_each(r.claim_keys) theirs ON theirs.value = mine.value) \
+       AND (?7 = '[]' \
+            OR COALESCE(json_extract(t.spec, '$.agent'), json_extract(p.spec, '$.agent'), ?8) \
+               NOT IN (SELECT value FROM json_each(?7)) \
+            OR EXISTS (SELECT 1 FROM json_each(p.spec, '$.extra.fallback_agents') f \
+                       WHERE f.type = 'text' AND f.value NOT IN (SELECT value FROM json_each(?7)))) \
      ORDER BY t.priority_rank, t.task_id, t.plan_id LIMIT ?5";
 
 /// The first candidate the budget allows: its pk and the estimate to reserve.
@@ -74,6 +79,7 @@ where
 {
     let exclude = encode_json(&req.exclude, "claim exclude list")?;
     let tags = encode_json(&req.tags, "claim tags")?;
+    let blocked = encode_json(&req.blocked_agents, "claim blocked agents")?;
     Ok(sqlx::query(CANDIDATES)
         .bind(&req.plan_id)
         .bind(exclude)
@@ -81,6 +87,8 @@ where
         .bind(req.default_estimate.micros())
         .bind(window)
         .bind(now_ms)
+        .bind(blocked)
+        .bind(&req.default_agent)
         .fetch_all(e)
         .await?)
 }

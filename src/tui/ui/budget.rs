@@ -15,8 +15,9 @@ use ratatui::widgets::{Block, Borders, Cell, Gauge, Paragraph, Row, Table, Table
 
 pub fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme) {
     let b = state.budget();
+    let pauses = state.agent_pauses();
     let [summary, gauge, table] = Layout::vertical([
-        Constraint::Length(5),
+        Constraint::Length(if pauses.is_empty() { 5 } else { 6 }),
         Constraint::Length(1),
         Constraint::Min(1),
     ])
@@ -33,7 +34,7 @@ pub fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme) {
         (i + u.input_tokens, o + u.output_tokens)
     });
     let runs: i64 = state.tasks.iter().map(|t| t.attempts).sum();
-    let lines = vec![
+    let mut lines = vec![
         Line::from(vec![
             Span::raw(format!("spent {} of {} · ", money(b.spent), limit)),
             state_text,
@@ -50,6 +51,10 @@ pub fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme) {
             agents_spending(&state.panes, &state.tasks),
         )),
     ];
+    if !pauses.is_empty() {
+        let text: Vec<String> = pauses.iter().map(|p| p.label(&chrono::Local)).collect();
+        lines.push(Line::from(Span::styled(text.join(" · "), theme.warn())));
+    }
     let block = Block::default()
         .borders(Borders::TOP)
         .border_style(theme.dim())

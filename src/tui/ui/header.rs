@@ -106,6 +106,16 @@ pub fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme) {
             rank: 4,
         });
     }
+    for p in state.agent_pauses() {
+        parts.push(Part {
+            full: vec![Span::styled(p.label(&chrono::Local), theme.warn())],
+            short: Some(vec![Span::styled(
+                format!("{} paused", p.agent),
+                theme.warn(),
+            )]),
+            rank: 4,
+        });
+    }
     if let Some(wait) = &state.github_wait {
         parts.push(Part {
             full: vec![Span::styled(wait.clone(), theme.warn())],
