@@ -124,6 +124,10 @@ struct Ctx<'a> {
     evidence: serde_json::Map<String, Value>,
     /// When the attempt began: its duration goes into the pull request's run facts.
     began: Instant,
+    /// Where this round's output starts in its log. A task released without using up an
+    /// attempt (rate limited, stopped) runs again under the same attempt number and appends to
+    /// the same log; what an earlier run printed must not be parsed as this one's result.
+    log_start: u64,
 }
 
 impl Ctx<'_> {
@@ -156,6 +160,7 @@ impl Executor for AgentExecutor {
             spent: Usd::ZERO,
             evidence: serde_json::Map::new(),
             began: Instant::now(),
+            log_start: 0,
         };
         cx.evidence.insert("agent".into(), json!(agent_name));
         cx.evidence
@@ -494,6 +499,7 @@ impl AgentExecutor {
         };
         let prompt_file = cx.attempt_dir.join(format!("{stem}.prompt.md"));
         let log_path = cx.attempt_dir.join(format!("{stem}.log"));
+        cx.log_start = std::fs::metadata(&log_path).map_or(0, |m| m.len());
         if let Err(e) = crate::fsutil::atomic_write(&prompt_file, prompt.as_bytes()) {
             return Step::Outcome(fail(
                 cx,
@@ -702,7 +708,7 @@ impl AgentExecutor {
         log: &Path,
         ctl: &AttemptControl,
     ) -> (agent::AgentResult, Vec<u8>) {
-        let raw = read_tail(log, RESULT_TAIL_BYTES).unwrap_or_default();
+        let raw = read_tail(log, cx.log_start, RESULT_TAIL_BYTES).unwrap_or_default();
         let result = backend.parse_result(&raw, &self.cfg.prices);
         // What the live meter saw this round; it stands when the agent was stopped before
         // reporting an exact cost, and never replaces one it did report.
@@ -1131,13 +1137,12 @@ fn tail_chars(s: &str, max: usize) -> String {
 }
 
 /// The last `max` bytes of a file (the whole file when smaller).
-fn read_tail(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
+fn read_tail(path: &Path, start: u64, max: u64) -> std::io::Result<Vec<u8>> {
     let mut f = std::fs::File::open(path)?;
     let len = f.metadata()?.len();
-    if len > max {
-        f.seek(SeekFrom::Start(len - max))?;
-    }
-    let mut buf = Vec::with_capacity(len.min(max) as usize);
+    let from = start.max(len.saturating_sub(max)).min(len);
+    f.seek(SeekFrom::Start(from))?;
+    let mut buf = Vec::with_capacity((len - from) as usize);
     f.read_to_end(&mut buf)?;
     Ok(buf)
 }

@@ -442,6 +442,8 @@ poll_interval_ms = 100
 
 [retry]
 backoff_secs = [0]
+# A 429 without a reset time pauses the agent for this long (the default is a minute).
+rate_limit_cooldown_secs = 1
 
 [verification]
 timeout_secs = 30
@@ -582,8 +584,9 @@ pub fn auth_error_fails_at_once(agent: Agent) {
 /// The provider answers `status` once: retried (by the CLI or by whilly's backoff) and DONE.
 pub fn overload_retried_then_done(agent: Agent, status: u16) {
     let Some(bin) = agent.bin() else { return };
-    // Two attempts: a CLI that gives up (Codex here, configured without retries of its own)
-    // leaves the retry to whilly's backoff, which uses up an attempt.
+    // A CLI that gives up (Codex here, configured without retries of its own) leaves the
+    // retry to whilly: an overload to the backoff, which uses up an attempt (hence two); a
+    // rate limit to a pause of the agent, which uses none.
     let mut t = task("T-1");
     t["max_attempts"] = 2.into();
     let repo = repo_for(agent, &plan("p", vec![t]), &bin, "full");
@@ -596,7 +599,11 @@ pub fn overload_retried_then_done(agent: Agent, status: u16) {
     );
     let out = run_plan(agent, &repo, &server, Duration::from_secs(120));
     assert_eq!(out.code, Some(0), "{out}\n--- server\n{}", server.log());
-    assert_eq!(repo.task("p", "T-1")["status"], "DONE");
+    let done = repo.task("p", "T-1");
+    assert_eq!(done["status"], "DONE");
+    if status == 429 {
+        assert_eq!(done["attempts"], 1, "a rate limit burns no attempt: {done}");
+    }
     let seen = server.requests();
     assert!(
         seen.iter().any(|r| r.main && r.status == status),
