@@ -541,6 +541,76 @@ fn postgres_workers_in_two_clones_keep_key_files_apart() {
     .print();
 }
 
+/// The most runs alive at one time in the ledger.
+fn most_at_once(ledger: &Ledger) -> usize {
+    let mut edges: Vec<(u128, i32)> = Vec::new();
+    for r in &ledger.runs {
+        edges.push((r.start, 1));
+        edges.push((r.end.unwrap_or(u128::MAX), -1));
+    }
+    // An end before a start at the same instant: touching runs do not overlap.
+    edges.sort();
+    let (mut now, mut most) = (0i32, 0i32);
+    for (_, d) in edges {
+        now += d;
+        most = most.max(now);
+    }
+    most as usize
+}
+
+/// `[agents.fake] max_parallel = 2` with three workers of three slots each, in two clones:
+/// the claim counts every worker's leases, so never more than two agents run at once.
+#[test]
+fn postgres_max_parallel_holds_across_workers() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let db = rt.block_on(pg::fresh_database());
+    let url = db.url();
+    let (tasks, keys) = own_files("mp", 9, 1);
+    let (repo, ledger_path) = ledger_repo(&plan("mp", tasks), "0.5", "", "");
+    let clone = clone_of(&repo, "clone2");
+    import(&repo, Some(&url));
+    let db_url = Some(url.as_str());
+    let worker = [
+        "-c",
+        "agents.fake.max_parallel=2",
+        "worker",
+        "--plan",
+        "mp",
+        "--slots",
+        "3",
+        "--until-idle",
+    ];
+    let procs = vec![
+        spawn(&repo, &repo.repo, db_url, &worker),
+        spawn(&repo, &clone, db_url, &worker),
+        spawn(&repo, &clone, db_url, &worker),
+    ];
+    wait_all(procs, Duration::from_secs(120), 0);
+    let ledger = read_ledger(&ledger_path);
+    let st = statuses(&repo, db_url, "mp");
+    let (lost, dup, ov) = check_outcome(
+        &st,
+        &ledger,
+        &all_events(&repo, db_url),
+        &keys,
+        &[&repo.repo, &clone],
+        now_ns(),
+    );
+    let most = most_at_once(&ledger);
+    assert!(most <= 2, "{most} agents ran at once with max_parallel = 2");
+    Figures {
+        scenario: "max_parallel 2, Postgres: 3 workers × 3 slots",
+        tasks: st.len(),
+        processes: 3,
+        faults: format!("at most {most} at once"),
+        lost,
+        duplicated: dup,
+        overlaps: ov,
+        recovery: None,
+    }
+    .print();
+}
+
 /// Six workers while their connections are terminated 30 times, 0.1 s apart, twice: none
 /// exits, nothing is lost or done twice, and the errors are in the log file.
 #[test]

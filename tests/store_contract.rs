@@ -332,6 +332,8 @@ contract!(
     plan_delete_removes_plan_and_tasks_keeps_events,
     remote_panes_watch_publish_read_prune_and_input,
     claims_skip_tasks_of_blocked_agents,
+    agent_limits_hold_across_handles,
+    agent_limits_hold_under_concurrent_claimers,
 );
 
 async fn import_writes_rows_edges_and_events(c: &Ctx) {
@@ -954,7 +956,8 @@ async fn claims_skip_tasks_of_blocked_agents(c: &Ctx) {
         claim(s, &blocked("p", "gemini", &["claude"])).await.task.id,
         "c"
     );
-    assert_eq!(claim(s, &blocked("p", "gemini", &[])).await.task.id, "a");
+    let a = claim(s, &blocked("p", "gemini", &[])).await;
+    assert_eq!((a.task.id.as_str(), a.agent.as_str()), ("a", "claude"));
 
     // The plan's agent counts before the default; a free fallback lets its tasks through.
     let mut q = plan("q", vec![on("d", None)]);
@@ -968,10 +971,9 @@ async fn claims_skip_tasks_of_blocked_agents(c: &Ctx) {
             .expect("claim")
             .is_none()
     );
-    assert_eq!(
-        claim(s, &blocked("q", "gemini", &["claude"])).await.task.id,
-        "d"
-    );
+    let d = claim(s, &blocked("q", "gemini", &["claude"])).await;
+    assert_eq!(d.task.id, "d");
+    assert_eq!(d.agent, "codex", "the fallback the claim chose");
 
     // A plan with a budget takes the full claim path on Postgres.
     let mut r = plan("r", vec![on("e", Some("claude"))]);
@@ -2531,4 +2533,125 @@ async fn remote_panes_watch_publish_read_prune_and_input(c: &Ctx) {
             .expect("after delete")
             .is_empty()
     );
+}
+
+fn on_agent(id: &str, agent: &str) -> TaskSpec {
+    TaskSpec {
+        agent: Some(agent.to_string()),
+        ..task(id, &[])
+    }
+}
+
+fn limited(worker: &str, limits: &[(&str, i64)]) -> ClaimRequest {
+    let mut r = req(worker);
+    r.default_agent = "claude".into();
+    r.agent_limits = limits.iter().map(|(a, n)| (a.to_string(), *n)).collect();
+    r
+}
+
+/// `max_parallel` counts every worker's live leases on the agent, whichever handle (process)
+/// took them and whether or not that worker has a limit of its own; a lease that ended frees
+/// its place.
+async fn agent_limits_hold_across_handles(c: &Ctx) {
+    let s = &*c.store;
+    let other = c.second_store().await;
+    import(
+        s,
+        &plan(
+            "p",
+            vec![
+                on_agent("c1", "codex"),
+                on_agent("c2", "codex"),
+                on_agent("c3", "codex"),
+                on_agent("g1", "gemini"),
+            ],
+        ),
+    )
+    .await;
+    // A worker without limits takes c1 (the one-statement claim on Postgres) ...
+    let first = claim(s, &req("free")).await;
+    assert_eq!(
+        (first.task.id.as_str(), first.agent.as_str()),
+        ("c1", "codex")
+    );
+    // ... and counts for a worker with codex limited to 2, in another process.
+    let lim = limited("w2", &[("codex", 2)]);
+    let second = claim(&*other, &lim).await;
+    assert_eq!(second.task.id, "c2");
+    let third = claim(&*other, &lim).await;
+    assert_eq!(third.task.id, "g1", "codex is full: the gemini task goes");
+    assert!(other.claim(&lim).await.expect("claim").is_none());
+    let claimed = all_events(s)
+        .await
+        .into_iter()
+        .filter(|e| e.event_type == et::TASK_CLAIMED)
+        .map(|e| e.payload["agent"].as_str().unwrap_or_default().to_string())
+        .collect::<Vec<_>>();
+    assert_eq!(
+        claimed,
+        ["codex", "codex", "gemini"],
+        "the agent is in the audit trail"
+    );
+    // A lease that ends frees its place.
+    s.complete(first.lease, &Outcome::default())
+        .await
+        .expect("complete");
+    assert_eq!(claim(&*other, &lim).await.task.id, "c3");
+}
+
+/// Six claimers on three handles race for codex tasks limited to two at a time: never more
+/// than two run at once, and every task is done once.
+async fn agent_limits_hold_under_concurrent_claimers(c: &Ctx) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let n: usize = 24;
+    let tasks: Vec<_> = (0..n)
+        .map(|i| on_agent(&format!("t{i:02}"), "codex"))
+        .collect();
+    import(&*c.store, &plan("p", tasks)).await;
+    let stores = [
+        c.store.clone(),
+        c.second_store().await,
+        c.second_store().await,
+    ];
+    let running = Arc::new(AtomicUsize::new(0));
+    let most = Arc::new(AtomicUsize::new(0));
+    let mut handles = Vec::new();
+    for (i, st) in stores.into_iter().cycle().take(6).enumerate() {
+        let (running, most) = (running.clone(), most.clone());
+        handles.push(tokio::spawn(async move {
+            let r = limited(&format!("w{i}"), &[("codex", 2)]);
+            let mut done = 0;
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while Instant::now() < deadline {
+                let Some(cl) = st.claim(&r).await.expect("claim") else {
+                    if st.counts("p").await.expect("counts").get(Status::Done) == n as u64 {
+                        break;
+                    }
+                    tokio::task::yield_now().await;
+                    continue;
+                };
+                // Counted while the lease is the worker's (from the claim to the complete).
+                let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                most.fetch_max(now, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                running.fetch_sub(1, Ordering::SeqCst);
+                st.complete(cl.lease, &Outcome::default())
+                    .await
+                    .expect("complete");
+                done += 1;
+            }
+            done
+        }));
+    }
+    let mut total = 0;
+    for h in handles {
+        total += h.await.expect("join");
+    }
+    assert_eq!(total, n, "every task done once");
+    let most = most.load(Ordering::SeqCst);
+    assert!(
+        most <= 2,
+        "{most} codex tasks ran at once with max_parallel 2"
+    );
+    assert_eq!(most, 2, "the limit is used, not serialised to one");
 }

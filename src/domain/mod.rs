@@ -1,6 +1,7 @@
 //! Pure domain logic: no IO, no async. Everything here is tested directly.
 
 pub mod checks;
+pub mod dispatch;
 pub mod doctor;
 pub mod graph;
 pub mod ids;

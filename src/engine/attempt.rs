@@ -17,6 +17,7 @@ use crate::agent::{
     self, Backend, CostSource, ErrorClass, Guards, HandoffDir, HandoffStatus, Invocation,
     PriceTable, PromptInput, Repair, Runner, UsageMeter, build_prompt,
 };
+use crate::domain::dispatch::agent_of;
 use crate::domain::{PlanSpec, TaskSpec, Usd, safe_id};
 use crate::pty::{LineFilter, PtySession, SpawnSpec, TermSize};
 use crate::store::{Claimed, Park, PlanRecord, Store, StoreError};
@@ -93,14 +94,6 @@ impl AgentExecutor {
     }
 }
 
-/// The name of the agent a task runs with: the task's, else the plan's, else the default.
-pub fn agent_name_for(task: &TaskSpec, plan: &PlanSpec, default: &str) -> String {
-    task.agent
-        .clone()
-        .or_else(|| plan.agent.clone())
-        .unwrap_or_else(|| default.to_string())
-}
-
 /// The plan's `agent_instructions` (v3: lists under any key), flattened.
 pub fn plan_instructions(plan: &PlanSpec) -> Vec<String> {
     let mut out = Vec::new();
@@ -145,7 +138,7 @@ impl Executor for AgentExecutor {
         ctl: AttemptControl,
     ) -> AttemptOutcome {
         let task = claimed.task.spec.clone();
-        let agent_name = agent_name_for(&task, &plan.spec, &self.cfg.default_agent);
+        let agent_name = agent_of(&task, &plan.spec, &self.cfg.default_agent);
         let attempt_dir = self
             .cfg
             .run_dir

@@ -2,11 +2,11 @@
 //!
 //! An agent backend is blocked while it is paused by a rate or usage limit (an `agent.paused`
 //! event, written by whichever worker hit the limit, so every worker on the queue honours it)
-//! or while this process runs `[agents.<name>] max_parallel` tasks on it. The claim skips tasks
-//! whose agent is blocked unless their plan's `fallback_agents` names one that is not; such a
-//! task then runs on that fallback.
+//! or while the queue's live leases on it reach `[agents.<name>] max_parallel` (counted by the
+//! claim, across every worker). The claim skips tasks whose agent is blocked unless their
+//! plan's `fallback_agents` names one that is not; such a task then runs on that fallback
+//! (`domain::dispatch`).
 
-use crate::domain::PlanSpec;
 use crate::domain::rate_limit::PauseNote;
 use crate::store::{Event, EventFilter, Store, StoreResult, event_types as et};
 use chrono::{DateTime, Utc};
@@ -102,51 +102,22 @@ impl Pauses {
     }
 }
 
-/// The agents no task may start on now: paused ones, and those running their `max_parallel`.
-pub fn blocked_agents(
-    pauses: &Pauses,
-    running: &HashMap<String, usize>,
-    cfg: &DispatchConfig,
-    now: DateTime<Utc>,
-) -> Vec<String> {
-    let mut out: Vec<String> = pauses
+/// The agents no task may start on now because a rate limit paused them. Agents running their
+/// `max_parallel` are added by the claim itself, which counts the queue's live leases.
+pub fn paused_agents(pauses: &Pauses, now: DateTime<Utc>) -> Vec<String> {
+    pauses
         .active(now)
         .into_iter()
         .map(|p| p.agent.clone())
-        .collect();
-    for (agent, max) in &cfg.max_parallel {
-        if running.get(agent).copied().unwrap_or(0) >= *max && !out.contains(agent) {
-            out.push(agent.clone());
-        }
-    }
-    out.sort();
-    out
+        .collect()
 }
 
-/// The plan's `fallback_agents`: agents its tasks may run on when their own is blocked.
-pub fn fallback_agents(plan: &PlanSpec) -> Vec<String> {
-    plan.extra
-        .get("fallback_agents")
-        .and_then(|v| v.as_array())
-        .map(|a| {
-            a.iter()
-                .filter_map(|x| x.as_str().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// The agent a claimed task runs on: its own unless blocked, else the first fallback that is
-/// not (its own when none is free: the claim only hands out tasks one of them can take).
-pub fn choose_agent(own: &str, fallbacks: &[String], blocked: &[String]) -> String {
-    if !blocked.iter().any(|b| b == own) {
-        return own.to_string();
-    }
-    fallbacks
+/// `[agents.<name>] max_parallel` as the claim takes it.
+pub fn agent_limits(cfg: &DispatchConfig) -> BTreeMap<String, i64> {
+    cfg.max_parallel
         .iter()
-        .find(|f| !blocked.contains(f))
-        .cloned()
-        .unwrap_or_else(|| own.to_string())
+        .map(|(a, n)| (a.clone(), i64::try_from(*n).unwrap_or(i64::MAX)))
+        .collect()
 }
 
 #[cfg(test)]
@@ -162,30 +133,14 @@ mod tests {
     }
 
     #[test]
-    fn paused_and_full_agents_are_blocked() {
+    fn the_latest_pause_of_an_agent_wins_until_it_ends() {
         let now = Utc::now();
         let mut p = Pauses::default();
         p.note(note("claude", now + chrono::Duration::seconds(30)));
         p.note(note("claude", now + chrono::Duration::seconds(5)));
         p.note(note("gemini", now - chrono::Duration::seconds(1)));
         assert_eq!(p.next_end(now), Some(now + chrono::Duration::seconds(30)));
-        let cfg = DispatchConfig {
-            max_parallel: [("codex".to_string(), 2)].into(),
-            ..Default::default()
-        };
-        let mut running = HashMap::new();
-        running.insert("codex".to_string(), 1);
-        assert_eq!(blocked_agents(&p, &running, &cfg, now), ["claude"]);
-        running.insert("codex".to_string(), 2);
-        assert_eq!(blocked_agents(&p, &running, &cfg, now), ["claude", "codex"]);
-    }
-
-    #[test]
-    fn fallbacks_are_taken_in_order() {
-        let blocked = vec!["claude".to_string(), "codex".to_string()];
-        let fb = vec!["codex".to_string(), "gemini".to_string()];
-        assert_eq!(choose_agent("claude", &fb, &blocked), "gemini");
-        assert_eq!(choose_agent("opencode", &fb, &blocked), "opencode");
-        assert_eq!(choose_agent("claude", &[], &blocked), "claude");
+        assert_eq!(paused_agents(&p, now), ["claude"]);
+        assert!(paused_agents(&p, now + chrono::Duration::seconds(31)).is_empty());
     }
 }

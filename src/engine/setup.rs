@@ -2,13 +2,14 @@
 //! settings, the worktrees. `whilly run`, `whilly worker` and the console all start here, so a
 //! run is set up one way whoever starts it.
 
-use super::attempt::{AgentExecutor, ExecutorConfig, agent_name_for};
+use super::attempt::{AgentExecutor, ExecutorConfig};
 use super::configure::{self, build_agents, merge_mode, price_table, verification_env};
 use super::sessions::SessionRegistry;
 use super::worker::{EngineConfig, PanesSetup};
 use crate::agent::{Guards, HandoffDir};
 use crate::config::Config;
 use crate::domain::Usd;
+use crate::domain::dispatch::{agent_of, fallback_agents};
 use crate::pty::TermSize;
 use crate::store::{PlanRecord, Store, StoreError, TaskRecord};
 use crate::workspace::Workspaces;
@@ -96,13 +97,13 @@ pub async fn prepare(
     let mut names: BTreeSet<String> = tasks
         .iter()
         .filter(|t| !t.status.is_terminal())
-        .map(|t| agent_name_for(&t.spec, &plan.spec, &default_agent))
+        .map(|t| agent_of(&t.spec, &plan.spec, &default_agent))
         .collect();
     if !names.contains(&default_agent) && configure::unavailable(cfg, &default_agent).is_none() {
         names.insert(default_agent.clone());
     }
     // The plan's fallback agents are offered likewise: a rate limit sends its tasks there.
-    for f in super::dispatch::fallback_agents(&plan.spec) {
+    for f in fallback_agents(&plan.spec) {
         if configure::unavailable(cfg, &f).is_none() {
             names.insert(f);
         }

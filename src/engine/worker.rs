@@ -3,7 +3,7 @@
 
 use super::budget::{BudgetState, budget_state, task_over_budget};
 use super::control::{AttemptHandle, StopLevel, StopReason, attempt_control};
-use super::dispatch::{Pauses, blocked_agents, choose_agent, fallback_agents};
+use super::dispatch::{Pauses, agent_limits, paused_agents};
 use super::executor::{AttemptOutcome, Executor};
 use super::outage::Outage;
 use super::outcome::RunEnd;
@@ -465,12 +465,9 @@ impl Engine {
                     .pauses
                     .next_end(wall)
                     .map(|end| Instant::now() + (end - wall).to_std().unwrap_or(Duration::ZERO));
-                let mut on_agent: HashMap<String, usize> = HashMap::new();
-                for r in t.running.values() {
-                    *on_agent.entry(r.agent.clone()).or_default() += 1;
-                }
-                req.blocked_agents = blocked_agents(&t.pauses, &on_agent, &self.cfg.dispatch, wall);
+                req.blocked_agents = paused_agents(&t.pauses, wall);
                 req.default_agent = self.cfg.dispatch.default_agent.clone();
+                req.agent_limits = agent_limits(&self.cfg.dispatch);
                 let mut claimed = match self.store.claim(&req).await {
                     Ok(Some(c)) => c,
                     Ok(None) => {
@@ -512,14 +509,14 @@ impl Engine {
                         break;
                     }
                 };
-                // Its own agent, or (that one blocked) the first fallback its plan allows: the
-                // executor runs the agent the task spec names.
-                let own = super::attempt::agent_name_for(
+                // The claim chose its own agent, or (that one blocked) the first fallback its
+                // plan allows: the executor runs the agent the task spec names.
+                let own = crate::domain::dispatch::agent_of(
                     &claimed.task.spec,
                     &plan.spec,
                     &self.cfg.dispatch.default_agent,
                 );
-                let agent = choose_agent(&own, &fallback_agents(&plan.spec), &req.blocked_agents);
+                let agent = claimed.agent.clone();
                 if agent != own {
                     tracing::info!(task = %claimed.task.id, "{own} is paused or full: running on {agent}");
                     claimed.task.spec.agent = Some(agent.clone());

@@ -295,9 +295,12 @@ pub mod payload {
         json!({ "reason": reason, "gate": true })
     }
 
-    /// `task.claimed`: `{attempt, reserved_usd, lease_ms}`.
-    pub fn claimed(attempt: i64, reserved: Usd, lease_ms: i64) -> Value {
-        json!({ "attempt": attempt, "reserved_usd": usd_json(reserved), "lease_ms": lease_ms })
+    /// `task.claimed`: `{attempt, reserved_usd, lease_ms, agent}`.
+    pub fn claimed(attempt: i64, reserved: Usd, lease_ms: i64, agent: &str) -> Value {
+        json!({
+            "attempt": attempt, "reserved_usd": usd_json(reserved), "lease_ms": lease_ms,
+            "agent": agent,
+        })
     }
 
     /// `task.started`: `{deadline_ms}` (null without a deadline).

@@ -112,6 +112,10 @@ pub struct Lease {
 pub struct Claimed {
     pub lease: Lease,
     pub task: TaskRecord,
+    /// The agent this attempt runs on: the task's own, or the fallback the claim chose because
+    /// its own was blocked (`domain::dispatch::choose_agent`). Recorded on the task's row, so
+    /// claims on every worker count the live attempts per agent against `agent_limits`.
+    pub agent: String,
 }
 
 /// What a worker asks the queue for.
@@ -134,6 +138,9 @@ pub struct ClaimRequest {
     pub blocked_agents: Vec<String>,
     /// The agent of tasks and plans that name none (the worker's `[run] agent`).
     pub default_agent: String,
+    /// `[agents.<name>] max_parallel`: an agent with this many live leases on the queue (every
+    /// worker's, counted inside the claim's transaction) is blocked like a paused one.
+    pub agent_limits: BTreeMap<String, i64>,
 }
 
 impl ClaimRequest {
@@ -147,6 +154,7 @@ impl ClaimRequest {
             exclude: Vec::new(),
             blocked_agents: Vec::new(),
             default_agent: String::new(),
+            agent_limits: BTreeMap::new(),
         }
     }
 }

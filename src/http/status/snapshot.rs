@@ -1,8 +1,8 @@
 //! What the status page shows: read from the store in one pass ([`gather`]), then shaped
 //! without IO ([`build`]) into a [`StatusSnapshot`], which is also `/status.json`.
 
+use crate::domain::dispatch::agent_of;
 use crate::domain::{Status, Usd};
-use crate::engine::attempt::agent_name_for;
 use crate::engine::inbox::{self, InboxKind};
 use crate::store::{
     Event, EventFilter, PlanSummary, Store, StoreResult, TaskRecord, WorkerRecord,
@@ -205,7 +205,7 @@ pub fn build(
 ) -> StatusSnapshot {
     let plan_of = |id: &str| inputs.plans.iter().find(|p| p.plan.id == id);
     let agent_of = |t: &TaskRecord| match plan_of(&t.plan_id) {
-        Some(p) => agent_name_for(
+        Some(p) => agent_of(
             &t.spec,
             &p.plan.spec,
             default_agent.unwrap_or(UNKNOWN_AGENT),

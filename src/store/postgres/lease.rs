@@ -6,6 +6,7 @@
 use super::Inner;
 use super::rows::{PlanRow, TaskRow, plan_cols, task_cols};
 use super::tx::{Ev, Move, Tx};
+use crate::domain::dispatch::{choose_agent, fallbacks_from_json, with_full_agents};
 use crate::domain::{Action, Status, Usd, budget_allows, transition};
 use crate::store::event_types as et;
 use crate::store::sql_common::{millis, outcome_payload, payload};
@@ -13,6 +14,7 @@ use crate::store::{
     ClaimRequest, Claimed, FailMode, Lease, Outcome, Park, PlanRecord, ReapReport, StoreError,
     StoreResult, TaskRecord,
 };
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::time::Duration;
 
@@ -52,6 +54,10 @@ struct Candidate {
     estimate_micros: Option<i64>,
     has_budget: bool,
     claim_keys: Vec<String>,
+    /// The task's own agent (its, else its plan's, else the worker's default).
+    agent: String,
+    /// Its plan's `fallback_agents`, as written.
+    fallbacks: Option<serde_json::Value>,
 }
 
 /// A running task holds the keys of `t`: claimed or in progress with a live lease. Tasks never
@@ -105,7 +111,9 @@ const SELECT_CANDIDATES: &str = concat!(
        WHERE r.status IN ('CLAIMED', 'IN_PROGRESS') AND r.lease_expires_at > now()), \
      cand AS MATERIALIZED ( \
        SELECT t.pk, t.plan_id, t.estimate_micros, t.priority_rank, t.task_id, t.claim_keys, \
-              p.budget_micros IS NOT NULL AS has_budget \
+              p.budget_micros IS NOT NULL AS has_budget, \
+              COALESCE(t.spec->>'agent', p.spec->>'agent', $6::text) AS agent, \
+              p.spec->'extra'->'fallback_agents' AS fallbacks \
        FROM tasks t JOIN plans p ON p.id = t.plan_id CROSS JOIN held \
        WHERE t.status = 'PENDING' AND t.pending_deps = 0 AND NOT p.paused \
          AND ($1::text IS NULL OR t.plan_id = $1) \
@@ -119,7 +127,7 @@ const SELECT_CANDIDATES: &str = concat!(
        ORDER BY t.priority_rank, t.task_id \
        LIMIT $4 \
        FOR UPDATE OF t SKIP LOCKED) \
-     SELECT pk, plan_id, estimate_micros, has_budget, claim_keys FROM cand \
+     SELECT pk, plan_id, estimate_micros, has_budget, claim_keys, agent, fallbacks FROM cand \
      ORDER BY priority_rank, task_id"
 );
 
@@ -160,7 +168,8 @@ async fn keys_free(
 /// plan.
 const FAST_CLAIM: &str = concat!(
     "WITH cand AS MATERIALIZED ( \
-       SELECT t.pk, p.budget_micros IS NULL AND cardinality(t.claim_keys) = 0 AS free \
+       SELECT t.pk, p.budget_micros IS NULL AND cardinality(t.claim_keys) = 0 AS free, \
+              COALESCE(t.spec->>'agent', p.spec->>'agent', $11::text) AS agent \
        FROM tasks t JOIN plans p ON p.id = t.plan_id \
        WHERE t.status = 'PENDING' AND t.pending_deps = 0 AND NOT p.paused \
          AND ($1::text IS NULL OR t.plan_id = $1) \
@@ -176,7 +185,8 @@ const FAST_CLAIM: &str = concat!(
      upd AS ( \
        UPDATE tasks t SET status = $4, epoch = t.epoch + 1, attempts = t.attempts + 1, worker_id = $5, \
          lease_expires_at = now() + $6 * interval '1 microsecond', deadline_at = NULL, \
-         reserved_micros = COALESCE(t.estimate_micros, $7), reason = NULL, updated_at = now() \
+         reserved_micros = COALESCE(t.estimate_micros, $7), reason = NULL, updated_at = now(), \
+         agent = cand.agent \
        FROM cand WHERE t.pk = cand.pk AND cand.free \
        RETURNING t.*), \
      pl AS ( \
@@ -186,9 +196,11 @@ const FAST_CLAIM: &str = concat!(
        INSERT INTO events (event_type, plan_id, task_id, worker_id, epoch, from_status, to_status, payload) \
        SELECT $8, upd.plan_id, upd.task_id, $5, upd.epoch, 'PENDING', $4, \
          jsonb_build_object('attempt', upd.attempts, \
-           'reserved_usd', round(upd.reserved_micros::numeric / 1000000, 6), 'lease_ms', $9::bigint) \
+           'reserved_usd', round(upd.reserved_micros::numeric / 1000000, 6), 'lease_ms', $9::bigint, \
+           'agent', upd.agent) \
        FROM upd RETURNING id, ts, payload) \
-     SELECT cand.free, ev.id AS event_id, ev.ts AS event_ts, ev.payload AS event_payload, ",
+     SELECT cand.free, cand.agent AS chosen_agent, ev.id AS event_id, ev.ts AS event_ts, \
+       ev.payload AS event_payload, ",
     "upd.pk, upd.plan_id, upd.task_id, upd.status, upd.priority_rank, upd.pending_deps, upd.epoch, \
      upd.attempts, upd.max_attempts, upd.worker_id, upd.lease_expires_at, upd.deadline_at, \
      upd.cost_micros, upd.reserved_micros, upd.reason, upd.spec, upd.updated_at \
@@ -209,6 +221,11 @@ pub async fn claim(inner: &Inner, req: &ClaimRequest) -> StoreResult<Option<Clai
             inner.claim_full.store(false, Ordering::Relaxed);
         }
         return Ok(claimed);
+    }
+    // The one statement takes a task on its own agent: while an agent is blocked or limited,
+    // choosing a fallback and counting leases need the full transaction.
+    if !req.blocked_agents.is_empty() || !req.agent_limits.is_empty() {
+        return retrying(|| claim_once(inner, req)).await;
     }
     match retrying(|| fast_claim(inner, req)).await? {
         FastClaim::Claimed(c) => Ok(Some(*c)),
@@ -255,6 +272,7 @@ async fn fast_claim(inner: &Inner, req: &ClaimRequest) -> StoreResult<FastClaim>
         return Ok(FastClaim::NeedsFull);
     }
     let task = TaskRow::from_row(&row)?.into_record()?;
+    let agent: String = row.try_get("chosen_agent")?;
     let event = crate::store::Event {
         id: row.try_get("event_id")?,
         ts: row.try_get("event_ts")?,
@@ -272,7 +290,43 @@ async fn fast_claim(inner: &Inner, req: &ClaimRequest) -> StoreResult<FastClaim>
         task_pk: task.pk,
         epoch: task.epoch,
     };
-    Ok(FastClaim::Claimed(Box::new(Claimed { lease, task })))
+    Ok(FastClaim::Claimed(Box::new(Claimed { lease, task, agent })))
+}
+
+/// The agents no task may start on: the request's (paused) and those whose live leases reach
+/// their `agent_limits`. Each limited agent's advisory lock is taken first, in name order, and
+/// held to the end of the transaction: a concurrent claimer counts only after this one's claim
+/// is committed, so two cannot both take the last free place. Nothing waiting on these locks
+/// holds a row lock (they come first in every claim), so they cannot deadlock.
+async fn blocked_agents(
+    tx: &mut sqlx::Transaction<'static, sqlx::Postgres>,
+    req: &ClaimRequest,
+) -> StoreResult<Vec<String>> {
+    if req.agent_limits.is_empty() {
+        return Ok(req.blocked_agents.clone());
+    }
+    // BTreeMap keys: already in name order, the same in every claimer.
+    for agent in req.agent_limits.keys() {
+        sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended('whilly.agent:' || $1, 0))")
+            .bind(agent)
+            .execute(&mut **tx)
+            .await?;
+    }
+    let limited: Vec<String> = req.agent_limits.keys().cloned().collect();
+    let rows: Vec<(String, i64)> = sqlx::query_as(
+        "SELECT agent, count(*) FROM tasks \
+         WHERE status IN ('CLAIMED', 'IN_PROGRESS') AND lease_expires_at > now() \
+           AND agent = ANY($1::text[]) GROUP BY agent",
+    )
+    .bind(limited)
+    .fetch_all(&mut **tx)
+    .await?;
+    let running: BTreeMap<String, i64> = rows.into_iter().collect();
+    Ok(with_full_agents(
+        &req.blocked_agents,
+        &running,
+        &req.agent_limits,
+    ))
 }
 
 async fn claim_once(inner: &Inner, req: &ClaimRequest) -> StoreResult<Option<Claimed>> {
@@ -281,17 +335,24 @@ async fn claim_once(inner: &Inner, req: &ClaimRequest) -> StoreResult<Option<Cla
         source,
     })?;
     let mut tx = Tx::begin(inner).await?;
+    let blocked = blocked_agents(&mut tx.tx, req).await?;
     let cands: Vec<Candidate> = sqlx::query_as(SELECT_CANDIDATES)
         .bind(&req.plan_id)
         .bind(&req.exclude)
         .bind(&req.tags)
         .bind(CLAIM_CANDIDATES)
-        .bind(&req.blocked_agents)
+        .bind(&blocked)
         .bind(&req.default_agent)
         .fetch_all(&mut *tx.tx)
         .await?;
     for c in cands {
         let estimate = c.estimate_micros.map(Usd).unwrap_or(req.default_estimate);
+        let fallbacks = c
+            .fallbacks
+            .as_ref()
+            .map(fallbacks_from_json)
+            .unwrap_or_default();
+        let agent = choose_agent(&c.agent, &fallbacks, &blocked);
         // Lock order task → keys → plan, the same in every claimer.
         if !c.claim_keys.is_empty() && !keys_free(&mut tx.tx, c.pk, &c.claim_keys).await? {
             continue;
@@ -319,7 +380,7 @@ async fn claim_once(inner: &Inner, req: &ClaimRequest) -> StoreResult<Option<Cla
         let row: TaskRow = sqlx::query_as(concat!(
             "UPDATE tasks SET status = $2, epoch = epoch + 1, attempts = attempts + 1, worker_id = $3, \
                lease_expires_at = now() + $4 * interval '1 microsecond', deadline_at = NULL, \
-               reserved_micros = $5, reason = NULL, updated_at = now() \
+               reserved_micros = $5, reason = NULL, updated_at = now(), agent = $6 \
              WHERE pk = $1 RETURNING ",
             task_cols!()
         ))
@@ -328,6 +389,7 @@ async fn claim_once(inner: &Inner, req: &ClaimRequest) -> StoreResult<Option<Cla
         .bind(&req.worker_id)
         .bind(micros(req.lease))
         .bind(estimate.micros())
+        .bind(&agent)
         .fetch_one(&mut *tx.tx)
         .await?;
         if estimate != Usd::ZERO {
@@ -346,7 +408,7 @@ async fn claim_once(inner: &Inner, req: &ClaimRequest) -> StoreResult<Option<Cla
             epoch: Some(task.epoch),
             from: Some(Status::Pending),
             to: Some(to),
-            payload: payload::claimed(task.attempts, estimate, millis(req.lease)),
+            payload: payload::claimed(task.attempts, estimate, millis(req.lease), &agent),
         };
         tx.event(ev).await?;
         tx.commit(inner).await?;
@@ -354,7 +416,7 @@ async fn claim_once(inner: &Inner, req: &ClaimRequest) -> StoreResult<Option<Cla
             task_pk: task.pk,
             epoch: task.epoch,
         };
-        return Ok(Some(Claimed { lease, task }));
+        return Ok(Some(Claimed { lease, task, agent }));
     }
     Ok(None)
 }

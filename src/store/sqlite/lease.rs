@@ -4,6 +4,7 @@
 use super::Shared;
 use super::rows::{self, TASK_COLS};
 use super::tx::{Ev, Move, WriteTx};
+use crate::domain::dispatch::{choose_agent, fallbacks_from_json, with_full_agents};
 use crate::domain::{Action, Status, Usd, budget_allows, transition};
 use crate::store::error::{StoreError, StoreResult};
 use crate::store::event_types as et;
@@ -12,6 +13,7 @@ use crate::store::types::*;
 use serde_json::Value;
 use sqlx::sqlite::{Sqlite, SqliteRow};
 use sqlx::{AssertSqlSafe, Row};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// Candidates looked at per claim: enough to find a cheaper task that fits the budget.
@@ -30,7 +32,9 @@ fn check(t: &TaskRecord, action: Action) -> StoreResult<Status> {
 /// candidate: inside the claim's `BEGIN IMMEDIATE` this check and the claim are one step for
 /// every process on the file.
 const CANDIDATES: &str = "SELECT t.pk, t.estimate_micros, p.budget_micros, p.spent_micros, \
-       p.reserved_micros \
+       p.reserved_micros, \
+       COALESCE(json_extract(t.spec, '$.agent'), json_extract(p.spec, '$.agent'), ?8) AS agent, \
+       json_extract(p.spec, '$.extra.fallback_agents') AS fallbacks \
      FROM tasks t JOIN plans p ON p.id = t.plan_id \
      WHERE t.status = 'PENDING' AND t.pending_deps = 0 AND p.paused = 0 \
        AND (?1 IS NULL OR t.plan_id = ?1) \
@@ -52,8 +56,19 @@ const CANDIDATES: &str = "SELECT t.pk, t.estimate_micros, p.budget_micros, p.spe
                        WHERE f.type = 'text' AND f.value NOT IN (SELECT value FROM json_each(?7)))) \
      ORDER BY t.priority_rank, t.task_id, t.plan_id LIMIT ?5";
 
-/// The first candidate the budget allows: its pk and the estimate to reserve.
-fn pick(candidates: &[SqliteRow], req: &ClaimRequest) -> StoreResult<Option<(i64, Usd)>> {
+/// The candidate to claim: its pk, the estimate to reserve and the agent it runs on.
+struct Pick {
+    pk: i64,
+    estimate: Usd,
+    agent: String,
+}
+
+/// The first candidate the budget allows, on its own agent or the fallback `blocked` leaves.
+fn pick(
+    candidates: &[SqliteRow],
+    req: &ClaimRequest,
+    blocked: &[String],
+) -> StoreResult<Option<Pick>> {
     for c in candidates {
         let estimate = Usd(c
             .try_get::<Option<i64>, _>("estimate_micros")?
@@ -62,15 +77,51 @@ fn pick(candidates: &[SqliteRow], req: &ClaimRequest) -> StoreResult<Option<(i64
         let spent = Usd(c.try_get("spent_micros")?);
         let reserved = Usd(c.try_get("reserved_micros")?);
         if budget_allows(budget, spent, reserved, estimate) {
-            return Ok(Some((c.try_get::<i64, _>("pk")?, estimate)));
+            let own: String = c.try_get("agent")?;
+            let fallbacks = c
+                .try_get::<Option<String>, _>("fallbacks")?
+                .and_then(|j| serde_json::from_str(&j).ok())
+                .map(|v| fallbacks_from_json(&v))
+                .unwrap_or_default();
+            return Ok(Some(Pick {
+                pk: c.try_get("pk")?,
+                estimate,
+                agent: choose_agent(&own, &fallbacks, blocked),
+            }));
         }
     }
     Ok(None)
 }
 
+/// The agents no task may start on: the request's (paused) and those whose live leases reach
+/// their `agent_limits`.
+async fn blocked_agents<'e, E>(e: E, req: &ClaimRequest, now_ms: i64) -> StoreResult<Vec<String>>
+where
+    E: sqlx::Executor<'e, Database = Sqlite>,
+{
+    if req.agent_limits.is_empty() {
+        return Ok(req.blocked_agents.clone());
+    }
+    let rows: Vec<(String, i64)> = sqlx::query_as(
+        "SELECT agent, COUNT(*) FROM tasks \
+         WHERE status IN ('CLAIMED', 'IN_PROGRESS') AND lease_expires_at > ? \
+           AND agent IS NOT NULL GROUP BY agent",
+    )
+    .bind(now_ms)
+    .fetch_all(e)
+    .await?;
+    let running: BTreeMap<String, i64> = rows.into_iter().collect();
+    Ok(with_full_agents(
+        &req.blocked_agents,
+        &running,
+        &req.agent_limits,
+    ))
+}
+
 async fn candidates<'e, E>(
     e: E,
     req: &ClaimRequest,
+    blocked: &[String],
     window: i64,
     now_ms: i64,
 ) -> StoreResult<Vec<SqliteRow>>
@@ -79,7 +130,7 @@ where
 {
     let exclude = encode_json(&req.exclude, "claim exclude list")?;
     let tags = encode_json(&req.tags, "claim tags")?;
-    let blocked = encode_json(&req.blocked_agents, "claim blocked agents")?;
+    let blocked = encode_json(&blocked, "claim blocked agents")?;
     Ok(sqlx::query(CANDIDATES)
         .bind(&req.plan_id)
         .bind(exclude)
@@ -98,12 +149,9 @@ pub async fn claim(s: &Shared, req: &ClaimRequest) -> StoreResult<Option<Claimed
     // in front of) the writers doing real work.
     let seen = super::read::last_event_id(s).await;
     let now_ms = chrono::Utc::now().timestamp_millis();
-    if pick(
-        &candidates(&s.reader, req, CLAIM_WINDOW, now_ms).await?,
-        req,
-    )?
-    .is_none()
-    {
+    let blocked = blocked_agents(&s.reader, req, now_ms).await?;
+    let cands = candidates(&s.reader, req, &blocked, CLAIM_WINDOW, now_ms).await?;
+    if pick(&cands, req, &blocked)?.is_none() {
         if let Some(id) = seen {
             s.seen_event_id
                 .store(id, std::sync::atomic::Ordering::SeqCst);
@@ -112,7 +160,14 @@ pub async fn claim(s: &Shared, req: &ClaimRequest) -> StoreResult<Option<Claimed
     }
     let mut tx = WriteTx::begin(s).await?;
     let now = tx.now;
-    let Some((pk, estimate)) = pick(&candidates(tx.conn(), req, CLAIM_WINDOW, now).await?, req)?
+    // Inside the write transaction the counts and the claim are one step for every process.
+    let blocked = blocked_agents(tx.conn(), req, now).await?;
+    let cands = candidates(tx.conn(), req, &blocked, CLAIM_WINDOW, now).await?;
+    let Some(Pick {
+        pk,
+        estimate,
+        agent,
+    }) = pick(&cands, req, &blocked)?
     else {
         return Ok(None);
     };
@@ -124,7 +179,7 @@ pub async fn claim(s: &Shared, req: &ClaimRequest) -> StoreResult<Option<Claimed
     let sql = format!(
         "UPDATE tasks SET status = 'CLAIMED', epoch = epoch + 1, attempts = attempts + 1, \
            worker_id = ?, lease_expires_at = ?, deadline_at = NULL, reserved_micros = ?, \
-           reason = NULL, updated_at = ? \
+           reason = NULL, updated_at = ?, agent = ? \
          WHERE pk = ? AND status = 'PENDING' RETURNING {TASK_COLS}"
     );
     let row = sqlx::query(AssertSqlSafe(sql))
@@ -132,6 +187,7 @@ pub async fn claim(s: &Shared, req: &ClaimRequest) -> StoreResult<Option<Claimed
         .bind(lease_until)
         .bind(estimate.micros())
         .bind(tx.now)
+        .bind(&agent)
         .bind(pk)
         .fetch_one(tx.conn())
         .await?;
@@ -150,7 +206,7 @@ pub async fn claim(s: &Shared, req: &ClaimRequest) -> StoreResult<Option<Claimed
         et::TASK_CLAIMED,
         &before,
         Status::Claimed,
-        payload::claimed(task.attempts, estimate, millis(req.lease)),
+        payload::claimed(task.attempts, estimate, millis(req.lease), &agent),
     );
     ev.worker_id = Some(req.worker_id.clone());
     ev.epoch = Some(task.epoch);
@@ -162,6 +218,7 @@ pub async fn claim(s: &Shared, req: &ClaimRequest) -> StoreResult<Option<Claimed
             epoch: task.epoch,
         },
         task,
+        agent,
     }))
 }
 
