@@ -47,15 +47,20 @@ pub fn choose_agent(own: &str, fallbacks: &[String], blocked: &[String]) -> Stri
 }
 
 /// `blocked` plus every agent running as many tasks as its limit allows (`running`: live
-/// leases per agent across the queue), sorted, each once.
+/// leases per agent across the queue, as the claim counted them), sorted, each once.
 pub fn with_full_agents(
     blocked: &[String],
-    running: &BTreeMap<String, i64>,
+    running: &[(String, i64)],
     limits: &BTreeMap<String, i64>,
 ) -> Vec<String> {
     let mut out: Vec<String> = blocked.to_vec();
     for (agent, max) in limits {
-        if running.get(agent).copied().unwrap_or(0) >= *max {
+        let n: i64 = running
+            .iter()
+            .filter(|(a, _)| a == agent)
+            .map(|(_, n)| n)
+            .sum();
+        if n >= *max {
             out.push(agent.clone());
         }
     }
@@ -84,13 +89,12 @@ mod tests {
     #[test]
     fn agents_at_their_limit_are_blocked() {
         let limits: BTreeMap<String, i64> = [("codex".into(), 2), ("gemini".into(), 1)].into();
-        let mut running: BTreeMap<String, i64> = [("codex".into(), 1)].into();
+        let mut running: Vec<(String, i64)> = vec![("codex".into(), 1)];
         assert_eq!(
             with_full_agents(&v(&["claude"]), &running, &limits),
             ["claude"]
         );
-        running.insert("codex".into(), 2);
-        running.insert("gemini".into(), 1);
+        running = vec![("codex".into(), 2), ("gemini".into(), 1)];
         assert_eq!(
             with_full_agents(&v(&["codex"]), &running, &limits),
             ["codex", "gemini"]

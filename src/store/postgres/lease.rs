@@ -14,7 +14,6 @@ use crate::store::{
     ClaimRequest, Claimed, FailMode, Lease, Outcome, Park, PlanRecord, ReapReport, StoreError,
     StoreResult, TaskRecord,
 };
-use std::collections::BTreeMap;
 use std::future::Future;
 use std::time::Duration;
 
@@ -321,10 +320,9 @@ async fn blocked_agents(
     .bind(limited)
     .fetch_all(&mut **tx)
     .await?;
-    let running: BTreeMap<String, i64> = rows.into_iter().collect();
     Ok(with_full_agents(
         &req.blocked_agents,
-        &running,
+        &rows,
         &req.agent_limits,
     ))
 }

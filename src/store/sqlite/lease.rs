@@ -13,7 +13,6 @@ use crate::store::types::*;
 use serde_json::Value;
 use sqlx::sqlite::{Sqlite, SqliteRow};
 use sqlx::{AssertSqlSafe, Row};
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// Candidates looked at per claim: enough to find a cheaper task that fits the budget.
@@ -110,10 +109,9 @@ where
     .bind(now_ms)
     .fetch_all(e)
     .await?;
-    let running: BTreeMap<String, i64> = rows.into_iter().collect();
     Ok(with_full_agents(
         &req.blocked_agents,
-        &running,
+        &rows,
         &req.agent_limits,
     ))
 }
