@@ -368,3 +368,93 @@ async fn seeded_problems_are_found_and_the_safe_ones_fixed() {
     one(&v, "workers", "ok", "1 marked offline");
     assert_eq!(json!(v["fixes_applied"]), json!([]));
 }
+
+/// The same checks on a Postgres queue: the database is named without its password, a lease
+/// whose worker vanished and a silent worker are found, `--fix` reclaims and marks them through
+/// the store's own paths, and the queue is clean afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_postgres_queue_is_checked_and_fixed() {
+    let db = support::pg::fresh_database().await;
+    let url = db.url();
+    let repo = Repo::new(&engine::plan(PLAN, vec![engine::task("A")]), TEMPLATE);
+    let db_args = ["--database-url", url.as_str()];
+    let imp = repo.run(
+        &[&db_args[..], &["plan", "import", "plan.json"]].concat(),
+        LIMIT,
+    );
+    assert_eq!(imp.code, Some(0), "{imp}");
+    let (out, v) = doctor(&repo, &[&db_args[..], &["doctor"]].concat(), &[]);
+    assert_eq!(out.code, Some(0), "{out}");
+    assert!(problems(&v).is_empty(), "{:?}", problems(&v));
+    one(&v, "database", "ok", "postgres");
+    one(&v, "leases", "ok", "no expired leases");
+
+    // A claim whose worker vanished, and a worker silent for an hour.
+    let store = whilly::store::postgres::PgStore::connect(&url, None)
+        .await
+        .unwrap();
+    let mut req = ClaimRequest::new("vanished-worker");
+    req.lease = Duration::from_millis(1);
+    let claimed = store.claim(&req).await.unwrap().expect("A to claim");
+    let hour_ago = chrono::Utc::now() - chrono::Duration::hours(1);
+    store
+        .register_worker(&WorkerRecord {
+            id: "dead-worker".into(),
+            host: "gone-box".into(),
+            slots: 1,
+            tags: vec![],
+            started_at: hour_ago,
+            heartbeat_at: hour_ago,
+            offline: false,
+        })
+        .await
+        .unwrap();
+    let pool = sqlx::PgPool::connect(&url).await.unwrap();
+    sqlx::query(
+        "UPDATE workers SET heartbeat_at = now() - interval '1 hour' WHERE id = 'dead-worker'",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
+    pool.close().await;
+    store.close().await;
+
+    let (out, v) = doctor(&repo, &[&db_args[..], &["doctor"]].concat(), &[]);
+    assert_eq!(out.code, Some(1), "{out}");
+    let lease = one(&v, "leases", "problem", "held by leases that expired");
+    assert!(
+        lease["what"]
+            .as_str()
+            .unwrap()
+            .contains("worker vanished-worker"),
+        "{lease}"
+    );
+    one(&v, "workers", "problem", "dead-worker on gone-box");
+
+    let (out, v) = doctor(&repo, &[&db_args[..], &["doctor", "--fix"]].concat(), &[]);
+    assert_eq!(out.code, Some(0), "everything left was fixable: {out}");
+    let said: Vec<String> = v["fixes_applied"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["said"].as_str().unwrap().to_string())
+        .collect();
+    let said = said.join("\n");
+    assert!(said.contains("reclaimed expired leases"), "{said}");
+    assert!(said.contains("marked offline: dead-worker"), "{said}");
+    let show = repo.run(
+        &[&db_args[..], &["plan", "show", PLAN, "--json"]].concat(),
+        LIMIT,
+    );
+    let shown: Value = serde_json::from_str(&show.stdout).unwrap();
+    let a = shown["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["id"] == claimed.task.id)
+        .unwrap();
+    assert_eq!(a["status"], "PENDING", "{a}");
+    let (out, v) = doctor(&repo, &[&db_args[..], &["doctor"]].concat(), &[]);
+    assert_eq!(out.code, Some(0), "{out}");
+    assert!(problems(&v).is_empty(), "{:?}", problems(&v));
+}
