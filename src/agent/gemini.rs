@@ -661,6 +661,58 @@ mod tests {
         assert!(b.usage_meter(&prices).is_none());
     }
 
+    /// The pane's lines for `output` fed line by line through Gemini's display filter, colours
+    /// removed.
+    fn pane(output: &str) -> Vec<String> {
+        use crate::pty::LineFilter;
+        let mut filter = GeminiTranscript::default();
+        let mut out = Vec::new();
+        for line in output.split('\n') {
+            filter.line(line.as_bytes(), &mut out);
+        }
+        let text = crate::agent::result::clean_output(&out);
+        text.lines().map(str::to_string).collect()
+    }
+
+    #[test]
+    fn pane_joins_streamed_text_into_one() {
+        // Gemini CLI 0.61 against the scripted server streaming the answer in pieces.
+        let got = pane(&sample("gemini-o-stream-json-deltas.jsonl"));
+        assert_eq!(
+            got,
+            [
+                "● session started · model gemini-2.5-pro",
+                "▶ write_file <WORKDIR>/hello.txt",
+                "  ↳ ok",
+                "The file is written and checked.",
+                "<promise>COMPLETE</promise>",
+                "✔ finished · 2580 tokens · 0.1 s",
+                "Warning: 256-color support not detected. Using a terminal with at least 256-color support is recommended for a better visual experience.",
+                "YOLO mode is enabled. All tool calls will be automatically approved.",
+            ]
+        );
+        // Text is flushed by a tool call, a new (non-delta) message, and anything else; pieces
+        // that split a secret still have it redacted, since the text is redacted whole.
+        let lines = [
+            r#"{"type":"message","role":"assistant","content":"Let me ","delta":true}"#,
+            r#"{"type":"message","role":"assistant","content":"look.","delta":true}"#,
+            r#"{"type":"tool_use","tool_name":"run_shell_command","parameters":{"command":"ls"}}"#,
+            r#"{"type":"tool_result","status":"success","output":"a"}"#,
+            r#"{"type":"message","role":"assistant","content":"token ghp_1234567890abc","delta":true}"#,
+            r#"{"type":"message","role":"assistant","content":"defghijABCDEFGHIJ123456 ok","delta":true}"#,
+            r#"{"type":"message","role":"assistant","content":"A new message."}"#,
+            r#"{"type":"message","role":"assistant","content":" Continued.","delta":true}"#,
+        ];
+        let got = pane(&lines.join("\n"));
+        assert_eq!(got[..3], ["Let me look.", "▶ run_shell_command ls", "  ↳ a"]);
+        assert!(
+            got[3].starts_with("token [REDACTED") && got[3].ends_with(" ok"),
+            "{got:?}"
+        );
+        // The last text waits for what follows it.
+        assert_eq!(got.len(), 4, "{got:?}");
+    }
+
     #[test]
     fn pane_transcript_of_a_real_run() {
         let got: Vec<String> = sample("gemini-o-stream-json-toolcall-yolo.jsonl")
