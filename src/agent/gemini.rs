@@ -704,7 +704,10 @@ mod tests {
             r#"{"type":"message","role":"assistant","content":" Continued.","delta":true}"#,
         ];
         let got = pane(&lines.join("\n"));
-        assert_eq!(got[..3], ["Let me look.", "▶ run_shell_command ls", "  ↳ a"]);
+        assert_eq!(
+            got[..3],
+            ["Let me look.", "▶ run_shell_command ls", "  ↳ a"]
+        );
         assert!(
             got[3].starts_with("token [REDACTED") && got[3].ends_with(" ok"),
             "{got:?}"

@@ -706,9 +706,14 @@ pub fn task_budget_stops_the_agent_mid_run(agent: Agent) {
         detail.contains("budget_usd") && detail.contains("is spent"),
         "{detail}"
     );
-    // Stopped while the CLI waited on its second request: one answered, one left hanging.
+    // Stopped before its second request was answered (it never is): one answered. Whether the
+    // CLI had sent the second yet is a race with the budget check, so either count is fine.
     assert_eq!(server.answered(), 1, "{}", server.log());
-    assert_eq!(server.main_requests(), 2, "{}", server.log());
+    assert!(
+        (1..=2).contains(&server.main_requests()),
+        "{}",
+        server.log()
+    );
     assert!(elapsed < Duration::from_secs(60), "{elapsed:?}");
     let spent = repo.plan_record("p")["spent"].as_i64().unwrap();
     assert_eq!(spent, first, "{logs}");
