@@ -224,8 +224,8 @@ pub trait Backend: Send + Sync + fmt::Debug {
     fn display_filter(&self) -> Option<Box<dyn crate::pty::LineFilter>>;
 
     /// A meter of spend while the agent runs, fed each complete output line (only used together
-    /// with [`Backend::display_filter`]); `None` when the output carries no usage before its
-    /// final result.
+    /// with [`Backend::display_filter`]); `None` when the output carries no usage to meter (json
+    /// modes, command templates).
     fn usage_meter(&self, prices: &PriceTable) -> Option<super::live_usage::UsageMeter>;
 
     /// Whether the attempt failed and how, from its exit code (`None`: killed by a signal) and

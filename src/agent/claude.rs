@@ -10,7 +10,7 @@ use super::backend::{
 };
 use super::classify::{ErrorClass, class_for_status, classify_outcome};
 use super::jsonscan::json_objects;
-use super::live_usage::UsageMeter;
+use super::live_usage::{LineReader, Reading, UsageMeter};
 use super::process_backend::{Cli, ProcessBackend};
 use super::result::{AgentResult, CostSource, PriceTable, Usage, apply_prices, has_marker, u64_at};
 use super::transcript::TranscriptFilter;
@@ -72,7 +72,8 @@ impl Cli for Claude {
     }
 
     fn usage_meter(&self, s: &AgentSettings, prices: &PriceTable) -> Option<UsageMeter> {
-        (s.output == OutputMode::Stream).then(|| UsageMeter::new(prices.clone(), s.model.clone()))
+        (s.output == OutputMode::Stream)
+            .then(|| UsageMeter::new(CLAUDE_METER, prices.clone(), s.model.clone()))
     }
 
     /// Claude's result names the HTTP status of a failed API call (`api_error_status`), which
@@ -128,16 +129,51 @@ pub fn parse_claude_output(clean: &str, model: Option<&str>, prices: &PriceTable
     out
 }
 
-/// An [`AgentResult`] from one Claude `result` object.
-pub fn claude_result_from_json(v: &Value) -> AgentResult {
-    let text = v["result"].as_str().unwrap_or_default().to_string();
-    let u = &v["usage"];
-    let usage = Usage {
+/// Claude's spend while it works: each `assistant` line carries its API message's usage so far.
+/// Claude Code prints one line per content block, each repeating the message's `id` and usage,
+/// so the id is the key (the latest wins); `system`/`init` names the session's model.
+pub const CLAUDE_METER: LineReader = LineReader {
+    needles: &["\"assistant\"", "\"init\""],
+    read: claude_meter_reading,
+};
+
+fn claude_meter_reading(v: &Value, _configured: Option<&str>) -> Vec<Reading> {
+    match v["type"].as_str() {
+        Some("system") if v["subtype"] == "init" => v["model"]
+            .as_str()
+            .map(|m| Reading::SessionModel(m.to_string()))
+            .into_iter()
+            .collect(),
+        Some("assistant") => {
+            let msg = &v["message"];
+            if !msg["usage"].is_object() {
+                return Vec::new();
+            }
+            vec![Reading::Usage {
+                key: msg["id"].as_str().map(str::to_string),
+                model: msg["model"].as_str().map(str::to_string),
+                usage: claude_usage(&msg["usage"]),
+                cost: None,
+            }]
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// Claude's usage object (a message's or the result's).
+fn claude_usage(u: &Value) -> Usage {
+    Usage {
         input_tokens: u64_at(u, "input_tokens"),
         output_tokens: u64_at(u, "output_tokens"),
         cache_read_input_tokens: u64_at(u, "cache_read_input_tokens"),
         cache_creation_input_tokens: u64_at(u, "cache_creation_input_tokens"),
-    };
+    }
+}
+
+/// An [`AgentResult`] from one Claude `result` object.
+pub fn claude_result_from_json(v: &Value) -> AgentResult {
+    let text = v["result"].as_str().unwrap_or_default().to_string();
+    let usage = claude_usage(&v["usage"]);
     let (cost, cost_source) = match v["total_cost_usd"]
         .as_f64()
         .or_else(|| v["cost_usd"].as_f64())
@@ -167,7 +203,7 @@ mod tests {
     use super::*;
     use crate::agent::backend::Backend;
     use crate::agent::backend::test_support::inv;
-    use crate::agent::result::{COMPLETION_MARKER, clean_output};
+    use crate::agent::result::{COMPLETION_MARKER, ModelPrice, clean_output};
     use std::path::PathBuf;
 
     fn backend(permission: PermissionMode, output: OutputMode) -> ClaudeBackend {
@@ -279,6 +315,89 @@ mod tests {
         let r = parse_claude_output(&clean_output(stream.as_bytes()), None, &PriceTable::new());
         assert!(!r.marker_found);
         assert_eq!(r.text, "I could not finish.");
+    }
+
+    fn assistant(id: Option<&str>, model: Option<&str>, input: u64, output: u64) -> String {
+        let mut msg = serde_json::json!({
+            "type": "message", "role": "assistant", "content": [{"type": "text", "text": "hi"}],
+            "usage": {"input_tokens": input, "output_tokens": output,
+                      "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}
+        });
+        if let Some(id) = id {
+            msg["id"] = id.into();
+        }
+        if let Some(m) = model {
+            msg["model"] = m.into();
+        }
+        serde_json::json!({"type": "assistant", "message": msg, "session_id": "s"}).to_string()
+    }
+
+    fn meter(configured: Option<&str>) -> UsageMeter {
+        let mut t = PriceTable::new();
+        t.insert("claude-sonnet-4-5", ModelPrice::new(3.0, 15.0));
+        t.insert("claude-haiku-4-5", ModelPrice::new(1.0, 5.0));
+        backend_with_model(configured).usage_meter(&t).unwrap()
+    }
+
+    fn backend_with_model(model: Option<&str>) -> ClaudeBackend {
+        let mut s = AgentSettings::new(BackendKind::Claude);
+        s.model = model.map(str::to_string);
+        ClaudeBackend::new(s, PathBuf::from("/usr/bin/claude"), Claude)
+    }
+
+    #[test]
+    fn meter_counts_repeated_blocks_of_one_message_once() {
+        let mut m = meter(None);
+        let a = assistant(
+            Some("msg_1"),
+            Some("claude-sonnet-4-5-20250929"),
+            1_000_000,
+            0,
+        );
+        assert_eq!(m.feed_line(&a), Some(Usd::from_f64(3.0)));
+        // The same message's next content block: same id, same usage: no change.
+        assert_eq!(m.feed_line(&a), None);
+        // Its usage grows (a later block reports more output): replaced, not added.
+        let a2 = assistant(
+            Some("msg_1"),
+            Some("claude-sonnet-4-5-20250929"),
+            1_000_000,
+            100_000,
+        );
+        assert_eq!(m.feed_line(&a2), Some(Usd::from_f64(4.5)));
+        // A second message adds up.
+        let b = assistant(Some("msg_2"), Some("claude-haiku-4-5"), 0, 200_000);
+        assert_eq!(m.feed_line(&b), Some(Usd::from_f64(5.5)));
+        assert_eq!(m.usage().output_tokens, 300_000);
+        // Cache reads and writes are priced.
+        let cached = r#"{"type":"assistant","message":{"id":"m","model":"claude-sonnet-4-5","usage":{"input_tokens":0,"output_tokens":0,"cache_read_input_tokens":1000000,"cache_creation_input_tokens":1000000}}}"#;
+        assert_eq!(m.feed_line(cached), Some(Usd::from_f64(5.5 + 0.3 + 3.75)));
+    }
+
+    #[test]
+    fn meter_model_falls_back_to_init_then_config() {
+        let mut m = meter(Some("claude-haiku-4-5"));
+        assert_eq!(
+            m.feed_line(&assistant(None, None, 1_000_000, 0)),
+            Some(Usd::from_f64(1.0))
+        );
+        m.feed_line(r#"{"type":"system","subtype":"init","model":"claude-sonnet-4-5","cwd":"/w"}"#);
+        assert_eq!(
+            m.feed_line(&assistant(None, None, 1_000_000, 0)),
+            Some(Usd::from_f64(6.0))
+        );
+        for noise in [
+            r#"{"type":"user","message":{"content":[]}}"#,
+            r#"{"type":"assistant","message":{"content":[]}}"#,
+            r#"{"type":"result","total_cost_usd":99}"#,
+        ] {
+            assert_eq!(m.feed_line(noise), None, "{noise}");
+        }
+        // json output has no live usage.
+        let mut s = AgentSettings::new(BackendKind::Claude);
+        s.output = OutputMode::Json;
+        let b = ClaudeBackend::new(s, PathBuf::from("/usr/bin/claude"), Claude);
+        assert!(b.usage_meter(&PriceTable::new()).is_none());
     }
 
     #[test]

@@ -10,6 +10,7 @@
 
 use super::backend::{AgentSettings, BackendKind, Invocation, PermissionMode, dash_safe_prompt};
 use super::jsonscan::json_objects;
+use super::live_usage::{LineReader, Reading, UsageMeter};
 use super::process_backend::{Cli, ProcessBackend};
 use super::result::{AgentResult, PriceTable, Usage, apply_prices, u64_at};
 use super::transcript::{
@@ -64,6 +65,54 @@ impl Cli for Codex {
 
     fn display_filter(&self, _s: &AgentSettings) -> Option<Box<dyn crate::pty::LineFilter>> {
         Some(Box::new(JsonLinesFilter(render_codex_event)))
+    }
+
+    fn usage_meter(&self, s: &AgentSettings, prices: &PriceTable) -> Option<UsageMeter> {
+        Some(UsageMeter::new(
+            CODEX_METER,
+            prices.clone(),
+            s.model.clone(),
+        ))
+    }
+}
+
+/// Codex's spend while it works: each `turn.completed` adds its usage (the old shape's
+/// `token_count` is a running total, so it replaces itself), priced with the configured model
+/// (Codex never names one). `codex exec` runs one turn, so this arrives as the run ends.
+pub const CODEX_METER: LineReader = LineReader {
+    needles: &["turn.completed", "token_count"],
+    read: codex_meter_reading,
+};
+
+fn codex_meter_reading(v: &Value, _configured: Option<&str>) -> Vec<Reading> {
+    let usage = |key: Option<&str>, usage| Reading::Usage {
+        key: key.map(str::to_string),
+        model: None,
+        usage,
+        cost: None,
+    };
+    match event(v) {
+        Some(("turn.completed", body)) => vec![usage(None, codex_usage(&body["usage"]))],
+        Some(("token_count", body)) => vec![usage(Some("token_count"), token_count_usage(body))],
+        _ => Vec::new(),
+    }
+}
+
+/// An event's type and body: older releases wrap every event as `{"id":…,"msg":{"type":…}}`.
+fn event(ev: &Value) -> Option<(&str, &Value)> {
+    match (ev["type"].as_str(), ev["msg"]["type"].as_str()) {
+        (Some(k), _) => Some((k, ev)),
+        (None, Some(k)) => Some((k, &ev["msg"])),
+        _ => None,
+    }
+}
+
+/// The old shape's `token_count`: cumulative totals, at the top or in `info.total_token_usage`.
+fn token_count_usage(body: &Value) -> Usage {
+    if body["info"]["total_token_usage"].is_object() {
+        codex_usage(&body["info"]["total_token_usage"])
+    } else {
+        codex_usage(body)
     }
 }
 
@@ -123,11 +172,8 @@ pub fn parse_codex_output(clean: &str, model: Option<&str>, prices: &PriceTable)
     let mut last: Option<&Value> = None;
     let mut seen = false;
     for ev in &events {
-        // Older releases wrap every event as {"id":…,"msg":{"type":…}}.
-        let (kind, body) = match (ev["type"].as_str(), ev["msg"]["type"].as_str()) {
-            (Some(k), _) => (k, ev),
-            (None, Some(k)) => (k, &ev["msg"]),
-            _ => continue,
+        let Some((kind, body)) = event(ev) else {
+            continue;
         };
         seen = true;
         match kind {
@@ -151,15 +197,8 @@ pub fn parse_codex_output(clean: &str, model: Option<&str>, prices: &PriceTable)
                 usage.add(&codex_usage(&body["usage"]));
                 last = Some(ev);
             }
-            "token_count" => {
-                // Old shape: cumulative totals, so the latest replaces the earlier ones.
-                let u = if body["info"]["total_token_usage"].is_object() {
-                    &body["info"]["total_token_usage"]
-                } else {
-                    body
-                };
-                usage = codex_usage(u);
-            }
+            // Old shape: cumulative totals, so the latest replaces the earlier ones.
+            "token_count" => usage = token_count_usage(body),
             "turn.failed" => {
                 error = body["error"]["message"]
                     .as_str()
@@ -304,6 +343,52 @@ mod tests {
             ),
             (50, 30, 20)
         );
+    }
+
+    #[test]
+    fn meter_of_real_runs_ends_at_the_parsed_cost() {
+        use crate::agent::backend::Backend;
+        use crate::agent::live_usage::run_meter;
+        let mut prices = PriceTable::new();
+        prices.insert("gpt-5", ModelPrice::new(1.25, 10.0));
+        let mut s = AgentSettings::new(BackendKind::Codex);
+        s.model = Some("gpt-5".into());
+        let b = CodexBackend::new(s, PathBuf::from("/bin/codex"), Codex);
+        for name in [
+            "codex-exec-json-toolcall-bypass.jsonl",
+            "codex-exec-json-hello.jsonl",
+            "codex-exec-json-transient-retry-then-success.jsonl",
+            "codex-exec-json-toolcall-workspace-write.jsonl",
+        ] {
+            let out = sample(name);
+            let mut meter = b.usage_meter(&prices).unwrap();
+            let live = run_meter(&mut meter, &out);
+            let r = b.parse_result(out.as_bytes(), &prices);
+            assert_eq!(r.cost_source, CostSource::Priced, "{name}");
+            assert!(r.cost > Usd::ZERO, "{name}");
+            assert_eq!((live, meter.usage()), (r.cost, r.usage), "{name}");
+        }
+        // Two turns (a resumed session) add up; the old shape's running totals replace.
+        let mut meter = b.usage_meter(&prices).unwrap();
+        let turn = r#"{"type":"turn.completed","usage":{"input_tokens":1000000,"cached_input_tokens":0,"output_tokens":0}}"#;
+        assert_eq!(meter.feed_line(turn), Some(Usd::from_f64(1.25)));
+        assert_eq!(meter.feed_line(turn), Some(Usd::from_f64(2.5)));
+        let mut meter = b.usage_meter(&prices).unwrap();
+        for n in [1, 2] {
+            let line = format!(
+                r#"{{"id":"0","msg":{{"type":"token_count","input_tokens":{}}}}}"#,
+                n * 1_000_000
+            );
+            assert_eq!(meter.feed_line(&line), Some(Usd::from_f64(1.25 * n as f64)));
+        }
+        // Codex never names its model: without agents.codex.model nothing is priced.
+        let unset = CodexBackend::new(
+            AgentSettings::new(BackendKind::Codex),
+            PathBuf::from("/bin/codex"),
+            Codex,
+        );
+        let mut meter = unset.usage_meter(&prices).unwrap();
+        assert_eq!(meter.feed_line(turn), None);
     }
 
     #[test]

@@ -11,10 +11,11 @@ use super::backend::{
 };
 use super::classify::{ErrorClass, class_for_status, classify_outcome, classify_text};
 use super::jsonscan::json_objects;
+use super::live_usage::{LineReader, Reading, UsageMeter};
 use super::process_backend::{Cli, ProcessBackend};
 use super::result::{AgentResult, CostSource, PriceTable, Usage, apply_prices, u64_at};
 use super::transcript::{
-    JsonLinesFilter, end_line, status_line, text_lines, tool_call_line, tool_result_line,
+    PaneLine, end_line, show, status_line, text_lines, tool_call_line, tool_result_line,
 };
 use crate::domain::Usd;
 use serde_json::Value;
@@ -70,9 +71,13 @@ impl Cli for Gemini {
     }
 
     fn display_filter(&self, s: &AgentSettings) -> Option<Box<dyn crate::pty::LineFilter>> {
-        (s.output == OutputMode::Stream).then(|| {
-            Box::new(JsonLinesFilter(render_gemini_event)) as Box<dyn crate::pty::LineFilter>
-        })
+        (s.output == OutputMode::Stream)
+            .then(|| Box::new(GeminiTranscript::default()) as Box<dyn crate::pty::LineFilter>)
+    }
+
+    fn usage_meter(&self, s: &AgentSettings, prices: &PriceTable) -> Option<UsageMeter> {
+        (s.output == OutputMode::Stream)
+            .then(|| UsageMeter::new(GEMINI_METER, prices.clone(), s.model.clone()))
     }
 
     /// The API error's HTTP status, then Gemini's exit code, then the text.
@@ -101,6 +106,68 @@ impl Cli for Gemini {
             return Some(class);
         }
         classify_outcome(exit_code, result, clean)
+    }
+}
+
+/// Gemini's spend: its stream-json carries usage only in the final `result` line (0.61 prints
+/// no per-turn usage), so the meter jumps to the run's cost the moment that line appears, each
+/// model priced as [`parse_gemini_output`] prices it (a configured model pins every call).
+pub const GEMINI_METER: LineReader = LineReader {
+    needles: &["\"result\""],
+    read: gemini_meter_reading,
+};
+
+fn gemini_meter_reading(v: &Value, configured: Option<&str>) -> Vec<Reading> {
+    if v["type"] != "result" {
+        return Vec::new();
+    }
+    result_model_usage(&v["stats"])
+        .into_iter()
+        .map(|(name, usage)| Reading::Usage {
+            key: Some(format!("result/{name}")),
+            model: Some(configured.map_or(name, str::to_string)),
+            usage,
+            cost: None,
+        })
+        .collect()
+}
+
+/// Gemini's stream-json in a pane: each event rendered by [`render_gemini_event`], except the
+/// assistant's text, which streams as many `delta` messages: those are joined and shown as one
+/// text when anything else arrives (a tool call, its result, the end, a new message).
+#[derive(Debug, Default)]
+pub struct GeminiTranscript {
+    text: String,
+}
+
+impl GeminiTranscript {
+    fn flush(&mut self, out: &mut Vec<u8>) {
+        if let Some(text) = text_lines(&std::mem::take(&mut self.text)) {
+            show(&text, out);
+        }
+    }
+}
+
+impl crate::pty::LineFilter for GeminiTranscript {
+    fn line(&mut self, line: &[u8], out: &mut Vec<u8>) {
+        let line = String::from_utf8_lossy(line);
+        let rendered = match PaneLine::of(&line) {
+            PaneLine::Blank => return,
+            PaneLine::Event(v) if v["type"] == "message" && v["role"] == "assistant" => {
+                if v["delta"] != true {
+                    self.flush(out);
+                }
+                self.text
+                    .push_str(v["content"].as_str().unwrap_or_default());
+                return;
+            }
+            PaneLine::Event(v) => render_gemini_event(&v),
+            PaneLine::Plain(text) => Some(text.to_string()),
+        };
+        self.flush(out);
+        if let Some(r) = rendered {
+            show(&r, out);
+        }
     }
 }
 
@@ -159,10 +226,7 @@ fn from_stream(
         (result["status"] != "success").then(|| format!("status {}", result["status"]))
     });
     let stats = &result["stats"];
-    let mut per_model = stream_model_usage(stats);
-    if per_model.is_empty() {
-        per_model.push((String::new(), stream_usage(stats)));
-    }
+    let per_model = result_model_usage(stats);
     let mut out = AgentResult {
         usage: sum(&per_model),
         num_turns: turns.max(1),
@@ -211,6 +275,15 @@ fn stream_model_usage(stats: &Value) -> Vec<(String, Usage)> {
         .flatten()
         .map(|(name, m)| (name.clone(), stream_usage(m)))
         .collect()
+}
+
+/// Usage per model of a stream-json `result`'s stats; one unnamed entry when it names none.
+fn result_model_usage(stats: &Value) -> Vec<(String, Usage)> {
+    let mut per_model = stream_model_usage(stats);
+    if per_model.is_empty() {
+        per_model.push((String::new(), stream_usage(stats)));
+    }
+    per_model
 }
 
 /// Usage per model of json's `stats.models.<m>.tokens` (`prompt` includes `cached`).
@@ -531,6 +604,116 @@ mod tests {
             api_status(r#"[API Error: {"error":{"code":429,"message":"x"}}]"#),
             Some(429)
         );
+    }
+
+    #[test]
+    fn meter_of_real_runs_jumps_to_the_parsed_cost_at_the_result_line() {
+        use crate::agent::backend::Backend;
+        use crate::agent::live_usage::run_meter;
+        let mut prices = PriceTable::new();
+        prices.insert("gemini-3.5-flash-lite", ModelPrice::new(0.1, 0.4));
+        prices.insert("gemini-3.8-flash", ModelPrice::new(0.3, 2.5));
+        prices.insert("gemini-3.1-pro", ModelPrice::new(2.0, 12.0));
+        prices.insert("gemini-2.5-pro", ModelPrice::new(1.25, 10.0));
+        let auto = GeminiBackend::new(
+            AgentSettings::new(BackendKind::Gemini),
+            PathBuf::from("/bin/gemini"),
+            Gemini,
+        );
+        let mut s = AgentSettings::new(BackendKind::Gemini);
+        s.model = Some("gemini-2.5-pro".into());
+        let pinned = GeminiBackend::new(s, PathBuf::from("/bin/gemini"), Gemini);
+        for name in [
+            "gemini-o-stream-json-toolcall-yolo.jsonl",
+            "gemini-o-stream-json-yolo-shell.jsonl",
+            "gemini-o-stream-json-approval-plan-write_file.jsonl",
+        ] {
+            let out = sample(name);
+            for b in [&auto, &pinned] {
+                let mut meter = b.usage_meter(&prices).unwrap();
+                // Nothing before the result line: Gemini prints no usage until then.
+                let (before, last) = out.trim_end().rsplit_once('\n').unwrap();
+                assert_eq!(run_meter(&mut meter, before), Usd::ZERO, "{name}");
+                let live = meter.feed_line(last).unwrap();
+                let r = b.parse_result(out.as_bytes(), &prices);
+                assert_eq!(r.cost_source, CostSource::Priced, "{name}");
+                assert_eq!((live, meter.usage()), (r.cost, r.usage), "{name}");
+                // The line seen twice does not count twice.
+                assert_eq!(meter.feed_line(last), None, "{name}");
+            }
+        }
+        // Pinned to a model without a price: nothing is priced, as in the result.
+        let mut s = AgentSettings::new(BackendKind::Gemini);
+        s.model = Some("gemini-9".into());
+        let b = GeminiBackend::new(s, PathBuf::from("/bin/gemini"), Gemini);
+        let mut meter = b.usage_meter(&prices).unwrap();
+        assert_eq!(
+            run_meter(
+                &mut meter,
+                &sample("gemini-o-stream-json-toolcall-yolo.jsonl")
+            ),
+            Usd::ZERO
+        );
+        // json output has no live view and no meter.
+        let mut s = AgentSettings::new(BackendKind::Gemini);
+        s.output = OutputMode::Json;
+        let b = GeminiBackend::new(s, PathBuf::from("/bin/gemini"), Gemini);
+        assert!(b.usage_meter(&prices).is_none());
+    }
+
+    /// The pane's lines for `output` fed line by line through Gemini's display filter, colours
+    /// removed.
+    fn pane(output: &str) -> Vec<String> {
+        use crate::pty::LineFilter;
+        let mut filter = GeminiTranscript::default();
+        let mut out = Vec::new();
+        for line in output.split('\n') {
+            filter.line(line.as_bytes(), &mut out);
+        }
+        let text = crate::agent::result::clean_output(&out);
+        text.lines().map(str::to_string).collect()
+    }
+
+    #[test]
+    fn pane_joins_streamed_text_into_one() {
+        // Gemini CLI 0.61 against the scripted server streaming the answer in pieces.
+        let got = pane(&sample("gemini-o-stream-json-deltas.jsonl"));
+        assert_eq!(
+            got,
+            [
+                "● session started · model gemini-2.5-pro",
+                "▶ write_file <WORKDIR>/hello.txt",
+                "  ↳ ok",
+                "The file is written and checked.",
+                "<promise>COMPLETE</promise>",
+                "✔ finished · 2580 tokens · 0.1 s",
+                "Warning: 256-color support not detected. Using a terminal with at least 256-color support is recommended for a better visual experience.",
+                "YOLO mode is enabled. All tool calls will be automatically approved.",
+            ]
+        );
+        // Text is flushed by a tool call, a new (non-delta) message, and anything else; pieces
+        // that split a secret still have it redacted, since the text is redacted whole.
+        let lines = [
+            r#"{"type":"message","role":"assistant","content":"Let me ","delta":true}"#,
+            r#"{"type":"message","role":"assistant","content":"look.","delta":true}"#,
+            r#"{"type":"tool_use","tool_name":"run_shell_command","parameters":{"command":"ls"}}"#,
+            r#"{"type":"tool_result","status":"success","output":"a"}"#,
+            r#"{"type":"message","role":"assistant","content":"token ghp_1234567890abc","delta":true}"#,
+            r#"{"type":"message","role":"assistant","content":"defghijABCDEFGHIJ123456 ok","delta":true}"#,
+            r#"{"type":"message","role":"assistant","content":"A new message."}"#,
+            r#"{"type":"message","role":"assistant","content":" Continued.","delta":true}"#,
+        ];
+        let got = pane(&lines.join("\n"));
+        assert_eq!(
+            got[..3],
+            ["Let me look.", "▶ run_shell_command ls", "  ↳ a"]
+        );
+        assert!(
+            got[3].starts_with("token [REDACTED") && got[3].ends_with(" ok"),
+            "{got:?}"
+        );
+        // The last text waits for what follows it.
+        assert_eq!(got.len(), 4, "{got:?}");
     }
 
     #[test]

@@ -1,114 +1,185 @@
-//! Spend while Claude works: the usage its stream-json assistant messages carry, priced as it
-//! arrives, so budgets can stop an agent mid-run. The exact cost still comes from the final
-//! `result` line (`total_cost_usd`); this is the running estimate until then.
+//! Spend while an agent works: the usage its output lines carry, priced as they arrive, so
+//! budgets can stop an agent mid-run. The exact cost still comes from the final result parse;
+//! this is the running estimate until then.
 //!
-//! Claude Code prints one `assistant` line per content block, each repeating its API message's
-//! `id` and its usage so far, so usage is kept per message id (the latest wins) and summed over
-//! messages; a line without an id counts on its own.
+//! One meter for every CLI: what differs is a [`LineReader`] (each backend's own, next to its
+//! result parser) turning one JSON event into [`Reading`]s. The meter keeps the readings, prices
+//! the tokens with the [`PriceTable`] and sums, the same way for all of them.
 
-use super::result::{PriceTable, Usage, u64_at};
+use super::result::{PriceTable, Usage};
 use crate::domain::Usd;
 use serde_json::Value;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
+
+/// What one output line says about spend.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reading {
+    /// The model the session runs (Claude's `init`): it prices usage that names no model, ahead
+    /// of the configured one.
+    SessionModel(String),
+    /// The usage of one piece of work (a message, a turn, a step).
+    Usage {
+        /// A later reading with the same key replaces this one (Claude repeats a message's usage
+        /// on each of its content blocks; cumulative totals); `None` always adds.
+        key: Option<String>,
+        /// The model that did the work, when the line names it.
+        model: Option<String>,
+        usage: Usage,
+        /// A cost the CLI reported for this piece (OpenCode's `cost`); it wins over pricing
+        /// the tokens.
+        cost: Option<f64>,
+    },
+}
+
+/// How one CLI's output lines move the meter.
+#[derive(Debug, Clone, Copy)]
+pub struct LineReader {
+    /// A line is parsed only when it contains one of these: tool output can be megabytes, and
+    /// every line passes through the meter on the PTY reader thread.
+    pub needles: &'static [&'static str],
+    /// The readings of one JSON event; the second argument is `agents.<name>.model`.
+    pub read: fn(&Value, Option<&str>) -> Vec<Reading>,
+}
+
+#[derive(Debug, Clone)]
+struct Entry {
+    model: Option<String>,
+    usage: Usage,
+    cost: Option<f64>,
+}
 
 /// The running usage and cost of one agent run, fed line by line.
 #[derive(Debug, Clone)]
 pub struct UsageMeter {
+    reader: LineReader,
     prices: PriceTable,
-    /// `agents.<name>.model`, the fallback when neither the message nor `init` names a model.
+    /// `agents.<name>.model`, the fallback when neither the reading nor the session names a model.
     configured_model: Option<String>,
-    /// The model `system`/`init` announced.
-    init_model: Option<String>,
-    /// Message id → (model, usage so far).
-    messages: HashMap<String, (Option<String>, Usage)>,
-    /// Usage of messages without an id, per model.
-    anonymous: Vec<(Option<String>, Usage)>,
+    session_model: Option<String>,
+    /// Every usage reading, in arrival order (keyed ones replaced in place).
+    entries: Vec<Entry>,
+    /// Key → index in `entries`.
+    keys: HashMap<String, usize>,
     cost: Usd,
 }
 
 impl UsageMeter {
-    pub fn new(prices: PriceTable, configured_model: Option<String>) -> UsageMeter {
+    pub fn new(
+        reader: LineReader,
+        prices: PriceTable,
+        configured_model: Option<String>,
+    ) -> UsageMeter {
         UsageMeter {
+            reader,
             prices,
-            configured_model,
-            init_model: None,
-            messages: HashMap::new(),
-            anonymous: Vec::new(),
+            configured_model: configured_model.filter(|m| !m.is_empty()),
+            session_model: None,
+            entries: Vec::new(),
+            keys: HashMap::new(),
             cost: Usd::ZERO,
         }
     }
 
-    /// Feeds one output line (non-JSON and other events are ignored). Returns the new running
-    /// cost when this line changed it.
+    /// Feeds one output line (non-JSON and events the reader ignores change nothing). Returns
+    /// the new running cost when this line changed it.
     pub fn feed_line(&mut self, line: &str) -> Option<Usd> {
         let line = line.trim();
-        // Only assistant and init lines matter; tool results can be megabytes, so skip parsing
-        // anything that cannot be one of them.
-        if !line.starts_with('{') || !(line.contains("\"assistant\"") || line.contains("\"init\""))
-        {
+        if !line.starts_with('{') || !self.reader.needles.iter().any(|n| line.contains(n)) {
             return None;
         }
         let v: Value = serde_json::from_str(line).ok()?;
-        match v["type"].as_str()? {
-            "system" if v["subtype"] == "init" => {
-                self.init_model = v["model"].as_str().map(str::to_string);
-                None
-            }
-            "assistant" => {
-                let msg = &v["message"];
-                let usage = usage_of(msg.get("usage")?)?;
-                let model = msg["model"].as_str().map(str::to_string);
-                match msg["id"].as_str() {
-                    Some(id) => {
-                        self.messages.insert(id.to_string(), (model, usage));
-                    }
-                    None => self.anonymous.push((model, usage)),
+        let readings = (self.reader.read)(&v, self.configured_model.as_deref());
+        if readings.is_empty() {
+            return None;
+        }
+        for r in readings {
+            self.apply(r);
+        }
+        let before = self.cost;
+        self.cost = self.price_all();
+        (self.cost != before).then_some(self.cost)
+    }
+
+    fn apply(&mut self, reading: Reading) {
+        match reading {
+            Reading::SessionModel(m) => self.session_model = Some(m).filter(|m| !m.is_empty()),
+            Reading::Usage {
+                key,
+                model,
+                usage,
+                cost,
+            } => {
+                let entry = Entry { model, usage, cost };
+                match key {
+                    Some(k) => match self.keys.get(&k) {
+                        Some(&i) => self.entries[i] = entry,
+                        None => {
+                            self.keys.insert(k, self.entries.len());
+                            self.entries.push(entry);
+                        }
+                    },
+                    None => self.entries.push(entry),
                 }
-                let before = self.cost;
-                self.cost = self.price_all();
-                (self.cost != before).then_some(self.cost)
             }
-            _ => None,
         }
     }
 
-    /// The running cost: every message's usage priced by its model (unpriced models count 0).
+    /// The running cost: reported costs as reported, the other usage summed per model and
+    /// priced once per model, as the result parsers price a whole run (unpriced models count 0).
     pub fn cost(&self) -> Usd {
         self.cost
     }
 
-    /// Tokens so far over all messages.
+    /// Tokens so far over all readings.
     pub fn usage(&self) -> Usage {
         let mut total = Usage::default();
-        for (_, u) in self.messages.values().chain(self.anonymous.iter()) {
-            total.add(u);
+        for e in &self.entries {
+            total.add(&e.usage);
         }
         total
     }
 
     fn price_all(&self) -> Usd {
         let fallback = self
-            .init_model
+            .session_model
             .as_deref()
             .or(self.configured_model.as_deref());
-        self.messages
-            .values()
-            .chain(self.anonymous.iter())
-            .filter_map(|(model, usage)| {
-                let model = model.as_deref().filter(|m| !m.is_empty()).or(fallback)?;
-                self.prices.price(model, usage)
-            })
-            .fold(Usd::ZERO, |a, b| a + b)
+        let mut reported = 0.0_f64;
+        let mut per_model: BTreeMap<&str, Usage> = BTreeMap::new();
+        for e in &self.entries {
+            match e.cost {
+                Some(c) => reported += c,
+                None => {
+                    let model = e.model.as_deref().filter(|m| !m.is_empty()).or(fallback);
+                    if let Some(m) = model {
+                        per_model.entry(m).or_default().add(&e.usage);
+                    }
+                }
+            }
+        }
+        per_model
+            .iter()
+            .filter_map(|(m, u)| self.prices.price(m, u))
+            .fold(Usd::from_f64(reported), |a, b| a + b)
     }
 }
 
-fn usage_of(u: &Value) -> Option<Usage> {
-    u.is_object().then(|| Usage {
-        input_tokens: u64_at(u, "input_tokens"),
-        output_tokens: u64_at(u, "output_tokens"),
-        cache_read_input_tokens: u64_at(u, "cache_read_input_tokens"),
-        cache_creation_input_tokens: u64_at(u, "cache_creation_input_tokens"),
-    })
+/// Feeds every line of `output` to `meter`, asserting the running cost never falls; the cost
+/// after the last line.
+#[cfg(test)]
+pub(crate) fn run_meter(meter: &mut UsageMeter, output: &str) -> Usd {
+    let mut last = Usd::ZERO;
+    for line in output.lines() {
+        if let Some(cost) = meter.feed_line(line) {
+            assert!(
+                cost >= last,
+                "the running cost fell from {last} to {cost} at {line}"
+            );
+            last = cost;
+        }
+        assert_eq!(meter.cost(), last);
+    }
+    last
 }
 
 #[cfg(test)]
@@ -117,91 +188,92 @@ mod tests {
     use super::*;
     use crate::agent::result::ModelPrice;
 
+    /// A reader of test lines: `{"k": key?, "m": model?, "in": n, "out": n, "cost": c?}`, and
+    /// `{"session": model}`.
+    fn read(v: &Value, _configured: Option<&str>) -> Vec<Reading> {
+        if let Some(m) = v["session"].as_str() {
+            return vec![Reading::SessionModel(m.to_string())];
+        }
+        vec![Reading::Usage {
+            key: v["k"].as_str().map(str::to_string),
+            model: v["m"].as_str().map(str::to_string),
+            usage: Usage {
+                input_tokens: v["in"].as_u64().unwrap_or(0),
+                output_tokens: v["out"].as_u64().unwrap_or(0),
+                ..Usage::default()
+            },
+            cost: v["cost"].as_f64(),
+        }]
+    }
+
+    const READER: LineReader = LineReader {
+        needles: &["\"in\"", "\"session\"", "\"cost\""],
+        read,
+    };
+
     fn prices() -> PriceTable {
         let mut t = PriceTable::new();
-        t.insert("claude-sonnet-4-5", ModelPrice::new(3.0, 15.0));
-        t.insert("claude-haiku-4-5", ModelPrice::new(1.0, 5.0));
+        t.insert("sonnet", ModelPrice::new(3.0, 15.0));
+        t.insert("haiku", ModelPrice::new(1.0, 5.0));
         t
     }
 
-    fn assistant(id: Option<&str>, model: Option<&str>, input: u64, output: u64) -> String {
-        let mut msg = serde_json::json!({
-            "type": "message", "role": "assistant", "content": [{"type": "text", "text": "hi"}],
-            "usage": {"input_tokens": input, "output_tokens": output,
-                      "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}
-        });
-        if let Some(id) = id {
-            msg["id"] = id.into();
-        }
-        if let Some(m) = model {
-            msg["model"] = m.into();
-        }
-        serde_json::json!({"type": "assistant", "message": msg, "session_id": "s"}).to_string()
-    }
-
     #[test]
-    fn repeated_blocks_of_one_message_count_once() {
-        let mut m = UsageMeter::new(prices(), None);
-        let a = assistant(
-            Some("msg_1"),
-            Some("claude-sonnet-4-5-20250929"),
-            1_000_000,
-            0,
-        );
-        assert_eq!(m.feed_line(&a), Some(Usd::from_f64(3.0)));
-        // The same message's next content block: same id, same usage: no change.
-        assert_eq!(m.feed_line(&a), None);
-        // Its usage grows (a later block reports more output): replaced, not added.
-        let a2 = assistant(
-            Some("msg_1"),
-            Some("claude-sonnet-4-5-20250929"),
-            1_000_000,
-            100_000,
-        );
-        assert_eq!(m.feed_line(&a2), Some(Usd::from_f64(4.5)));
-        // A second message adds up.
-        let b = assistant(Some("msg_2"), Some("claude-haiku-4-5"), 0, 200_000);
-        assert_eq!(m.feed_line(&b), Some(Usd::from_f64(5.5)));
+    fn keyed_readings_replace_the_others_add() {
+        let mut m = UsageMeter::new(READER, prices(), None);
+        let a = r#"{"k":"m1","m":"sonnet","in":1000000,"out":0}"#;
+        assert_eq!(m.feed_line(a), Some(Usd::from_f64(3.0)));
+        // The same key again, unchanged: no change.
+        assert_eq!(m.feed_line(a), None);
+        // Its usage grew: replaced, not added.
+        let a2 = r#"{"k":"m1","m":"sonnet","in":1000000,"out":100000}"#;
+        assert_eq!(m.feed_line(a2), Some(Usd::from_f64(4.5)));
+        // Unkeyed readings add up, each time.
+        let b = r#"{"m":"haiku","in":0,"out":200000}"#;
+        assert_eq!(m.feed_line(b), Some(Usd::from_f64(5.5)));
+        assert_eq!(m.feed_line(b), Some(Usd::from_f64(6.5)));
         assert_eq!(m.usage().input_tokens, 1_000_000);
-        assert_eq!(m.usage().output_tokens, 300_000);
+        assert_eq!(m.usage().output_tokens, 500_000);
     }
 
     #[test]
-    fn model_falls_back_to_init_then_config_and_noise_is_ignored() {
-        let mut m = UsageMeter::new(prices(), Some("claude-haiku-4-5".into()));
-        // No model anywhere but the configuration.
+    fn model_falls_back_to_the_session_then_config_and_noise_is_ignored() {
+        let mut m = UsageMeter::new(READER, prices(), Some("haiku".into()));
+        assert_eq!(m.feed_line(r#"{"in":1000000}"#), Some(Usd::from_f64(1.0)));
+        // The session names its model: it now prices readings without one (3 $/Mtok).
         assert_eq!(
-            m.feed_line(&assistant(None, None, 1_000_000, 0)),
-            Some(Usd::from_f64(1.0))
+            m.feed_line(r#"{"session":"sonnet"}"#),
+            Some(Usd::from_f64(3.0))
         );
-        // init names the model: it now prices messages without one (sonnet: 3 $/Mtok).
-        m.feed_line(r#"{"type":"system","subtype":"init","model":"claude-sonnet-4-5","cwd":"/w"}"#);
-        assert_eq!(
-            m.feed_line(&assistant(None, None, 1_000_000, 0)),
-            Some(Usd::from_f64(6.0))
-        );
-        for noise in [
-            "",
-            "warning: not json",
-            "{broken",
-            r#"{"type":"user","message":{"content":[]}}"#,
-            r#"{"type":"assistant","message":{"content":[]}}"#,
-            r#"{"type":"result","total_cost_usd":99}"#,
-        ] {
+        assert_eq!(m.feed_line(r#"{"in":1000000}"#), Some(Usd::from_f64(6.0)));
+        for noise in ["", "warning: not json", "{broken", r#"{"other":1}"#] {
             assert_eq!(m.feed_line(noise), None, "{noise}");
         }
-        assert_eq!(m.cost(), Usd::from_f64(6.0));
         // An unpriced model costs nothing rather than failing.
-        assert_eq!(
-            m.feed_line(&assistant(Some("x"), Some("mystery-model"), 5_000_000, 0)),
-            None
-        );
+        assert_eq!(m.feed_line(r#"{"m":"mystery","in":5000000}"#), None);
+        assert_eq!(m.cost(), Usd::from_f64(6.0));
     }
 
     #[test]
-    fn cache_tokens_are_priced() {
-        let mut m = UsageMeter::new(prices(), None);
-        let line = r#"{"type":"assistant","message":{"id":"m","model":"claude-sonnet-4-5","usage":{"input_tokens":0,"output_tokens":0,"cache_read_input_tokens":1000000,"cache_creation_input_tokens":1000000}}}"#;
-        assert_eq!(m.feed_line(line), Some(Usd::from_f64(0.3 + 3.75)));
+    fn a_reported_cost_wins_over_the_tokens() {
+        let mut m = UsageMeter::new(READER, prices(), Some("sonnet".into()));
+        assert_eq!(
+            m.feed_line(r#"{"in":1000000,"cost":0.5}"#),
+            Some(Usd::from_f64(0.5))
+        );
+        assert_eq!(m.feed_line(r#"{"in":1000000}"#), Some(Usd::from_f64(3.5)));
+        assert_eq!(m.usage().input_tokens, 2_000_000);
+    }
+
+    #[test]
+    fn usage_is_priced_per_model_once_like_the_final_parse() {
+        // Two readings of 1 token each at $0.4/Mtok: priced one by one each rounds to 0 µ$,
+        // summed first they are 0.8 µ$ → 1 µ$, which is what a parser pricing the run gets.
+        let mut t = PriceTable::new();
+        t.insert("tiny", ModelPrice::new(0.4, 0.4));
+        let mut m = UsageMeter::new(READER, t, Some("tiny".into()));
+        m.feed_line(r#"{"in":1}"#);
+        m.feed_line(r#"{"in":1}"#);
+        assert_eq!(m.cost(), Usd(1));
     }
 }

@@ -12,8 +12,9 @@
 //! - [`classify`]: error classes and the retry backoff.
 //! - [`prompt`]: the task prompt with its nonce envelope; [`guards`]: injection, secret and
 //!   shell deny-list checks, and [`guards::redact_secrets`].
-//! - [`transcript`]: Claude stream-json lines rendered as readable text for a pane (the PTY
-//!   display filter); [`live_usage`]: their token usage priced while the agent runs.
+//! - [`transcript`]: each CLI's JSON lines rendered as readable text for a pane (the PTY
+//!   display filter); [`live_usage`]: the usage they carry priced while the agent runs (one
+//!   meter, a [`live_usage::LineReader`] per CLI).
 //! - [`binary`]: finding an agent's executable on PATH with an actionable error.
 
 pub mod backend;

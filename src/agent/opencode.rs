@@ -16,6 +16,7 @@ use super::backend::{
 };
 use super::classify::{ErrorClass, class_for_status, classify_outcome};
 use super::jsonscan::json_objects;
+use super::live_usage::{LineReader, Reading, UsageMeter};
 use super::process_backend::{Cli, ProcessBackend};
 use super::result::{AgentResult, CostSource, PriceTable, Usage, apply_prices, u64_at};
 use super::transcript::{JsonLinesFilter, end_line, text_lines, tool_call_line, tool_result_line};
@@ -65,6 +66,14 @@ impl Cli for OpenCode {
         Some(Box::new(JsonLinesFilter(render_opencode_event)))
     }
 
+    fn usage_meter(&self, s: &AgentSettings, prices: &PriceTable) -> Option<UsageMeter> {
+        Some(UsageMeter::new(
+            OPENCODE_METER,
+            prices.clone(),
+            s.model.clone(),
+        ))
+    }
+
     /// OpenCode's `error` event carries the provider's HTTP status.
     fn classify(
         &self,
@@ -85,6 +94,36 @@ impl Cli for OpenCode {
             }
         }
         classify_outcome(exit_code, result, clean)
+    }
+}
+
+/// OpenCode's spend while it works: each `step_finish` (one model request) adds its `cost` when
+/// the CLI priced it (non-zero), else its tokens priced with the configured model.
+pub const OPENCODE_METER: LineReader = LineReader {
+    needles: &["step_finish"],
+    read: opencode_meter_reading,
+};
+
+fn opencode_meter_reading(v: &Value, _configured: Option<&str>) -> Vec<Reading> {
+    if v["type"] != "step_finish" {
+        return Vec::new();
+    }
+    let part = &v["part"];
+    vec![Reading::Usage {
+        key: None,
+        model: None,
+        usage: step_usage(&part["tokens"]),
+        cost: part["cost"].as_f64().filter(|c| *c > 0.0),
+    }]
+}
+
+/// A step's `tokens`: input without cache reads, reasoning billed as output.
+fn step_usage(t: &Value) -> Usage {
+    Usage {
+        input_tokens: u64_at(t, "input"),
+        output_tokens: u64_at(t, "output").saturating_add(u64_at(t, "reasoning")),
+        cache_read_input_tokens: u64_at(&t["cache"], "read"),
+        cache_creation_input_tokens: u64_at(&t["cache"], "write"),
     }
 }
 
@@ -165,13 +204,7 @@ pub fn parse_opencode_output(clean: &str, model: Option<&str>, prices: &PriceTab
             }
             "step_finish" => {
                 turns = turns.saturating_add(1);
-                let t = &part["tokens"];
-                usage.add(&Usage {
-                    input_tokens: u64_at(t, "input"),
-                    output_tokens: u64_at(t, "output").saturating_add(u64_at(t, "reasoning")),
-                    cache_read_input_tokens: u64_at(&t["cache"], "read"),
-                    cache_creation_input_tokens: u64_at(&t["cache"], "write"),
-                });
+                usage.add(&step_usage(&part["tokens"]));
                 cost += part["cost"].as_f64().unwrap_or(0.0);
                 if part["reason"] != "tool-calls" {
                     final_text = Some(step_text.trim().to_string());
@@ -306,6 +339,47 @@ mod tests {
             &prices,
         );
         assert!(r.marker_found, "{r:?}");
+    }
+
+    #[test]
+    fn meter_of_real_runs_ends_at_the_parsed_cost() {
+        use crate::agent::live_usage::run_meter;
+        let mut prices = PriceTable::new();
+        prices.insert("mock-model", ModelPrice::new(1.0, 10.0));
+        let mut s = AgentSettings::new(BackendKind::OpenCode);
+        s.model = Some("mock/mock-model".into());
+        let b = OpenCodeBackend::new(s, PathBuf::from("/bin/opencode"), OpenCode);
+        // cost 0 in the output: the tokens priced step by step; a priced model: its own cost.
+        for (name, source) in [
+            ("opencode-run-json-toolcall-write.jsonl", CostSource::Priced),
+            ("opencode-run-json-hello.jsonl", CostSource::Priced),
+            (
+                "opencode-run-json-permission-deny.jsonl",
+                CostSource::Priced,
+            ),
+            ("opencode-run-json-priced-model.jsonl", CostSource::Reported),
+        ] {
+            let out = sample(name);
+            let mut meter = b.usage_meter(&prices).unwrap();
+            let live = run_meter(&mut meter, &out);
+            let r = b.parse_result(out.as_bytes(), &prices);
+            assert_eq!(r.cost_source, source, "{name}");
+            assert!(r.cost > Usd::ZERO, "{name}");
+            assert_eq!((live, meter.usage()), (r.cost, r.usage), "{name}");
+        }
+        // The first step's spend counts as soon as it finishes, before the run ends.
+        let out = sample("opencode-run-json-toolcall-write.jsonl");
+        let mut meter = b.usage_meter(&prices).unwrap();
+        let first = out.lines().find_map(|l| meter.feed_line(l)).unwrap();
+        assert_eq!(
+            first,
+            ModelPrice::new(1.0, 10.0).cost(&Usage {
+                input_tokens: 1034,
+                output_tokens: 56,
+                cache_read_input_tokens: 200,
+                cache_creation_input_tokens: 0
+            })
+        );
     }
 
     #[test]

@@ -25,15 +25,39 @@ pub type Renderer = fn(&Value) -> Option<String>;
 /// [`render_stream_line`] for any CLI's JSON Lines: `render` reads each JSON event; plain lines
 /// pass through; secrets are redacted.
 pub fn render_line_with(line: &str, render: Renderer) -> Option<String> {
-    let trimmed = line.trim();
-    if trimmed.is_empty() {
-        return None;
+    match PaneLine::of(line) {
+        PaneLine::Blank => None,
+        PaneLine::Plain(text) => Some(redact_secrets(text)),
+        PaneLine::Event(v) => render(&v).map(|r| redact_secrets(&r)),
     }
-    let Ok(v) = serde_json::from_str::<Value>(trimmed) else {
-        return Some(redact_secrets(trimmed));
-    };
-    let rendered = render(&v)?;
-    Some(redact_secrets(&rendered))
+}
+
+/// One output line as a pane filter sees it.
+#[derive(Debug)]
+pub enum PaneLine<'a> {
+    Blank,
+    /// A JSON event.
+    Event(Value),
+    /// Anything else (warnings, stderr), trimmed: shown as is.
+    Plain(&'a str),
+}
+
+impl PaneLine<'_> {
+    pub fn of(line: &str) -> PaneLine<'_> {
+        let trimmed = line.trim();
+        if trimmed.is_empty() {
+            return PaneLine::Blank;
+        }
+        match serde_json::from_str::<Value>(trimmed) {
+            Ok(v) => PaneLine::Event(v),
+            Err(_) => PaneLine::Plain(trimmed),
+        }
+    }
+}
+
+/// Appends `rendered` to a pane filter's output: secrets redacted, coloured, `\r\n` line ends.
+pub fn show(rendered: &str, out: &mut Vec<u8>) {
+    out.extend_from_slice(colour(&redact_secrets(rendered)).as_bytes());
 }
 
 fn render_claude_event(v: &Value) -> Option<String> {

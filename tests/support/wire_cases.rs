@@ -204,6 +204,8 @@ pub struct Run {
     pub class: Option<ErrorClass>,
     /// The raw output through the backend's pane filter.
     pub pane: String,
+    /// The backend's live meter after every line of the output.
+    pub live: Usd,
 }
 
 impl Run {
@@ -298,12 +300,22 @@ pub fn run_direct(
             filter.line(line, &mut pane);
         }
     }
+    let mut live = Usd::ZERO;
+    if let Some(mut meter) = backend.usage_meter(&prices) {
+        for line in String::from_utf8_lossy(&raw).lines() {
+            if let Some(cost) = meter.feed_line(line) {
+                assert!(cost >= live, "the running cost fell: {live} → {cost}");
+                live = cost;
+            }
+        }
+    }
     Run {
         raw,
         exit: status.code(),
         result,
         class,
         pane: String::from_utf8_lossy(&pane).into_owned(),
+        live,
     }
 }
 
@@ -374,7 +386,15 @@ pub fn writes_parses_prices_and_renders(agent: Agent) {
         (Usd(agent.cost_micros(2)), whilly::agent::CostSource::Priced),
         "{r:?}"
     );
-    println!("--- the pane\n{}", run.pane);
+    // The live meter, fed the same lines as they came, ends at the parsed cost.
+    assert_eq!(run.live, r.cost, "{out}");
+    println!("--- the output\n{out}\n--- the pane\n{}", run.pane);
+    // The answer reads as one text, however many pieces it streamed in.
+    assert!(
+        run.pane.contains("The file is written and checked.\r\n"),
+        "{}",
+        run.pane
+    );
     assert!(
         run.pane.contains('▶'),
         "no tool call in the pane:\n{}",
@@ -641,6 +661,66 @@ pub fn hang_is_killed_at_the_timeout(agent: Agent) {
         "{elapsed:?}"
     );
     // Nothing of the CLI outlived the run.
+    engine::wait_for(Duration::from_secs(10), "the CLI to be gone", || {
+        repo.marked_pids(&[]).is_empty().then_some(())
+    });
+}
+
+/// A task budget lower than what the first model request costs: the live meter prices the
+/// CLI's first step as it is printed, and the engine stops the agent for budget while it waits
+/// on its second request (which the server never answers): FAILED task_budget_exceeded, the
+/// first request's spend booked, long before the task timeout. Only for CLIs that print usage
+/// per request (OpenCode); Codex and Gemini CLI print it only as the run ends.
+pub fn task_budget_stops_the_agent_mid_run(agent: Agent) {
+    let Some(bin) = agent.bin() else { return };
+    let first = agent.cost_micros(1);
+    let mut t = task("T-1");
+    // Half of what the first request costs; the timeout is the fallback if nothing stops it.
+    t["budget_usd"] = (first as f64 / 2e6).into();
+    t["timeout"] = 90.into();
+    t["max_attempts"] = 1.into();
+    let repo = repo_for(agent, &plan("p", vec![t]), &bin, "full");
+    let server = WireServer::start(
+        agent.wire(),
+        Scenario::WriteThenHang {
+            file: "out-T-1.txt".into(),
+            content: "partial\n".into(),
+        },
+    );
+    let started = Instant::now();
+    let out = run_plan(agent, &repo, &server, Duration::from_secs(150));
+    let elapsed = started.elapsed();
+    let logs = agent_logs(&repo);
+    assert_eq!(
+        out.code,
+        Some(1),
+        "{out}\n--- server\n{}\n{logs}",
+        server.log()
+    );
+    let rec = repo.task("p", "T-1");
+    assert_eq!(rec["status"], "FAILED", "{rec}\n{logs}");
+    assert_eq!(rec["reason"], "task_budget_exceeded", "{rec}\n{logs}");
+    let failed = events_of(&repo, "T-1", "task.failed");
+    let detail = failed[0]["payload"]["detail"].as_str().unwrap_or_default();
+    assert!(
+        detail.contains("budget_usd") && detail.contains("is spent"),
+        "{detail}"
+    );
+    // Stopped before its second request was answered (it never is): one answered. Whether the
+    // CLI had sent the second yet is a race with the budget check, so either count is fine.
+    assert_eq!(server.answered(), 1, "{}", server.log());
+    assert!(
+        (1..=2).contains(&server.main_requests()),
+        "{}",
+        server.log()
+    );
+    assert!(elapsed < Duration::from_secs(60), "{elapsed:?}");
+    let spent = repo.plan_record("p")["spent"].as_i64().unwrap();
+    assert_eq!(spent, first, "{logs}");
+    println!(
+        "task budget {} µ$, first request {first} µ$: stopped after {elapsed:?}",
+        first / 2
+    );
     engine::wait_for(Duration::from_secs(10), "the CLI to be gone", || {
         repo.marked_pids(&[]).is_empty().then_some(())
     });

@@ -56,6 +56,9 @@ pub enum Scenario {
     Fail { status: u16, failures: usize },
     /// Main requests are read and never answered.
     Hang,
+    /// Like `WriteFile` for the first main request; the request carrying the tool's result is
+    /// never answered, so the CLI cannot finish on its own (a budget has to stop it).
+    WriteThenHang { file: String, content: String },
 }
 
 /// One request the server saw.
@@ -182,15 +185,22 @@ fn handle(mut stream: TcpStream, state: &State, stop: &AtomicBool) -> std::io::R
         }
         _ => {}
     }
+    let tool_result = has_tool_result(state.wire, &body);
+    if tool_result && matches!(state.scenario, Scenario::WriteThenHang { .. }) {
+        record(0);
+        return hang(stop);
+    }
     record(200);
-    let turn = if has_tool_result(state.wire, &body) {
+    let turn = if tool_result {
         Turn::Text(format!("The file is written and checked.\n{MARKER}"))
     } else {
         match &state.scenario {
-            Scenario::WriteFile { file, content } => Turn::Write {
-                file: file.clone(),
-                content: content.clone(),
-            },
+            Scenario::WriteFile { file, content } | Scenario::WriteThenHang { file, content } => {
+                Turn::Write {
+                    file: file.clone(),
+                    content: content.clone(),
+                }
+            }
             Scenario::NoMarker => Turn::Text("I looked at it but did not finish.".into()),
             _ => Turn::Text(format!("Task complete.\n{MARKER}")),
         }
@@ -415,18 +425,39 @@ fn gemini_workspace(body: &Value) -> String {
     "/tmp".to_string()
 }
 
+/// Text streamed in pieces of three words, as a real model streams it (Gemini CLI prints each
+/// as its own `delta` message).
+fn pieces(text: &str) -> Vec<String> {
+    let words: Vec<&str> = text.split_inclusive(' ').collect();
+    words.chunks(3).map(|c| c.concat()).collect()
+}
+
 fn gemini_sse(stream: &mut TcpStream, turn: &Turn, body: &Value, n: usize) -> std::io::Result<()> {
     start_sse(stream, "")?;
-    let part = match turn {
-        Turn::Text(text) => json!({"text": text}),
+    let parts: Vec<Value> = match turn {
+        Turn::Text(text) => pieces(text)
+            .into_iter()
+            .map(|t| json!({"text": t}))
+            .collect(),
         Turn::Write { file, content } => {
             let path = format!("{}/{file}", gemini_workspace(body));
-            json!({"functionCall": {"id": format!("write_file_{n}"), "name": "write_file",
-                "args": {"file_path": path, "content": content}}})
+            vec![
+                json!({"functionCall": {"id": format!("write_file_{n}"), "name": "write_file",
+                "args": {"file_path": path, "content": content}}}),
+            ]
         }
     };
-    let data = json!({"candidates": [{"content": {"role": "model", "parts": [part]},
-        "finishReason": "STOP", "index": 0}],
-        "usageMetadata": gemini_usage(), "modelVersion": "gemini-2.5-pro"});
-    sse_event(stream, None, &data.to_string())
+    let last = parts.len().saturating_sub(1);
+    for (i, part) in parts.into_iter().enumerate() {
+        let mut candidate = json!({"content": {"role": "model", "parts": [part]}, "index": 0});
+        let mut data = json!({"modelVersion": "gemini-2.5-pro"});
+        // The finish reason and the usage come with the last piece.
+        if i == last {
+            candidate["finishReason"] = "STOP".into();
+            data["usageMetadata"] = gemini_usage();
+        }
+        data["candidates"] = json!([candidate]);
+        sse_event(stream, None, &data.to_string())?;
+    }
+    Ok(())
 }
