@@ -385,7 +385,10 @@ mod tests {
             ),
             "rate limit"
         );
-        assert_eq!(limit_kind("5-hour limit reached ∙ resets 3pm"), "usage limit");
+        assert_eq!(
+            limit_kind("5-hour limit reached ∙ resets 3pm"),
+            "usage limit"
+        );
         assert_eq!(
             PauseNote::from_payload(&serde_json::json!({"agent": "x"})),
             None

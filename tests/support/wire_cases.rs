@@ -681,7 +681,10 @@ pub fn rate_limit_reset_pauses_the_agent(agent: Agent) {
         "paused for {} ms, not the 5 s asked for: {p}",
         until - paused_at
     );
-    let limited = paused[0]["task_id"].as_str().unwrap_or_default().to_string();
+    let limited = paused[0]["task_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
     let released = events_of(&repo, &limited, "task.released");
     assert!(
         released
@@ -693,7 +696,12 @@ pub fn rate_limit_reset_pauses_the_agent(agent: Agent) {
     let claims = repo.events_of_type("task.claimed");
     let after: Vec<(String, i64)> = claims
         .iter()
-        .map(|e| (e["task_id"].as_str().unwrap_or_default().to_string(), ts(&e["ts"])))
+        .map(|e| {
+            (
+                e["task_id"].as_str().unwrap_or_default().to_string(),
+                ts(&e["ts"]),
+            )
+        })
         .filter(|(_, t)| *t >= paused_at)
         .collect();
     assert!(!after.is_empty(), "{claims:?}");

@@ -291,13 +291,13 @@ fn rate_limit(stream: &mut TcpStream, wire: Wire, secs: u64, n: usize) -> std::i
             stream,
             429,
             &json!({"error": {"code": 429, "status": "RESOURCE_EXHAUSTED",
-                "message": format!("You exceeded your current quota. Please retry in {secs}s."),
-                "details": [
-                    {"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": [
-                        {"quotaMetric": "generativelanguage.googleapis.com/generate_content_requests",
-                         "quotaId": "GenerateRequestsPerMinutePerProjectPerModel"}]},
-                    {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": format!("{secs}s")}
-                ]}}),
+            "message": format!("You exceeded your current quota. Please retry in {secs}s."),
+            "details": [
+                {"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": [
+                    {"quotaMetric": "generativelanguage.googleapis.com/generate_content_requests",
+                     "quotaId": "GenerateRequestsPerMinutePerProjectPerModel"}]},
+                {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": format!("{secs}s")}
+            ]}}),
             "",
         ),
     }
