@@ -38,6 +38,11 @@ fn rate_limited_once_is_retried_then_done() {
 }
 
 #[test]
+fn a_rate_limit_with_its_reset_pauses_the_agent_until_then() {
+    wire_cases::rate_limit_reset_pauses_the_agent(Codex);
+}
+
+#[test]
 fn hanging_provider_is_killed_at_the_task_timeout() {
     wire_cases::hang_is_killed_at_the_timeout(Codex);
 }

@@ -102,6 +102,79 @@ fn ok(out: &engine::Output, what: &str) {
     );
 }
 
+impl Forge {
+    /// `[gate] llm = true` with the scripted gate agent (see [`engine::gate_llm_config`]);
+    /// returns where it keeps the prompts it got.
+    fn with_gate_agent(&self, mode: &str, vague: &str, clear: &str) -> PathBuf {
+        let log = self.repo.shared.join("gate-prompts");
+        let mut toml = std::fs::read_to_string(self.repo.repo.join("whilly.toml")).unwrap();
+        toml.push_str(&engine::gate_llm_config(mode, &log, vague, clear));
+        self.repo.write("whilly.toml", &toml);
+        self.repo.git(&["commit", "-qam", "gate agent"]);
+        log
+    }
+}
+
+/// The gate's agent pass judges imported issues as it does a plan file's tasks: with
+/// `--strict` the vague one is SKIPPED, every verdict is a `gate.llm_verdict` event.
+#[test]
+fn the_gates_agent_pass_judges_labelled_issues() {
+    let f = Forge::new();
+    let clear =
+        f.gh.add_issue(REPO, "Write report 1", &issue_body(1), &["whilly:ready"]);
+    let vague =
+        f.gh.add_issue(REPO, "Write report 2", &issue_body(2), &["whilly:ready"]);
+    let (clear, vague) = (format!("GH-{clear}"), format!("GH-{vague}"));
+    let log = f.with_gate_agent("good", &vague, &clear);
+    let out = f.whilly(&["plan", "import", &format!("gh:{REPO}"), "--strict"]);
+    ok(&out, "plan import");
+    assert_eq!(
+        std::fs::read_dir(&log).unwrap().count(),
+        1,
+        "one agent call"
+    );
+    assert_eq!(f.repo.task(PLAN, &vague)["status"], "SKIPPED", "{out}");
+    assert_eq!(f.repo.task(PLAN, &clear)["status"], "PENDING", "{out}");
+    let ev = f.repo.events_of_type("gate.llm_verdict");
+    assert_eq!(ev.len(), 2, "{ev:#?}");
+    for (id, is_vague) in [(&vague, true), (&clear, false)] {
+        let e = ev
+            .iter()
+            .find(|e| e["task_id"] == id.as_str())
+            .unwrap_or_else(|| panic!("no verdict for {id}: {ev:#?}"));
+        assert_eq!(e["plan_id"], PLAN, "{e}");
+        assert_eq!(e["payload"]["vague"], is_vague, "{e}");
+        assert_eq!(e["payload"]["agent"], "gatekeeper", "{e}");
+    }
+}
+
+/// A board import goes through the same gate, and a gate agent that gives no usable answer
+/// lets every card's task through (fail-open), with one event saying so.
+#[test]
+fn the_gates_agent_pass_fails_open_on_a_board_import() {
+    let f = Forge::new();
+    f.gh.add_repo("octo/other", "master", None);
+    f.with_board();
+    let log = f.with_gate_agent("never", "GH-1", "GH-2");
+    let out = f.whilly(&["plan", "import", &format!("ghproject:{ORG}/1"), "--strict"]);
+    ok(&out, "import from the board");
+    // Asked, repaired once, then let through.
+    assert_eq!(std::fs::read_dir(&log).unwrap().count(), 2);
+    assert!(
+        out.stderr
+            .contains("decision gate: the agent pass failed, every task goes through"),
+        "{}",
+        out.stderr
+    );
+    let tasks = f.repo.tasks(BOARD_PLAN);
+    assert_eq!(tasks.len(), 3, "{tasks:#?}");
+    assert!(tasks.iter().all(|t| t["status"] == "PENDING"), "{tasks:#?}");
+    let ev = f.repo.events_of_type("gate.llm_verdict");
+    assert_eq!(ev.len(), 1, "{ev:#?}");
+    assert_eq!(ev[0]["plan_id"], BOARD_PLAN);
+    assert_eq!(ev[0]["payload"]["fail_open"], true);
+}
+
 #[test]
 fn three_labelled_issues_become_three_draft_pull_requests() {
     let f = Forge::new();

@@ -7,37 +7,18 @@
 mod browser;
 #[path = "support/engine.rs"]
 mod engine;
+#[path = "support/http_serve.rs"]
+mod http_serve;
 
 use browser::Browser;
 use engine::{Repo, plan, task, wait_for};
+use http_serve::serve;
 use serde_json::Value;
 use std::path::PathBuf;
 use std::time::Duration;
 
 /// In task A's description: it must reach the page as text.
 const HOSTILE: &str = "<b>bold</b> & <script>alert(1)</script>";
-
-struct Served {
-    running: engine::Running,
-    url: String,
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.running.child.kill();
-        let _ = self.running.child.wait();
-    }
-}
-
-fn serve(repo: &Repo, env: &[(&str, &str)]) -> Served {
-    let running = repo.spawn_in(&repo.repo, &["serve", "--http", "127.0.0.1:0"], env);
-    let url = wait_for(Duration::from_secs(20), "the server's address", || {
-        let out = running.stdout_now();
-        let at = out.find("http://")?;
-        Some(out[at..].split_whitespace().next()?.to_string())
-    });
-    Served { running, url }
-}
 
 /// A repository whose agent works until the test creates its gate file: task A runs as long
 /// as the test wants, then B after it.

@@ -4,35 +4,15 @@
 
 #[path = "support/engine.rs"]
 mod engine;
+#[path = "support/http_serve.rs"]
+mod http_serve;
 
 use engine::{Repo, plan, task, wait_for};
+use http_serve::serve;
 use serde_json::Value;
 use std::time::Duration;
 
 const AGENT: &str = r#"sh -c 'mkdir -p files; echo done > "files/$WHILLY_TASK_ID.txt"; echo "<promise>COMPLETE</promise>"'"#;
-
-struct Served {
-    running: engine::Running,
-    url: String,
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.running.child.kill();
-        let _ = self.running.child.wait();
-    }
-}
-
-fn serve(repo: &Repo, env: &[(&str, &str)]) -> Served {
-    let running = repo.spawn_in(&repo.repo, &["serve", "--http", "127.0.0.1:0"], env);
-    let url = wait_for(Duration::from_secs(20), "the server's address", || {
-        let out = running.stdout_now();
-        let at = out.find("http://")?;
-        let rest = &out[at..];
-        Some(rest.split_whitespace().next()?.to_string())
-    });
-    Served { running, url }
-}
 
 fn done_run() -> Repo {
     let repo = Repo::new(&plan("p", vec![task("A"), task("B")]), AGENT);
@@ -261,14 +241,7 @@ fn a_run_serves_its_queue_while_it_works() {
     let repo = Repo::new(&plan("p", vec![task("A")]), slow);
     let running = repo.spawn(&["run", "plan.json", "--headless", "--http", "127.0.0.1:0"]);
     let url = wait_for(Duration::from_secs(20), "the server's address", || {
-        let err = running.stderr_now();
-        let at = err.find("serving http://")?;
-        Some(
-            err[at + "serving ".len()..]
-                .split_whitespace()
-                .next()?
-                .to_string(),
-        )
+        http_serve::url_after(&running.stderr_now(), "serving ")
     });
     let rt = tokio::runtime::Runtime::new().unwrap();
     let text = rt.block_on(async {

@@ -211,6 +211,79 @@ fn a_refused_token_and_a_busy_site_say_what_to_do() {
     assert!(missing.stderr.contains("ABC-99"), "{}", missing.stderr);
 }
 
+/// The decision gate's agent pass runs on a Jira import as on a plan file: verdicts recorded as
+/// `gate.llm_verdict` events, the vague issue's task SKIPPED with `--strict`; an agent without a
+/// usable answer lets every task through (fail-open) on the re-import.
+#[test]
+fn the_gates_agent_pass_judges_jira_issues_and_fails_open() {
+    let s = Site::new(50);
+    for n in 1..=2 {
+        s.jira.add_issue(
+            "ABC",
+            &format!("Export week {n}"),
+            description(n),
+            "To Do",
+            "Medium",
+            &[],
+            "software",
+        );
+    }
+    let toml = std::fs::read_to_string(s.repo.repo.join("whilly.toml")).unwrap();
+    let log = s.repo.shared.join("gate-prompts");
+    let gate = |mode: &str| {
+        s.repo.write(
+            "whilly.toml",
+            &format!(
+                "{toml}{}",
+                engine::gate_llm_config(mode, &log, "JIRA-ABC-2", "JIRA-ABC-1")
+            ),
+        );
+    };
+    gate("good");
+    let query = "jira:project = ABC ORDER BY key ASC";
+    let out = s.whilly(&["plan", "import", query, "--strict", "--json"]);
+    ok(&out, "import");
+    let report: Value = serde_json::from_str(&out.stdout).unwrap();
+    let plan = report["report"]["plan_id"].as_str().unwrap().to_string();
+    assert_eq!(s.repo.task(&plan, "JIRA-ABC-2")["status"], "SKIPPED");
+    assert_eq!(s.repo.task(&plan, "JIRA-ABC-1")["status"], "PENDING");
+    let ev = s.repo.events_of_type("gate.llm_verdict");
+    assert_eq!(ev.len(), 2, "{ev:#?}");
+    for (id, vague) in [("JIRA-ABC-2", true), ("JIRA-ABC-1", false)] {
+        let e = ev.iter().find(|e| e["task_id"] == id).unwrap();
+        assert_eq!(e["plan_id"], plan.as_str(), "{e}");
+        assert_eq!(e["payload"]["vague"], vague, "{e}");
+        assert_eq!(e["payload"]["agent"], "gatekeeper", "{e}");
+    }
+
+    // A third issue, and a gate agent that never answers usably: it goes through.
+    s.jira.add_issue(
+        "ABC",
+        "Export week 3",
+        description(3),
+        "To Do",
+        "Medium",
+        &[],
+        "software",
+    );
+    gate("never");
+    let out = s.whilly(&["plan", "import", query, "--strict"]);
+    ok(&out, "re-import with a failing gate agent");
+    assert!(
+        out.stderr
+            .contains("decision gate: the agent pass failed, every task goes through"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(s.repo.task(&plan, "JIRA-ABC-3")["status"], "PENDING");
+    let ev = s.repo.events_of_type("gate.llm_verdict");
+    assert_eq!(ev.len(), 3, "{ev:#?}");
+    assert!(
+        ev.iter().any(|e| e["payload"]["fail_open"] == true),
+        "{ev:#?}"
+    );
+}
+
 /// With GitHub access the work of a Jira issue goes to review as a pull request that links the
 /// key, and the issue waits In Review until it is merged.
 #[test]

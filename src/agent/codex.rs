@@ -437,6 +437,37 @@ mod tests {
         );
     }
 
+    /// Codex 0.171's two ways of passing a limit's reset on: a `rate_limit_exceeded` in the
+    /// Responses stream keeps the provider's "Please try again in 5s"; an HTTP 429
+    /// `usage_limit_reached` becomes "try again at 3:56 AM" (local time, here UTC). Both are
+    /// rate limits, and the reset is read from what the engine looks in.
+    #[test]
+    fn real_rate_and_usage_limits_keep_their_reset() {
+        use crate::agent::classify::{ErrorClass, classify_outcome};
+        use crate::domain::rate_limit::pause_for;
+        let now = chrono::DateTime::parse_from_rfc3339("2026-12-06T03:55:30+00:00").unwrap();
+        for (name, secs) in [
+            ("codex-exec-json-rate-limit-stream.jsonl", 5),
+            ("codex-exec-json-usage-limit-429.jsonl", 30),
+        ] {
+            let raw = sample(name);
+            let r = parse_codex_output(&raw, None, &PriceTable::new());
+            assert!(r.is_error, "{name}: {r:?}");
+            assert_eq!(
+                classify_outcome(Some(1), &r, &raw),
+                Some(ErrorClass::RateLimited),
+                "{name}"
+            );
+            let pause = pause_for(&r.text, now, std::time::Duration::from_secs(60));
+            assert!(pause.parsed, "{name}: {r:?}");
+            assert_eq!(
+                (pause.until - now.with_timezone(&chrono::Utc)).num_seconds(),
+                secs,
+                "{name}"
+            );
+        }
+    }
+
     #[test]
     fn failures_and_old_shape() {
         let out = "{\"type\":\"turn.failed\",\"error\":{\"message\":\"stream error: exceeded retry limit, last status: 429 Too Many Requests\"}}\n";

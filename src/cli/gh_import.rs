@@ -85,7 +85,9 @@ pub async fn import(ctx: &Context, text: &str, o: &GhImport) -> anyhow::Result<i
         errln!("note: {task}: #{n} is closed, so that dependency is met");
     }
     let mut skip = built.skip.clone();
-    super::plan_checks::vet_upstream_tasks(&built.spec.tasks, &mut skip, strict, &cfg)?;
+    let verdicts =
+        super::import_gate::decision_gate(ctx, &built.spec, &mut skip, strict, false).await;
+    super::plan_checks::warn_guarded_tasks(&built.spec.tasks, &cfg)?;
     let opts = ImportOptions {
         budget: budget.map(crate::domain::Usd::from_f64),
         plan_id: None,
@@ -96,6 +98,7 @@ pub async fn import(ctx: &Context, text: &str, o: &GhImport) -> anyhow::Result<i
         .import_plan(&built.spec, &opts)
         .await
         .with_context(|| format!("importing the issues of {source}"))?;
+    verdicts.record(store.as_ref(), &report.plan_id).await;
     if json {
         outln!(
             "{}",

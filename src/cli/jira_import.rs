@@ -102,7 +102,6 @@ pub async fn import(
     for r in &refused {
         errln!("refused: {r}");
     }
-    super::plan_checks::vet_upstream_tasks(&tasks, &mut skip, strict, &cfg)?;
     let mut spec = PlanSpec {
         id: plan_id.clone(),
         project: cfg.jira.url.clone().unwrap_or_default(),
@@ -113,6 +112,8 @@ pub async fn import(
         "source".into(),
         json!({"type": "jira", "query": source.jql()}),
     );
+    let verdicts = super::import_gate::decision_gate(ctx, &spec, &mut skip, strict, false).await;
+    super::plan_checks::warn_guarded_tasks(&spec.tasks, &cfg)?;
     let opts = ImportOptions {
         budget: budget.map(crate::domain::Usd::from_f64),
         plan_id: None,
@@ -123,6 +124,7 @@ pub async fn import(
         .import_plan(&spec, &opts)
         .await
         .with_context(|| format!("importing the issues of {source}"))?;
+    verdicts.record(store.as_ref(), &report.plan_id).await;
     if json {
         outln!(
             "{}",

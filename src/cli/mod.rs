@@ -40,6 +40,7 @@ pub mod exit;
 pub mod forge_cmd;
 pub mod gh_import;
 pub mod handoff_cmd;
+mod import_gate;
 pub mod jira_import;
 pub mod launcher;
 pub mod logging;

@@ -59,29 +59,12 @@ pub fn checks_section(plan: &PlanSpec, repo: &Path, policy: CheckPolicy) -> (Str
     (text, Value::Object(by_task))
 }
 
-/// Tasks taken in from a tracker: what fails the decision gate is skipped (`--strict`) or said,
-/// and what the guards will refuse is said now; the text is someone else's.
-pub fn vet_upstream_tasks(
+/// Tasks taken in from a tracker: what the guards will refuse is said now; the text is someone
+/// else's (the decision gate is `import_gate`'s, as for a file).
+pub fn warn_guarded_tasks(
     tasks: &[crate::domain::TaskSpec],
-    skip: &mut std::collections::BTreeMap<String, String>,
-    strict: bool,
     cfg: &crate::config::Config,
 ) -> anyhow::Result<()> {
-    for t in tasks {
-        if skip.contains_key(&t.id) {
-            continue;
-        }
-        let failures = crate::plan::gate_failures(t);
-        if failures.is_empty() {
-            continue;
-        }
-        if strict {
-            skip.insert(t.id.clone(), crate::plan::GATE_SKIP_REASON.to_string());
-        } else {
-            let why: Vec<String> = failures.iter().map(|f| f.to_string()).collect();
-            errln!("warning: {}: decision gate: {}", t.id, why.join("; "));
-        }
-    }
     let guards = crate::agent::Guards::new(&cfg.guards.injection_patterns)
         .map_err(|e| anyhow::anyhow!("[guards] injection_patterns: {e}"))?;
     for t in tasks {

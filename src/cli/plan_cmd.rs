@@ -279,8 +279,8 @@ async fn import_file(
     plan_id: Option<String>,
     quiet_warnings: bool,
 ) -> anyhow::Result<Result<ImportReport, i32>> {
-    // The gate never refuses an import: without --strict it warns, with --strict the failing
-    // tasks are imported as SKIPPED. Structural errors refuse it before anything is written.
+    // Structural errors refuse the import before anything is written; the decision gate never
+    // does (`import_gate`).
     let report = plan::load_plan_file(file, false)?;
     let spec = match (&report.plan, report.has_errors()) {
         (Some(spec), false) => spec.clone(),
@@ -299,49 +299,8 @@ async fn import_file(
         bail!("--budget {b}: expected a non-negative number of US dollars");
     }
     let mut skip = BTreeMap::new();
-    for task in &spec.tasks {
-        let failures = plan::gate_failures(task);
-        if failures.is_empty() {
-            continue;
-        }
-        if strict {
-            skip.insert(task.id.clone(), plan::GATE_SKIP_REASON.to_string());
-        } else if !quiet_warnings {
-            let why: Vec<String> = failures.iter().map(|f| f.to_string()).collect();
-            errln!("warning: {}: decision gate: {}", task.id, why.join("; "));
-        }
-    }
-    // The gate's optional agent pass: advisory and fail-open; its verdicts become events once
-    // the plan (and so its id) exists.
-    let llm = super::plan_preflight::gate_llm_pass(ctx, &spec).await;
-    let mut llm_events = Vec::new();
-    match &llm {
-        None => {}
-        Some(Err(e)) => {
-            let e = super::plan_preflight::first_line(e);
-            errln!("warning: decision gate: the agent pass failed, every task goes through: {e}");
-            llm_events.push((None, serde_json::json!({ "fail_open": true, "error": e })));
-        }
-        Some(Ok((agent, verdicts))) => {
-            for v in &verdicts.verdicts {
-                if v.vague {
-                    if strict {
-                        skip.insert(v.task_id.clone(), plan::GATE_SKIP_REASON.to_string());
-                    } else if !quiet_warnings {
-                        errln!(
-                            "warning: {}: decision gate ({agent}): too vague: {}",
-                            v.task_id,
-                            v.reason
-                        );
-                    }
-                }
-                llm_events.push((
-                    Some(v.task_id.clone()),
-                    serde_json::json!({ "agent": agent, "vague": v.vague, "reason": v.reason }),
-                ));
-            }
-        }
-    }
+    let verdicts =
+        super::import_gate::decision_gate(ctx, &spec, &mut skip, strict, quiet_warnings).await;
     // A budget set earlier with --budget is not in the file; re-importing the file without
     // --budget must keep it rather than silently lifting the limit.
     let target_id = plan_id.clone().unwrap_or_else(|| spec.id.clone());
@@ -360,16 +319,7 @@ async fn import_file(
         default_max_attempts: 3,
     };
     let report = store.import_plan(&spec, &opts).await?;
-    for (task, payload) in llm_events {
-        crate::store::record_event(
-            store.as_ref(),
-            "gate.llm_verdict",
-            &report.plan_id,
-            task.as_deref(),
-            payload,
-        )
-        .await;
-    }
+    verdicts.record(store.as_ref(), &report.plan_id).await;
     // Where the plan came from, for `whilly doctor`'s ghost plans; a diagnosis aid only.
     if let Err(e) = plan::sources::record(&ctx.state_dir(), &report.plan_id, file) {
         tracing::warn!("recording the source of plan {}: {e}", report.plan_id);

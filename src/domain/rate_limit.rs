@@ -1,12 +1,13 @@
 //! When a rate-limited backend may be used again: the reset time an agent's error names.
 //!
 //! Providers say it in many ways: an HTTP `retry-after: 30` header, Codex's "Please try again
-//! in 20.5s", Gemini's `"retryDelay": "5s"`, Claude Code's `usage limit reached|1767225600` (a
-//! unix epoch) or "resets at 3pm", an ISO timestamp. The first that is found wins; none found
+//! in 20.5s" (a rate limit) or "try again at 3:55 AM" (a usage limit, in local time; on another
+//! day "try again at Dec 7th, 2026 3:55 AM"), Gemini's `"retryDelay": "5s"`, Claude Code's
+//! `usage limit reached|1767225600` (a unix epoch) or "resets at 3pm", an ISO timestamp. The first that is found wins; none found
 //! means the caller's default cooldown. Pure: the caller passes the local "now", so "3pm" is
 //! read in the operator's time zone.
 
-use chrono::{DateTime, Duration as Span, FixedOffset, NaiveTime, TimeZone, Utc};
+use chrono::{DateTime, Duration as Span, FixedOffset, NaiveDate, NaiveTime, TimeZone, Utc};
 use regex::Regex;
 use std::sync::LazyLock;
 use std::time::Duration;
@@ -54,8 +55,15 @@ static ISO: LazyLock<Regex> = LazyLock::new(|| {
         r"(?i)(?:reset|until|after|at)\D{0,20}?(\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2}))",
     )
 });
-static CLOCK: LazyLock<Regex> =
-    LazyLock::new(|| re(r"(?i)resets?\s+(?:at\s+)?(\d{1,2})(?::(\d{2}))?\s*(am|pm)?\b"));
+static CLOCK: LazyLock<Regex> = LazyLock::new(|| {
+    re(r"(?i)(?:resets?\s+(?:at\s+)?|try again at\s+)(\d{1,2})(?::(\d{2}))?\s*(am|pm)?\b")
+});
+/// Codex's usage limit on another day: "try again at Dec 7th, 2026 3:55 AM" (local time).
+static DATED_CLOCK: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"(?i)try again at\s+([a-z]{3})[a-z]*\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(\d{4})\s+(\d{1,2}):(\d{2})\s*(am|pm)?\b",
+    )
+});
 
 /// The reset time `text` names, if any, as seen from `now` (local time).
 pub fn reset_time(text: &str, now: DateTime<FixedOffset>) -> Option<DateTime<Utc>> {
@@ -98,31 +106,72 @@ pub fn reset_time(text: &str, now: DateTime<FixedOffset>) -> Option<DateTime<Utc
             return Some(t.with_timezone(&Utc));
         }
     }
+    if let Some(c) = DATED_CLOCK.captures(text) {
+        let month = MONTHS
+            .iter()
+            .position(|m| m.eq_ignore_ascii_case(&c[1]))
+            .and_then(|i| u32::try_from(i + 1).ok())?;
+        let date = NaiveDate::from_ymd_opt(c[3].parse().ok()?, month, c[2].parse().ok()?)?;
+        let time = clock_time(&c[4], Some(&c[5]), c.get(6).map(|m| m.as_str()))?;
+        let at = now
+            .offset()
+            .from_local_datetime(&date.and_time(time))
+            .single()?;
+        return Some(minute_end_if_current(at, now).with_timezone(&Utc));
+    }
     if let Some(c) = CLOCK.captures(text) {
         // A bare number is a clock time only with am/pm or minutes ("resets 5" says nothing).
         if c.get(2).is_none() && c.get(3).is_none() {
             return None;
         }
-        let mut hour: u32 = c[1].parse().ok()?;
-        let minute: u32 = c.get(2).map_or(Some(0), |m| m.as_str().parse().ok())?;
-        if let Some(ampm) = c.get(3) {
-            if hour == 0 || hour > 12 {
-                return None;
-            }
-            hour %= 12;
-            if ampm.as_str().eq_ignore_ascii_case("pm") {
-                hour += 12;
-            }
-        }
-        let time = NaiveTime::from_hms_opt(hour, minute, 0)?;
+        let time = clock_time(
+            &c[1],
+            c.get(2).map(|m| m.as_str()),
+            c.get(3).map(|m| m.as_str()),
+        )?;
         let today = now.date_naive().and_time(time);
         let mut at = now.offset().from_local_datetime(&today).single()?;
+        at = minute_end_if_current(at, now);
         if at <= now {
             at += Span::days(1);
         }
         return Some(at.with_timezone(&Utc));
     }
     None
+}
+
+const MONTHS: [&str; 12] = [
+    "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
+];
+
+/// `hour[:minute] [am|pm]` as a time of day, `None` when out of range.
+fn clock_time(hour: &str, minute: Option<&str>, ampm: Option<&str>) -> Option<NaiveTime> {
+    let mut hour: u32 = hour.parse().ok()?;
+    let minute: u32 = minute.map_or(Some(0), |m| m.parse().ok())?;
+    if let Some(ampm) = ampm {
+        if hour == 0 || hour > 12 {
+            return None;
+        }
+        hour %= 12;
+        if ampm.eq_ignore_ascii_case("pm") {
+            hour += 12;
+        }
+    }
+    NaiveTime::from_hms_opt(hour, minute, 0)
+}
+
+/// A clock time names a minute, and the reset lies somewhere in it: when that minute is the
+/// current one (Codex prints a reset seconds ahead as this minute), its end, so the pause is
+/// never shorter than the wait asked for; any other time as it is.
+fn minute_end_if_current(
+    at: DateTime<FixedOffset>,
+    now: DateTime<FixedOffset>,
+) -> DateTime<FixedOffset> {
+    if at <= now && now < at + Span::minutes(1) {
+        at + Span::minutes(1)
+    } else {
+        at
+    }
 }
 
 fn unit_secs(unit: &str) -> f64 {
@@ -209,7 +258,9 @@ impl PauseNote {
 pub fn limit_kind(message: &str) -> &'static str {
     static USAGE: LazyLock<Regex> =
         LazyLock::new(|| re(r"(?i)usage limit|quota|limit reached|resource_exhausted"));
-    if USAGE.is_match(message) {
+    // OpenAI's per-minute limits say "Rate limit reached for gpt-5 … on tokens per min".
+    static RATE: LazyLock<Regex> = LazyLock::new(|| re(r"(?i)rate limit (?:reached|exceeded)"));
+    if USAGE.is_match(message) && !RATE.is_match(message) {
         "usage limit"
     } else {
         "rate limit"
@@ -288,6 +339,29 @@ mod tests {
         assert_eq!(secs_ahead("resets 12am"), Some(10 * 3_600_000));
         assert_eq!(secs_ahead("resets 5"), None);
         assert_eq!(secs_ahead("resets 13pm"), None);
+        // The minute named is the current one: the reset is within it, so its end.
+        assert_eq!(secs_ahead("resets at 14:00"), Some(60_000));
+    }
+
+    #[test]
+    fn codex_usage_limits() {
+        // Codex 0.171's message for an HTTP 429 `usage_limit_reached` with `resets_at`.
+        let msg = |at: &str| {
+            format!(
+                "You\u{2019}ve hit your usage limit. Upgrade to Pro (https://chatgpt.com/explore/pro), visit https://chatgpt.com/settings/usage to purchase more credits or try again at {at}."
+            )
+        };
+        assert_eq!(secs_ahead(&msg("3:55 PM")), Some(115 * 60 * 1000));
+        assert_eq!(secs_ahead(&msg("2:00 PM")), Some(60_000));
+        assert_eq!(
+            secs_ahead(&msg("Dec 7th, 2026 3:55 AM")),
+            Some((13 * 60 + 55) * 60 * 1000)
+        );
+        assert_eq!(
+            secs_ahead(&msg("Jan 1st, 2027 12:05 AM")),
+            Some(((25 * 24 + 10) * 60 + 5) * 60 * 1000)
+        );
+        assert_eq!(limit_kind(&msg("3:55 PM")), "usage limit");
     }
 
     #[test]
@@ -305,6 +379,16 @@ mod tests {
         );
         assert_eq!(note.label(&Utc), "claude paused until 15:04 (usage limit)");
         assert_eq!(limit_kind("429 Too Many Requests"), "rate limit");
+        assert_eq!(
+            limit_kind(
+                "rate limit exceeded: Rate limit reached for gpt-5 in organization org-x on tokens per min (TPM). Please try again in 5s."
+            ),
+            "rate limit"
+        );
+        assert_eq!(
+            limit_kind("5-hour limit reached ∙ resets 3pm"),
+            "usage limit"
+        );
         assert_eq!(
             PauseNote::from_payload(&serde_json::json!({"agent": "x"})),
             None

@@ -1,12 +1,12 @@
 #!/bin/sh
 # A scripted agent for pre-flight tests (`plan decompose`, `plan triz --agent`): it answers by
 # what the prompt asks for, and keeps every prompt it got in LOG_DIR (prompt-000.md, …).
-# The decision gate's pass finds C too vague.
-#   usage: preflight_agent.sh MODE LOG_DIR PROMPT_FILE
+# The decision gate's pass finds VAGUE (default C) too vague and CLEAR (default A) clear.
+#   usage: preflight_agent.sh MODE LOG_DIR PROMPT_FILE [VAGUE CLEAR]
 #   MODE good   — a valid answer at once (the split of M: Ma, Mb in order, dependents on all)
 #        repair — the first answer is invalid; the repair round gets a valid one
 #        never  — every answer is invalid
-mode="$1"; log="$2"; prompt="$3"
+mode="$1"; log="$2"; prompt="$3"; vague="${4:-C}"; clear="${5:-A}"
 mkdir -p "$log"
 n=$(ls "$log" | wc -l)
 cp "$prompt" "$log/prompt-$(printf %03d "$n").md"
@@ -51,7 +51,7 @@ if grep -q "You are the decision gate" "$prompt"; then
     echo 'I would rather not judge.'
     exit 0
   fi
-  echo '{"verdicts": [{"task_id": "C", "vague": true, "reason": "C does not say what it builds"}, {"task_id": "A", "vague": false, "reason": "clear"}]}'
+  echo "{\"verdicts\": [{\"task_id\": \"$vague\", \"vague\": true, \"reason\": \"$vague does not say what it builds\"}, {\"task_id\": \"$clear\", \"vague\": false, \"reason\": \"clear\"}]}"
   exit 0
 fi
 

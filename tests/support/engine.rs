@@ -87,6 +87,21 @@ dir = {wt}
     )
 }
 
+/// whilly.toml lines turning on the decision gate's agent pass (`[gate] llm = true`) with its own
+/// agent, `gatekeeper`: the scripted `preflight_agent.sh` in `mode` (`good`, `never`), keeping
+/// its prompts in `log`, finding task `vague` too vague and `clear` clear.
+pub fn gate_llm_config(mode: &str, log: &Path, vague: &str, clear: &str) -> String {
+    let template = format!(
+        "sh {} {mode} {} {{prompt_file}} {vague} {clear}",
+        agent("preflight_agent.sh").display(),
+        log.display()
+    );
+    format!(
+        "\n[gate]\nllm = true\nagent = \"gatekeeper\"\n\n[agents.gatekeeper]\nbackend = \"command\"\ntemplate = {}\n",
+        toml_str(&template)
+    )
+}
+
 pub struct Repo {
     _tmp: tempfile::TempDir,
     /// The git repository whilly runs in.

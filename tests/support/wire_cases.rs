@@ -494,7 +494,23 @@ pub fn repo_for(agent: Agent, plan: &Value, bin: &Path, permission: &str) -> Rep
 
 /// `whilly run plan.json --headless` with the CLI's environment; killed after `limit`.
 pub fn run_plan(agent: Agent, repo: &Repo, server: &WireServer, limit: Duration) -> Output {
-    let mut cmd = repo.whilly(&["run", "plan.json", "--headless"]);
+    run_plan_with(agent, repo, server, &[], limit)
+}
+
+/// [`run_plan`] with `-c KEY=VALUE` overrides of the config.
+pub fn run_plan_with(
+    agent: Agent,
+    repo: &Repo,
+    server: &WireServer,
+    overrides: &[&str],
+    limit: Duration,
+) -> Output {
+    let mut args: Vec<&str> = Vec::new();
+    for o in overrides {
+        args.extend(["-c", o]);
+    }
+    args.extend(["run", "plan.json", "--headless"]);
+    let mut cmd = repo.whilly(&args);
     cmd.envs(agent.setup(&repo.home, server));
     let out_dir = repo.home.join("outputs");
     std::fs::create_dir_all(&out_dir).unwrap();
@@ -631,6 +647,104 @@ pub fn overload_retried_then_done(agent: Agent, status: u16) {
         server.log()
     );
     assert!(server.answered() >= 1, "{}", server.log());
+}
+
+/// The provider's rate limit names its reset 5 s ahead, in its own words, through the real CLI:
+/// the agent is paused until then (the parsed reset, not the minute-long default cooldown), no
+/// attempt is used up, nothing is claimed for the agent during the pause, and both tasks end
+/// DONE. One slot, so the second task waits out the pause too.
+pub fn rate_limit_reset_pauses_the_agent(agent: Agent) {
+    let Some(bin) = agent.bin() else { return };
+    const RESET_MS: i64 = 5_000;
+    // One attempt each: a rate limit that used one up would fail the task.
+    let tasks = ["T-1", "T-2"]
+        .iter()
+        .map(|id| {
+            let mut t = task(id);
+            t["max_attempts"] = 1.into();
+            t
+        })
+        .collect();
+    let repo = repo_for(agent, &plan("p", tasks), &bin, "full");
+    let server = WireServer::start(
+        agent.wire(),
+        Scenario::RateLimited {
+            reset_secs: 5,
+            failures: 1,
+        },
+    );
+    let out = run_plan_with(
+        agent,
+        &repo,
+        &server,
+        &["run.parallel=1", "retry.rate_limit_cooldown_secs=60"],
+        Duration::from_secs(120),
+    );
+    assert_eq!(out.code, Some(0), "{out}\n--- server\n{}", server.log());
+    assert!(
+        server.requests().iter().any(|r| r.main && r.status == 429),
+        "{}",
+        server.log()
+    );
+
+    let paused = repo.events_of_type("agent.paused");
+    assert_eq!(paused.len(), 1, "{paused:?}");
+    let p = &paused[0]["payload"];
+    assert_eq!(p["agent"], agent.name(), "{p}");
+    assert_eq!(p["reason"], "rate limit", "{p}");
+    assert_eq!(p["parsed"], true, "the reset was not read: {p}");
+    let paused_at = ts(&paused[0]["ts"]);
+    let until = ts(&p["until"]);
+    // The reset is counted from when whilly read it, a moment before the event was written.
+    assert!(
+        (RESET_MS - 3_000..=RESET_MS).contains(&(until - paused_at)),
+        "paused for {} ms, not the 5 s asked for: {p}",
+        until - paused_at
+    );
+    let limited = paused[0]["task_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let released = events_of(&repo, &limited, "task.released");
+    assert!(
+        released
+            .iter()
+            .any(|e| e["payload"]["reason"] == "rate_limited"),
+        "{released:?}"
+    );
+    // Nothing was claimed on the agent (the only one) while it was paused.
+    let claims = repo.events_of_type("task.claimed");
+    let after: Vec<(String, i64)> = claims
+        .iter()
+        .map(|e| {
+            (
+                e["task_id"].as_str().unwrap_or_default().to_string(),
+                ts(&e["ts"]),
+            )
+        })
+        .filter(|(_, t)| *t >= paused_at)
+        .collect();
+    assert!(!after.is_empty(), "{claims:?}");
+    for (id, t) in &after {
+        assert!(
+            *t >= until,
+            "{id} was claimed {} ms into a 5 s pause: {claims:?}",
+            t - paused_at
+        );
+    }
+    for id in ["T-1", "T-2"] {
+        let rec = repo.task("p", id);
+        assert_eq!(rec["status"], "DONE", "{rec}");
+        assert_eq!(rec["attempts"], 1, "a rate limit used up an attempt: {rec}");
+    }
+    assert_eq!(server.answered(), 2, "{}", server.log());
+}
+
+/// An RFC 3339 time as epoch milliseconds.
+fn ts(v: &Value) -> i64 {
+    chrono::DateTime::parse_from_rfc3339(v.as_str().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("not a time: {v}: {e}"))
+        .timestamp_millis()
 }
 
 /// The provider never answers: the CLI is killed at the task's timeout, FAILED task_timeout.

@@ -54,6 +54,9 @@ pub enum Scenario {
     AuthError,
     /// HTTP `status` (429 or 503) for the first `failures` main requests, then like `Complete`.
     Fail { status: u16, failures: usize },
+    /// The provider's rate limit with its reset `reset_secs` ahead, for the first `failures` main
+    /// requests, then like `Complete`; said the wire's own way (see [`rate_limit`]).
+    RateLimited { reset_secs: u64, failures: usize },
     /// Main requests are read and never answered.
     Hang,
     /// Like `WriteFile` for the first main request; the request carrying the tool's result is
@@ -68,7 +71,8 @@ pub struct Seen {
     pub path: String,
     /// A request of the agent loop, as opposed to titles, routing and metadata.
     pub main: bool,
-    /// The HTTP status answered (0: never answered).
+    /// The HTTP status answered (0: never answered); a rate limit inside a Responses stream
+    /// counts as its 429.
     pub status: u16,
     pub body: Option<Value>,
 }
@@ -183,6 +187,13 @@ fn handle(mut stream: TcpStream, state: &State, stop: &AtomicBool) -> std::io::R
                 "retry-after: 0\r\n",
             );
         }
+        Scenario::RateLimited {
+            reset_secs,
+            failures,
+        } if state.failures.fetch_add(1, Ordering::SeqCst) < *failures => {
+            record(429);
+            return rate_limit(&mut stream, state.wire, *reset_secs, n);
+        }
         _ => {}
     }
     let tool_result = has_tool_result(state.wire, &body);
@@ -253,6 +264,52 @@ fn fail_error(wire: Wire, status: u16) -> Value {
             "message": "Rate limit reached for requests. Please try again in 1s."}}),
         (_, _) => json!({"error": {"type": "server_error", "code": "server_is_overloaded",
             "message": "The server is overloaded. Please try again later."}}),
+    }
+}
+
+/// A rate limit whose reset is `secs` ahead, as each provider sends it.
+///
+/// - Responses (Codex): the request is accepted and the stream ends in `response.failed` with
+///   `rate_limit_exceeded` and "Please try again in 5s". Codex 0.171 prints that message in its
+///   `turn.failed`; it drops the body of an HTTP 429 (it says only "exceeded retry limit, last
+///   status: 429"), so the stream is the way a reset reaches whilly through Codex.
+/// - Chat (OpenCode): HTTP 429, `retry-after` and OpenAI's message.
+/// - Gemini: HTTP 429 `RESOURCE_EXHAUSTED` with a `RetryInfo` `retryDelay`.
+fn rate_limit(stream: &mut TcpStream, wire: Wire, secs: u64, n: usize) -> std::io::Result<()> {
+    let message = format!(
+        "Rate limit reached for gpt-5 in organization org-test on tokens per min (TPM): Limit 30000, Used 30000, Requested {PROMPT_TOKENS}. Please try again in {secs}s. Visit https://platform.openai.com/account/rate-limits to learn more."
+    );
+    match wire {
+        Wire::Responses => {
+            start_sse(stream, "")?;
+            let id = format!("resp_{n}");
+            let created = json!({"type": "response.created",
+                "response": {"id": id, "status": "in_progress", "output": []}});
+            sse_event(stream, Some("response.created"), &created.to_string())?;
+            let failed = json!({"type": "response.failed", "response": {"id": id,
+                "status": "failed", "output": [],
+                "error": {"code": "rate_limit_exceeded", "message": message}}});
+            sse_event(stream, Some("response.failed"), &failed.to_string())
+        }
+        Wire::Chat => respond_json(
+            stream,
+            429,
+            &json!({"error": {"type": "tokens", "code": "rate_limit_exceeded", "message": message}}),
+            &format!("retry-after: {secs}\r\n"),
+        ),
+        Wire::Gemini => respond_json(
+            stream,
+            429,
+            &json!({"error": {"code": 429, "status": "RESOURCE_EXHAUSTED",
+            "message": format!("You exceeded your current quota. Please retry in {secs}s."),
+            "details": [
+                {"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": [
+                    {"quotaMetric": "generativelanguage.googleapis.com/generate_content_requests",
+                     "quotaId": "GenerateRequestsPerMinutePerProjectPerModel"}]},
+                {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": format!("{secs}s")}
+            ]}}),
+            "",
+        ),
     }
 }
 
