@@ -173,6 +173,7 @@ mod tests {
         };
         let before = PlanSpec {
             id: "demo".into(),
+            project: "demo".into(),
             tasks: vec![parent],
             ..PlanSpec::default()
         };
