@@ -145,9 +145,6 @@ impl AppState {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::domain::{PlanSpec, TaskSpec, Usd};
-    use crate::plan::decompose::{DependentsOn, Split, SplitRules, Subtask, apply, task_split};
-    use crate::prd::decompose::DoneSplit;
     use crate::tui::msg::Msg;
     use crate::tui::testkit::{demo_state, fixed_now};
 
@@ -162,46 +159,8 @@ mod tests {
         panic!("no task {id} in the demo state")
     }
 
-    /// DOCS-5 split in two, as the agent's answer comes back.
     fn decomposition() -> Decomposition {
-        let parent = TaskSpec {
-            id: "DOCS-5".into(),
-            description: "Write the docs of the whole demo.".into(),
-            acceptance_criteria: vec!["one".into(), "two".into()],
-            test_steps: vec!["cargo test".into()],
-            ..TaskSpec::default()
-        };
-        let before = PlanSpec {
-            id: "demo".into(),
-            project: "demo".into(),
-            tasks: vec![parent],
-            ..PlanSpec::default()
-        };
-        let sub = |suffix: &str, ac: &str| Subtask {
-            suffix: suffix.into(),
-            description: format!("Write part {suffix} of the demo docs."),
-            acceptance_criteria: vec![ac.into()],
-            key_files: vec![],
-            test_steps: vec!["cargo test".into()],
-            depends_on: None,
-        };
-        let split = Split {
-            subtasks: vec![sub("a", "one"), sub("b", "two")],
-            dependents_on: DependentsOn::Last,
-        };
-        let after = apply(&before, "DOCS-5", &split, SplitRules::default()).unwrap();
-        Decomposition {
-            splits: vec![DoneSplit {
-                task: "DOCS-5".into(),
-                reason: "named".into(),
-                change: task_split(&before, &after, "DOCS-5"),
-                split,
-                calls: 1,
-            }],
-            before,
-            after,
-            cost: Usd::ZERO,
-        }
+        crate::tui::testkit::demo_split()
     }
 
     #[test]
