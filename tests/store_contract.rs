@@ -2756,6 +2756,20 @@ async fn split_refuses_a_started_task_and_a_stale_split(c: &Ctx) {
         matches!(refused, Err(StoreError::NotFound { .. })),
         "{refused:?}"
     );
+    // PENDING again after a failed attempt: its history belongs to it, so it is refused too.
+    let cl = claim(s, &req("w")).await;
+    assert_eq!(cl.task.id, "M");
+    s.fail(cl.lease, FailMode::Retry, &Outcome::reason("again"))
+        .await
+        .expect("retry");
+    assert_eq!(status(s, "sp", "M").await, Status::Pending);
+    let refused = s.split_task("sp", &split).await;
+    assert!(
+        matches!(&refused, Err(StoreError::Refused { status: Status::Pending, message, .. })
+            if message.contains("attempted 1 time(s)")),
+        "{refused:?}"
+    );
+    assert_eq!(s.list_tasks("sp").await.expect("list").len(), 6);
 }
 
 async fn split_dependent_waits_for_the_last_subtask(c: &Ctx) {
