@@ -230,19 +230,12 @@ fn gate_llm_pass_fails_open() {
 }
 
 #[test]
-fn decompose_an_imported_plan_writes_only_to_a_file() {
-    let (repo, _) = scripted("good");
+fn decompose_an_imported_plan_splits_it_in_the_queue() {
+    let (repo, log) = scripted("good");
     let out = run(&repo, &["plan", "import", "plan.json"]);
     assert_eq!(out.code, Some(0), "{out}");
-    let out = run(
-        &repo,
-        &["plan", "decompose", "fan", "--task", "M", "--write"],
-    );
-    assert_eq!(out.code, Some(1), "{out}");
-    assert!(
-        out.stderr.contains("--write: fan is an imported plan"),
-        "{out}"
-    );
+
+    // --out FILE writes the split plan to a file and leaves the queue alone.
     let out = run(
         &repo,
         &[
@@ -263,4 +256,73 @@ fn decompose_an_imported_plan_writes_only_to_a_file() {
     assert_eq!(deps(&split, "D"), ["Ma", "Mb", "B"]);
     let check = run(&repo, &["plan", "check", "split.json"]);
     assert_eq!(check.code, Some(0), "{check}");
+    assert_eq!(repo.task("fan", "M")["status"], "PENDING");
+
+    // Without --write and without a terminal: the diff, nothing written.
+    let out = run(&repo, &["plan", "decompose", "fan", "--task", "M"]);
+    assert_eq!(out.code, Some(0), "{out}");
+    assert!(out.stdout.contains("-      \"id\": \"M\""), "{out}");
+    assert!(
+        out.stderr.contains("add --write to split it in the queue"),
+        "{out}"
+    );
+    assert!(events(&repo, "task.split").is_empty());
+
+    // --write: the same diff, then the split goes into the queue.
+    let out = run(
+        &repo,
+        &["plan", "decompose", "fan", "--task", "M", "--write"],
+    );
+    assert_eq!(out.code, Some(0), "{out}");
+    assert!(out.stdout.contains("+      \"id\": \"Ma\""), "{out}");
+    assert!(
+        out.stderr
+            .contains("split in the queue: M → Ma, Mb; rewired C → [Ma, Mb], D → [Ma, Mb, B]"),
+        "{out}"
+    );
+    assert_eq!(prompts(&log), 3);
+    let tasks = repo.tasks("fan");
+    let ids: Vec<&str> = tasks.iter().map(|t| t["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["A", "B", "Ma", "Mb", "C", "D"]);
+    assert!(tasks.iter().all(|t| t["status"] == "PENDING"), "{tasks:?}");
+    let exported = run(&repo, &["plan", "export", "fan"]);
+    assert_eq!(exported.code, Some(0), "{exported}");
+    let exported: Value = serde_json::from_str(&exported.stdout).unwrap();
+    assert_eq!(deps(&exported, "Ma"), ["A", "B"], "fan-in inherited");
+    assert_eq!(deps(&exported, "Mb"), ["Ma"]);
+    assert_eq!(deps(&exported, "C"), ["Ma", "Mb"], "fan-out rewired");
+    assert_eq!(deps(&exported, "D"), ["Ma", "Mb", "B"]);
+
+    // The audit trail: the split on the parent, one creation per subtask, one update per
+    // dependent.
+    let split = events(&repo, "task.split");
+    assert_eq!(split.len(), 1, "{split:?}");
+    assert_eq!(split[0]["task_id"], "M");
+    assert_eq!(
+        split[0]["payload"]["subtasks"],
+        serde_json::json!(["Ma", "Mb"])
+    );
+    let created: Vec<Value> = events(&repo, "task.created")
+        .into_iter()
+        .filter(|e| e["id"].as_i64() > split[0]["id"].as_i64())
+        .map(|e| e["task_id"].clone())
+        .collect();
+    assert_eq!(created, [serde_json::json!("Ma"), serde_json::json!("Mb")]);
+    let updated: Vec<Value> = events(&repo, "task.updated")
+        .into_iter()
+        .map(|e| e["task_id"].clone())
+        .collect();
+    assert_eq!(updated, [serde_json::json!("C"), serde_json::json!("D")]);
+
+    // The parent is gone: asking for it again is a clear error, and nothing is asked.
+    let out = run(
+        &repo,
+        &["plan", "decompose", "fan", "--task", "M", "--write"],
+    );
+    assert_eq!(out.code, Some(1), "{out}");
+    assert!(
+        out.stderr.contains("--task M: plan fan has no such task"),
+        "{out}"
+    );
+    assert_eq!(prompts(&log), 3);
 }

@@ -334,6 +334,10 @@ contract!(
     claims_skip_tasks_of_blocked_agents,
     agent_limits_hold_across_handles,
     agent_limits_hold_under_concurrent_claimers,
+    split_rewires_fan_in_and_fan_out,
+    split_with_parallel_subtasks_and_all_dependents,
+    split_refuses_a_started_task_and_a_stale_split,
+    split_dependent_waits_for_the_last_subtask,
 );
 
 async fn import_writes_rows_edges_and_events(c: &Ctx) {
@@ -2654,4 +2658,287 @@ async fn agent_limits_hold_under_concurrent_claimers(c: &Ctx) {
         "{most} codex tasks ran at once with max_parallel 2"
     );
     assert_eq!(most, 2, "the limit is used, not serialised to one");
+}
+
+// ---- splitting a task (`Store::split_task`) --------------------------------------------------
+
+fn ids(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+/// Fan-in to and fan-out from `M`: A and B before it; C and D after it; E after D and A.
+fn fan_plan() -> PlanSpec {
+    let mut m = task("M", &["A", "B"]);
+    m.key_files = ids(&["src/x.rs", "src/y.rs"]);
+    m.max_attempts = Some(5);
+    plan(
+        "sp",
+        vec![
+            task("A", &[]),
+            task("B", &[]),
+            m,
+            task("C", &["M"]),
+            task("D", &["M", "B"]),
+            task("E", &["D", "A"]),
+        ],
+    )
+}
+
+fn sub(id: &str, deps: &[&str], key: &str) -> TaskSpec {
+    let mut t = task(id, deps);
+    t.key_files = ids(&[key]);
+    t
+}
+
+/// M split in two, one after the other; its dependents wait for the last.
+fn sequential_split() -> whilly::domain::TaskSplit {
+    whilly::domain::TaskSplit {
+        parent: "M".into(),
+        subtasks: vec![
+            sub("Ma", &["A", "B"], "src/x.rs"),
+            sub("Mb", &["Ma"], "src/y.rs"),
+        ],
+        dependents: [
+            ("C".to_string(), ids(&["Mb"])),
+            ("D".to_string(), ids(&["Mb", "B"])),
+        ]
+        .into(),
+    }
+}
+
+async fn deps_of(s: &dyn Store, plan: &str) -> BTreeMap<String, Vec<String>> {
+    s.export_plan(plan)
+        .await
+        .expect("export")
+        .tasks
+        .into_iter()
+        .map(|t| (t.id, t.dependencies))
+        .collect()
+}
+
+async fn pending(s: &dyn Store, plan: &str, id: &str) -> i64 {
+    s.get_task(plan, id).await.expect("get_task").pending_deps
+}
+
+async fn split_rewires_fan_in_and_fan_out(c: &Ctx) {
+    let s = &*c.store;
+    import(s, &fan_plan()).await;
+    let before = last_id(s).await;
+    let report = s
+        .split_task("sp", &sequential_split())
+        .await
+        .expect("split");
+    assert_eq!(report.subtasks, ids(&["Ma", "Mb"]));
+    assert_eq!(report.dependents.len(), 2);
+
+    // The subtasks take the parent's place, in order; the parent is gone.
+    let order: Vec<String> = s
+        .list_tasks("sp")
+        .await
+        .expect("list")
+        .into_iter()
+        .map(|t| t.id)
+        .collect();
+    assert_eq!(order, ids(&["A", "B", "Ma", "Mb", "C", "D", "E"]));
+    assert!(matches!(
+        s.get_task("sp", "M").await,
+        Err(StoreError::NotFound { .. })
+    ));
+    let deps = deps_of(s, "sp").await;
+    assert_eq!(deps["Ma"], ids(&["A", "B"]), "fan-in inherited");
+    assert_eq!(deps["Mb"], ids(&["Ma"]));
+    assert_eq!(deps["C"], ids(&["Mb"]), "fan-out rewired");
+    assert_eq!(deps["D"], ids(&["Mb", "B"]));
+    assert_eq!(deps["E"], ids(&["D", "A"]), "untouched");
+    // Readiness follows the new edges.
+    assert_eq!(pending(s, "sp", "Ma").await, 2);
+    assert_eq!(pending(s, "sp", "Mb").await, 1);
+    assert_eq!(pending(s, "sp", "C").await, 1);
+    assert_eq!(pending(s, "sp", "D").await, 2);
+    let ma = s.get_task("sp", "Ma").await.expect("Ma");
+    assert_eq!(
+        (ma.status, ma.attempts, ma.max_attempts),
+        (Status::Pending, 0, 5)
+    );
+    let counts = s.counts("sp").await.expect("counts");
+    assert_eq!((counts.total, counts.get(Status::Pending)), (7, 7));
+
+    // task.split on the parent, one task.created per subtask, one task.updated per dependent.
+    let evs = events_after(s, before).await;
+    let kinds: Vec<(&str, &str)> = evs
+        .iter()
+        .map(|e| (e.event_type.as_str(), e.task_id.as_deref().unwrap_or("")))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            (et::TASK_SPLIT, "M"),
+            (et::TASK_CREATED, "Ma"),
+            (et::TASK_CREATED, "Mb"),
+            (et::TASK_UPDATED, "C"),
+            (et::TASK_UPDATED, "D"),
+        ]
+    );
+    assert_eq!(evs[0].from_status, Some(Status::Pending));
+    assert_eq!(evs[0].payload["subtasks"], json!(["Ma", "Mb"]));
+    assert_eq!(evs[0].payload["dependents"]["D"], json!(["Mb", "B"]));
+    assert_eq!(evs[1].to_status, Some(Status::Pending));
+    assert_eq!(evs[3].payload["fields"], json!(["dependencies"]));
+
+    // The work runs in the new order: A and B, then Ma, then Mb, then C and D.
+    let mut done = Vec::new();
+    while let Some(cl) = s.claim(&req("w")).await.expect("claim") {
+        done.push(cl.task.id.clone());
+        s.complete(cl.lease, &Outcome::default())
+            .await
+            .expect("done");
+    }
+    assert_eq!(done, ids(&["A", "B", "Ma", "Mb", "C", "D", "E"]));
+}
+
+async fn split_with_parallel_subtasks_and_all_dependents(c: &Ctx) {
+    let s = &*c.store;
+    import(s, &fan_plan()).await;
+    let split = whilly::domain::TaskSplit {
+        parent: "M".into(),
+        subtasks: vec![
+            sub("Ma", &["A", "B"], "src/x.rs"),
+            sub("Mb", &["A", "B"], "src/y.rs"),
+            task("Mc", &["Ma", "Mb"]),
+        ],
+        dependents: [
+            ("C".to_string(), ids(&["Ma", "Mb", "Mc"])),
+            ("D".to_string(), ids(&["Ma", "Mb", "Mc", "B"])),
+        ]
+        .into(),
+    };
+    s.split_task("sp", &split).await.expect("split");
+    let deps = deps_of(s, "sp").await;
+    assert_eq!(deps["Mb"], ids(&["A", "B"]));
+    assert_eq!(deps["Mc"], ids(&["Ma", "Mb"]));
+    assert_eq!(deps["D"], ids(&["Ma", "Mb", "Mc", "B"]));
+    assert_eq!(pending(s, "sp", "C").await, 3);
+    assert_eq!(pending(s, "sp", "D").await, 4);
+    // The parallel subtasks (different key files) run side by side; Mc waits for both.
+    for id in ["A", "B"] {
+        let cl = claim(s, &req("w")).await;
+        assert_eq!(cl.task.id, id);
+        s.complete(cl.lease, &Outcome::default())
+            .await
+            .expect("done");
+    }
+    let ma = claim(s, &req("w1")).await;
+    let mb = claim(s, &req("w2")).await;
+    assert_eq!((ma.task.id.as_str(), mb.task.id.as_str()), ("Ma", "Mb"));
+    assert!(s.claim(&req("w3")).await.expect("claim").is_none());
+}
+
+async fn split_refuses_a_started_task_and_a_stale_split(c: &Ctx) {
+    let s = &*c.store;
+    let mut p = fan_plan();
+    // A root task to claim: M without its fan-in.
+    p.tasks[2].dependencies.clear();
+    p.tasks[0].priority = Priority::Low;
+    p.tasks[1].priority = Priority::Low;
+    import(s, &p).await;
+    let mut split = sequential_split();
+    split.subtasks[0].dependencies.clear();
+    let cl = claim(s, &req("w")).await;
+    assert_eq!(cl.task.id, "M");
+    let before = last_id(s).await;
+    let refused = s.split_task("sp", &split).await;
+    assert!(
+        matches!(&refused, Err(StoreError::Refused { task_id, status: Status::Claimed, message })
+            if task_id == "M" && message.contains("running")),
+        "{refused:?}"
+    );
+    // Nothing was written.
+    assert_eq!(last_id(s).await, before);
+    assert_eq!(s.list_tasks("sp").await.expect("list").len(), 6);
+    // Once it has ended, it is refused for that.
+    s.complete(cl.lease, &Outcome::default())
+        .await
+        .expect("done");
+    let refused = s.split_task("sp", &split).await;
+    assert!(
+        matches!(&refused, Err(StoreError::Refused { status: Status::Done, message, .. })
+            if message.contains("ended")),
+        "{refused:?}"
+    );
+    // A split made before the plan changed no longer fits: refused, not half-applied.
+    s.reset_task("sp", "M", "again").await.expect("reset");
+    let mut stale = split.clone();
+    stale.dependents.remove("D");
+    let refused = s.split_task("sp", &stale).await;
+    assert!(
+        matches!(&refused, Err(StoreError::Invalid(m)) if m.contains("changed since")),
+        "{refused:?}"
+    );
+    let refused = s.split_task("nope", &split).await;
+    assert!(
+        matches!(refused, Err(StoreError::NotFound { .. })),
+        "{refused:?}"
+    );
+    // PENDING again after a failed attempt: its history belongs to it, so it is refused too.
+    let cl = claim(s, &req("w")).await;
+    assert_eq!(cl.task.id, "M");
+    s.fail(cl.lease, FailMode::Retry, &Outcome::reason("again"))
+        .await
+        .expect("retry");
+    assert_eq!(status(s, "sp", "M").await, Status::Pending);
+    let refused = s.split_task("sp", &split).await;
+    assert!(
+        matches!(&refused, Err(StoreError::Refused { status: Status::Pending, message, .. })
+            if message.contains("attempted 1 time(s)")),
+        "{refused:?}"
+    );
+    assert_eq!(s.list_tasks("sp").await.expect("list").len(), 6);
+}
+
+async fn split_dependent_waits_for_the_last_subtask(c: &Ctx) {
+    let s = &*c.store;
+    let mut p = fan_plan();
+    p.tasks[2].key_files.clear();
+    import(s, &p).await;
+    // A and B DONE before the split: the first subtask is claimable at once.
+    for _ in 0..2 {
+        let cl = claim(s, &req("w")).await;
+        s.complete(cl.lease, &Outcome::default())
+            .await
+            .expect("done");
+    }
+    assert_eq!(pending(s, "sp", "D").await, 1, "D waits only for M");
+    let split = whilly::domain::TaskSplit {
+        parent: "M".into(),
+        subtasks: vec![task("Ma", &["A", "B"]), task("Mb", &["A", "B"])],
+        dependents: [
+            ("C".to_string(), ids(&["Mb"])),
+            ("D".to_string(), ids(&["Ma", "Mb", "B"])),
+        ]
+        .into(),
+    };
+    s.split_task("sp", &split).await.expect("split");
+    assert_eq!(pending(s, "sp", "Ma").await, 0);
+    assert_eq!(
+        pending(s, "sp", "D").await,
+        2,
+        "B is DONE, Ma and Mb are not"
+    );
+    let ma = claim(s, &req("w")).await;
+    assert_eq!(ma.task.id, "Ma");
+    s.complete(ma.lease, &Outcome::default())
+        .await
+        .expect("Ma done");
+    let mb = claim(s, &req("w")).await;
+    assert_eq!(mb.task.id, "Mb", "D is not claimable before Mb is DONE");
+    assert!(s.claim(&req("w")).await.expect("claim").is_none());
+    s.complete(mb.lease, &Outcome::default())
+        .await
+        .expect("Mb done");
+    let next: Vec<String> = [
+        claim(s, &req("w")).await.task.id,
+        claim(s, &req("w")).await.task.id,
+    ]
+    .into();
+    assert_eq!(next, ids(&["C", "D"]));
 }

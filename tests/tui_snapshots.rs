@@ -797,6 +797,40 @@ fn diff_view_shows_where_the_changes_come_from_and_colours_them() {
 }
 
 #[test]
+fn split_dialog_shows_the_agent_at_work_then_the_coloured_diff() {
+    use whilly::tui::msg::Msg;
+    let mut s = demo_state(fixed_now());
+    for _ in 0..4 {
+        s.handle(Action::MoveDown);
+    }
+    assert_eq!(s.selected_task().map(|t| t.id.as_str()), Some("DOCS-5"));
+    s.handle(Action::SplitTask);
+    assert!(render(&s, 80, 24).contains("asking the agent to split DOCS-5"));
+    s.update(Msg::Split(
+        "DOCS-5".into(),
+        Ok(Box::new(whilly::tui::testkit::demo_split())),
+    ));
+    for (w, h) in SIZES {
+        let (out, _, buf) = render_with(&s, w, h, &demo_screens(), Theme::default());
+        insta::assert_snapshot!(format!("split_{w}x{h}"), out);
+        assert!(out.contains("Split DOCS-5"), "{out}");
+        assert!(out.contains("y write into the queue"), "{out}");
+        let needle = "+      \"id\": \"DOCS-5a\"";
+        let row = out.lines().position(|l| l.contains(needle));
+        if let Some(row) = row {
+            assert_eq!(fg_of(&buf, needle, row as u16), Some(Color::Green));
+        } else {
+            // 80×24 shows the top of the diff: its header.
+            assert!(out.contains("--- a/demo (queue)"), "{out}");
+        }
+    }
+    // Scrolled down, the added subtask comes into view at the small size too.
+    s.handle(Action::ScrollDown);
+    let out = render(&s, 80, 24);
+    assert!(out.contains("+      \"id\": \"DOCS-5b\""), "{out}");
+}
+
+#[test]
 fn an_agent_waiting_for_input_is_named_in_its_pane_and_counted_in_the_header() {
     let mut s = demo_state(fixed_now());
     let mut panes = s.panes.clone();

@@ -619,11 +619,14 @@ whilly plan triz tasks.json --agent=codex"
     #[command(
         after_help = "Examples:\n  whilly plan decompose tasks.json                 # tasks the size heuristic flags\n  \
 whilly plan decompose tasks.json --task TASK-004 --write\n  \
+whilly plan decompose my-plan --task TASK-004 --write   # split it in the queue\n  \
 whilly plan decompose my-plan --task TASK-004 --out split.json\n\n\
 Subtasks are <id>a, <id>b, …; the first inherits the task's dependencies, tasks that waited for it \
 wait for the last subtask (or all of them, as the agent's split says). The change is shown as a \
-diff; --write (or a yes on the terminal) writes it. Exit 1 when the agent's split is unusable after \
-one repair round (its reply is kept under .whilly/prd/)."
+diff; --write (or a yes on the terminal) writes it: to the plan file, or for an imported plan into \
+the queue, where only tasks that have not started can be split (one transaction per task, a \
+task.split event). Exit 1 when the agent's split is unusable after one repair round (its reply is \
+kept under .whilly/prd/)."
     )]
     Decompose {
         /// A plan file, or the id of an imported plan.
@@ -632,10 +635,11 @@ one repair round (its reply is kept under .whilly/prd/)."
         /// Split this task (repeatable; default: every task the size heuristic flags).
         #[arg(long = "task", value_name = "ID")]
         tasks: Vec<String>,
-        /// Write the split plan back to the plan file without asking.
+        /// Write the split without asking: back to the plan file, or into the queue for an
+        /// imported plan.
         #[arg(long)]
         write: bool,
-        /// Write the split plan to this file instead (the way for an imported plan).
+        /// Write the split plan to this file instead (the queue is left as it is).
         #[arg(long, value_name = "FILE")]
         out: Option<PathBuf>,
         /// Subtasks may name key files the task did not list.

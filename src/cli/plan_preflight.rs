@@ -1,13 +1,15 @@
 //! Pre-flight with a read-only agent: `whilly plan decompose`, `whilly plan triz --agent` and the
 //! decision gate's LLM pass at import (`[gate] llm`).
-//! The agent's split is applied by `plan::decompose::apply` (pure), shown as a unified diff of
-//! the plan's canonical JSON, and written only with `--write` / `--out` or a yes on a terminal.
+//! The agent's splits are made by `prd::decompose` (the same flow as the console's split key),
+//! shown as a unified diff of the plan's canonical JSON, and written only with `--write` /
+//! `--out` or a yes on a terminal: to the plan file, or, for an imported plan, into the queue
+//! (`Store::split_task`, one transaction per split).
 
 use super::args::OneShotArgs;
 use super::context::Context;
 use super::exit;
 use super::prd_cmd::{interruptible, one_shot};
-use crate::domain::{PlanSpec, Usd};
+use crate::domain::PlanSpec;
 use crate::plan::{self, decompose};
 use crate::prd::{self, preflight};
 use anyhow::{Context as _, bail};
@@ -54,28 +56,44 @@ pub struct DecomposeArgs {
 
 pub async fn decompose(ctx: &Context, a: DecomposeArgs) -> anyhow::Result<i32> {
     let (spec, source) = load(ctx, &a.target).await?;
-    if a.write && matches!(source, Source::Queue) {
-        bail!(
-            "--write: {} is an imported plan; write the split plan to a file with --out FILE and \
-             import that as a new plan (re-importing over the queue would leave {} pending beside \
-             its subtasks)",
-            a.target,
-            if a.tasks.is_empty() {
-                "the split task"
-            } else {
-                a.tasks[0].as_str()
-            }
-        );
+    // Where a yes writes: the --out file, else the plan file, else the queue the plan is in.
+    let file_dest = match (&a.out, &source) {
+        (Some(out), _) => Some(out.clone()),
+        (None, Source::File(f)) => Some(f.clone()),
+        (None, Source::Queue) => None,
+    };
+    let to_queue = file_dest.is_none();
+    let mut picked = decompose::candidates(&spec, &a.tasks).map_err(anyhow::Error::msg)?;
+    if to_queue {
+        // The queue splits only tasks that have not started: say so before paying an agent.
+        if let Some(t) = a
+            .tasks
+            .iter()
+            .filter_map(|id| spec.task(id))
+            .find(|t| !unstarted(t))
+        {
+            bail!(
+                "--task {}: the task is {} in the queue; only a task that has not started can be \
+                 split there (write the split plan to a file with --out FILE instead)",
+                t.id,
+                t.status.map_or("started", |s| s.as_str())
+            );
+        }
+        picked.retain(|(id, _)| spec.task(id).is_some_and(unstarted));
     }
-    let picked = decompose::candidates(&spec, &a.tasks).map_err(anyhow::Error::msg)?;
     if picked.is_empty() {
         errln!(
             "no task of plan {} looks too big (more than {} key files, {} acceptance criteria or \
-             {} characters of description); name one with --task ID",
+             {} characters of description){}; name one with --task ID",
             spec.id,
             decompose::MAX_KEY_FILES,
             decompose::MAX_CRITERIA,
-            decompose::MAX_DESCRIPTION_CHARS
+            decompose::MAX_DESCRIPTION_CHARS,
+            if to_queue {
+                " among those not started"
+            } else {
+                ""
+            }
         );
         return Ok(exit::OK);
     }
@@ -89,61 +107,81 @@ pub async fn decompose(ctx: &Context, a: DecomposeArgs) -> anyhow::Result<i32> {
     let rules = decompose::SplitRules {
         allow_new_key_files: a.allow_new_files,
     };
-    let mut new = spec.clone();
-    let mut cost = Usd::ZERO;
+    let name = agent.agent_name().to_string();
+    let done = interruptible(prd::decompose::decompose_tasks(
+        call,
+        &spec,
+        &picked,
+        rules,
+        |id, why| errln!("asking {name} to split {id} ({why})…"),
+    ))
+    .await?;
     let mut splits = Vec::new();
-    for (id, why) in &picked {
-        errln!("asking {} to split {id} ({why})…", agent.agent_name());
-        let answer = interruptible(preflight::decompose_task(call, &new, id, why, rules)).await?;
-        cost += answer.cost;
-        new = decompose::apply(&new, id, &answer.value, rules)?;
-        let ids: Vec<String> = (0..answer.value.subtasks.len())
-            .map(|i| format!("{id}{}", char::from(b'a' + i as u8)))
-            .collect();
-        for g in decompose::subtask_gate(&new, id) {
+    for s in &done.splits {
+        for g in decompose::subtask_gate(&done.after, &s.task) {
             let why: Vec<String> = g.failures.iter().map(|f| f.to_string()).collect();
             errln!("warning: {}: decision gate: {}", g.task_id, why.join("; "));
         }
         splits.push(serde_json::json!({
-            "task": id, "reason": why, "subtasks": ids,
-            "dependents_on": answer.value.dependents_on, "calls": answer.calls,
+            "task": s.task, "reason": s.reason, "subtasks": s.change.subtask_ids(),
+            "dependents_on": s.split.dependents_on, "calls": s.calls,
         }));
     }
-    let before = plan::canonical_json(&spec);
-    let after = plan::canonical_json(&new);
-    let diff = unified_diff(&before, &after, &a.target);
-    let dest = match (&a.out, &source) {
-        (Some(out), _) => Some(out.clone()),
-        (None, Source::File(f)) => Some(f.clone()),
-        (None, Source::Queue) => None,
-    };
-    // Asked only on a terminal, only when there is a file to write, and only once.
-    let ask = !a.json && !a.write && a.out.is_none() && dest.is_some() && stdin_is_terminal();
-    let write = a.out.is_some() || a.write || (ask && confirm(&diff)?);
-    if a.json {
-        let v = serde_json::json!({
-            "plan_id": spec.id, "splits": splits, "written": write, "plan": plan::canonical_value(&new),
-        });
-        outln!("{}", serde_json::to_string_pretty(&v)?);
-    } else if !ask {
+    let diff = done.diff(&a.target);
+    // Asked only on a terminal, and only once.
+    let ask = !a.json && !a.write && a.out.is_none() && stdin_is_terminal();
+    let write = a.out.is_some() || a.write || (ask && confirm(&diff, to_queue)?);
+    if !a.json && !ask {
         // When asked, the diff was shown with the question already.
         out!("{diff}");
     }
-    if write && let Some(dest) = &dest {
-        crate::fsutil::atomic_write(dest, after.as_bytes())
+    let mut written = Vec::new();
+    if let (true, Some(dest)) = (write, &file_dest) {
+        crate::fsutil::atomic_write(dest, plan::canonical_json(&done.after).as_bytes())
             .with_context(|| format!("cannot write {}", dest.display()))?;
         errln!("wrote the split plan to {}", dest.display());
+    } else if write {
+        let store = ctx.store().await?;
+        let (reports, failed) = match prd::decompose::write_to_queue(&*store, &spec.id, &done).await
+        {
+            Ok(r) => (r, None),
+            Err((r, e)) => (r, Some(e)),
+        };
+        for r in &reports {
+            errln!("split in the queue: {}", prd::decompose::describe(r));
+        }
+        written = reports;
+        if let Some(e) = failed {
+            return Err(anyhow::Error::new(e).context(format!(
+                "writing the split into plan {} ({} of {} split(s) written)",
+                spec.id,
+                written.len(),
+                done.splits.len()
+            )));
+        }
     } else if !a.json {
         errln!(
             "not written; {}",
             match source {
                 Source::File(_) => "add --write to write it (or --out FILE)",
-                Source::Queue => "add --out FILE to write it to a file",
+                Source::Queue => "add --write to split it in the queue (or --out FILE)",
             }
         );
     }
-    errln!("cost: {cost}");
+    if a.json {
+        let v = serde_json::json!({
+            "plan_id": spec.id, "splits": splits, "written": write,
+            "queue": written, "plan": plan::canonical_value(&done.after),
+        });
+        outln!("{}", serde_json::to_string_pretty(&v)?);
+    }
+    errln!("cost: {}", done.cost);
     Ok(exit::OK)
+}
+
+/// A task the queue may still split: PENDING (the export's live status) or no status at all.
+fn unstarted(t: &crate::domain::TaskSpec) -> bool {
+    t.status.is_none_or(|s| s == crate::domain::Status::Pending)
 }
 
 fn stdin_is_terminal() -> bool {
@@ -151,23 +189,18 @@ fn stdin_is_terminal() -> bool {
 }
 
 /// Shows the diff and asks on the terminal whether to write it.
-fn confirm(diff: &str) -> anyhow::Result<bool> {
+fn confirm(diff: &str, to_queue: bool) -> anyhow::Result<bool> {
     out!("{diff}");
-    errln!("write this plan? [y/N] ");
+    if to_queue {
+        errln!("split these tasks in the queue? [y/N] ");
+    } else {
+        errln!("write this plan? [y/N] ");
+    }
     let mut answer = String::new();
     std::io::stdin()
         .read_line(&mut answer)
         .context("reading the answer")?;
     Ok(matches!(answer.trim(), "y" | "Y" | "yes" | "Yes" | "YES"))
-}
-
-/// A unified diff of two texts (three lines of context), headed by `name`.
-pub fn unified_diff(before: &str, after: &str, name: &str) -> String {
-    similar::TextDiff::from_lines(before, after)
-        .unified_diff()
-        .context_radius(3)
-        .header(&format!("a/{name}"), &format!("b/{name}"))
-        .to_string()
 }
 
 /// `whilly plan triz TARGET --agent[=NAME]`: the deterministic report, then the agent's.
@@ -254,19 +287,4 @@ pub(super) async fn gate_llm_pass(
 /// The first line of an error, for a warning and an event (an agent's output tail stays out).
 pub(super) fn first_line(text: &str) -> &str {
     text.lines().next().unwrap_or_default()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn diff_shows_only_the_change() {
-        let d = unified_diff("a\nb\nc\n", "a\nB\nc\n", "p.json");
-        assert!(
-            d.contains("--- a/p.json") && d.contains("+++ b/p.json"),
-            "{d}"
-        );
-        assert!(d.contains("-b\n+B\n"), "{d}");
-    }
 }

@@ -10,9 +10,11 @@ pub mod money;
 pub mod rate_limit;
 pub mod retry;
 pub mod secrets;
+pub mod split;
 pub mod status;
 
 pub use ids::{IdError, safe_id, validate_id};
 pub use model::{PlanFormat, PlanSpec, Priority, RepoTarget, TaskSpec, VerificationCommand};
 pub use money::{Usd, budget_allows};
+pub use split::TaskSplit;
 pub use status::{Action, IllegalTransition, Status, transition};

@@ -1,6 +1,7 @@
 //! Decomposition of tasks too big for one agent session: the size heuristic, the agent's answer
 //! (a [`Split`]), its validation against the parent task, and [`apply`], which replaces the
-//! parent by its subtasks and rewires the plan's dependencies. Pure: the agent call lives in
+//! parent by its subtasks and rewires the plan's dependencies, and [`task_split`], the same
+//! change as the queue writes it. Pure: the agent call lives in `prd::preflight`, the flow in
 //! `prd::decompose`.
 //!
 //! Rewiring rules: a subtask that depends on no other subtask inherits the parent's
@@ -10,7 +11,7 @@
 
 use super::check::check_spec;
 use super::gate::{GateResult, gate_failures};
-use crate::domain::{PlanSpec, TaskSpec};
+use crate::domain::{PlanSpec, TaskSpec, TaskSplit};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 
@@ -321,6 +322,31 @@ pub fn apply(
     Ok(out)
 }
 
+/// What splitting `parent_id` changed between `before` and `after` (one [`apply`] apart), as the
+/// queue writes it: the tasks `after` added, and each task of `before` that depended on the
+/// parent with its dependencies in `after`.
+pub fn task_split(before: &PlanSpec, after: &PlanSpec, parent_id: &str) -> TaskSplit {
+    let old: BTreeSet<&str> = before.tasks.iter().map(|t| t.id.as_str()).collect();
+    let subtasks = after
+        .tasks
+        .iter()
+        .filter(|t| !old.contains(t.id.as_str()))
+        .cloned()
+        .collect();
+    let dependents = before
+        .tasks
+        .iter()
+        .filter(|t| t.dependencies.iter().any(|d| d == parent_id))
+        .filter_map(|t| after.task(&t.id))
+        .map(|t| (t.id.clone(), t.dependencies.clone()))
+        .collect();
+    TaskSplit {
+        parent: parent_id.to_string(),
+        subtasks,
+        dependents,
+    }
+}
+
 /// The gate results of the subtasks that came from `parent_id` (only failures), for the report.
 pub fn subtask_gate(spec: &PlanSpec, parent_id: &str) -> Vec<GateResult> {
     spec.tasks
@@ -433,6 +459,44 @@ mod tests {
         assert_eq!(out.task("Ma").unwrap().extra["decomposed_from"], "M");
         assert!(subtask_gate(&out, "M").is_empty());
         assert!(!check_spec(&out).has_errors());
+    }
+
+    #[test]
+    fn task_split_names_the_subtasks_and_the_rewired_dependents() {
+        let before = plan();
+        let after = apply(
+            &before,
+            "M",
+            &three(DependentsOn::Last),
+            SplitRules::default(),
+        )
+        .unwrap();
+        let ts = task_split(&before, &after, "M");
+        assert_eq!(ts.parent, "M");
+        assert_eq!(ts.subtask_ids(), ["Ma", "Mb", "Mc"]);
+        assert_eq!(ts.subtasks[0].dependencies, ["A", "B"]);
+        let dependents: Vec<(&str, Vec<String>)> = ts
+            .dependents
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.clone()))
+            .collect();
+        assert_eq!(
+            dependents,
+            [
+                ("C", vec!["Mc".to_string()]),
+                ("D", vec!["Mc".into(), "B".into()])
+            ]
+        );
+        // It fits the plan it was made from, as a store checks it.
+        let m = before.task("M").unwrap();
+        let stored = before
+            .tasks
+            .iter()
+            .filter(|t| t.dependencies.contains(&"M".to_string()))
+            .map(|t| (t.id.clone(), t.dependencies.clone()))
+            .collect();
+        let ids = before.tasks.iter().map(|t| t.id.clone()).collect();
+        assert_eq!(ts.check(&m.dependencies, &stored, &ids), Ok(()));
     }
 
     #[test]

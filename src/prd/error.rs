@@ -40,6 +40,8 @@ pub enum PrdError {
     Merge(#[from] MergeError),
     #[error(transparent)]
     Store(#[from] StoreError),
+    #[error(transparent)]
+    Decompose(#[from] crate::plan::decompose::DecomposeError),
     #[error("this step needs {0}, which it was not given")]
     Missing(&'static str),
 }

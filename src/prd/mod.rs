@@ -13,6 +13,8 @@
 //! - [`challenge`]: the agent's critique of a plan.
 //! - [`preflight`]: the agent's split of a task too big, its TRIZ analysis, the gate's LLM pass
 //!   (JSON answers checked against the plan, one repair round).
+//! - [`decompose`]: those splits applied in turn, shown as a diff, and written into an imported
+//!   plan (`whilly plan decompose`, the console's split key).
 //! - [`wizard`]: [`Wizard`], the whole flow as one pure state machine (`handle(Input) ->
 //!   Vec<Effect>`) that both `whilly prd` and the console drive; its rules live there.
 //! - [`jobs`]: [`run_job`], the wizard's jobs (agent calls, files, merges, imports) run for real.
@@ -20,6 +22,7 @@
 //! The prompts live in [`prompts`].
 
 pub mod challenge;
+pub mod decompose;
 pub mod document;
 pub mod error;
 pub mod interview;

@@ -33,6 +33,9 @@ pub const TASK_LEASE_EXPIRED: &str = "task.lease_expired";
 /// The reaper found the task past its deadline (task too long).
 pub const TASK_DEADLINE_PASSED: &str = "task.deadline_passed";
 pub const TASK_COST: &str = "task.cost";
+/// An unstarted task replaced by its subtasks (`whilly plan decompose`, the console's split):
+/// its row is gone, `{subtasks, dependents}` name what took its place.
+pub const TASK_SPLIT: &str = "task.split";
 
 pub const BUDGET_WARNING: &str = "budget.warning";
 pub const BUDGET_EXHAUSTED: &str = "budget.exhausted";
@@ -103,6 +106,7 @@ pub const ALL: &[&str] = &[
     TASK_LEASE_EXPIRED,
     TASK_DEADLINE_PASSED,
     TASK_COST,
+    TASK_SPLIT,
     BUDGET_WARNING,
     BUDGET_EXHAUSTED,
     WORKER_REGISTERED,

@@ -117,6 +117,17 @@ pub trait Store: Send + Sync {
         task_id: &str,
         payload: serde_json::Value,
     ) -> StoreResult<TaskRecord>;
+    /// Replaces the unstarted task `split.parent` (PENDING, never claimed; else `Refused`) by
+    /// its subtasks in ONE transaction: the subtasks are inserted in its place with their edges
+    /// and claim keys, the dependents' specs and edges rewired as the split says, `pending_deps`
+    /// recounted, and the parent's row deleted. Events: `task.split` on the parent (naming the
+    /// subtasks), `task.created` per subtask, `task.updated` per dependent. `Invalid` when the
+    /// split no longer fits the stored plan (see [`crate::domain::TaskSplit::check`]).
+    async fn split_task(
+        &self,
+        plan_id: &str,
+        split: &crate::domain::TaskSplit,
+    ) -> StoreResult<SplitReport>;
 
     // ---- events, workers, wakeups ------------------------------------------------------------
 

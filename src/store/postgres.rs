@@ -12,6 +12,7 @@ mod operator;
 mod panes;
 mod query;
 mod rows;
+mod split;
 mod tx;
 mod wake;
 
@@ -443,6 +444,14 @@ impl Store for PgStore {
         payload: serde_json::Value,
     ) -> StoreResult<TaskRecord> {
         operator::reject_task(&self.inner, plan_id, task_id, payload).await
+    }
+
+    async fn split_task(
+        &self,
+        plan_id: &str,
+        split: &crate::domain::TaskSplit,
+    ) -> StoreResult<crate::store::SplitReport> {
+        split::split_task(&self.inner, plan_id, split).await
     }
 
     async fn events(&self, filter: &EventFilter) -> StoreResult<Vec<Event>> {

@@ -290,6 +290,14 @@ pub mod payload {
         json!({ "priority": t.priority, "dependencies": t.dependencies, "max_attempts": max_attempts })
     }
 
+    /// `task.split`: `{subtasks: [ids in order], dependents: {id: [dependencies after]}}`.
+    pub fn task_split(
+        subtasks: &[String],
+        dependents: &std::collections::BTreeMap<String, Vec<String>>,
+    ) -> Value {
+        json!({ "subtasks": subtasks, "dependents": dependents })
+    }
+
     /// `task.skipped` written by an import for the decision gate: `{reason, gate: true}`.
     pub fn gate_skip(reason: Option<&str>) -> Value {
         json!({ "reason": reason, "gate": true })
@@ -497,6 +505,122 @@ impl Move {
             bump_epoch: false,
         }
     }
+}
+
+/// A stored task of the plan as a split sees it (`Store::split_task`).
+#[derive(Debug, Clone)]
+pub struct SplitRow {
+    pub pk: i64,
+    pub status: Status,
+    pub spec: TaskSpec,
+}
+
+/// What a split writes, decided the same way by both stores.
+#[derive(Debug, Clone)]
+pub struct SplitPlan {
+    /// The subtasks, in order; they take the parent's place (`ord`), the tasks after it move
+    /// down by `subtasks.len() - 1`.
+    pub subtasks: Vec<TaskSpec>,
+    /// What a subtask's `max_attempts` falls back to: the parent's.
+    pub default_max_attempts: u32,
+    /// The dependents' rows with their specs rewired (only `dependencies` changes).
+    pub dependents: Vec<(i64, TaskSpec)>,
+    /// `task.split` on the parent, `task.created` per subtask, `task.updated` per dependent.
+    pub events: Vec<Ev>,
+    pub report: super::types::SplitReport,
+}
+
+/// Refuses to split a task that has started: only a PENDING task never claimed can be
+/// replaced, since a worker may hold it and its history (attempts, cost) belongs to it.
+pub fn split_refusal(parent: &TaskRecord) -> Option<StoreError> {
+    if parent.status == Status::Pending && parent.attempts == 0 {
+        return None;
+    }
+    let why = if parent.status.is_leased() {
+        "it is running (a worker holds it)".to_string()
+    } else if parent.status == Status::Pending {
+        format!(
+            "it has been attempted {} time(s) already; its history belongs to it",
+            parent.attempts
+        )
+    } else {
+        "it has already ended".to_string()
+    };
+    Some(StoreError::Refused {
+        task_id: parent.id.clone(),
+        status: parent.status,
+        message: format!("cannot split it: {why}; only a task that has never started can be split"),
+    })
+}
+
+/// Checks `split` against the stored plan (`rows`: every task of it) and decides the writes.
+pub fn plan_split(
+    plan_id: &str,
+    parent: &TaskRecord,
+    rows: &[SplitRow],
+    split: &crate::domain::TaskSplit,
+) -> StoreResult<SplitPlan> {
+    if let Some(refused) = split_refusal(parent) {
+        return Err(refused);
+    }
+    let ids: std::collections::BTreeSet<String> = rows.iter().map(|r| r.spec.id.clone()).collect();
+    let stored_dependents: std::collections::BTreeMap<String, Vec<String>> = rows
+        .iter()
+        .filter(|r| r.spec.dependencies.contains(&parent.id))
+        .map(|r| (r.spec.id.clone(), r.spec.dependencies.clone()))
+        .collect();
+    split
+        .check(&parent.spec.dependencies, &stored_dependents, &ids)
+        .map_err(|e| StoreError::Invalid(format!("plan {plan_id}: {e}")))?;
+    let default_max_attempts = u32::try_from(parent.max_attempts).unwrap_or(u32::MAX);
+    let mut events = vec![Ev {
+        event_type: super::event_types::TASK_SPLIT.to_string(),
+        plan_id: Some(plan_id.to_string()),
+        task_id: Some(parent.id.clone()),
+        from: Some(parent.status),
+        payload: payload::task_split(&split.subtask_ids(), &split.dependents),
+        ..Ev::default()
+    }];
+    for t in &split.subtasks {
+        let mut ev = Ev::plan(
+            super::event_types::TASK_CREATED,
+            plan_id,
+            payload::task_created(t, max_attempts_for(t, default_max_attempts)),
+        );
+        ev.task_id = Some(t.id.clone());
+        ev.to = Some(Status::Pending);
+        events.push(ev);
+    }
+    let mut dependents = Vec::new();
+    for r in rows {
+        let Some(new) = split.dependents.get(&r.spec.id) else {
+            continue;
+        };
+        let mut spec = r.spec.clone();
+        spec.dependencies = new.clone();
+        dependents.push((r.pk, spec));
+        let mut ev = Ev::plan(
+            super::event_types::TASK_UPDATED,
+            plan_id,
+            payload::fields_changed(&["dependencies".to_string()]),
+        );
+        ev.task_id = Some(r.spec.id.clone());
+        ev.from = Some(r.status);
+        ev.to = Some(r.status);
+        events.push(ev);
+    }
+    Ok(SplitPlan {
+        subtasks: split.subtasks.clone(),
+        default_max_attempts,
+        dependents,
+        events,
+        report: super::types::SplitReport {
+            plan_id: plan_id.to_string(),
+            parent: parent.id.clone(),
+            subtasks: split.subtask_ids(),
+            dependents: split.dependents.clone(),
+        },
+    })
 }
 
 #[cfg(test)]

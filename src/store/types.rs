@@ -346,3 +346,15 @@ pub struct PaneInput {
     pub viewer: String,
     pub data: Vec<u8>,
 }
+
+/// What [`crate::store::Store::split_task`] did.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct SplitReport {
+    pub plan_id: String,
+    /// The task replaced (its row is gone; its events stay).
+    pub parent: String,
+    /// The subtasks created, in plan order.
+    pub subtasks: Vec<String>,
+    /// The tasks that depended on the parent, with their dependencies after the split.
+    pub dependents: BTreeMap<String, Vec<String>>,
+}

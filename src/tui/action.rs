@@ -63,6 +63,9 @@ pub enum Action {
     Diff,
     /// Skip the selected task (SKIPPED; its dependants may run), with confirmation (`S`).
     SkipTask,
+    /// Split the selected task into subtasks by the agent: its diff shown, written into the
+    /// queue on a yes (`X`).
+    SplitTask,
     /// Kill the focused (or selected) task's running agent, with confirmation (`K`).
     KillAttempt,
     /// Removes a default binding (`"z" = "none"`).
@@ -127,6 +130,7 @@ pub const BINDABLE: &[Action] = &[
     Action::Diff,
     Action::AddTask,
     Action::SkipTask,
+    Action::SplitTask,
     Action::KillAttempt,
     Action::None,
 ];
@@ -172,6 +176,7 @@ impl Action {
             Action::Diff => "diff",
             Action::AddTask => "add_task",
             Action::SkipTask => "skip_task",
+            Action::SplitTask => "split_task",
             Action::KillAttempt => "kill_attempt",
             Action::None => "none",
             Action::FilterChar(_)
@@ -225,6 +230,9 @@ impl Action {
             Action::Diff => "what the selected task changed (worktree, branch or landed)",
             Action::AddTask => "add one task to the running plan (gate-checked)",
             Action::SkipTask => "skip the selected task (asks first)",
+            Action::SplitTask => {
+                "split the selected task into subtasks (agent; shows the diff, asks first)"
+            }
             Action::KillAttempt => "kill the agent of the focused pane (asks first)",
             Action::None | Action::FilterChar(_) | Action::FilterBackspace => "",
             Action::FilterDone | Action::Answer(_) | Action::Resize(..) => "",

@@ -328,7 +328,8 @@ impl Follow {
         for e in events {
             if matches!(
                 e.event_type.as_str(),
-                event_types::PLAN_RESET | event_types::PLAN_UPDATED
+                // A split deletes a task: only a full load drops it from the list.
+                event_types::PLAN_RESET | event_types::PLAN_UPDATED | event_types::TASK_SPLIT
             ) {
                 return None;
             }

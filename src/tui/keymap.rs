@@ -275,6 +275,7 @@ const DEFAULTS: &[(&str, Action)] = &[
     ("D", Action::Diff),
     ("N", Action::AddTask),
     ("S", Action::SkipTask),
+    ("X", Action::SplitTask),
     ("K", Action::KillAttempt),
 ];
 

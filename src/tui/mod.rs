@@ -19,6 +19,7 @@ pub mod msg;
 pub mod replay;
 pub mod resize;
 pub mod screens;
+pub mod split;
 pub mod state;
 pub mod terminal;
 /// Test fixtures: for the crate's own tests and, through the `testkit` feature (which the

@@ -1,5 +1,5 @@
 //! What reaches the console's state besides keys: the answers of the work its effects started
-//! (store writes, inbox details, wizard steps, the challenge, replays) and the queue's news.
+//! (store writes, inbox details, wizard steps, the challenge, a task's split, replays) and the queue's news.
 //! Everything goes through [`super::state::AppState::update`], so a reply is tested like a key.
 
 use super::action::Action;
@@ -23,6 +23,11 @@ pub enum Msg {
     Wizard(WizardReply),
     /// The agent's critique of the plan, or why there is none.
     Challenge(Result<String, String>),
+    /// The agent's split of a task (the plan before and after), or why there is none.
+    Split(
+        String,
+        Result<Box<crate::prd::decompose::Decomposition>, String>,
+    ),
     /// A replay's log, found (its screen goes to the console's emulator), or why not.
     Replay(i64, Result<PathBuf, String>),
     /// What a task changed (for the diff view), or why it cannot be shown.

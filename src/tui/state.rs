@@ -139,6 +139,7 @@ impl View {
                 NewPrd,
                 ResetTask,
                 SkipTask,
+                SplitTask,
                 KillAttempt,
                 Triz,
                 Challenge,
@@ -171,6 +172,7 @@ impl View {
                 NewPrd,
                 ResetTask,
                 SkipTask,
+                SplitTask,
                 KillAttempt,
                 Triz,
                 Challenge,
@@ -200,6 +202,7 @@ impl View {
                 NewPrd,
                 ResetTask,
                 SkipTask,
+                SplitTask,
                 KillAttempt,
                 Triz,
                 Challenge,
@@ -326,12 +329,21 @@ pub enum Popup {
         purpose: InputPurpose,
         text: String,
     },
+    /// The split of a task: the agent at work, then its diff to write or discard
+    /// ([`AppState::split`]).
+    Split,
 }
 
 /// What the event loop must do after an action.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Effect {
     SkipTask(String),
+    /// Ask the agent to split this task (the answer comes back as `Msg::Split`).
+    ProposeSplit(String),
+    /// Stop the agent splitting a task: the operator closed the dialog.
+    CancelSplit,
+    /// Write the split into the queue (`Store::split_task`, one transaction per task).
+    WriteSplit(Box<crate::prd::decompose::Decomposition>),
     KillAttempt(i64),
     /// Leave the console (nothing left running, or the run is over).
     Quit,
@@ -487,6 +499,8 @@ pub struct AppState {
     pub worker_offline_after: std::time::Duration,
     pub wizard: Option<Wizard>,
     pub challenge: Option<ChallengeView>,
+    /// The split dialog (`X`), while it is open.
+    pub split: Option<super::split::SplitView>,
     pub replay: Option<ReplayMeta>,
     /// The diff view's task and content.
     pub diff: Option<DiffMeta>,
@@ -560,6 +574,7 @@ impl AppState {
             worker_offline_after: std::time::Duration::from_secs(120),
             wizard: None,
             challenge: None,
+            split: None,
             replay: None,
             diff: None,
             seen_history: false,
@@ -850,7 +865,7 @@ impl AppState {
     /// Whether the top popup is waiting for a y/n-style answer (the input layer then sends
     /// `Action::Answer`).
     pub fn wants_answer(&self) -> bool {
-        matches!(self.popups.last(), Some(Popup::Confirm(_)))
+        matches!(self.popups.last(), Some(Popup::Confirm(_) | Popup::Split))
     }
 
     /// Whether the top popup is a line of text being typed (the input layer then sends
@@ -989,6 +1004,7 @@ impl AppState {
                 return vec![Effect::Challenge];
             }
             Action::ResetTask => self.ask_reset(),
+            Action::SplitTask => return self.ask_split(),
             Action::SkipTask => match self.selected_task() {
                 Some(t) if t.status.is_terminal() => {
                     let msg = format!("{} is {} already", t.id, t.status);
@@ -1310,6 +1326,7 @@ impl AppState {
 
     fn handle_popup(&mut self, top: Popup, action: Action) -> Vec<Effect> {
         match top {
+            Popup::Split => self.split_key(action),
             Popup::Help => {
                 if !matches!(action, Action::Resize(..)) {
                     self.popups.pop();

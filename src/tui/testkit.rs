@@ -296,3 +296,48 @@ pub fn demo_screens() -> BTreeMap<i64, Emulator> {
     );
     m
 }
+
+/// The agent's split of the demo's DOCS-5 into DOCS-5a and DOCS-5b, as it comes back to the
+/// console's split dialog.
+pub fn demo_split() -> crate::prd::decompose::Decomposition {
+    use crate::plan::decompose::{DependentsOn, Split, SplitRules, Subtask, apply, task_split};
+    let parent = TaskSpec {
+        id: "DOCS-5".into(),
+        description: "Write the docs of the whole demo.".into(),
+        acceptance_criteria: vec!["one".into(), "two".into()],
+        test_steps: vec!["cargo test".into()],
+        ..TaskSpec::default()
+    };
+    let before = PlanSpec {
+        id: "demo".into(),
+        project: "demo".into(),
+        tasks: vec![parent],
+        ..PlanSpec::default()
+    };
+    let sub = |suffix: &str, ac: &str| Subtask {
+        suffix: suffix.into(),
+        description: format!("Write part {suffix} of the demo docs."),
+        acceptance_criteria: vec![ac.into()],
+        key_files: vec![],
+        test_steps: vec!["cargo test".into()],
+        depends_on: None,
+    };
+    let split = Split {
+        subtasks: vec![sub("a", "one"), sub("b", "two")],
+        dependents_on: DependentsOn::Last,
+    };
+    let after = apply(&before, "DOCS-5", &split, SplitRules::default())
+        .unwrap_or_else(|e| panic!("the demo split applies: {e}"));
+    crate::prd::decompose::Decomposition {
+        splits: vec![crate::prd::decompose::DoneSplit {
+            task: "DOCS-5".into(),
+            reason: "named".into(),
+            change: task_split(&before, &after, "DOCS-5"),
+            split,
+            calls: 1,
+        }],
+        before,
+        after,
+        cost: Usd::ZERO,
+    }
+}

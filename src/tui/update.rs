@@ -24,6 +24,10 @@ impl AppState {
                 self.set_challenge(result);
                 Vec::new()
             }
+            Msg::Split(task_id, result) => {
+                self.set_split(&task_id, result);
+                Vec::new()
+            }
             Msg::Replay(task_pk, result) => {
                 self.set_replay(task_pk, result);
                 Vec::new()

@@ -20,9 +20,10 @@ fn to_json<T: serde::Serialize>(v: &T, what: &str) -> StoreResult<serde_json::Va
     serde_json::to_value(v).map_err(|e| StoreError::Invalid(format!("{what}: {e}")))
 }
 
-/// Columns of one task row as parallel arrays, for `UNNEST`.
+/// Columns of task rows as parallel arrays, for `UNNEST` (an import's rows, a split's
+/// subtasks).
 #[derive(Default)]
-struct TaskColumns {
+pub(super) struct TaskColumns {
     pk: Vec<i64>,
     task_id: Vec<String>,
     ord: Vec<i64>,
@@ -37,22 +38,22 @@ struct TaskColumns {
 }
 
 impl TaskColumns {
-    fn push(
+    pub(super) fn push(
         &mut self,
         pk: i64,
-        ord: usize,
+        ord: i64,
         t: &TaskSpec,
         status: Status,
         reason: Option<String>,
-        opts: &ImportOptions,
+        default_max_attempts: u32,
     ) -> StoreResult<()> {
         self.pk.push(pk);
         self.task_id.push(t.id.clone());
-        self.ord.push(i64::try_from(ord).unwrap_or(i64::MAX));
+        self.ord.push(ord);
         self.status.push(status.as_str().to_string());
         self.priority_rank.push(t.priority.rank());
         self.max_attempts
-            .push(max_attempts_for(t, opts.default_max_attempts));
+            .push(max_attempts_for(t, default_max_attempts));
         self.estimate.push(t.budget_usd.map(|u| u.micros()));
         self.reason.push(reason);
         self.tags.push(to_json(&t.tags, "task tags")?.to_string());
@@ -191,13 +192,15 @@ async fn import_once(
     let mut created_events: Vec<(String, Status, Status, Option<String>, serde_json::Value)> =
         Vec::new();
     for (ord, (t, d)) in plan.tasks.iter().zip(&decisions).enumerate() {
+        let ord = i64::try_from(ord).unwrap_or(i64::MAX);
+        let max = opts.default_max_attempts;
         match d {
             TaskPlan::Create {
                 created_as,
                 status,
                 reason,
             } => {
-                creates.push(0, ord, t, *status, reason.clone(), opts)?;
+                creates.push(0, ord, t, *status, reason.clone(), max)?;
                 let p = payload::task_created(t, max_attempts_for(t, opts.default_max_attempts));
                 created_events.push((t.id.clone(), *created_as, *status, reason.clone(), p));
                 report.created.push(t.id.clone());
@@ -210,7 +213,7 @@ async fn import_once(
                 let Some(old) = existing.get(&t.id) else {
                     continue;
                 };
-                updates.push(old.pk, ord, t, *status, reason.clone(), opts)?;
+                updates.push(old.pk, ord, t, *status, reason.clone(), max)?;
                 report.updated.push(t.id.clone());
                 let mut ev = Ev::plan(et::TASK_UPDATED, &plan_id, payload::fields_changed(changed));
                 ev.task_id = Some(t.id.clone());
@@ -232,34 +235,7 @@ async fn import_once(
         .filter(|id| !in_file.contains(id.as_str()))
         .collect();
 
-    let mut new_pks: HashMap<String, i64> = HashMap::new();
-    if !creates.is_empty() {
-        let rows: Vec<(i64, String)> = sqlx::query_as(
-            "INSERT INTO tasks (plan_id, task_id, ord, status, priority_rank, max_attempts, estimate_micros, \
-               reason, required_tags, spec, claim_keys) \
-             SELECT $1, u.task_id, u.ord, u.status, u.priority_rank, u.max_attempts, u.estimate, u.reason, \
-               ARRAY(SELECT jsonb_array_elements_text(u.tags::jsonb)), u.spec::jsonb, \
-               ARRAY(SELECT jsonb_array_elements_text(u.keys::jsonb)) \
-             FROM UNNEST($2::text[], $3::bigint[], $4::text[], $5::bigint[], $6::bigint[], $7::bigint[], \
-                         $8::text[], $9::text[], $10::text[], $11::text[]) \
-               AS u(task_id, ord, status, priority_rank, max_attempts, estimate, reason, tags, spec, keys) \
-             RETURNING pk, task_id",
-        )
-        .bind(&plan_id)
-        .bind(&creates.task_id)
-        .bind(&creates.ord)
-        .bind(&creates.status)
-        .bind(&creates.priority_rank)
-        .bind(&creates.max_attempts)
-        .bind(&creates.estimate)
-        .bind(&creates.reason)
-        .bind(&creates.tags)
-        .bind(&creates.spec)
-        .bind(&creates.claim_keys)
-        .fetch_all(&mut *tx.tx)
-        .await?;
-        new_pks.extend(rows.into_iter().map(|(pk, id)| (id, pk)));
-    }
+    let new_pks = insert_tasks(&mut tx, &plan_id, &creates).await?;
     if !updates.is_empty() {
         sqlx::query(
             "UPDATE tasks t SET ord = u.ord, status = u.status, priority_rank = u.priority_rank, \
@@ -306,31 +282,8 @@ async fn import_once(
                 parent.push(dep.clone());
             }
         }
-        if !child.is_empty() {
-            sqlx::query(
-                "INSERT INTO task_deps (task_pk, depends_on_pk) \
-                 SELECT u.child, p.pk FROM UNNEST($2::bigint[], $3::text[]) AS u(child, dep) \
-                 JOIN tasks p ON p.plan_id = $1 AND p.task_id = u.dep \
-                 ON CONFLICT DO NOTHING",
-            )
-            .bind(&plan_id)
-            .bind(&child)
-            .bind(&parent)
-            .execute(&mut *tx.tx)
-            .await?;
-        }
-        // pending_deps is data: recount it for the whole plan, writing only rows that differ.
-        sqlx::query(
-            "UPDATE tasks t SET pending_deps = c.n FROM ( \
-               SELECT t2.pk, count(p.pk) FILTER (WHERE p.status <> 'DONE') AS n \
-               FROM tasks t2 LEFT JOIN task_deps d ON d.task_pk = t2.pk \
-               LEFT JOIN tasks p ON p.pk = d.depends_on_pk \
-               WHERE t2.plan_id = $1 GROUP BY t2.pk) c \
-             WHERE t.pk = c.pk AND t.pending_deps <> c.n",
-        )
-        .bind(&plan_id)
-        .execute(&mut *tx.tx)
-        .await?;
+        insert_edges(&mut tx, &plan_id, &child, &parent).await?;
+        recount_pending(&mut tx, &plan_id).await?;
         tx.wake(&plan_id);
     }
 
@@ -358,4 +311,80 @@ async fn import_once(
     tx.events_batch(events).await?;
     tx.commit(inner).await?;
     Ok(report)
+}
+
+/// Inserts task rows; returns their pks by task id.
+pub(super) async fn insert_tasks(
+    tx: &mut Tx,
+    plan_id: &str,
+    rows: &TaskColumns,
+) -> StoreResult<HashMap<String, i64>> {
+    if rows.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let inserted: Vec<(i64, String)> = sqlx::query_as(
+        "INSERT INTO tasks (plan_id, task_id, ord, status, priority_rank, max_attempts, estimate_micros, \
+           reason, required_tags, spec, claim_keys) \
+         SELECT $1, u.task_id, u.ord, u.status, u.priority_rank, u.max_attempts, u.estimate, u.reason, \
+           ARRAY(SELECT jsonb_array_elements_text(u.tags::jsonb)), u.spec::jsonb, \
+           ARRAY(SELECT jsonb_array_elements_text(u.keys::jsonb)) \
+         FROM UNNEST($2::text[], $3::bigint[], $4::text[], $5::bigint[], $6::bigint[], $7::bigint[], \
+                     $8::text[], $9::text[], $10::text[], $11::text[]) \
+           AS u(task_id, ord, status, priority_rank, max_attempts, estimate, reason, tags, spec, keys) \
+         RETURNING pk, task_id",
+    )
+    .bind(plan_id)
+    .bind(&rows.task_id)
+    .bind(&rows.ord)
+    .bind(&rows.status)
+    .bind(&rows.priority_rank)
+    .bind(&rows.max_attempts)
+    .bind(&rows.estimate)
+    .bind(&rows.reason)
+    .bind(&rows.tags)
+    .bind(&rows.spec)
+    .bind(&rows.claim_keys)
+    .fetch_all(&mut *tx.tx)
+        .await?;
+    Ok(inserted.into_iter().map(|(pk, id)| (id, pk)).collect())
+}
+
+/// Dependency edges `child[i]` → the task `dep[i]` of the plan, resolved by id.
+pub(super) async fn insert_edges(
+    tx: &mut Tx,
+    plan_id: &str,
+    child: &[i64],
+    dep: &[String],
+) -> StoreResult<()> {
+    if child.is_empty() {
+        return Ok(());
+    }
+    sqlx::query(
+        "INSERT INTO task_deps (task_pk, depends_on_pk) \
+         SELECT u.child, p.pk FROM UNNEST($2::bigint[], $3::text[]) AS u(child, dep) \
+         JOIN tasks p ON p.plan_id = $1 AND p.task_id = u.dep \
+         ON CONFLICT DO NOTHING",
+    )
+    .bind(plan_id)
+    .bind(child)
+    .bind(dep)
+    .execute(&mut *tx.tx)
+    .await?;
+    Ok(())
+}
+
+/// `pending_deps` is data: recounted for the whole plan, writing only rows that differ.
+pub(super) async fn recount_pending(tx: &mut Tx, plan_id: &str) -> StoreResult<()> {
+    sqlx::query(
+        "UPDATE tasks t SET pending_deps = c.n FROM ( \
+           SELECT t2.pk, count(p.pk) FILTER (WHERE p.status <> 'DONE') AS n \
+           FROM tasks t2 LEFT JOIN task_deps d ON d.task_pk = t2.pk \
+           LEFT JOIN tasks p ON p.pk = d.depends_on_pk \
+           WHERE t2.plan_id = $1 GROUP BY t2.pk) c \
+         WHERE t.pk = c.pk AND t.pending_deps <> c.n",
+    )
+    .bind(plan_id)
+    .execute(&mut *tx.tx)
+    .await?;
+    Ok(())
 }

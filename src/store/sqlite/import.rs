@@ -15,8 +15,9 @@ use sqlx::sqlite::Sqlite;
 use sqlx::{QueryBuilder, Row};
 use std::collections::HashMap;
 
-/// A task row to insert.
-struct NewRow {
+/// A task row to insert (an import's new task, a split's subtask).
+pub(super) struct NewRow<'t> {
+    task: &'t TaskSpec,
     ord: i64,
     status: Status,
     reason: Option<String>,
@@ -24,6 +25,27 @@ struct NewRow {
     tags: String,
     spec: String,
     claim_keys: String,
+}
+
+impl<'t> NewRow<'t> {
+    pub(super) fn new(
+        t: &'t TaskSpec,
+        ord: i64,
+        status: Status,
+        reason: Option<String>,
+        default_max_attempts: u32,
+    ) -> StoreResult<NewRow<'t>> {
+        Ok(NewRow {
+            task: t,
+            ord,
+            status,
+            reason,
+            max_attempts: max_attempts_for(t, default_max_attempts),
+            tags: encode_json(&t.tags, "task tags")?,
+            spec: encode_json(t, "task spec")?,
+            claim_keys: encode_json(&claim_keys(t), "task claim keys")?,
+        })
+    }
 }
 
 pub async fn import_plan(
@@ -138,15 +160,13 @@ pub async fn import_plan(
                 status,
                 reason,
             } => {
-                creates.push(NewRow {
-                    ord: i64::try_from(ord).unwrap_or(i64::MAX),
-                    status: *status,
-                    reason: reason.clone(),
-                    max_attempts: max_attempts_for(t, opts.default_max_attempts),
-                    tags: encode_json(&t.tags, "task tags")?,
-                    spec: encode_json(t, "task spec")?,
-                    claim_keys: encode_json(&claim_keys(t), "task claim keys")?,
-                });
+                creates.push(NewRow::new(
+                    t,
+                    i64::try_from(ord).unwrap_or(i64::MAX),
+                    *status,
+                    reason.clone(),
+                    opts.default_max_attempts,
+                )?);
                 rewire.push(t);
                 create_evs.push(base(
                     et::TASK_CREATED,
@@ -212,7 +232,7 @@ pub async fn import_plan(
             report.skipped.push(t.id.clone());
         }
     }
-    insert_tasks(&mut tx, &plan_id, plan, &creates).await?;
+    insert_tasks(&mut tx, &plan_id, &creates).await?;
     if !rewire.is_empty() {
         let pks: HashMap<String, i64> =
             sqlx::query_as("SELECT task_id, pk FROM tasks WHERE plan_id = ?")
@@ -235,14 +255,7 @@ pub async fn import_plan(
         insert_edges(&mut tx, &edges).await?;
     }
     if !report.created.is_empty() || !report.updated.is_empty() {
-        sqlx::query(
-            "UPDATE tasks SET pending_deps = (SELECT COUNT(*) FROM task_deps d \
-               JOIN tasks p ON p.pk = d.depends_on_pk WHERE d.task_pk = tasks.pk AND p.status != 'DONE') \
-             WHERE plan_id = ?",
-        )
-        .bind(&plan_id)
-        .execute(tx.conn())
-        .await?;
+        recount_pending(&mut tx, &plan_id).await?;
         tx.wake();
     }
     let in_file: std::collections::HashSet<&str> =
@@ -258,15 +271,26 @@ pub async fn import_plan(
     Ok(report)
 }
 
-async fn insert_tasks(
+/// `pending_deps` is data: recounted for the whole plan from its edges and their statuses.
+pub(super) async fn recount_pending(tx: &mut WriteTx<'_>, plan_id: &str) -> StoreResult<()> {
+    sqlx::query(
+        "UPDATE tasks SET pending_deps = (SELECT COUNT(*) FROM task_deps d \
+           JOIN tasks p ON p.pk = d.depends_on_pk WHERE d.task_pk = tasks.pk AND p.status != 'DONE') \
+         WHERE plan_id = ?",
+    )
+    .bind(plan_id)
+    .execute(tx.conn())
+    .await?;
+    Ok(())
+}
+
+pub(super) async fn insert_tasks(
     tx: &mut WriteTx<'_>,
     plan_id: &str,
-    plan: &PlanSpec,
-    rows: &[NewRow],
+    rows: &[NewRow<'_>],
 ) -> StoreResult<()> {
     // 13 values per row: well under SQLite's 32,766 bound parameters.
     const CHUNK: usize = 2_000;
-    let by_ord: Vec<&TaskSpec> = plan.tasks.iter().collect();
     let now = tx.now;
     for chunk in rows.chunks(CHUNK) {
         let mut qb = QueryBuilder::<Sqlite>::new(
@@ -274,7 +298,7 @@ async fn insert_tasks(
              estimate_micros, reason, required_tags, spec, claim_keys, updated_at, pending_deps) ",
         );
         qb.push_values(chunk, |mut b, r| {
-            let t = by_ord[usize::try_from(r.ord).unwrap_or(0)];
+            let t = r.task;
             b.push_bind(plan_id.to_string())
                 .push_bind(t.id.clone())
                 .push_bind(r.ord)
@@ -294,7 +318,7 @@ async fn insert_tasks(
     Ok(())
 }
 
-async fn insert_edges(tx: &mut WriteTx<'_>, edges: &[(i64, i64)]) -> StoreResult<()> {
+pub(super) async fn insert_edges(tx: &mut WriteTx<'_>, edges: &[(i64, i64)]) -> StoreResult<()> {
     const CHUNK: usize = 10_000;
     for chunk in edges.chunks(CHUNK) {
         let mut qb = QueryBuilder::<Sqlite>::new(

@@ -9,6 +9,7 @@ mod operator;
 mod panes;
 mod read;
 mod rows;
+mod split;
 mod tx;
 mod watch;
 
@@ -354,6 +355,13 @@ impl Store for SqliteStore {
         payload: serde_json::Value,
     ) -> StoreResult<TaskRecord> {
         operator::reject_task(self.shared(), plan_id, task_id, payload).await
+    }
+    async fn split_task(
+        &self,
+        plan_id: &str,
+        split: &crate::domain::TaskSplit,
+    ) -> StoreResult<SplitReport> {
+        split::split_task(self.shared(), plan_id, split).await
     }
 
     async fn events(&self, filter: &EventFilter) -> StoreResult<Vec<Event>> {

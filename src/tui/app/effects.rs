@@ -1,5 +1,6 @@
 //! Carrying out what the state asks for: store writes, agent kills, stops, the wizard's and the
-//! challenge's agent calls, inbox details and replays, each answering with a [`Msg`].
+//! challenge's and the split key's agent calls, inbox details and replays, each answering with a
+//! [`Msg`].
 
 use super::Console;
 use crate::engine::StopLevel;
@@ -133,6 +134,49 @@ impl Console {
                         }));
                     }
                 }
+            }
+            Effect::ProposeSplit(task_id) => {
+                let tx = self.msg_tx.clone();
+                if let Some(old) = self.split_task.take() {
+                    old.abort();
+                }
+                match &self.around.wizard {
+                    Ok(cx) => {
+                        let cx = cx.clone();
+                        self.split_task = Some(tokio::spawn(async move {
+                            let result = wizard_run::split(&cx, &task_id).await;
+                            let _ = tx.send(Msg::Split(task_id, result.map(Box::new)));
+                        }));
+                    }
+                    Err(why) => {
+                        let _ = tx.send(Msg::Split(task_id, Err(why.clone())));
+                    }
+                }
+            }
+            Effect::CancelSplit => {
+                if let Some(t) = self.split_task.take() {
+                    // Dropping the call kills the agent.
+                    t.abort();
+                }
+            }
+            Effect::WriteSplit(d) => {
+                let store = self.store.clone();
+                let plan = self.plan_id.clone();
+                let notes = self.msg_tx.clone();
+                tokio::spawn(async move {
+                    let note = match crate::prd::decompose::write_to_queue(&*store, &plan, &d).await
+                    {
+                        Ok(done) => Msg::Note(
+                            done.iter()
+                                .map(crate::prd::decompose::describe)
+                                .collect::<Vec<_>>()
+                                .join("; "),
+                            Level::Info,
+                        ),
+                        Err((_, e)) => Msg::Note(format!("split: {e}"), Level::Warn),
+                    };
+                    let _ = notes.send(note);
+                });
             }
             Effect::Challenge => {
                 let tx = self.msg_tx.clone();

@@ -97,11 +97,17 @@ impl Console {
                 Key::Char(c) if !chord.ctrl && !chord.alt => Some(Action::Answer(c)),
                 Key::Enter => Some(Action::Answer('y')),
                 Key::Esc => Some(Action::Back),
-                _ => self
-                    .opts
-                    .keymap
-                    .action(&chord)
-                    .filter(|a| *a == Action::Quit),
+                // Arrows and page keys scroll a dialog that scrolls (the split's diff).
+                _ => self.opts.keymap.action(&chord).filter(|a| {
+                    matches!(
+                        a,
+                        Action::Quit
+                            | Action::MoveUp
+                            | Action::MoveDown
+                            | Action::ScrollUp
+                            | Action::ScrollDown
+                    )
+                }),
             };
             if let Some(a) = action {
                 self.act(a);

@@ -310,6 +310,8 @@ struct Console {
     msg_rx: mpsc::UnboundedReceiver<Msg>,
     /// The wizard's running agent call: aborted (its agent killed) when the wizard closes.
     wizard_task: Option<JoinHandle<()>>,
+    /// The split key's running agent call: aborted (its agent killed) when the dialog closes.
+    split_task: Option<JoinHandle<()>>,
     input_stop: Arc<AtomicBool>,
     input_thread: Option<std::thread::JoinHandle<()>>,
     /// Set when the operator chose to go on in the background: `Some(whole_plan)`.
@@ -396,6 +398,7 @@ impl Console {
             msg_tx,
             msg_rx,
             wizard_task: None,
+            split_task: None,
             input_stop: Arc::new(AtomicBool::new(false)),
             input_thread: None,
             detach: None,
@@ -602,6 +605,9 @@ impl Console {
             running.join(", ")
         );
         if let Some(t) = self.wizard_task.take() {
+            t.abort();
+        }
+        if let Some(t) = self.split_task.take() {
             t.abort();
         }
         let joined = tokio::select! {

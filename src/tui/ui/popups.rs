@@ -1,5 +1,5 @@
-//! Popups over any view: help (every key of the current view, from the keymap) and
-//! confirmations (reset a task; quit while agents run).
+//! Popups over any view: help (every key of the current view, from the keymap),
+//! confirmations (reset a task; quit while agents run) and the split of a task (its diff).
 
 use super::UiContext;
 use super::fmt::ellipsize;
@@ -17,6 +17,7 @@ pub fn render(frame: &mut Frame, area: Rect, state: &AppState, ui: &UiContext) {
             Popup::Help => help(frame, area, state, ui),
             Popup::Confirm(c) => confirm(frame, area, c, state, ui),
             Popup::Input { purpose, text } => input(frame, area, &purpose.prompt(), text, ui),
+            Popup::Split => split(frame, area, state, ui),
         }
     }
 }
@@ -107,6 +108,53 @@ fn help(frame: &mut Frame, area: Rect, state: &AppState, ui: &UiContext) {
             Table::new(rows, [Constraint::Length(key_w), Constraint::Fill(1)]).column_spacing(1);
         frame.render_widget(table, *col);
     }
+}
+
+/// The split dialog (`X`): the agent at work, then the change as a diff to write or discard.
+fn split(frame: &mut Frame, area: Rect, state: &AppState, ui: &UiContext) {
+    let theme = ui.theme;
+    let Some(view) = &state.split else {
+        return;
+    };
+    let rect = centred(
+        area,
+        area.width.saturating_sub(4).max(40),
+        area.height.saturating_sub(2).max(8),
+    );
+    frame.render_widget(Clear, rect);
+    let (lines, hint): (Vec<Line>, &str) = match &view.proposal {
+        None => (
+            vec![Line::styled(
+                format!(
+                    "asking the agent to split {} into subtasks… (esc stops it)",
+                    view.task_id
+                ),
+                theme.dim(),
+            )],
+            " esc cancel ",
+        ),
+        Some(p) => (
+            p.diff
+                .lines()
+                .map(|l| Line::styled(l.to_string(), super::inbox::diff_style(l, theme)))
+                .collect(),
+            " y write into the queue · n/esc discard · ↑↓ j k pgup pgdn scroll ",
+        ),
+    };
+    let width = usize::from(rect.width.saturating_sub(2));
+    frame.render_widget(
+        Paragraph::new(lines).scroll((view.scroll, 0)).block(
+            Block::default()
+                .borders(Borders::ALL)
+                .border_style(theme.warn())
+                .title(Span::styled(
+                    ellipsize(&format!(" Split {} ", view.task_id), width),
+                    theme.warn(),
+                ))
+                .title_bottom(Line::styled(ellipsize(hint, width), theme.key())),
+        ),
+        rect,
+    );
 }
 
 fn input(frame: &mut Frame, area: Rect, prompt: &str, text: &str, ui: &UiContext) {

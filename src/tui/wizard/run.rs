@@ -1,5 +1,6 @@
-//! Running the wizard's jobs and the challenge for the console: `prd::run_job` with the run's
-//! agent (read-only) in the project root, merges going into the plan the console runs.
+//! Running the wizard's jobs, the challenge and the split key's agent call for the console:
+//! `prd` with the run's agent (read-only) in the project root, merges going into the plan the
+//! console runs.
 
 use super::{WizardEffect, WizardReply};
 use crate::prd::{self, JobContext, OneShot};
@@ -39,5 +40,29 @@ pub async fn challenge(cx: &WizardContext) -> Result<String, String> {
     prd::challenge_plan(&cx.agent, &cx.root, &spec)
         .await
         .map(|c| c.text)
+        .map_err(|e| e.to_string())
+}
+
+/// The agent's split of `task_id` in the plan as it stands in the queue (checked and applied,
+/// not written: the operator sees the diff first).
+pub async fn split(
+    cx: &WizardContext,
+    task_id: &str,
+) -> Result<prd::decompose::Decomposition, String> {
+    use crate::plan::decompose::{SplitRules, candidates};
+    let spec = cx
+        .store
+        .export_plan(&cx.plan_id)
+        .await
+        .map_err(|e| e.to_string())?;
+    let picked = candidates(&spec, &[task_id.to_string()])?;
+    let raw_dir = cx.root.join(prd::STATE_DIR);
+    let call = prd::preflight::Call {
+        agent: &cx.agent,
+        cwd: &cx.root,
+        raw_dir: &raw_dir,
+    };
+    prd::decompose::decompose_tasks(call, &spec, &picked, SplitRules::default(), |_, _| {})
+        .await
         .map_err(|e| e.to_string())
 }
