@@ -72,6 +72,21 @@ async fn open_store(repo: &Path) -> std::sync::Arc<dyn Store> {
     whilly::store::open::open(&target, repo).await.unwrap()
 }
 
+/// Worker `dead-worker` on `gone-box`; its heartbeat is set an hour back with SQL afterwards
+/// (registering stamps it with the database's now).
+fn dead_worker() -> WorkerRecord {
+    let now = chrono::Utc::now();
+    WorkerRecord {
+        id: "dead-worker".into(),
+        host: "gone-box".into(),
+        slots: 1,
+        tags: vec![],
+        started_at: now,
+        heartbeat_at: now,
+        offline: false,
+    }
+}
+
 fn branches(repo: &Repo) -> Vec<String> {
     repo.git(&["branch", "--format=%(refname:short)"])
         .lines()
@@ -153,19 +168,7 @@ async fn seeded_problems_are_found_and_the_safe_ones_fixed() {
         .await
         .unwrap()
         .expect("a ghost task to claim");
-    let now = chrono::Utc::now();
-    store
-        .register_worker(&WorkerRecord {
-            id: "dead-worker".into(),
-            host: "gone-box".into(),
-            slots: 1,
-            tags: vec![],
-            started_at: now,
-            heartbeat_at: now,
-            offline: false,
-        })
-        .await
-        .unwrap();
+    store.register_worker(&dead_worker()).await.unwrap();
     store.close().await;
     let pool = sqlx::SqlitePool::connect(&format!(
         "sqlite:{}",
@@ -396,19 +399,7 @@ async fn a_postgres_queue_is_checked_and_fixed() {
     let mut req = ClaimRequest::new("vanished-worker");
     req.lease = Duration::from_millis(1);
     let claimed = store.claim(&req).await.unwrap().expect("A to claim");
-    let hour_ago = chrono::Utc::now() - chrono::Duration::hours(1);
-    store
-        .register_worker(&WorkerRecord {
-            id: "dead-worker".into(),
-            host: "gone-box".into(),
-            slots: 1,
-            tags: vec![],
-            started_at: hour_ago,
-            heartbeat_at: hour_ago,
-            offline: false,
-        })
-        .await
-        .unwrap();
+    store.register_worker(&dead_worker()).await.unwrap();
     let pool = sqlx::PgPool::connect(&url).await.unwrap();
     sqlx::query(
         "UPDATE workers SET heartbeat_at = now() - interval '1 hour' WHERE id = 'dead-worker'",
