@@ -55,6 +55,25 @@ pub fn group_members(pgid: i32) -> Vec<i32> {
     members
 }
 
+/// Whether any process this user can see has `path` open (its `/proc/<pid>/fd` links).
+pub fn held_open(path: &std::path::Path) -> bool {
+    let path = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    procs
+        .flatten()
+        .filter(|p| {
+            p.file_name()
+                .to_string_lossy()
+                .bytes()
+                .all(|b| b.is_ascii_digit())
+        })
+        .filter_map(|p| std::fs::read_dir(p.path().join("fd")).ok())
+        .flat_map(|fds| fds.flatten())
+        .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|target| target == path))
+}
+
 /// True when `pid`'s working directory is `dir` or inside it (false when it cannot be read).
 pub fn cwd_within(pid: i32, dir: &std::path::Path) -> bool {
     let Ok(cwd) = std::fs::read_link(format!("/proc/{pid}/cwd")) else {
@@ -74,6 +93,16 @@ mod tests {
         let stat = "4242 (what (a) name) S 17 4242 4242 0 -1 0";
         assert_eq!(parent_pid(stat), Some(17));
         assert_eq!(parent_pid("garbage"), None);
+    }
+
+    #[test]
+    fn an_open_file_is_seen_held_and_a_closed_one_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("index.lock");
+        let f = std::fs::File::create(&path).unwrap();
+        assert!(held_open(&path));
+        drop(f);
+        assert!(!held_open(&path));
     }
 
     #[test]

@@ -494,7 +494,17 @@ fn crash_mid_run_then_resume_completes_the_plan() {
         .run_plan(&["run.parallel=2"], &["--plan", "p", "--resume"])
         .wait(Duration::from_secs(60));
     // `run plan.json --plan p --resume` re-imports the unchanged file: a no-op.
-    assert_eq!(out.code, Some(0), "{out}");
+    let failures: Vec<Value> = repo
+        .events(None)
+        .into_iter()
+        .filter(|e| e["event_type"] == "task.retry" || e["event_type"] == "task.failed")
+        .collect();
+    assert_eq!(
+        out.code,
+        Some(0),
+        "{out}
+failed attempts: {failures:#?}"
+    );
     for (id, status) in statuses(&repo, "p") {
         assert_eq!(status, "DONE", "{id}");
     }

@@ -827,3 +827,34 @@ fn caches_and_dependencies_are_never_committed_unless_the_base_tracks_them() {
     files.sort();
     assert_eq!(files, ["calc.py", "vendor/node_modules/kept/index.js"]);
 }
+
+/// A whilly killed while git wrote a worktree's index (creating it, resetting it, committing in
+/// it) leaves `index.lock` behind. Once nothing runs there any more, the next attempt must not
+/// fail on it: every retry would fail the same way and the task would end FAILED.
+#[test]
+fn re_prepare_after_a_crash_mid_git_write_clears_the_stale_lock() {
+    let fx = Fixture::new();
+    let ws = fx.ws();
+    let root = fx.root();
+    let base = ws.base_commit().unwrap();
+    let wt = ws.prepare("p", "T", &base).unwrap();
+    fs::write(wt.path.join("half-done.txt"), "x").unwrap();
+    let lock = root
+        .join(".git/worktrees")
+        .join(&wt.name)
+        .join("index.lock");
+    fs::write(&lock, "").unwrap();
+    let ref_lock = root
+        .join(".git/refs/heads")
+        .join(format!("{}.lock", wt.branch));
+    fs::create_dir_all(ref_lock.parent().unwrap()).unwrap();
+    fs::write(&ref_lock, "").unwrap();
+    let again = ws.prepare("p", "T", &base).unwrap();
+    assert_eq!(again.path, wt.path);
+    assert!(!again.path.join("half-done.txt").exists());
+    assert!(!lock.exists(), "the stale lock is gone");
+    assert!(!ref_lock.exists(), "the branch's stale lock is gone");
+    // The worktree works: a commit in it goes through.
+    fs::write(again.path.join("done.txt"), "d").unwrap();
+    assert!(ws.commit(&again, "attempt 2").unwrap().is_some());
+}

@@ -37,6 +37,16 @@ pub(super) fn prepare(
         if layout::is_within(&ws.base_dir, &ws.root) {
             exclude_from_repo(&ws.common_dir, &ws.root, &ws.base_dir)?;
         }
+        // Git's lock files left by a whilly killed mid-write (no agent runs here any more, and
+        // this process holds the task's lease and the admin lock): every retry would fail on
+        // them. One still open is someone's write in progress and stays.
+        for lock in [
+            admin.join("index.lock"),
+            admin.join("HEAD.lock"),
+            ws.common_dir.join(format!("refs/heads/{branch}.lock")),
+        ] {
+            clear_stale_lock(&lock)?;
+        }
         if is_reusable(&repo, &name, &path) {
             reset_existing(&repo, &path, &branch, base)?;
             true
@@ -117,6 +127,23 @@ pub(super) fn resolve_commit(repo: &Repository, spec: &str) -> Result<Oid, Works
         .peel_to_commit()
         .map_err(|e| bad(e.message().to_string()))?;
     Ok(commit.id())
+}
+
+/// Removes git's lock file at `lock` when no process holds it open (a crash's leftover).
+fn clear_stale_lock(lock: &Path) -> Result<(), WorkspaceError> {
+    if fs::symlink_metadata(lock).is_err() || crate::procinfo::held_open(lock) {
+        return Ok(());
+    }
+    tracing::warn!(
+        "removing {}, left by a process that ended mid-write",
+        lock.display()
+    );
+    match fs::remove_file(lock) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(WorkspaceError::io("could not remove", lock)(e))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// A registered, valid worktree at the expected place with a `.git` file: safe to reuse.
