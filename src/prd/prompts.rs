@@ -115,16 +115,13 @@ change anything.\n\n",
 }
 
 pub fn plan_repair(original_prompt: &str, reply: &str, problems: &str) -> String {
-    let mut p = String::from(original_prompt);
-    p.push_str("\nYour previous reply could not be used. Its problems:\n");
-    p.push_str(problems.trim());
-    p.push_str("\n\nYour previous reply was:\n");
-    quoted(&mut p, "REPLY", reply);
-    p.push_str(
-        "\nReply again with the complete, corrected plan as one JSON object only: no prose, no \
-code fence.\n",
-    );
-    p
+    repair(
+        original_prompt,
+        reply,
+        problems,
+        "Reply again with the complete, corrected plan as one JSON object only: no prose, no \
+code fence.",
+    )
 }
 
 pub fn challenge(plan_json: &str, triz_summary: &str) -> String {
@@ -248,13 +245,24 @@ checked?\n\n",
 
 /// A JSON answer that failed its checks, sent back once with its problems.
 pub fn json_repair(original_prompt: &str, reply: &str, problems: &str) -> String {
+    repair(
+        original_prompt,
+        reply,
+        problems,
+        "Reply again with the complete, corrected JSON object only: no prose, no code fence.",
+    )
+}
+
+/// `original_prompt` again with the reply that failed, its problems and what to send instead:
+/// the one shape of every repair round.
+fn repair(original_prompt: &str, reply: &str, problems: &str, ask: &str) -> String {
     let mut p = String::from(original_prompt);
     p.push_str("\nYour previous reply could not be used. Its problems:\n");
     p.push_str(problems.trim());
     p.push_str("\n\nYour previous reply was:\n");
     quoted(&mut p, "REPLY", reply);
-    p.push_str(
-        "\nReply again with the complete, corrected JSON object only: no prose, no code fence.\n",
-    );
+    p.push('\n');
+    p.push_str(ask);
+    p.push('\n');
     p
 }
