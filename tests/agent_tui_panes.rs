@@ -63,9 +63,10 @@ fn pane_reads_like_tmux(agent: Agent) {
     let name = agent.name();
     let server = WireServer::start(agent.wire(), Scenario::Complete);
     let tmp = tempfile::tempdir().unwrap();
-    let home = tmp.path().canonicalize().unwrap();
-    let _reaper = KillUnder(home.clone());
-    let project = home.join("project");
+    let root = tmp.path().canonicalize().unwrap();
+    let _reaper = KillUnder(root.clone());
+    // The project is outside both homes, so both screens name it by the same absolute path.
+    let project = root.join("project");
     std::fs::create_dir_all(&project).unwrap();
     let git = Command::new("git")
         .args(["init", "-q"])
@@ -73,17 +74,25 @@ fn pane_reads_like_tmux(agent: Agent) {
         .status()
         .unwrap();
     assert!(git.success(), "git init");
-    let mut env = agent.setup(&home, &server);
-    let (argv, extra) = interactive(agent, &home, &project, &bin);
-    env.extend(extra);
-    env.push(("TERM".into(), "xterm-256color".into()));
-    env.push(("COLORTERM".into(), "truecolor".into()));
+    // One home per run: two first runs, neither sharing the other's config or caches.
+    let run_env = |home: &Path| {
+        std::fs::create_dir_all(home).unwrap();
+        let mut env = agent.setup(home, &server);
+        let (argv, extra) = interactive(agent, home, &project, &bin);
+        env.extend(extra);
+        env.push(("TERM".into(), "xterm-256color".into()));
+        env.push(("COLORTERM".into(), "truecolor".into()));
+        (argv, env)
+    };
+    let (argv, env) = run_env(&root.join("pane-home"));
+    let (_, tmux_env) = run_env(&root.join("tmux-home"));
     let pty = tui_compare::pane_reads_like_tmux(&TuiRun {
         agent: name,
         argv,
         env,
+        tmux_env,
         cwd: &project,
-        log_path: home.join(format!("{name}-pane.log")),
+        log_path: root.join(format!("{name}-pane.log")),
         prompt: PROMPT,
         answer: ANSWER,
         server_log: &|| server.log(),

@@ -59,13 +59,17 @@ async fn claude_interactive_tui_in_a_pane_reads_like_tmux() {
     let project = home.path().join("project");
     std::fs::create_dir_all(&project).unwrap();
     let project = project.canonicalize().unwrap();
+    // One config dir per run, so neither run shares the other's state.
     let env = claude_env(&server, &home.path().join("claude"));
     prepare_config(&home.path().join("claude"), &project);
+    let tmux_env = claude_env(&server, &home.path().join("claude-tmux"));
+    prepare_config(&home.path().join("claude-tmux"), &project);
 
     let pty = tui_compare::pane_reads_like_tmux(&TuiRun {
         agent: "claude",
         argv: vec![bin.to_string_lossy().to_string(), PROMPT.to_string()],
         env,
+        tmux_env,
         cwd: &project,
         log_path: home.path().join("claude-pane.log"),
         prompt: PROMPT,

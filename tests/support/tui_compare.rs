@@ -30,8 +30,12 @@ pub struct TuiRun<'a> {
     pub agent: &'a str,
     /// The command with its prompt.
     pub argv: Vec<String>,
-    /// The CLI's whole environment (terminal variables included).
+    /// The CLI's whole environment in the whilly pane (terminal variables included).
     pub env: Vec<(String, String)>,
+    /// The same for the tmux run: its own home, so neither run waits on or races the other's
+    /// first-run setup (OpenCode npm-installs its plugin package into its config dir at start;
+    /// two installs into one dir at once left one TUI blank for 90 s in CI).
+    pub tmux_env: Vec<(String, String)>,
     pub cwd: &'a Path,
     /// Where the PTY session logs its output (the replay fixture is recorded from it).
     pub log_path: PathBuf,
@@ -69,7 +73,9 @@ pub fn pane_reads_like_tmux(run: &TuiRun) -> Arc<PtySession> {
     let (ours, theirs) = (pane_text(&pty, name), tmux.screen());
     assert!(
         both,
-        "{name} did not show the model's answer in time\n--- whilly pane\n{ours}\n--- tmux\n{theirs}\n--- server\n{}",
+        "{name} did not show the model's answer in time\n--- whilly pane ({:?})\n{ours}\n--- the pane's output, last bytes\n{}\n--- tmux\n{theirs}\n--- server\n{}",
+        pty.run_state(),
+        log_tail(&run.log_path),
         (run.server_log)()
     );
     // Let both settle (spinners stop, the input box is redrawn), then compare.
@@ -93,6 +99,20 @@ pub fn pane_reads_like_tmux(run: &TuiRun) -> Arc<PtySession> {
     assert!(ours.contains(run.answer), "{ours}");
     assert!(!ours.contains('\u{1b}') && !ours.contains("[?"), "{ours}");
     pty
+}
+
+/// The end of a PTY session's output log, escapes spelled out, for a failure message: whether
+/// the CLI drew anything at all, and what it wrote last.
+fn log_tail(path: &Path) -> String {
+    let Ok(bytes) = std::fs::read(path) else {
+        return format!("(no log at {})", path.display());
+    };
+    let from = bytes.len().saturating_sub(1500);
+    format!(
+        "{} bytes in all: {}",
+        bytes.len(),
+        String::from_utf8_lossy(&bytes[from..]).escape_debug()
+    )
 }
 
 /// The pane's cells as text, one line per row, trailing blanks trimmed: the session drawn by the
@@ -167,7 +187,7 @@ impl TmuxPane {
         ])
         .arg(run.cwd)
         .arg("env");
-        for (k, v) in &run.env {
+        for (k, v) in &run.tmux_env {
             cmd.arg(format!("{k}={v}"));
         }
         cmd.args(&run.argv);

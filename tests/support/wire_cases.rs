@@ -158,6 +158,8 @@ stream_max_retries = 0
                 });
                 std::fs::write(&config, serde_json::to_string_pretty(&body).unwrap()).unwrap();
                 env.push(("OPENCODE_CONFIG".into(), path_str(&config)));
+                // Offline: the model comes from the config, not models.dev.
+                env.push(("OPENCODE_DISABLE_MODELS_FETCH".into(), "1".into()));
             }
             Agent::Gemini => {
                 let dir = home.join(".gemini");
