@@ -46,3 +46,9 @@ fn a_rate_limit_with_its_reset_pauses_the_agent_until_then() {
 fn hanging_provider_is_killed_at_the_task_timeout() {
     wire_cases::hang_is_killed_at_the_timeout(Codex);
 }
+
+/// `codex exec --json` prints usage only as the run ends; the spend comes from its session file.
+#[test]
+fn task_budget_stops_it_mid_run() {
+    wire_cases::task_budget_stops_the_agent_mid_run(Codex);
+}

@@ -228,6 +228,10 @@ pub trait Backend: Send + Sync + fmt::Debug {
     /// modes, command templates).
     fn usage_meter(&self, prices: &PriceTable) -> Option<super::live_usage::UsageMeter>;
 
+    /// Where the CLI also writes its usage while it works, for the meter to follow when its
+    /// output gives usage only at the end; `None` for most.
+    fn session_log(&self) -> Option<super::live_usage::SessionLog>;
+
     /// Whether the attempt failed and how, from its exit code (`None`: killed by a signal) and
     /// result; `None` means it ran to the end without error.
     fn classify(

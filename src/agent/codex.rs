@@ -10,13 +10,14 @@
 
 use super::backend::{AgentSettings, BackendKind, Invocation, PermissionMode, dash_safe_prompt};
 use super::jsonscan::json_objects;
-use super::live_usage::{LineReader, Reading, UsageMeter};
+use super::live_usage::{LineReader, Reading, SessionLog, UsageMeter};
 use super::process_backend::{Cli, ProcessBackend};
 use super::result::{AgentResult, PriceTable, Usage, apply_prices, u64_at};
 use super::transcript::{
     JsonLinesFilter, end_line, status_line, text_lines, tool_call_line, tool_result_line,
 };
 use serde_json::Value;
+use std::path::PathBuf;
 
 /// The Codex CLI.
 #[derive(Debug, Clone, Copy)]
@@ -74,33 +75,70 @@ impl Cli for Codex {
             s.model.clone(),
         ))
     }
+
+    fn session_log(&self, s: &AgentSettings) -> Option<SessionLog> {
+        Some(SessionLog {
+            dir: codex_home(s)?.join("sessions"),
+            needle: "thread.started",
+            id_of: |v| match v["type"].as_str() {
+                Some("thread.started") => v["thread_id"].as_str().map(str::to_string),
+                _ => None,
+            },
+            is_file_of: |name, id| {
+                name.starts_with("rollout-")
+                    && name
+                        .strip_suffix(".jsonl")
+                        .and_then(|n| n.strip_suffix(id))
+                        .is_some_and(|n| n.ends_with('-'))
+            },
+        })
+    }
 }
 
-/// Codex's spend while it works: each `turn.completed` adds its usage (the old shape's
-/// `token_count` is a running total, so it replaces itself), priced with the configured model
-/// (Codex never names one). `codex exec` runs one turn, so this arrives as the run ends.
+/// Where Codex keeps its state: `CODEX_HOME` (the agent's configured environment first, then
+/// whilly's own, which the agent inherits), else `~/.codex`.
+fn codex_home(s: &AgentSettings) -> Option<PathBuf> {
+    let configured = s
+        .env
+        .iter()
+        .rev()
+        .find(|(k, _)| k == "CODEX_HOME")
+        .map(|(_, v)| PathBuf::from(v));
+    configured
+        .or_else(|| std::env::var_os("CODEX_HOME").map(PathBuf::from))
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".codex")))
+        .filter(|p| p.is_absolute())
+}
+
+/// Codex's spend while it works. `codex exec` runs one turn and prints its usage
+/// (`turn.completed`) only as the run ends; its session file has a running total
+/// (`token_count`) after every model request, which the engine follows
+/// ([`SessionLog`]). Both are the session's total so far, under one key, so neither adds to the
+/// other. Priced with the configured model (Codex never names one).
 pub const CODEX_METER: LineReader = LineReader {
     needles: &["turn.completed", "token_count"],
     read: codex_meter_reading,
 };
 
 fn codex_meter_reading(v: &Value, _configured: Option<&str>) -> Vec<Reading> {
-    let usage = |key: Option<&str>, usage| Reading::Usage {
-        key: key.map(str::to_string),
+    let total = |usage| Reading::Usage {
+        key: Some("total".to_string()),
         model: None,
         usage,
         cost: None,
     };
     match event(v) {
-        Some(("turn.completed", body)) => vec![usage(None, codex_usage(&body["usage"]))],
-        Some(("token_count", body)) => vec![usage(Some("token_count"), token_count_usage(body))],
+        Some(("turn.completed", body)) => vec![total(codex_usage(&body["usage"]))],
+        Some(("token_count", body)) => vec![total(token_count_usage(body))],
         _ => Vec::new(),
     }
 }
 
-/// An event's type and body: older releases wrap every event as `{"id":…,"msg":{"type":…}}`.
+/// An event's type and body: older releases wrap every event as `{"id":…,"msg":{"type":…}}`,
+/// the session file as `{"type":"event_msg","payload":{"type":…}}`.
 fn event(ev: &Value) -> Option<(&str, &Value)> {
     match (ev["type"].as_str(), ev["msg"]["type"].as_str()) {
+        (Some("event_msg"), _) => Some((ev["payload"]["type"].as_str()?, &ev["payload"])),
         (Some(k), _) => Some((k, ev)),
         (None, Some(k)) => Some((k, &ev["msg"])),
         _ => None,
@@ -194,7 +232,9 @@ pub fn parse_codex_output(clean: &str, model: Option<&str>, prices: &PriceTable)
             "turn.completed" => {
                 transient = None;
                 turns = turns.saturating_add(1);
-                usage.add(&codex_usage(&body["usage"]));
+                // The thread's total so far (exec builds it from the running total, not the
+                // turn's own), so the latest replaces the earlier ones.
+                usage = codex_usage(&body["usage"]);
                 last = Some(ev);
             }
             // Old shape: cumulative totals, so the latest replaces the earlier ones.
@@ -368,11 +408,14 @@ mod tests {
             assert!(r.cost > Usd::ZERO, "{name}");
             assert_eq!((live, meter.usage()), (r.cost, r.usage), "{name}");
         }
-        // Two turns (a resumed session) add up; the old shape's running totals replace.
+        // `turn.completed` carries the thread's running total, like the session file's
+        // `token_count` and the old shape's: each replaces the last, never adds.
         let mut meter = b.usage_meter(&prices).unwrap();
         let turn = r#"{"type":"turn.completed","usage":{"input_tokens":1000000,"cached_input_tokens":0,"output_tokens":0}}"#;
         assert_eq!(meter.feed_line(turn), Some(Usd::from_f64(1.25)));
-        assert_eq!(meter.feed_line(turn), Some(Usd::from_f64(2.5)));
+        assert_eq!(meter.feed_line(turn), None);
+        let bigger = turn.replace("1000000", "2000000");
+        assert_eq!(meter.feed_line(&bigger), Some(Usd::from_f64(2.5)));
         let mut meter = b.usage_meter(&prices).unwrap();
         for n in [1, 2] {
             let line = format!(
@@ -381,6 +424,24 @@ mod tests {
             );
             assert_eq!(meter.feed_line(&line), Some(Usd::from_f64(1.25 * n as f64)));
         }
+        // The session file's shape, read by the same meter: a running total after each request.
+        let mut meter = b.usage_meter(&prices).unwrap();
+        let file_line = |input: u64| {
+            format!(
+                r#"{{"timestamp":"2026-12-06T07:48:08.488Z","type":"event_msg","payload":{{"type":"token_count","info":{{"total_token_usage":{{"input_tokens":{input},"cached_input_tokens":0,"cache_write_input_tokens":0,"output_tokens":0,"reasoning_output_tokens":0,"total_tokens":{input}}}}}}}}}"#
+            )
+        };
+        assert_eq!(
+            meter.feed_line(&file_line(1_000_000)),
+            Some(Usd::from_f64(1.25))
+        );
+        assert_eq!(
+            meter.feed_line(&file_line(2_000_000)),
+            Some(Usd::from_f64(2.5))
+        );
+        // The same total from stdout as the run ends: no double count.
+        assert_eq!(meter.feed_line(&bigger), None);
+        assert_eq!(meter.cost(), Usd::from_f64(2.5));
         // Codex never names its model: without agents.codex.model nothing is priced.
         let unset = CodexBackend::new(
             AgentSettings::new(BackendKind::Codex),
@@ -480,5 +541,34 @@ mod tests {
             (r.usage.input_tokens, r.usage.output_tokens, r.cost_source),
             (10, 5, CostSource::Unknown)
         );
+    }
+
+    #[test]
+    fn session_log_is_the_thread_file_under_codex_home() {
+        use crate::agent::backend::Backend;
+        let mut s = AgentSettings::new(BackendKind::Codex);
+        s.env = vec![("CODEX_HOME".into(), "/srv/codex".into())];
+        let b = CodexBackend::new(s, PathBuf::from("/bin/codex"), Codex);
+        let log = b.session_log().unwrap();
+        assert_eq!(log.dir, PathBuf::from("/srv/codex/sessions"));
+        let id = "01a24a53-13e0-7020-a815-07569af19a36";
+        let started = format!(r#"{{"type":"thread.started","thread_id":"{id}"}}"#);
+        assert_eq!(log.id_in(&started).as_deref(), Some(id));
+        assert_eq!(log.id_in(r#"{"type":"turn.started"}"#), None);
+        let file = format!("rollout-2026-12-06T07-48-08-{id}.jsonl");
+        assert!((log.is_file_of)(&file, id));
+        // Another thread's file, a name merely ending in the id, a different extension.
+        assert!(!(log.is_file_of)(&file, "07569af19a36-x"));
+        assert!(!(log.is_file_of)(
+            &format!("rollout-2026-12-06T07-48-08-x{id}.jsonl"),
+            id
+        ));
+        assert!(!(log.is_file_of)(&format!("notes-{id}.jsonl"), id));
+        assert!(!(log.is_file_of)(&format!("rollout-{id}.json"), id));
+        // A relative CODEX_HOME is not followed (it would resolve against whilly's cwd).
+        let mut s = AgentSettings::new(BackendKind::Codex);
+        s.env = vec![("CODEX_HOME".into(), "codex".into())];
+        let b = CodexBackend::new(s, PathBuf::from("/bin/codex"), Codex);
+        assert!(b.session_log().is_none());
     }
 }

@@ -10,6 +10,7 @@ use super::result::{PriceTable, Usage};
 use crate::domain::Usd;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
 
 /// What one output line says about spend.
 #[derive(Debug, Clone, PartialEq)]
@@ -20,7 +21,9 @@ pub enum Reading {
     /// The usage of one piece of work (a message, a turn, a step).
     Usage {
         /// A later reading with the same key replaces this one (Claude repeats a message's usage
-        /// on each of its content blocks; cumulative totals); `None` always adds.
+        /// on each of its content blocks; cumulative totals), unless it has fewer tokens: two
+        /// sources of one running total (Codex's output and its session file) may be read out of
+        /// order, and a total never falls. `None` always adds.
         key: Option<String>,
         /// The model that did the work, when the line names it.
         model: Option<String>,
@@ -46,6 +49,38 @@ struct Entry {
     model: Option<String>,
     usage: Usage,
     cost: Option<f64>,
+}
+
+/// A file where a CLI writes its usage while it works when its output gives it only at the end
+/// (Codex: `CODEX_HOME/sessions/YYYY/MM/DD/rollout-…-<thread id>.jsonl`). Its lines go through
+/// the same [`LineReader`] as the output's; the engine finds and follows the file.
+#[derive(Debug, Clone)]
+pub struct SessionLog {
+    /// The directory the session files are under (dated folders below it).
+    pub dir: PathBuf,
+    /// Only an output line containing this is offered to `id_of`.
+    pub needle: &'static str,
+    /// The session's id, from the output event that names it; `None` for any other event.
+    pub id_of: fn(&Value) -> Option<String>,
+    /// Whether a file name is session `id`'s file.
+    pub is_file_of: fn(&str, &str) -> bool,
+}
+
+impl SessionLog {
+    /// The session id an output line names, if it names one. Ids that could be anything but a
+    /// plain id are refused: they are matched against file names.
+    pub fn id_in(&self, line: &str) -> Option<String> {
+        let line = line.trim();
+        if !line.starts_with('{') || !line.contains(self.needle) {
+            return None;
+        }
+        let v: Value = serde_json::from_str(line).ok()?;
+        (self.id_of)(&v).filter(|id| {
+            !id.is_empty()
+                && id.len() <= 128
+                && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+        })
+    }
 }
 
 /// The running usage and cost of one agent run, fed line by line.
@@ -112,6 +147,7 @@ impl UsageMeter {
                 let entry = Entry { model, usage, cost };
                 match key {
                     Some(k) => match self.keys.get(&k) {
+                        Some(&i) if entry.usage.total() < self.entries[i].usage.total() => {}
                         Some(&i) => self.entries[i] = entry,
                         None => {
                             self.keys.insert(k, self.entries.len());
@@ -252,6 +288,45 @@ mod tests {
         // An unpriced model costs nothing rather than failing.
         assert_eq!(m.feed_line(r#"{"m":"mystery","in":5000000}"#), None);
         assert_eq!(m.cost(), Usd::from_f64(6.0));
+    }
+
+    #[test]
+    fn a_keyed_total_never_falls_when_read_late() {
+        let mut m = UsageMeter::new(READER, prices(), Some("sonnet".into()));
+        let full = r#"{"k":"total","in":2000000}"#;
+        let partial = r#"{"k":"total","in":1000000}"#;
+        assert_eq!(m.feed_line(full), Some(Usd::from_f64(6.0)));
+        // The same total from a slower source, an earlier value of it: ignored.
+        assert_eq!(m.feed_line(partial), None);
+        assert_eq!(m.cost(), Usd::from_f64(6.0));
+        assert_eq!(m.usage().input_tokens, 2_000_000);
+    }
+
+    #[test]
+    fn a_session_log_takes_only_plain_ids() {
+        fn id_of(v: &Value) -> Option<String> {
+            v["id"].as_str().map(str::to_string)
+        }
+        let log = SessionLog {
+            dir: PathBuf::from("/nowhere"),
+            needle: "started",
+            id_of,
+            is_file_of: |_, _| false,
+        };
+        assert_eq!(
+            log.id_in(r#"{"type":"started","id":"01a2-beef"}"#)
+                .as_deref(),
+            Some("01a2-beef")
+        );
+        for refused in [
+            r#"{"type":"started","id":"../../etc"}"#,
+            r#"{"type":"started","id":""}"#,
+            r#"{"type":"started","id":"a/b"}"#,
+            r#"{"type":"other","id":"abc"}"#,
+            "not json started",
+        ] {
+            assert_eq!(log.id_in(refused), None, "{refused}");
+        }
     }
 
     #[test]

@@ -46,7 +46,7 @@ pub use classify::{DEFAULT_BACKOFF_SECS, ErrorClass, backoff, classify_outcome, 
 pub use error::AgentError;
 pub use guards::{BlockReason, Guards, redact_secrets};
 pub use handoff::{HandoffDir, HandoffPoll, HandoffResult, HandoffStatus};
-pub use live_usage::UsageMeter;
+pub use live_usage::{SessionLog, UsageMeter};
 pub use prompt::{PromptInput, Repair, build_prompt};
 pub use result::{AgentResult, COMPLETION_MARKER, CostSource, ModelPrice, PriceTable, Usage};
 pub use runner::{Runner, build_runner};

@@ -10,7 +10,7 @@
 use super::backend::{AgentCommand, AgentSettings, Backend, BackendKind, Invocation, base_env};
 use super::classify::{ErrorClass, classify_outcome};
 use super::error::AgentError;
-use super::live_usage::UsageMeter;
+use super::live_usage::{SessionLog, UsageMeter};
 use super::result::{AgentResult, PriceTable, clean_output};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -38,6 +38,11 @@ pub trait Cli: fmt::Debug + Send + Sync {
 
     /// See [`Backend::usage_meter`].
     fn usage_meter(&self, _settings: &AgentSettings, _prices: &PriceTable) -> Option<UsageMeter> {
+        None
+    }
+
+    /// See [`Backend::session_log`].
+    fn session_log(&self, _settings: &AgentSettings) -> Option<SessionLog> {
         None
     }
 
@@ -109,6 +114,10 @@ impl<C: Cli> Backend for ProcessBackend<C> {
 
     fn usage_meter(&self, prices: &PriceTable) -> Option<UsageMeter> {
         self.cli.usage_meter(&self.settings, prices)
+    }
+
+    fn session_log(&self) -> Option<SessionLog> {
+        self.cli.session_log(&self.settings)
     }
 
     fn classify(

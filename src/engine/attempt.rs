@@ -10,16 +10,17 @@ use super::control::{AttemptControl, StopLevel, StopReason};
 use super::executor::{AttemptOutcome, Executor};
 use super::fence::StoreFence;
 use super::handoff_runner::{HandoffEnd, HandoffRunner};
+use super::live_spend::MeteredView;
 use super::publish::{DeliveryKind, FailureNote, NOT_PUBLISHED, PublishRequest};
 use super::sessions::{SessionInfo, SessionRegistry, SessionState};
 use super::verify::{Verification, run_checks};
 use crate::agent::{
     self, Backend, CostSource, ErrorClass, Guards, HandoffDir, HandoffStatus, Invocation,
-    PriceTable, PromptInput, Repair, Runner, UsageMeter, build_prompt,
+    PriceTable, PromptInput, Repair, Runner, build_prompt,
 };
 use crate::domain::dispatch::agent_of;
 use crate::domain::{PlanSpec, TaskSpec, Usd, safe_id};
-use crate::pty::{LineFilter, PtySession, SpawnSpec, TermSize};
+use crate::pty::{PtySession, SpawnSpec, TermSize};
 use crate::store::{Claimed, Park, PlanRecord, Store, StoreError};
 use crate::workspace::{Delivery, MergeMode, Snapshot, Workspaces, Worktree, commit_message};
 use async_trait::async_trait;
@@ -520,13 +521,13 @@ impl AgentExecutor {
             spec = spec.env(k, v);
         }
         if let Some(view) = backend.display_filter() {
-            let meter = backend.usage_meter(&self.cfg.prices);
-            spec = spec.display_filter(Box::new(MeteredView {
+            spec = spec.display_filter(Box::new(MeteredView::new(
                 view,
-                meter,
-                ctl: ctl.clone(),
-                base: cx.spent,
-            }));
+                backend.usage_meter(&self.cfg.prices),
+                backend.session_log(),
+                ctl.clone(),
+                cx.spent,
+            )));
         }
         spec = spec
             .env("WHILLY_TASK_ID", &cx.task.id)
@@ -1017,29 +1018,6 @@ impl AgentExecutor {
             cx.plan,
             &cx.task.id,
         )
-    }
-}
-
-/// The pane's view of a stream-json agent, metering its spend on the way: each complete line is
-/// priced (running total reported to the attempt control, for the budget checks) and rendered.
-/// Runs on the PTY reader thread.
-struct MeteredView {
-    view: Box<dyn LineFilter>,
-    meter: Option<UsageMeter>,
-    ctl: AttemptControl,
-    /// The attempt's spend before this round.
-    base: Usd,
-}
-
-impl LineFilter for MeteredView {
-    fn line(&mut self, line: &[u8], out: &mut Vec<u8>) {
-        if let Some(meter) = self.meter.as_mut()
-            && let Ok(text) = std::str::from_utf8(line)
-            && let Some(cost) = meter.feed_line(text)
-        {
-            self.ctl.set_spent(self.base + cost);
-        }
-        self.view.line(line, out);
     }
 }
 

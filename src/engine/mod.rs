@@ -21,6 +21,7 @@ pub mod handoff_runner;
 pub mod inbox;
 pub mod jira_sync;
 pub mod landing;
+pub mod live_spend;
 pub mod outage;
 pub mod outcome;
 pub mod panes;

@@ -1,0 +1,327 @@
+//! Spend while an agent works, for the budget checks: the pane's view of a stream-json agent
+//! feeds each complete output line to the backend's [`UsageMeter`], and where the CLI writes its
+//! usage to a session file instead of its output (Codex), a follower thread reads that file into
+//! the same meter. The running total goes to the attempt control, which the budget guard reads.
+
+use super::control::AttemptControl;
+use crate::agent::{SessionLog, UsageMeter};
+use crate::domain::Usd;
+use crate::pty::LineFilter;
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+/// How often the follower looks for the session file and reads what was added to it.
+const POLL: Duration = Duration::from_millis(250);
+
+/// How many dated folders (newest first) the session file is looked for in: the run's own day,
+/// and the one before for a run started just before midnight.
+const RECENT_DAYS: usize = 2;
+
+/// The meter, its session log and the attempt's spend before this round, shared by the pane's
+/// view (PTY reader thread) and the session follower.
+#[derive(Clone)]
+struct Spend {
+    meter: Arc<Mutex<UsageMeter>>,
+    ctl: AttemptControl,
+    base: Usd,
+}
+
+impl Spend {
+    fn feed(&self, line: &str) {
+        let mut meter = self.meter.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(cost) = meter.feed_line(line) {
+            self.ctl.set_spent(self.base + cost);
+        }
+    }
+}
+
+/// The pane's view of a stream-json agent, metering its spend on the way: each complete line is
+/// priced (running total reported to the attempt control, for the budget checks) and rendered.
+/// Runs on the PTY reader thread.
+pub struct MeteredView {
+    view: Box<dyn LineFilter>,
+    spend: Option<Spend>,
+    /// Where the CLI also writes its usage, until the output names the session.
+    log: Option<SessionLog>,
+    follower: Option<SessionFollower>,
+}
+
+impl MeteredView {
+    /// `base` is the attempt's spend before this round.
+    pub fn new(
+        view: Box<dyn LineFilter>,
+        meter: Option<UsageMeter>,
+        log: Option<SessionLog>,
+        ctl: AttemptControl,
+        base: Usd,
+    ) -> MeteredView {
+        let spend = meter.map(|m| Spend {
+            meter: Arc::new(Mutex::new(m)),
+            ctl,
+            base,
+        });
+        MeteredView {
+            view,
+            log: log.filter(|_| spend.is_some()),
+            spend,
+            follower: None,
+        }
+    }
+}
+
+impl LineFilter for MeteredView {
+    fn line(&mut self, line: &[u8], out: &mut Vec<u8>) {
+        if let (Some(spend), Ok(text)) = (self.spend.as_ref(), std::str::from_utf8(line)) {
+            spend.feed(text);
+            if self.follower.is_none()
+                && let Some(log) = self.log.as_ref()
+                && let Some(id) = log.id_in(text)
+                && let Some(log) = self.log.take()
+            {
+                self.follower = Some(SessionFollower::start(log, id, spend.clone()));
+            }
+        }
+        self.view.line(line, out);
+    }
+}
+
+/// A thread reading one session's file into the meter as the CLI appends to it; it stops when
+/// dropped (with the pane's view, when the session ends).
+struct SessionFollower {
+    stop: Arc<AtomicBool>,
+}
+
+impl SessionFollower {
+    fn start(log: SessionLog, id: String, spend: Spend) -> SessionFollower {
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopped = stop.clone();
+        let spawned = std::thread::Builder::new()
+            .name("whilly-session-log".into())
+            .spawn(move || follow(&log, &id, &spend, &stopped));
+        if let Err(e) = spawned {
+            // Live spend from the file is lost; the final parse still prices the run.
+            tracing::warn!(error = %e, "could not start following the agent's session file");
+        }
+        SessionFollower { stop }
+    }
+}
+
+impl Drop for SessionFollower {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+fn follow(log: &SessionLog, id: &str, spend: &Spend, stop: &AtomicBool) {
+    let mut tail: Option<Tail> = None;
+    while !stop.load(Ordering::Relaxed) {
+        if tail.is_none() {
+            tail = find_session_file(log, id).and_then(|p| Tail::open(&p));
+        }
+        if let Some(t) = tail.as_mut() {
+            for line in t.read_lines() {
+                spend.feed(&line);
+            }
+        }
+        std::thread::sleep(POLL);
+    }
+}
+
+/// The session's file under the log's dated folders (`YYYY/MM/DD`), newest days first.
+pub fn find_session_file(log: &SessionLog, id: &str) -> Option<PathBuf> {
+    let mut days = Vec::new();
+    for year in newest_dirs(&log.dir) {
+        for month in newest_dirs(&year) {
+            for day in newest_dirs(&month) {
+                days.push(day);
+                if days.len() == RECENT_DAYS {
+                    break;
+                }
+            }
+            if days.len() == RECENT_DAYS {
+                break;
+            }
+        }
+        if days.len() == RECENT_DAYS {
+            break;
+        }
+    }
+    days.iter().find_map(|day| {
+        std::fs::read_dir(day).ok()?.flatten().find_map(|e| {
+            let name = e.file_name();
+            (log.is_file_of)(name.to_str()?, id).then(|| e.path())
+        })
+    })
+}
+
+/// The subfolders of `dir`, newest name first (dated names sort by date).
+fn newest_dirs(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut dirs: Vec<PathBuf> = entries
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| e.path())
+        .collect();
+    dirs.sort_unstable_by(|a, b| b.cmp(a));
+    dirs
+}
+
+/// Reads a growing file's complete lines, each once.
+pub struct Tail {
+    file: File,
+    offset: u64,
+    partial: Vec<u8>,
+}
+
+impl Tail {
+    pub fn open(path: &Path) -> Option<Tail> {
+        File::open(path).ok().map(|file| Tail {
+            file,
+            offset: 0,
+            partial: Vec::new(),
+        })
+    }
+
+    /// The lines completed since the last call (a line still being written waits).
+    pub fn read_lines(&mut self) -> Vec<String> {
+        let mut buf = Vec::new();
+        let read = self
+            .file
+            .seek(SeekFrom::Start(self.offset))
+            .and_then(|_| self.file.read_to_end(&mut buf));
+        let Ok(n) = read else {
+            return Vec::new();
+        };
+        self.offset += n as u64;
+        self.partial.extend_from_slice(&buf);
+        let Some(end) = self.partial.iter().rposition(|b| *b == b'\n') else {
+            return Vec::new();
+        };
+        let rest = self.partial.split_off(end + 1);
+        let done = std::mem::replace(&mut self.partial, rest);
+        done.split(|b| *b == b'\n')
+            .filter(|l| !l.is_empty())
+            .map(|l| String::from_utf8_lossy(l).into_owned())
+            .collect()
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::agent::codex::{Codex, CodexBackend};
+    use crate::agent::{AgentSettings, Backend, BackendKind, ModelPrice, PriceTable};
+    use crate::engine::control::attempt_control;
+    use std::io::Write;
+    use std::time::Instant;
+
+    const ID: &str = "01a24a53-13e0-7020-a815-07569af19a36";
+
+    fn token_count(input: u64) -> String {
+        format!(
+            r#"{{"type":"event_msg","payload":{{"type":"token_count","info":{{"total_token_usage":{{"input_tokens":{input},"cached_input_tokens":0,"output_tokens":0}}}}}}}}"#
+        ) + "\n"
+    }
+
+    fn codex(home: &Path) -> CodexBackend {
+        let mut s = AgentSettings::new(BackendKind::Codex);
+        s.model = Some("gpt-5".into());
+        s.env = vec![("CODEX_HOME".into(), home.to_string_lossy().into_owned())];
+        CodexBackend::new(s, PathBuf::from("/bin/codex"), Codex)
+    }
+
+    fn prices() -> PriceTable {
+        let mut p = PriceTable::new();
+        p.insert("gpt-5", ModelPrice::new(1.0, 10.0));
+        p
+    }
+
+    #[test]
+    fn a_tail_reads_each_complete_line_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.jsonl");
+        let mut f = File::create(&path).unwrap();
+        let mut t = Tail::open(&path).unwrap();
+        assert!(t.read_lines().is_empty());
+        f.write_all(b"one\ntw").unwrap();
+        assert_eq!(t.read_lines(), vec!["one"]);
+        assert!(t.read_lines().is_empty());
+        f.write_all(b"o\n\nthree\n").unwrap();
+        assert_eq!(t.read_lines(), vec!["two", "three"]);
+    }
+
+    #[test]
+    fn the_session_file_is_found_in_the_newest_days_only() {
+        let home = tempfile::tempdir().unwrap();
+        let log = codex(home.path()).session_log().unwrap();
+        assert_eq!(find_session_file(&log, ID), None, "no sessions folder yet");
+        let name = format!("rollout-2026-12-06T07-48-08-{ID}.jsonl");
+        let today = log.dir.join("2026/12/06");
+        std::fs::create_dir_all(&today).unwrap();
+        std::fs::create_dir_all(log.dir.join("2026/12/05")).unwrap();
+        std::fs::create_dir_all(log.dir.join("2025/01/01")).unwrap();
+        std::fs::write(today.join(format!("rollout-x-{}.jsonl", "other")), "").unwrap();
+        assert_eq!(find_session_file(&log, ID), None);
+        std::fs::write(today.join(&name), "").unwrap();
+        assert_eq!(find_session_file(&log, ID), Some(today.join(&name)));
+        // A year-old folder is not searched.
+        std::fs::remove_file(today.join(&name)).unwrap();
+        std::fs::write(log.dir.join("2025/01/01").join(&name), "").unwrap();
+        assert_eq!(find_session_file(&log, ID), None);
+    }
+
+    /// The output names the thread; the follower finds its file and meters each running total
+    /// as Codex appends it, long before the run's one `turn.completed`.
+    #[test]
+    fn the_view_follows_the_session_file_into_the_spend() {
+        let home = tempfile::tempdir().unwrap();
+        let backend = codex(home.path());
+        let (handle, ctl) = attempt_control();
+        let mut view = MeteredView::new(
+            Box::new(crate::agent::TranscriptFilter),
+            backend.usage_meter(&prices()),
+            backend.session_log(),
+            ctl,
+            Usd::from_f64(0.5),
+        );
+        let mut out = Vec::new();
+        view.line(
+            format!(r#"{{"type":"thread.started","thread_id":"{ID}"}}"#).as_bytes(),
+            &mut out,
+        );
+        let day = home.path().join("sessions/2026/12/06");
+        std::fs::create_dir_all(&day).unwrap();
+        let path = day.join(format!("rollout-2026-12-06T07-48-08-{ID}.jsonl"));
+        let mut f = File::create(&path).unwrap();
+        f.write_all(token_count(1_000_000).as_bytes()).unwrap();
+        let wait = |want: Usd| {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while handle.spent() != want && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            assert_eq!(handle.spent(), want);
+        };
+        wait(Usd::from_f64(1.5));
+        f.write_all(token_count(3_000_000).as_bytes()).unwrap();
+        wait(Usd::from_f64(3.5));
+        // The run's own total as it ends: the same figure, not added.
+        view.line(
+            br#"{"type":"turn.completed","usage":{"input_tokens":3000000,"cached_input_tokens":0,"output_tokens":0}}"#,
+            &mut out,
+        );
+        assert_eq!(handle.spent(), Usd::from_f64(3.5));
+        // Once the view is gone the follower stops reading.
+        drop(view);
+        std::thread::sleep(POLL * 3);
+        f.write_all(token_count(9_000_000).as_bytes()).unwrap();
+        std::thread::sleep(POLL * 3);
+        assert_eq!(handle.spent(), Usd::from_f64(3.5));
+    }
+}
