@@ -24,6 +24,9 @@ pub struct QueueBenchOptions {
     /// Each task lists one of this many key files (0: none), so claims take the key check; the
     /// raw ceiling does not check keys, so the ratio is what the check costs.
     pub key_files: usize,
+    /// Every task on one agent limited to this many live leases (`max_parallel`), so every
+    /// claim takes the limit's count; `None`: no limit, the one-statement claim on Postgres.
+    pub max_parallel: Option<u32>,
     /// Server URL for Postgres (a scratch database is created on it and dropped); `None` skips it.
     pub postgres: Option<String>,
 }
@@ -33,6 +36,8 @@ pub struct BackendFigures {
     pub backend: &'static str,
     pub tasks: usize,
     pub workers: usize,
+    /// The one agent's `max_parallel`, when the run had one.
+    pub max_parallel: Option<u32>,
     pub import_ms: f64,
     pub store_tasks_per_sec: f64,
     pub raw_tasks_per_sec: f64,
@@ -45,11 +50,15 @@ pub struct BackendFigures {
 
 impl fmt::Display for BackendFigures {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(
+        write!(
             f,
             "{} — {} tasks, {} workers",
             self.backend, self.tasks, self.workers
         )?;
+        match self.max_parallel {
+            Some(n) => writeln!(f, ", one agent with max_parallel = {n}")?,
+            None => writeln!(f)?,
+        }
         writeln!(
             f,
             "  import (one transaction):     {:>10.1} ms",
@@ -181,10 +190,15 @@ async fn bench_backend(
         let store = store.clone();
         let finished = finished.clone();
         let total = opts.tasks;
+        let max_parallel = opts.max_parallel;
         joins.spawn(async move {
             use std::sync::atomic::Ordering;
             let mut req = ClaimRequest::new(format!("bench-{w}"));
             req.plan_id = Some("bench-store".into());
+            if let Some(n) = max_parallel {
+                req.default_agent = "bench-agent".into();
+                req.agent_limits.insert("bench-agent".into(), i64::from(n));
+            }
             let mut n = 0usize;
             loop {
                 match store.claim(&req).await? {
@@ -238,6 +252,7 @@ async fn bench_backend(
         backend,
         tasks: opts.tasks,
         workers,
+        max_parallel: opts.max_parallel,
         import_ms,
         store_tasks_per_sec: store_tps,
         raw_tasks_per_sec: raw_tps,

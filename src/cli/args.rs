@@ -955,6 +955,11 @@ pub struct BenchQueueArgs {
     /// Give each task one of N key files, so every claim takes the key_files check.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub key_files: usize,
+    /// Run every task on one agent with `max_parallel = N`, so every claim counts that agent's
+    /// live leases (on Postgres under its advisory lock); N at or above --workers measures
+    /// what the check costs, below it what the limit does to throughput.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_parallel: Option<u32>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

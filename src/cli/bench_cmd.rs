@@ -20,6 +20,7 @@ pub async fn run(ctx: &Context, cmd: BenchCommand) -> anyhow::Result<i32> {
                 wake_samples: args.wake_samples,
                 sqlite: args.backend != BenchBackend::Postgres,
                 key_files: args.key_files,
+                max_parallel: args.max_parallel,
                 postgres: pg,
             };
             for figures in crate::bench::queue::run(&opts).await? {
