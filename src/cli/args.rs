@@ -628,29 +628,7 @@ the queue, where only tasks that have not started can be split (one transaction 
 task.split event). Exit 1 when the agent's split is unusable after one repair round (its reply is \
 kept under .whilly/prd/)."
     )]
-    Decompose {
-        /// A plan file, or the id of an imported plan.
-        #[arg(add = ArgValueCompleter::new(complete::plan_or_file))]
-        target: String,
-        /// Split this task (repeatable; default: every task the size heuristic flags).
-        #[arg(long = "task", value_name = "ID")]
-        tasks: Vec<String>,
-        /// Write the split without asking: back to the plan file, or into the queue for an
-        /// imported plan.
-        #[arg(long)]
-        write: bool,
-        /// Write the split plan to this file instead (the queue is left as it is).
-        #[arg(long, value_name = "FILE")]
-        out: Option<PathBuf>,
-        /// Subtasks may name key files the task did not list.
-        #[arg(long)]
-        allow_new_files: bool,
-        /// Print the splits and the new plan as JSON (nothing is asked).
-        #[arg(long)]
-        json: bool,
-        #[command(flatten)]
-        agent: OneShotArgs,
-    },
+    Decompose(DecomposeArgs),
     /// Validate a plan file and write it to the queue in one transaction.
     #[command(
         after_help = "Examples:\n  whilly plan import tasks.json\n  whilly plan import tasks.json --budget 25 --id sprint-12\n  \
@@ -790,6 +768,32 @@ A plan is done when every task has ended (DONE, FAILED or SKIPPED)."
         #[command(flatten)]
         agent: OneShotArgs,
     },
+}
+
+/// `whilly plan decompose`.
+#[derive(Debug, Args)]
+pub struct DecomposeArgs {
+    /// A plan file, or the id of an imported plan.
+    #[arg(add = ArgValueCompleter::new(complete::plan_or_file))]
+    pub target: String,
+    /// Split this task (repeatable; default: every task the size heuristic flags).
+    #[arg(long = "task", value_name = "ID")]
+    pub tasks: Vec<String>,
+    /// Write the split without asking: back to the plan file, or into the queue for an
+    /// imported plan.
+    #[arg(long)]
+    pub write: bool,
+    /// Write the split plan to this file instead (the queue is left as it is).
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Subtasks may name key files the task did not list.
+    #[arg(long)]
+    pub allow_new_files: bool,
+    /// Print the splits and the new plan as JSON (nothing is asked).
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub agent: OneShotArgs,
 }
 
 #[derive(Debug, Args)]

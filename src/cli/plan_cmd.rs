@@ -23,26 +23,7 @@ pub async fn run(ctx: &Context, cmd: PlanCommand) -> anyhow::Result<i32> {
             agent,
             agent_timeout,
         } => triz(ctx, &target, json, strict, agent.as_deref(), &agent_timeout).await,
-        PlanCommand::Decompose {
-            target,
-            tasks,
-            write,
-            out,
-            allow_new_files,
-            json,
-            agent,
-        } => {
-            let args = super::plan_preflight::DecomposeArgs {
-                target,
-                tasks,
-                write,
-                out,
-                allow_new_files,
-                json,
-                agent,
-            };
-            super::plan_preflight::decompose(ctx, args).await
-        }
+        PlanCommand::Decompose(args) => super::plan_preflight::decompose(ctx, args).await,
         PlanCommand::Import {
             file,
             strict,

@@ -5,7 +5,7 @@
 //! `--out` or a yes on a terminal: to the plan file, or, for an imported plan, into the queue
 //! (`Store::split_task`, one transaction per split).
 
-use super::args::OneShotArgs;
+use super::args::{DecomposeArgs, OneShotArgs};
 use super::context::Context;
 use super::exit;
 use super::prd_cmd::{interruptible, one_shot};
@@ -42,16 +42,6 @@ pub(super) async fn load(ctx: &Context, target: &str) -> anyhow::Result<(PlanSpe
         )
     })?;
     Ok((spec, Source::Queue))
-}
-
-pub struct DecomposeArgs {
-    pub target: String,
-    pub tasks: Vec<String>,
-    pub write: bool,
-    pub out: Option<PathBuf>,
-    pub allow_new_files: bool,
-    pub json: bool,
-    pub agent: OneShotArgs,
 }
 
 pub async fn decompose(ctx: &Context, a: DecomposeArgs) -> anyhow::Result<i32> {
