@@ -41,3 +41,9 @@ fn rate_limited_once_is_retried_then_done() {
 fn hanging_provider_is_killed_at_the_task_timeout() {
     wire_cases::hang_is_killed_at_the_timeout(Gemini);
 }
+
+/// Gemini's stream-json has usage only in its final line; the spend comes from its chat file.
+#[test]
+fn task_budget_stops_it_mid_run() {
+    wire_cases::task_budget_stops_the_agent_mid_run(Gemini);
+}

@@ -10,14 +10,16 @@
 
 use super::backend::{AgentSettings, BackendKind, Invocation, PermissionMode, dash_safe_prompt};
 use super::jsonscan::json_objects;
-use super::live_usage::{LineReader, Reading, SessionLog, UsageMeter};
+use super::live_usage::{
+    LineReader, Reading, SessionLog, UsageMeter, file_in, subdirs_newest_first,
+};
 use super::process_backend::{Cli, ProcessBackend};
 use super::result::{AgentResult, PriceTable, Usage, apply_prices, u64_at};
 use super::transcript::{
     JsonLinesFilter, end_line, status_line, text_lines, tool_call_line, tool_result_line,
 };
 use serde_json::Value;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// The Codex CLI.
 #[derive(Debug, Clone, Copy)]
@@ -84,15 +86,34 @@ impl Cli for Codex {
                 Some("thread.started") => v["thread_id"].as_str().map(str::to_string),
                 _ => None,
             },
-            is_file_of: |name, id| {
-                name.starts_with("rollout-")
-                    && name
-                        .strip_suffix(".jsonl")
-                        .and_then(|n| n.strip_suffix(id))
-                        .is_some_and(|n| n.ends_with('-'))
-            },
+            locate: rollout_file,
         })
     }
+}
+
+/// How many dated folders (newest first) a thread's file is looked for in: the run's own day,
+/// and the one before for a run started just before midnight.
+const RECENT_DAYS: usize = 2;
+
+/// Thread `id`'s session file, `sessions/YYYY/MM/DD/rollout-<time>-<id>.jsonl`, in the newest
+/// dated folders only (a busy `~/.codex` holds years of them).
+fn rollout_file(sessions: &Path, id: &str) -> Option<PathBuf> {
+    let days = subdirs_newest_first(sessions)
+        .iter()
+        .flat_map(|year| subdirs_newest_first(year))
+        .flat_map(|month| subdirs_newest_first(&month))
+        .take(RECENT_DAYS)
+        .collect::<Vec<_>>();
+    days.iter()
+        .find_map(|day| file_in(day, |name| is_rollout_of(name, id)))
+}
+
+fn is_rollout_of(name: &str, id: &str) -> bool {
+    name.starts_with("rollout-")
+        && name
+            .strip_suffix(".jsonl")
+            .and_then(|n| n.strip_suffix(id))
+            .is_some_and(|n| n.ends_with('-'))
 }
 
 /// Where Codex keeps its state: `CODEX_HOME` (the agent's configured environment first, then
@@ -556,19 +577,43 @@ mod tests {
         assert_eq!(log.id_in(&started).as_deref(), Some(id));
         assert_eq!(log.id_in(r#"{"type":"turn.started"}"#), None);
         let file = format!("rollout-2026-12-06T07-48-08-{id}.jsonl");
-        assert!((log.is_file_of)(&file, id));
+        assert!(is_rollout_of(&file, id));
         // Another thread's file, a name merely ending in the id, a different extension.
-        assert!(!(log.is_file_of)(&file, "07569af19a36-x"));
-        assert!(!(log.is_file_of)(
+        assert!(!is_rollout_of(&file, "07569af19a36-x"));
+        assert!(!is_rollout_of(
             &format!("rollout-2026-12-06T07-48-08-x{id}.jsonl"),
             id
         ));
-        assert!(!(log.is_file_of)(&format!("notes-{id}.jsonl"), id));
-        assert!(!(log.is_file_of)(&format!("rollout-{id}.json"), id));
+        assert!(!is_rollout_of(&format!("notes-{id}.jsonl"), id));
+        assert!(!is_rollout_of(&format!("rollout-{id}.json"), id));
         // A relative CODEX_HOME is not followed (it would resolve against whilly's cwd).
         let mut s = AgentSettings::new(BackendKind::Codex);
         s.env = vec![("CODEX_HOME".into(), "codex".into())];
         let b = CodexBackend::new(s, PathBuf::from("/bin/codex"), Codex);
         assert!(b.session_log().is_none());
+    }
+
+    #[test]
+    fn the_rollout_file_is_found_in_the_newest_days_only() {
+        let home = tempfile::tempdir().unwrap();
+        let sessions = home.path().join("sessions");
+        let id = "01a24a53-13e0-7020-a815-07569af19a36";
+        assert_eq!(rollout_file(&sessions, id), None, "no sessions folder yet");
+        let name = format!("rollout-2026-12-06T07-48-08-{id}.jsonl");
+        let today = sessions.join("2026/12/06");
+        for d in ["2026/12/06", "2026/12/05", "2026/11/30", "2025/01/01"] {
+            std::fs::create_dir_all(sessions.join(d)).unwrap();
+        }
+        std::fs::write(today.join("rollout-x-other.jsonl"), "").unwrap();
+        assert_eq!(rollout_file(&sessions, id), None);
+        std::fs::write(today.join(&name), "").unwrap();
+        assert_eq!(rollout_file(&sessions, id), Some(today.join(&name)));
+        // Yesterday's folder is searched, older ones are not.
+        std::fs::remove_file(today.join(&name)).unwrap();
+        std::fs::write(sessions.join("2026/12/05").join(&name), "").unwrap();
+        assert!(rollout_file(&sessions, id).is_some());
+        std::fs::remove_file(sessions.join("2026/12/05").join(&name)).unwrap();
+        std::fs::write(sessions.join("2026/11/30").join(&name), "").unwrap();
+        assert_eq!(rollout_file(&sessions, id), None);
     }
 }

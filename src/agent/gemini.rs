@@ -11,7 +11,9 @@ use super::backend::{
 };
 use super::classify::{ErrorClass, class_for_status, classify_outcome, classify_text};
 use super::jsonscan::json_objects;
-use super::live_usage::{LineReader, Reading, UsageMeter};
+use super::live_usage::{
+    LineReader, Reading, SessionLog, UsageMeter, file_in, subdirs_newest_first,
+};
 use super::process_backend::{Cli, ProcessBackend};
 use super::result::{AgentResult, CostSource, PriceTable, Usage, apply_prices, u64_at};
 use super::transcript::{
@@ -19,6 +21,7 @@ use super::transcript::{
 };
 use crate::domain::Usd;
 use serde_json::Value;
+use std::path::{Path, PathBuf};
 
 /// The Gemini CLI.
 #[derive(Debug, Clone, Copy)]
@@ -80,6 +83,21 @@ impl Cli for Gemini {
             .then(|| UsageMeter::new(GEMINI_METER, prices.clone(), s.model.clone()))
     }
 
+    fn session_log(&self, s: &AgentSettings) -> Option<SessionLog> {
+        if s.output != OutputMode::Stream {
+            return None;
+        }
+        Some(SessionLog {
+            dir: gemini_home(s)?.join(".gemini").join("tmp"),
+            needle: "\"init\"",
+            id_of: |v| match v["type"].as_str() {
+                Some("init") => v["session_id"].as_str().map(str::to_string),
+                _ => None,
+            },
+            locate: chat_file,
+        })
+    }
+
     /// The API error's HTTP status, then Gemini's exit code, then the text.
     fn classify(
         &self,
@@ -109,27 +127,79 @@ impl Cli for Gemini {
     }
 }
 
-/// Gemini's spend: its stream-json carries usage only in the final `result` line (0.61 prints
-/// no per-turn usage), so the meter jumps to the run's cost the moment that line appears, each
-/// model priced as [`parse_gemini_output`] prices it (a configured model pins every call).
+/// Where Gemini CLI keeps its state: `GEMINI_CLI_HOME`, else `HOME` (each from the agent's
+/// configured environment first, then whilly's own); `.gemini` below it.
+fn gemini_home(s: &AgentSettings) -> Option<PathBuf> {
+    let var = |name: &str| {
+        s.env
+            .iter()
+            .rev()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.into())
+            .or_else(|| std::env::var_os(name))
+    };
+    var("GEMINI_CLI_HOME")
+        .or_else(|| var("HOME"))
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+}
+
+/// Session `id`'s chat file: `tmp/<project>/chats/session-<time>-<first 8 of id>.jsonl`, the
+/// project being a folder Gemini names after the working directory.
+fn chat_file(tmp: &Path, id: &str) -> Option<PathBuf> {
+    let short = id.get(..8)?;
+    let suffix = format!("-{short}.jsonl");
+    subdirs_newest_first(tmp).iter().find_map(|project| {
+        file_in(&project.join("chats"), |name| {
+            name.starts_with("session-") && name.ends_with(&suffix)
+        })
+    })
+}
+
+/// Gemini's spend. Its stream-json carries usage only in the final `result` line (0.61 prints
+/// no per-turn usage), but its chat file (followed through [`SessionLog`]) records each model
+/// reply with its `tokens` as it arrives: those add up per reply id while it works, and the
+/// `result` line then settles the account with the run's own totals, each model priced as
+/// [`parse_gemini_output`] prices it (a configured model pins every call).
 pub const GEMINI_METER: LineReader = LineReader {
-    needles: &["\"result\""],
+    needles: &["\"result\"", "\"tokens\""],
     read: gemini_meter_reading,
 };
 
 fn gemini_meter_reading(v: &Value, configured: Option<&str>) -> Vec<Reading> {
-    if v["type"] != "result" {
-        return Vec::new();
+    match v["type"].as_str() {
+        Some("result") => std::iter::once(Reading::Settled)
+            .chain(
+                result_model_usage(&v["stats"])
+                    .into_iter()
+                    .map(|(name, usage)| Reading::Usage {
+                        key: Some(format!("result/{name}")),
+                        model: Some(configured.map_or(name, str::to_string)),
+                        usage,
+                        cost: None,
+                    }),
+            )
+            .collect(),
+        // A reply in the chat file: `input` includes `cached`, as json's `prompt` does.
+        Some("gemini") if v["tokens"].is_object() => {
+            let t = &v["tokens"];
+            let cached = u64_at(t, "cached");
+            let usage = Usage {
+                input_tokens: u64_at(t, "input").saturating_sub(cached),
+                output_tokens: u64_at(t, "output").saturating_add(u64_at(t, "thoughts")),
+                cache_read_input_tokens: cached,
+                cache_creation_input_tokens: 0,
+            };
+            let model = v["model"].as_str().map(str::to_string);
+            vec![Reading::Usage {
+                key: v["id"].as_str().map(|id| format!("reply/{id}")),
+                model: configured.map(str::to_string).or(model),
+                usage,
+                cost: None,
+            }]
+        }
+        _ => Vec::new(),
     }
-    result_model_usage(&v["stats"])
-        .into_iter()
-        .map(|(name, usage)| Reading::Usage {
-            key: Some(format!("result/{name}")),
-            model: Some(configured.map_or(name, str::to_string)),
-            usage,
-            cost: None,
-        })
-        .collect()
 }
 
 /// Gemini's stream-json in a pane: each event rendered by [`render_gemini_event`], except the
@@ -411,7 +481,6 @@ mod tests {
     use crate::agent::backend::test_support::inv;
     use crate::agent::result::{CostSource, ModelPrice};
     use crate::domain::Usd;
-    use std::path::PathBuf;
 
     #[test]
     fn argv() {
@@ -732,5 +801,58 @@ mod tests {
                 "✔ finished · 3870 tokens · 0.1 s",
             ]
         );
+    }
+
+    /// Chat-file replies add up while Gemini works; its `result` line settles the account with
+    /// the run's own totals, and a reply read late from the file adds nothing after it.
+    #[test]
+    fn chat_file_replies_meter_until_the_result_settles() {
+        use crate::agent::backend::Backend;
+        let mut prices = PriceTable::new();
+        prices.insert("gemini-2.5-pro", ModelPrice::new(1.0, 10.0));
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = AgentSettings::new(BackendKind::Gemini);
+        s.output = OutputMode::Stream;
+        s.env = vec![("HOME".into(), dir.path().to_string_lossy().into_owned())];
+        let b = GeminiBackend::new(s, PathBuf::from("/bin/gemini"), Gemini);
+        let mut meter = b.usage_meter(&prices).unwrap();
+        let reply = |id: &str, input: u64| {
+            format!(
+                r#"{{"id":"{id}","type":"gemini","content":"","tokens":{{"input":{input},"output":0,"cached":0,"thoughts":0,"tool":0,"total":{input}}},"model":"gemini-2.5-pro"}}"#
+            )
+        };
+        assert_eq!(
+            meter.feed_line(&reply("a", 1_000_000)),
+            Some(Usd::from_f64(1.0))
+        );
+        // The same reply rewritten (Gemini appends it again with its tool calls): not added.
+        assert_eq!(meter.feed_line(&reply("a", 1_000_000)), None);
+        assert_eq!(
+            meter.feed_line(&reply("b", 1_000_000)),
+            Some(Usd::from_f64(2.0))
+        );
+        let result = r#"{"type":"result","status":"success","stats":{"total_tokens":2000000,"input_tokens":2000000,"output_tokens":0,"cached":0,"input":2000000,"duration_ms":1,"tool_calls":1,"models":{"gemini-2.5-pro":{"total_tokens":2000000,"input_tokens":2000000,"output_tokens":0,"cached":0,"input":2000000}}}}"#;
+        meter.feed_line(result);
+        assert_eq!(meter.cost(), Usd::from_f64(2.0));
+        assert_eq!(meter.feed_line(&reply("c", 1_000_000)), None);
+        assert_eq!(meter.cost(), Usd::from_f64(2.0));
+
+        // The session's chat file, found from the `init` event's id under `HOME/.gemini/tmp`.
+        let log = b.session_log().unwrap();
+        let init = r#"{"type":"init","timestamp":"2026-12-03T17:49:52.598Z","session_id":"7b0ef27a-068d-4582-8bd8-c891acd0e487","model":"auto"}"#;
+        let id = log.id_in(init).unwrap();
+        assert_eq!((log.locate)(&log.dir, &id), None);
+        let chats = log.dir.join("t-1/chats");
+        std::fs::create_dir_all(&chats).unwrap();
+        std::fs::write(chats.join("session-2026-12-06T08-46-deadbeef.jsonl"), "").unwrap();
+        assert_eq!((log.locate)(&log.dir, &id), None, "another session's file");
+        let file = chats.join("session-2026-12-06T08-46-7b0ef27a.jsonl");
+        std::fs::write(&file, "").unwrap();
+        assert_eq!((log.locate)(&log.dir, &id), Some(file));
+        // Only with stream-json, where the meter runs.
+        let mut s = AgentSettings::new(BackendKind::Gemini);
+        s.output = OutputMode::Json;
+        let b = GeminiBackend::new(s, PathBuf::from("/bin/gemini"), Gemini);
+        assert!(b.session_log().is_none());
     }
 }

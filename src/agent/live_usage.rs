@@ -10,7 +10,7 @@ use super::result::{PriceTable, Usage};
 use crate::domain::Usd;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// What one output line says about spend.
 #[derive(Debug, Clone, PartialEq)]
@@ -18,6 +18,10 @@ pub enum Reading {
     /// The model the session runs (Claude's `init`): it prices usage that names no model, ahead
     /// of the configured one.
     SessionModel(String),
+    /// The line is the run's own final account: the usage readings that come with it are the
+    /// whole run's, what was read before is dropped, and nothing read later counts (a session
+    /// file followed a moment behind the output must not add to it).
+    Settled,
     /// The usage of one piece of work (a message, a turn, a step).
     Usage {
         /// A later reading with the same key replaces this one (Claude repeats a message's usage
@@ -52,8 +56,9 @@ struct Entry {
 }
 
 /// A file where a CLI writes its usage while it works when its output gives it only at the end
-/// (Codex: `CODEX_HOME/sessions/YYYY/MM/DD/rollout-…-<thread id>.jsonl`). Its lines go through
-/// the same [`LineReader`] as the output's; the engine finds and follows the file.
+/// (Codex: `CODEX_HOME/sessions/YYYY/MM/DD/rollout-…-<thread id>.jsonl`; Gemini CLI:
+/// `~/.gemini/tmp/<project>/chats/session-…-<id8>.jsonl`). Its lines go through the same
+/// [`LineReader`] as the output's; the engine finds and follows the file.
 #[derive(Debug, Clone)]
 pub struct SessionLog {
     /// The directory the session files are under (dated folders below it).
@@ -62,8 +67,32 @@ pub struct SessionLog {
     pub needle: &'static str,
     /// The session's id, from the output event that names it; `None` for any other event.
     pub id_of: fn(&Value) -> Option<String>,
-    /// Whether a file name is session `id`'s file.
-    pub is_file_of: fn(&str, &str) -> bool,
+    /// Session `id`'s file under `dir`, once it exists (the id is a plain one, see
+    /// [`SessionLog::id_in`]).
+    pub locate: fn(&Path, &str) -> Option<PathBuf>,
+}
+
+/// The subfolders of `dir`, greatest name first (dated names: newest first); none when it
+/// cannot be read.
+pub fn subdirs_newest_first(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut dirs: Vec<PathBuf> = entries
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| e.path())
+        .collect();
+    dirs.sort_unstable_by(|a, b| b.cmp(a));
+    dirs
+}
+
+/// The first file in `dir` whose name `matches`.
+pub fn file_in(dir: &Path, matches: impl Fn(&str) -> bool) -> Option<PathBuf> {
+    std::fs::read_dir(dir).ok()?.flatten().find_map(|e| {
+        let name = e.file_name();
+        matches(name.to_str()?).then(|| e.path())
+    })
 }
 
 impl SessionLog {
@@ -96,6 +125,8 @@ pub struct UsageMeter {
     /// Key → index in `entries`.
     keys: HashMap<String, usize>,
     cost: Usd,
+    /// The run's final account has been read ([`Reading::Settled`]).
+    settled: bool,
 }
 
 impl UsageMeter {
@@ -112,6 +143,7 @@ impl UsageMeter {
             entries: Vec::new(),
             keys: HashMap::new(),
             cost: Usd::ZERO,
+            settled: false,
         }
     }
 
@@ -127,9 +159,16 @@ impl UsageMeter {
         if readings.is_empty() {
             return None;
         }
+        let settles = readings.iter().any(|r| matches!(r, Reading::Settled));
+        if settles {
+            self.entries.clear();
+            self.keys.clear();
+            self.settled = false;
+        }
         for r in readings {
             self.apply(r);
         }
+        self.settled |= settles;
         let before = self.cost;
         self.cost = self.price_all();
         (self.cost != before).then_some(self.cost)
@@ -138,6 +177,8 @@ impl UsageMeter {
     fn apply(&mut self, reading: Reading) {
         match reading {
             Reading::SessionModel(m) => self.session_model = Some(m).filter(|m| !m.is_empty()),
+            Reading::Settled => {}
+            Reading::Usage { .. } if self.settled => {}
             Reading::Usage {
                 key,
                 model,
@@ -303,6 +344,32 @@ mod tests {
     }
 
     #[test]
+    fn a_settled_account_replaces_what_came_before_and_closes_the_meter() {
+        fn read_settled(v: &Value, c: Option<&str>) -> Vec<Reading> {
+            let mut r = read(v, c);
+            if v["final"].as_bool() == Some(true) {
+                r.insert(0, Reading::Settled);
+            }
+            r
+        }
+        let reader = LineReader {
+            needles: &["\"in\""],
+            read: read_settled,
+        };
+        let mut m = UsageMeter::new(reader, prices(), Some("sonnet".into()));
+        m.feed_line(r#"{"k":"a","in":1000000}"#);
+        m.feed_line(r#"{"k":"b","in":1000000}"#);
+        assert_eq!(m.cost(), Usd::from_f64(6.0));
+        // The run's own total: the same two million tokens, not four.
+        let fin = r#"{"final":true,"k":"total","in":2000000}"#;
+        assert_eq!(m.feed_line(fin), None);
+        assert_eq!(m.cost(), Usd::from_f64(6.0));
+        // A followed file's late line does not add to the settled account.
+        assert_eq!(m.feed_line(r#"{"k":"c","in":1000000}"#), None);
+        assert_eq!(m.cost(), Usd::from_f64(6.0));
+    }
+
+    #[test]
     fn a_session_log_takes_only_plain_ids() {
         fn id_of(v: &Value) -> Option<String> {
             v["id"].as_str().map(str::to_string)
@@ -311,7 +378,7 @@ mod tests {
             dir: PathBuf::from("/nowhere"),
             needle: "started",
             id_of,
-            is_file_of: |_, _| false,
+            locate: |_, _| None,
         };
         assert_eq!(
             log.id_in(r#"{"type":"started","id":"01a2-beef"}"#)

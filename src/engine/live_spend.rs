@@ -9,17 +9,13 @@ use crate::domain::Usd;
 use crate::pty::LineFilter;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 /// How often the follower looks for the session file and reads what was added to it.
 const POLL: Duration = Duration::from_millis(250);
-
-/// How many dated folders (newest first) the session file is looked for in: the run's own day,
-/// and the one before for a run started just before midnight.
-const RECENT_DAYS: usize = 2;
 
 /// The meter, its session log and the attempt's spend before this round, shared by the pane's
 /// view (PTY reader thread) and the session follower.
@@ -120,7 +116,7 @@ fn follow(log: &SessionLog, id: &str, spend: &Spend, stop: &AtomicBool) {
     let mut tail: Option<Tail> = None;
     while !stop.load(Ordering::Relaxed) {
         if tail.is_none() {
-            tail = find_session_file(log, id).and_then(|p| Tail::open(&p));
+            tail = (log.locate)(&log.dir, id).and_then(|p| Tail::open(&p));
         }
         if let Some(t) = tail.as_mut() {
             for line in t.read_lines() {
@@ -129,47 +125,6 @@ fn follow(log: &SessionLog, id: &str, spend: &Spend, stop: &AtomicBool) {
         }
         std::thread::sleep(POLL);
     }
-}
-
-/// The session's file under the log's dated folders (`YYYY/MM/DD`), newest days first.
-pub fn find_session_file(log: &SessionLog, id: &str) -> Option<PathBuf> {
-    let mut days = Vec::new();
-    for year in newest_dirs(&log.dir) {
-        for month in newest_dirs(&year) {
-            for day in newest_dirs(&month) {
-                days.push(day);
-                if days.len() == RECENT_DAYS {
-                    break;
-                }
-            }
-            if days.len() == RECENT_DAYS {
-                break;
-            }
-        }
-        if days.len() == RECENT_DAYS {
-            break;
-        }
-    }
-    days.iter().find_map(|day| {
-        std::fs::read_dir(day).ok()?.flatten().find_map(|e| {
-            let name = e.file_name();
-            (log.is_file_of)(name.to_str()?, id).then(|| e.path())
-        })
-    })
-}
-
-/// The subfolders of `dir`, newest name first (dated names sort by date).
-fn newest_dirs(dir: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let mut dirs: Vec<PathBuf> = entries
-        .flatten()
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-        .map(|e| e.path())
-        .collect();
-    dirs.sort_unstable_by(|a, b| b.cmp(a));
-    dirs
 }
 
 /// Reads a growing file's complete lines, each once.
@@ -220,6 +175,7 @@ mod tests {
     use crate::agent::{AgentSettings, Backend, BackendKind, ModelPrice, PriceTable};
     use crate::engine::control::attempt_control;
     use std::io::Write;
+    use std::path::PathBuf;
     use std::time::Instant;
 
     const ID: &str = "01a24a53-13e0-7020-a815-07569af19a36";
@@ -255,26 +211,6 @@ mod tests {
         assert!(t.read_lines().is_empty());
         f.write_all(b"o\n\nthree\n").unwrap();
         assert_eq!(t.read_lines(), vec!["two", "three"]);
-    }
-
-    #[test]
-    fn the_session_file_is_found_in_the_newest_days_only() {
-        let home = tempfile::tempdir().unwrap();
-        let log = codex(home.path()).session_log().unwrap();
-        assert_eq!(find_session_file(&log, ID), None, "no sessions folder yet");
-        let name = format!("rollout-2026-12-06T07-48-08-{ID}.jsonl");
-        let today = log.dir.join("2026/12/06");
-        std::fs::create_dir_all(&today).unwrap();
-        std::fs::create_dir_all(log.dir.join("2026/12/05")).unwrap();
-        std::fs::create_dir_all(log.dir.join("2025/01/01")).unwrap();
-        std::fs::write(today.join(format!("rollout-x-{}.jsonl", "other")), "").unwrap();
-        assert_eq!(find_session_file(&log, ID), None);
-        std::fs::write(today.join(&name), "").unwrap();
-        assert_eq!(find_session_file(&log, ID), Some(today.join(&name)));
-        // A year-old folder is not searched.
-        std::fs::remove_file(today.join(&name)).unwrap();
-        std::fs::write(log.dir.join("2025/01/01").join(&name), "").unwrap();
-        assert_eq!(find_session_file(&log, ID), None);
     }
 
     /// The output names the thread; the follower finds its file and meters each running total
