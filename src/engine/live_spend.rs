@@ -1,7 +1,7 @@
 //! Spend while an agent works, for the budget checks: the pane's view of a stream-json agent
 //! feeds each complete output line to the backend's [`UsageMeter`], and where the CLI writes its
-//! usage to a session file instead of its output (Codex), a follower thread reads that file into
-//! the same meter. The running total goes to the attempt control, which the budget guard reads.
+//! usage to a session file as it works but prints it only at the end (Codex, Gemini CLI), a
+//! follower thread reads that file into the same meter. The running total goes to the attempt control, which the budget guard reads.
 
 use super::control::AttemptControl;
 use crate::agent::{SessionLog, UsageMeter};
@@ -17,8 +17,8 @@ use std::time::Duration;
 /// How often the follower looks for the session file and reads what was added to it.
 const POLL: Duration = Duration::from_millis(250);
 
-/// The meter, its session log and the attempt's spend before this round, shared by the pane's
-/// view (PTY reader thread) and the session follower.
+/// The meter and where its running cost goes, shared by the pane's view (PTY reader thread) and
+/// the session follower; the lock keeps their readings and reports in one order.
 #[derive(Clone)]
 struct Spend {
     meter: Arc<Mutex<UsageMeter>>,
