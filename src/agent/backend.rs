@@ -143,6 +143,17 @@ impl AgentSettings {
         self.model.as_deref().filter(|m| !m.is_empty())
     }
 
+    /// The value of environment variable `name` the agent sees: its configured `env` (the
+    /// last entry wins, as at spawn), else whilly's own, which the agent inherits.
+    pub fn env_var(&self, name: &str) -> Option<std::ffi::OsString> {
+        self.env
+            .iter()
+            .rev()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.into())
+            .or_else(|| std::env::var_os(name))
+    }
+
     /// Settings for `kind` with every default, named after the kind.
     pub fn new(kind: BackendKind) -> AgentSettings {
         AgentSettings {

@@ -119,14 +119,8 @@ fn is_rollout_of(name: &str, id: &str) -> bool {
 /// Where Codex keeps its state: `CODEX_HOME` (the agent's configured environment first, then
 /// whilly's own, which the agent inherits), else `~/.codex`.
 fn codex_home(s: &AgentSettings) -> Option<PathBuf> {
-    let configured = s
-        .env
-        .iter()
-        .rev()
-        .find(|(k, _)| k == "CODEX_HOME")
-        .map(|(_, v)| PathBuf::from(v));
-    configured
-        .or_else(|| std::env::var_os("CODEX_HOME").map(PathBuf::from))
+    s.env_var("CODEX_HOME")
+        .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".codex")))
         .filter(|p| p.is_absolute())
 }

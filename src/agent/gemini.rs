@@ -130,16 +130,8 @@ impl Cli for Gemini {
 /// Where Gemini CLI keeps its state: `GEMINI_CLI_HOME`, else `HOME` (each from the agent's
 /// configured environment first, then whilly's own); `.gemini` below it.
 fn gemini_home(s: &AgentSettings) -> Option<PathBuf> {
-    let var = |name: &str| {
-        s.env
-            .iter()
-            .rev()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.into())
-            .or_else(|| std::env::var_os(name))
-    };
-    var("GEMINI_CLI_HOME")
-        .or_else(|| var("HOME"))
+    s.env_var("GEMINI_CLI_HOME")
+        .or_else(|| s.env_var("HOME"))
         .map(PathBuf::from)
         .filter(|p| p.is_absolute())
 }
@@ -180,16 +172,9 @@ fn gemini_meter_reading(v: &Value, configured: Option<&str>) -> Vec<Reading> {
                     }),
             )
             .collect(),
-        // A reply in the chat file: `input` includes `cached`, as json's `prompt` does.
+        // A reply in the chat file.
         Some("gemini") if v["tokens"].is_object() => {
-            let t = &v["tokens"];
-            let cached = u64_at(t, "cached");
-            let usage = Usage {
-                input_tokens: u64_at(t, "input").saturating_sub(cached),
-                output_tokens: u64_at(t, "output").saturating_add(u64_at(t, "thoughts")),
-                cache_read_input_tokens: cached,
-                cache_creation_input_tokens: 0,
-            };
+            let usage = prompt_tokens_usage(&v["tokens"], "input", "output");
             let model = v["model"].as_str().map(str::to_string);
             vec![Reading::Usage {
                 key: v["id"].as_str().map(|id| format!("reply/{id}")),
@@ -363,17 +348,22 @@ fn json_model_usage(stats: &Value) -> Vec<(String, Usage)> {
         .into_iter()
         .flatten()
         .map(|(name, m)| {
-            let t = &m["tokens"];
-            let cached = u64_at(t, "cached");
-            let usage = Usage {
-                input_tokens: u64_at(t, "prompt").saturating_sub(cached),
-                output_tokens: u64_at(t, "candidates").saturating_add(u64_at(t, "thoughts")),
-                cache_read_input_tokens: cached,
-                cache_creation_input_tokens: 0,
-            };
+            let usage = prompt_tokens_usage(&m["tokens"], "prompt", "candidates");
             (name.clone(), usage)
         })
         .collect()
+}
+
+/// Gemini's token counts where the prompt count includes the cached tokens (json's `prompt`,
+/// the chat file's `input`): cache reads split out, thoughts counted as output.
+fn prompt_tokens_usage(t: &Value, prompt: &str, output: &str) -> Usage {
+    let cached = u64_at(t, "cached");
+    Usage {
+        input_tokens: u64_at(t, prompt).saturating_sub(cached),
+        output_tokens: u64_at(t, output).saturating_add(u64_at(t, "thoughts")),
+        cache_read_input_tokens: cached,
+        cache_creation_input_tokens: 0,
+    }
 }
 
 fn sum(per_model: &[(String, Usage)]) -> Usage {

@@ -61,7 +61,8 @@ struct Entry {
 /// [`LineReader`] as the output's; the engine finds and follows the file.
 #[derive(Debug, Clone)]
 pub struct SessionLog {
-    /// The directory the session files are under (dated folders below it).
+    /// The directory the session files are under (in folders of their own below it: by date
+    /// for Codex, by project for Gemini), searched by `locate`.
     pub dir: PathBuf,
     /// Only an output line containing this is offered to `id_of`.
     pub needle: &'static str,
