@@ -116,12 +116,12 @@ fn is_rollout_of(name: &str, id: &str) -> bool {
             .is_some_and(|n| n.ends_with('-'))
 }
 
-/// Where Codex keeps its state: `CODEX_HOME` (the agent's configured environment first, then
-/// whilly's own, which the agent inherits), else `~/.codex`.
+/// Where Codex keeps its state: `CODEX_HOME`, else `HOME/.codex` (each from the agent's
+/// configured environment first, then whilly's own, which the agent inherits).
 fn codex_home(s: &AgentSettings) -> Option<PathBuf> {
     s.env_var("CODEX_HOME")
         .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".codex")))
+        .or_else(|| s.env_var("HOME").map(|h| PathBuf::from(h).join(".codex")))
         .filter(|p| p.is_absolute())
 }
 
@@ -580,6 +580,16 @@ mod tests {
         ));
         assert!(!is_rollout_of(&format!("notes-{id}.jsonl"), id));
         assert!(!is_rollout_of(&format!("rollout-{id}.json"), id));
+        // Without CODEX_HOME, a HOME configured for the agent is the one Codex uses.
+        let mut s = AgentSettings::new(BackendKind::Codex);
+        s.env = vec![("HOME".into(), "/home/agent".into())];
+        let b = CodexBackend::new(s, PathBuf::from("/bin/codex"), Codex);
+        if std::env::var_os("CODEX_HOME").is_none() {
+            assert_eq!(
+                b.session_log().unwrap().dir,
+                PathBuf::from("/home/agent/.codex/sessions")
+            );
+        }
         // A relative CODEX_HOME is not followed (it would resolve against whilly's cwd).
         let mut s = AgentSettings::new(BackendKind::Codex);
         s.env = vec![("CODEX_HOME".into(), "codex".into())];
