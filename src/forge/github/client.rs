@@ -535,14 +535,15 @@ impl GitHub {
         parse(&what, v)
     }
 
-    /// A GraphQL request; errors in a 200 answer are errors.
-    pub async fn graphql(&self, query: &str, variables: Value) -> Result<Value, GitHubError> {
+    /// A GraphQL request (one of [`super::graphql`]'s, so that tests can check each against
+    /// GitHub's schema); errors in a 200 answer are errors.
+    pub async fn graphql(&self, request: super::graphql::Request) -> Result<Value, GitHubError> {
         let url = graphql_url(&self.inner.api);
         let (v, _) = self
             .send(
                 Method::POST,
                 &url,
-                Some(&json!({ "query": query, "variables": variables })),
+                Some(&json!({ "query": request.query(), "variables": request.variables() })),
                 "the GraphQL API",
             )
             .await?;
@@ -559,12 +560,9 @@ impl GitHub {
 
     /// Marks a draft pull request ready for review.
     pub async fn mark_ready(&self, node_id: &str) -> Result<(), GitHubError> {
-        self.graphql(
-            "mutation($id: ID!) { markPullRequestReadyForReview(input: {pullRequestId: $id}) { pullRequest { isDraft number } } }",
-            json!({ "id": node_id }),
-        )
-        .await
-        .map(|_| ())
+        self.graphql(super::graphql::mark_ready(node_id))
+            .await
+            .map(|_| ())
     }
 }
 

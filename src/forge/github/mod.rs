@@ -1,9 +1,10 @@
 //! The GitHub REST and GraphQL client: token resolution ([`token`]), GitHub's rate limits
 //! ([`pace`]), typed answers ([`types`]), and the issue-level operations intake and delivery
-//! use ([`issues`]).
+//! use ([`issues`]); every GraphQL document it sends is in [`graphql`].
 
 mod client;
 mod error;
+pub mod graphql;
 pub mod issues;
 pub mod pace;
 pub mod project;

@@ -6,6 +6,7 @@
 
 use super::client::GitHub;
 use super::error::GitHubError;
+use super::graphql::{self, Owner};
 use crate::forge::refs::RepoRef;
 use serde_json::{Value, json};
 
@@ -56,36 +57,17 @@ pub struct Card {
     pub column: Option<String>,
 }
 
-const BOARD_FIELDS: &str = "id title url field(name: $field) { ... on ProjectV2SingleSelectField { id name options { id name } } }";
-
-const ITEMS: &str = r#"query($id: ID!, $after: String, $field: String!) {
-  node(id: $id) { ... on ProjectV2 {
-    items(first: 100, after: $after) {
-      pageInfo { hasNextPage endCursor }
-      nodes {
-        id type
-        content {
-          ... on Issue { number title body state url repository { nameWithOwner } }
-          ... on PullRequest { number title body state url repository { nameWithOwner } }
-        }
-        fieldValueByName(name: $field) { ... on ProjectV2ItemFieldSingleSelectValue { name optionId } }
-      }
-    }
-  } }
-}"#;
-
 impl GitHub {
     /// The board `owner/number` (an organisation's, else a user's) with its `field`.
     pub async fn board(&self, owner: &str, number: u64, field: &str) -> Result<Board, GitHubError> {
-        let vars = json!({ "login": owner, "number": number, "field": field });
         let mut last = None;
-        for kind in ["organization", "user"] {
-            let q = format!(
-                "query($login: String!, $number: Int!, $field: String!) {{ {kind}(login: $login) {{ projectV2(number: $number) {{ {BOARD_FIELDS} }} }} }}"
-            );
-            match self.graphql(&q, vars.clone()).await {
+        for kind in [Owner::Organization, Owner::User] {
+            match self
+                .graphql(graphql::board(kind, owner, number, field))
+                .await
+            {
                 Ok(data) => {
-                    let p = &data[kind]["projectV2"];
+                    let p = &data[kind.field()]["projectV2"];
                     if p.is_object() {
                         return board_of(p, owner, number, field);
                     }
@@ -111,10 +93,11 @@ impl GitHub {
         let mut after: Option<String> = None;
         loop {
             let data = self
-                .graphql(
-                    ITEMS,
-                    json!({ "id": board.id, "after": after, "field": board.field_name }),
-                )
+                .graphql(graphql::board_items(
+                    &board.id,
+                    after.as_deref(),
+                    &board.field_name,
+                ))
                 .await?;
             let items = &data["node"]["items"];
             let nodes = items["nodes"]
@@ -134,12 +117,7 @@ impl GitHub {
 
     /// The GraphQL node id of an issue (what a card is made from).
     pub async fn issue_node_id(&self, repo: &RepoRef, number: u64) -> Result<String, GitHubError> {
-        let data = self
-            .graphql(
-                "query($owner: String!, $name: String!, $number: Int!) { repository(owner: $owner, name: $name) { issue(number: $number) { id } } }",
-                json!({ "owner": repo.owner, "name": repo.name, "number": number }),
-            )
-            .await?;
+        let data = self.graphql(graphql::issue_node_id(repo, number)).await?;
         data["repository"]["issue"]["id"]
             .as_str()
             .map(str::to_string)
@@ -152,10 +130,7 @@ impl GitHub {
     /// Puts the issue on the board (GitHub answers with the existing card when it is there).
     pub async fn add_card(&self, board: &Board, content_id: &str) -> Result<String, GitHubError> {
         let data = self
-            .graphql(
-                "mutation($project: ID!, $content: ID!) { addProjectV2ItemById(input: {projectId: $project, contentId: $content}) { item { id } } }",
-                json!({ "project": board.id, "content": content_id }),
-            )
+            .graphql(graphql::add_item(&board.id, content_id))
             .await?;
         data["addProjectV2ItemById"]["item"]["id"]
             .as_str()
@@ -173,10 +148,12 @@ impl GitHub {
         card_id: &str,
         option_id: &str,
     ) -> Result<(), GitHubError> {
-        self.graphql(
-            "mutation($project: ID!, $item: ID!, $field: ID!, $option: String!) { updateProjectV2ItemFieldValue(input: {projectId: $project, itemId: $item, fieldId: $field, value: {singleSelectOptionId: $option}}) { projectV2Item { id } } }",
-            json!({ "project": board.id, "item": card_id, "field": board.field_id, "option": option_id }),
-        )
+        self.graphql(graphql::set_item_option(
+            &board.id,
+            card_id,
+            &board.field_id,
+            option_id,
+        ))
         .await
         .map(|_| ())
     }
@@ -188,19 +165,9 @@ impl GitHub {
         board: &Board,
         missing: &[String],
     ) -> Result<Board, GitHubError> {
-        let mut options: Vec<Value> = board
-            .columns
-            .iter()
-            .map(|(id, name)| json!({ "id": id, "name": name, "color": "GRAY", "description": "" }))
-            .collect();
-        options.extend(missing.iter().map(|name| {
-            json!({ "name": name, "color": "GRAY", "description": "Whilly keeps tasks here" })
-        }));
+        let options = column_options(board, missing);
         let data = self
-            .graphql(
-                "mutation($field: ID!, $options: [ProjectV2SingleSelectFieldOptionInput!]) { updateProjectV2Field(input: {fieldId: $field, singleSelectOptions: $options}) { projectV2Field { ... on ProjectV2SingleSelectField { id name options { id name } } } } }",
-                json!({ "field": board.field_id, "options": options }),
-            )
+            .graphql(graphql::set_field_options(&board.field_id, &options))
             .await?;
         let field = &data["updateProjectV2Field"]["projectV2Field"];
         Ok(Board {
@@ -208,6 +175,19 @@ impl GitHub {
             ..board.clone()
         })
     }
+}
+
+/// The options of the board's field once the `missing` columns are added after its own.
+pub fn column_options(board: &Board, missing: &[String]) -> Vec<Value> {
+    let mut options: Vec<Value> = board
+        .columns
+        .iter()
+        .map(|(id, name)| json!({ "id": id, "name": name, "color": "GRAY", "description": "" }))
+        .collect();
+    options.extend(missing.iter().map(
+        |name| json!({ "name": name, "color": "GRAY", "description": "Whilly keeps tasks here" }),
+    ));
+    options
 }
 
 fn board_of(p: &Value, owner: &str, number: u64, field: &str) -> Result<Board, GitHubError> {
