@@ -154,13 +154,24 @@ fn check(ctx: &Context, file: &Path, strict: bool, json: bool) -> anyhow::Result
             None
         }
     };
-    let report = plan::load_plan_file_with(file, strict, agents.as_ref())?;
+    let mut report = plan::load_plan_file_with(file, strict, agents.as_ref())?;
     // Which test steps will run and which stay prose, and the repository's own checks: nothing
     // the engine runs after an agent is a surprise.
     let policy = ctx
         .config()
         .map(|c| crate::engine::configure::check_policy(&c))
         .unwrap_or_default();
+    // A check whose program is missing cannot pass: said now, before any agent is paid.
+    if let Some(p) = &report.plan {
+        let text = std::fs::read_to_string(file).ok();
+        let missing = super::plan_checks::missing_program_diagnostics(
+            p,
+            &ctx.repo_root,
+            policy,
+            text.as_deref(),
+        );
+        report.diagnostics.extend(missing);
+    }
     let section = report
         .plan
         .as_ref()
@@ -271,6 +282,18 @@ async fn import_file(
             return Ok(Err(exit::FAILED));
         }
     };
+    // Warnings are said on import too (an unknown key that does nothing, a check this machine
+    // cannot run), not only by `plan check`; on stderr, so `--json` output stays one document.
+    let policy = ctx
+        .config()
+        .map(|c| crate::engine::configure::check_policy(&c))
+        .unwrap_or_default();
+    let text = std::fs::read_to_string(file).ok();
+    let missing =
+        super::plan_checks::missing_program_diagnostics(&spec, &ctx.repo_root, policy, text.as_deref());
+    for d in report.diagnostics.iter().chain(&missing) {
+        errln!("{}", plan::render_diagnostic(&report.file, d));
+    }
     if let Some(id) = &plan_id {
         validate_id(id).map_err(|e| anyhow::anyhow!("--id: {e}"))?;
     }

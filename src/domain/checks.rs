@@ -32,7 +32,28 @@ const WORDY: &[&str] = &[
     "confirm", "start", "stop", "review", "build", "deploy", "compare", "show", "list", "use",
 ];
 
-/// Classifies one step. `is_program(name)`: whether `name` is an executable on PATH.
+/// Test tools a step may name whether or not this machine has them: a step that begins with
+/// one is a command, and a missing program fails its check instead of turning it into prose.
+const KNOWN_TOOLS: &[&str] = &[
+    "pytest", "py.test", "tox", "nox", "python", "python3", "pip", "uv", "poetry", "pipenv",
+    "hatch", "ruff", "mypy", "pyright", "flake8", "black", "isort", "pylint", "cargo", "rustc",
+    "npm", "npx", "yarn", "pnpm", "node", "deno", "bun", "jest", "vitest", "mocha", "eslint",
+    "tsc", "prettier", "go", "gofmt", "golangci-lint", "bash", "sh", "zsh", "grep", "rg", "diff",
+    "cmp", "jq", "curl", "git", "ctest", "cmake", "ninja", "mvn", "gradle", "dotnet", "ruby",
+    "bundle", "rake", "rspec", "php", "phpunit", "composer", "mix", "elixir", "swift", "javac",
+    "java", "kotlinc", "sbt", "stack", "cabal", "zig", "just", "bats", "shellcheck", "docker",
+    "perl", "lua", "busted", "helm", "kubectl", "terraform",
+];
+
+/// Words that make a line of plain words English rather than a command's arguments.
+const STOPWORDS: &[&str] = &[
+    "the", "a", "an", "to", "on", "in", "of", "for", "with", "by", "that", "and", "is", "are",
+    "every", "all", "it", "its", "at", "from", "into",
+];
+
+/// Classifies one step by its shape. `is_program(name)`: whether `name` is an executable on
+/// PATH; it only ever makes a step a command, never prose: a step that reads as a command line
+/// whose program is missing stays a command (and fails its check, see [`missing_programs`]).
 pub fn classify_step(step: &str, is_program: impl Fn(&str) -> bool) -> StepKind {
     let text = strip_decoration(step);
     if text.is_empty() {
@@ -48,16 +69,115 @@ pub fn classify_step(step: &str, is_program: impl Fn(&str) -> bool) -> StepKind 
     } else if first.contains('=') && !first.starts_with('=') {
         words.len() > 1
     } else {
-        BUILTINS.contains(&first) || is_program(first)
+        BUILTINS.contains(&first)
+            || KNOWN_TOOLS.contains(&first)
+            || is_program(first)
+            || looks_like_a_command_line(first, &words[1..])
     };
     if !starts_command {
         return StepKind::Prose;
     }
-    if WORDY.contains(&first) && reads_like_a_sentence(text, &words) {
+    // "make sure the tests pass", "go to the page and log in": English, whatever is on PATH.
+    let sentence = reads_like_a_sentence(text, &words);
+    let tool_as_word = KNOWN_TOOLS.contains(&first)
+        && !is_program(first)
+        && words[1..].iter().any(|w| STOPWORDS.contains(&w.to_ascii_lowercase().as_str()));
+    if sentence && (WORDY.contains(&first) || tool_as_word) {
         return StepKind::Prose;
     }
     StepKind::Command(text.to_string())
 }
+
+/// A program this machine may not have, by the look of its arguments: a lower-case program
+/// name that is no English word a step begins with, then a flag (`-q`, `--all`) or a file path
+/// (`tests/x.py`, `x.py`).
+fn looks_like_a_command_line(first: &str, rest: &[&str]) -> bool {
+    let program_shaped = first.chars().next().is_some_and(|c| c.is_ascii_lowercase())
+        && first
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "._+-".contains(c));
+    const ENGLISH: &[&str] = &[
+        "the", "a", "an", "all", "each", "every", "no", "if", "when", "then", "and", "or", "it",
+        "this", "that", "should", "must", "add", "update", "fix", "refactor", "implement",
+        "create", "remove", "delete", "rename", "move", "document", "ask", "tell", "manually",
+        "visually", "inspect", "observe", "go", "do",
+    ];
+    let flag = |w: &&str| {
+        w.len() > 1
+            && w.starts_with('-')
+            && w[1..].chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '-')
+    };
+    let path = |w: &&str| {
+        let w = w.trim_matches(|c: char| "'\"`,".contains(c));
+        (w.contains('/') && !w.contains("://"))
+            || w.rsplit_once('.').is_some_and(|(stem, ext)| {
+                !stem.is_empty()
+                    && (1..=5).contains(&ext.len())
+                    && ext.chars().all(|c| c.is_ascii_alphanumeric())
+                    && ext.chars().any(|c| c.is_ascii_alphabetic())
+            })
+    };
+    program_shaped
+        && !WORDY.contains(&first)
+        && !ENGLISH.contains(&first)
+        && rest.first().is_some_and(|w| flag(w) || path(w))
+}
+
+/// The programs `command` runs that cannot be found: the first word of each part of a
+/// `&&`/`||`/`;`/`|` list, past `VAR=value` assignments, that is no builtin, no path (a script
+/// the task may write) and no expansion. A check whose program is missing cannot pass: it is
+/// reported before any agent runs, and run anyway it fails (`sh` exits 127).
+pub fn missing_programs(command: &str, is_program: impl Fn(&str) -> bool) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut at_start = true;
+    for word in command.split_whitespace() {
+        let word = word.trim_start_matches(['(', '{', '!']);
+        if SEPARATORS.contains(&word) {
+            at_start = true;
+            continue;
+        }
+        if !at_start {
+            // `a; b` and `a|b` written without spaces still begin a new part.
+            if word.ends_with(';') || word.ends_with('|') {
+                at_start = true;
+            }
+            continue;
+        }
+        // Assignments, and the flags and numbers of `env -i`, `timeout 60`, come before the program.
+        let before_program = (word.contains('=') && !word.starts_with('='))
+            || word.starts_with('-')
+            || word.starts_with(|c: char| c.is_ascii_digit());
+        if word.is_empty() || before_program {
+            continue;
+        }
+        at_start = word.ends_with(';');
+        let name = word.trim_end_matches([';', ')', '}']);
+        let skip = name.is_empty()
+            || name.contains('/')
+            || name.contains('$')
+            || name.contains('`')
+            || name.starts_with(['"', '\''])
+            || BUILTINS.contains(&name)
+            || SHELL_WORDS.contains(&name);
+        if !skip && !is_program(name) && !out.iter().any(|p| p == name) {
+            out.push(name.to_string());
+        }
+    }
+    out
+}
+
+/// Words after which a command begins again.
+const SEPARATORS: &[&str] = &[
+    "&&", "||", ";", "|", "if", "elif", "while", "until", "then", "do", "else", "!", "exec",
+    "time", "env", "xargs", "nohup", "timeout",
+];
+
+/// Shell keywords and builtins a part of a command list may begin with, beyond [`BUILTINS`].
+const SHELL_WORDS: &[&str] = &[
+    "fi", "for", "while", "until", "done", "case", "esac", "in", "export", "set", "unset",
+    "source", ".", "eval", "read", "wait", "type", "shift", "return", "trap", "umask", "ulimit",
+    "pwd", "local", "alias", "hash", "let",
+];
 
 /// `$ cmd`, `` `cmd` `` and trailing whitespace are decoration, not part of the command.
 fn strip_decoration(step: &str) -> &str {
@@ -108,17 +228,20 @@ pub fn step_checks(
 /// The changed `files` that no key file covers (a key file names a file, or a directory and
 /// everything under it). Key files are advisory: this is what the agent wrote beyond them.
 pub fn outside_key_files(files: &[String], key_files: &[String]) -> Vec<String> {
-    let keys: Vec<&str> = key_files
+    use super::graph::normalize_key_file;
+    let keys: Vec<String> = key_files
         .iter()
-        .map(|k| k.trim().trim_start_matches("./").trim_end_matches('/'))
+        .map(|k| normalize_key_file(k))
         .filter(|k| !k.is_empty())
         .collect();
     files
         .iter()
         .filter(|f| {
-            !keys.iter().any(|k| {
-                f.as_str() == *k || f.strip_prefix(k).is_some_and(|rest| rest.starts_with('/'))
-            })
+            let f = normalize_key_file(f);
+            // A key file covers itself and, as a directory, what lies under it.
+            !keys
+                .iter()
+                .any(|k| f == *k || f.strip_prefix(k.as_str()).is_some_and(|r| r.starts_with('/')))
         })
         .cloned()
         .collect()
@@ -139,7 +262,7 @@ pub struct RepoFiles {
 }
 
 /// One check the repository's profile proposes; `program` is what must be on PATH for it to
-/// run (a missing one is skipped with a notice, not failed).
+/// run (a missing one fails the check: the repository has checks, this machine cannot run them).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProfileCheck {
     pub name: String,
@@ -210,6 +333,65 @@ mod tests {
         classify_step(s, on_path)
     }
 
+    fn nothing_on_path(_: &str) -> bool {
+        false
+    }
+
+    #[test]
+    fn a_missing_program_never_turns_a_command_into_prose() {
+        for step in [
+            "pytest -q tests/test_stats.py",
+            "cargo test calc",
+            "npm test",
+            "go test ./...",
+            "ruff check .",
+            "mytool -q",
+            "validate-json out/report.json",
+        ] {
+            assert!(
+                matches!(classify_step(step, nothing_on_path), StepKind::Command(_)),
+                "{step}"
+            );
+        }
+        for step in [
+            "go to the page and log in",
+            "pytest passes on every file",
+            "Check the output by hand",
+            "add a note to the README",
+            "fix it -- carefully",
+        ] {
+            assert_eq!(classify_step(step, nothing_on_path), StepKind::Prose, "{step}");
+        }
+    }
+
+    #[test]
+    fn missing_programs_are_named_once_per_part_of_a_command_list() {
+        let only = |have: &'static [&'static str]| move |p: &str| have.contains(&p);
+        assert_eq!(missing_programs("pytest -q tests/x.py", only(&[])), ["pytest"]);
+        assert!(missing_programs("pytest -q", only(&["pytest"])).is_empty());
+        assert_eq!(
+            missing_programs("cd api && CI=1 pytest -q | tee out; ruff check", only(&["tee"])),
+            ["pytest", "ruff"]
+        );
+        assert_eq!(
+            missing_programs("if mypy src; then echo ok; fi", only(&[])),
+            ["mypy"]
+        );
+        // Builtins, scripts the task may write, expansions and arguments are not programs.
+        assert!(
+            missing_programs(
+                "test -s x && [ -f y ] && ./check.sh && $CHECKER a && bin/run --pytest",
+                only(&[])
+            )
+            .is_empty()
+        );
+        assert_eq!(missing_programs("pytest; pytest -x", only(&[])), ["pytest"]);
+        assert_eq!(
+            missing_programs("timeout 60 env -i pytest", only(&["timeout"])),
+            ["pytest"]
+        );
+    }
+
     #[test]
     fn commands_from_published_plans_run() {
         for (step, cmd) in [
@@ -231,6 +413,15 @@ mod tests {
             ("CI=1 npm test", "CI=1 npm test"),
             ("find . -name '*.py'", "find . -name '*.py'"),
             ("true", "true"),
+            // Missing here, still commands: their check fails instead of vanishing.
+            (
+                "pytest -q tests/test_stats.py",
+                "pytest -q tests/test_stats.py",
+            ),
+            ("tox -e py311", "tox -e py311"),
+            ("mytool --check src/", "mytool --check src/"),
+            ("phpunit tests/Unit", "phpunit tests/Unit"),
+            ("jest", "jest"),
         ] {
             assert_eq!(kind(step), StepKind::Command(cmd.into()), "{step}");
         }

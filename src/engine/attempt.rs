@@ -232,14 +232,28 @@ impl AgentExecutor {
 
         // Guards before anything is spent: the prompt and every command we would run.
         let instructions = plan_instructions(&cx.plan.spec);
-        let checks = super::checks::task_checks(
+        let task_checks = super::checks::task_checks(
             cx.task,
             &cx.plan.spec,
             self.workspaces.repo_root(),
             self.cfg.checks,
             &super::checks::on_path,
-        )
-        .checks;
+        );
+        // A check that cannot run cannot pass: fail before the agent spends anything.
+        if !task_checks.missing.is_empty() {
+            let missing: Vec<_> = task_checks
+                .missing
+                .iter()
+                .map(|m| (cx.task.id.clone(), m.clone()))
+                .collect();
+            return fail(
+                cx,
+                "check_unavailable",
+                false,
+                super::checks::describe_missing(&missing).join("; "),
+            );
+        }
+        let checks = task_checks.checks;
         let feedback = self.operator_feedback(cx).await;
         let base_prompt = {
             let mut input = PromptInput::new(&cx.claimed.task.plan_id, cx.task);

@@ -3,7 +3,7 @@
 //! commands — the repository's own checks (see [`crate::domain::checks`]). `plan check` shows
 //! the same list, from the same function.
 
-use crate::domain::checks::{ProfileCheck, RepoFiles, profile_checks, step_checks};
+use crate::domain::checks::{RepoFiles, missing_programs, profile_checks, step_checks};
 use crate::domain::{PlanSpec, TaskSpec, VerificationCommand};
 use std::path::Path;
 
@@ -31,8 +31,25 @@ pub struct TaskChecks {
     pub checks: Vec<VerificationCommand>,
     /// Test steps that stay prose (prompt only), with their index.
     pub prose_steps: Vec<(usize, String)>,
-    /// Profile checks that cannot run here: their program is not on PATH.
-    pub unavailable: Vec<ProfileCheck>,
+    /// Checks that cannot pass here: a program they run is not on PATH. They stay in `checks`
+    /// (run, they fail): a check that cannot run is a failed check, never a skipped one.
+    pub missing: Vec<MissingProgram>,
+}
+
+/// A check and the programs it runs that this machine does not have.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MissingProgram {
+    /// The check's name: `test_steps[0]`, `profile: pytest`, or a verification command's name.
+    pub check: String,
+    pub command: String,
+    pub programs: Vec<String>,
+}
+
+impl MissingProgram {
+    /// A repository's own check (`profile: pytest`), not one the plan wrote.
+    pub fn is_profile(&self) -> bool {
+        self.check.starts_with("profile: ")
+    }
 }
 
 /// Whether `name` is an executable on this process's PATH.
@@ -99,9 +116,7 @@ pub fn task_checks(
     }
     if declared_none && policy.profile {
         for p in profile_checks(&read_repo_files(dir)) {
-            if !is_program(&p.program) {
-                out.unavailable.push(p);
-            } else if !has(&out.checks, &p.command) {
+            if !has(&out.checks, &p.command) {
                 out.checks.push(VerificationCommand {
                     name: format!("profile: {}", p.name),
                     command: p.command,
@@ -112,5 +127,73 @@ pub fn task_checks(
             }
         }
     }
+    out.missing = out
+        .checks
+        .iter()
+        .filter_map(|c| {
+            let programs = missing_programs(&c.command, is_program);
+            (!programs.is_empty()).then(|| MissingProgram {
+                check: c.name.clone(),
+                command: c.command.clone(),
+                programs,
+            })
+        })
+        .collect();
     out
 }
+
+/// Every check of every task in `tasks` that cannot pass on this machine, by task id.
+pub fn plan_missing_programs<'a>(
+    tasks: impl IntoIterator<Item = &'a TaskSpec>,
+    plan: &PlanSpec,
+    dir: &Path,
+    policy: CheckPolicy,
+) -> Vec<(String, MissingProgram)> {
+    let mut out = Vec::new();
+    for task in tasks {
+        for m in task_checks(task, plan, dir, policy, &on_path).missing {
+            out.push((task.id.clone(), m));
+        }
+    }
+    out
+}
+
+/// The lines an operator reads about missing programs: one per program, with its tasks and
+/// the fix.
+pub fn describe_missing(missing: &[(String, MissingProgram)]) -> Vec<String> {
+    // Per program: where it is needed, and whether only profile checks need it.
+    let mut by_program: std::collections::BTreeMap<&str, (Vec<String>, bool)> =
+        Default::default();
+    for (task, m) in missing {
+        for p in &m.programs {
+            let entry = by_program.entry(p.as_str()).or_insert((Vec::new(), true));
+            entry.1 &= m.is_profile();
+            let at = format!("{task} {}", m.check);
+            if !entry.0.contains(&at) {
+                entry.0.push(at);
+            }
+        }
+    }
+    by_program
+        .into_iter()
+        .map(|(program, (at, profile))| {
+            format!(
+                "program `{program}` is not on PATH, so these checks cannot pass: {}; {}",
+                at.join(", "),
+                remedy(program, profile)
+            )
+        })
+        .collect()
+}
+
+/// What the operator can do about a missing program, in one line.
+pub fn remedy(program: &str, profile_only: bool) -> String {
+    if profile_only {
+        format!(
+            "install {program} or put it on PATH, give the plan verification_commands of its own, or set [verification] profile = \"off\""
+        )
+    } else {
+        format!("install {program} or put it on PATH, or change the check")
+    }
+}
+

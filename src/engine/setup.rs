@@ -90,6 +90,19 @@ pub async fn prepare(
     let cfg = req.config;
     let plan = store.get_plan(&plan_id).await?;
     let tasks = store.list_tasks(&plan_id).await?;
+    // A check that cannot run cannot pass: said before any agent is paid, not after.
+    let missing = super::checks::plan_missing_programs(
+        tasks.iter().filter(|t| !t.status.is_terminal()).map(|t| &t.spec),
+        &plan.spec,
+        &req.repo_root,
+        configure::check_policy(cfg),
+    );
+    if !missing.is_empty() {
+        return Err(SetupError::Environment(format!(
+            "plan {plan_id}: checks that cannot run on this machine (nothing was started):\n  {}",
+            super::checks::describe_missing(&missing).join("\n  ")
+        )));
+    }
     let default_agent = req.agent.clone().unwrap_or_else(|| cfg.run.agent.clone());
     // Only the agents the plan's open tasks name are required: a missing default agent matters
     // only when some task falls back to it. It is still offered when it can be built (tasks

@@ -3,10 +3,11 @@
 //!
 //! One file per group: `files.rs` (`.whilly/` permissions), `queue.rs` (the database, stale
 //! leases, dead workers), `agents.rs` (agent binaries and versions), `tokens.rs` (GitHub and
-//! Jira tokens, the keyring), `plans.rs` (ghost plans), `worktrees.rs` (orphan worktrees and
+//! Jira tokens, the keyring), `plans.rs` (ghost plans), `checks.rs` (checks whose program is missing), `worktrees.rs` (orphan worktrees and
 //! branches, the disk budget).
 
 pub mod agents;
+pub mod checks;
 pub mod files;
 pub mod plans;
 pub mod queue;
@@ -60,6 +61,7 @@ pub async fn examine(env: &DoctorEnv<'_>, perms: &files::PermFacts) -> Vec<Findi
     out.extend(plans::judge(
         &plans::gather(env.state_dir, env.repo_root, store).await,
     ));
+    out.extend(checks::judge(&checks::gather(env, store).await));
     out.extend(worktrees::judge(&worktrees::gather(env).await));
     if let Some(store) = store {
         match queue::lease_facts(store.as_ref()).await {
