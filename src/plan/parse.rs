@@ -89,6 +89,34 @@ pub const TASK_KEYS: &[&str] = &[
     "tags",
 ];
 
+/// Plan keys kept as they are and read elsewhere, or written by the original and by whilly's
+/// own importers: known, so never warned about.
+pub const CARRIED_PLAN_KEYS: &[&str] = &[
+    "prd_file",
+    "created_at",
+    "updated_at",
+    "agent_instructions",
+    "origin",
+    "source",
+    "description",
+    "version",
+];
+
+/// Task keys kept as they are (the original's tracker links, whilly's own records).
+pub const CARRIED_TASK_KEYS: &[&str] = &[
+    "github_issue",
+    "github_url",
+    "jira_key",
+    "jira_url",
+    "version",
+    "verification_commands",
+    "source",
+    "decomposed_from",
+    "created_at",
+    "updated_at",
+    "notes",
+];
+
 pub const REPO_TARGET_KEYS: &[&str] = &[
     "id",
     "provider",
@@ -360,21 +388,31 @@ impl Walker {
         ));
     }
 
-    /// Unknown keys are kept silently, as the original ignored them, except those one or two
-    /// typos away from a key we read: `dependancies` silently dropping every dependency is worse
-    /// than a warning.
-    fn near_misses(&mut self, extra: &Map<String, Value>, known: &[&str], base: &str) {
+    /// Keys outside what we read. One a typo away from a key we read is an error (`dependncies`
+    /// would silently drop every dependency, `budjet_usd` the budget); the keys other tools and
+    /// whilly itself carry (`prd_file`, `github_issue`, `source`, …) are kept quietly; any
+    /// other is kept with a warning, so a key that does nothing never goes unsaid.
+    fn unknown_keys(&mut self, extra: &Map<String, Value>, known: &[&str], carried: &[&str], base: &str) {
         for key in extra.keys() {
-            if let Some(near) = known.iter().find(|k| is_typo_of(key, k)) {
-                self.diags.push(
-                    Diagnostic::warning(
-                        "unknown_field",
-                        Location::Pointer(pointer_join(base, key)),
-                        format!("unknown key \"{key}\" is kept but not used"),
-                    )
-                    .with_hint(format!("did you mean \"{near}\"?")),
-                );
+            if carried.contains(&key.as_str()) {
+                continue;
             }
+            let at = Location::Pointer(pointer_join(base, key));
+            let d = match known.iter().find(|k| is_typo_of(key, k)) {
+                Some(near) => Diagnostic::error(
+                    "misspelled_field",
+                    at,
+                    format!("unknown key \"{key}\" looks like \"{near}\", which would be ignored"),
+                )
+                .with_hint(format!("rename it to \"{near}\"")),
+                None => Diagnostic::warning(
+                    "unknown_field",
+                    at,
+                    format!("unknown key \"{key}\" is kept but not used"),
+                )
+                .with_hint(format!("known keys: {}", known.join(", "))),
+            };
+            self.diags.push(d);
         }
     }
 
@@ -462,7 +500,7 @@ impl Walker {
             }
             Some(other) => self.wrong_type("/tasks", "an array of tasks", &other),
         }
-        self.near_misses(&map, PLAN_KEYS, "");
+        self.unknown_keys(&map, PLAN_KEYS, CARRIED_PLAN_KEYS, "");
         plan.extra = map;
         Some((plan, source))
     }
@@ -585,7 +623,7 @@ impl Walker {
         if let Some(v) = f.max_attempts {
             task.max_attempts = self.max_attempts(&v, &at("max_attempts"));
         }
-        self.near_misses(&extra, TASK_KEYS, &ptr);
+        self.unknown_keys(&extra, TASK_KEYS, CARRIED_TASK_KEYS, &ptr);
         task.extra = extra;
         usable.then_some(task)
     }
@@ -1078,41 +1116,31 @@ mod tests {
     }
 
     #[test]
-    fn near_miss_keys_warn_but_others_are_silent() {
+    fn near_miss_keys_are_errors_other_unknown_keys_warn_carried_keys_are_quiet() {
         let p = parse(
-            json!({"project": "p", "taks": [], "tasks": [{"id": "A", "description": "d",
+            json!({"project": "p", "taks": [], "prd_file": "PRD.md", "tasks": [{"id": "A", "description": "d",
             "dependancies": ["B"], "Key-Files": [], "github_issue": 3, "version": 2, "jira_key": "K",
-            "tag": ["x"], "idx": 1}]}),
+            "tag": ["x"], "idx": 1, "budjet_usd": 3}]}),
         );
-        let got: Vec<(String, String)> = p
+        let got: Vec<(bool, String, String)> = p
             .diagnostics
             .iter()
             .map(|d| {
                 (
+                    d.is_error(),
                     d.pointer().unwrap_or("").to_string(),
                     d.hint.clone().unwrap_or_default(),
                 )
             })
             .collect();
-        assert_eq!(
-            got,
-            [
-                (
-                    "/tasks/0/dependancies".to_string(),
-                    "did you mean \"dependencies\"?".to_string()
-                ),
-                (
-                    "/tasks/0/Key-Files".to_string(),
-                    "did you mean \"key_files\"?".to_string()
-                ),
-                (
-                    "/tasks/0/tag".to_string(),
-                    "did you mean \"tags\"?".to_string()
-                ),
-                ("/taks".to_string(), "did you mean \"tasks\"?".to_string()),
-            ]
-        );
-        assert!(p.diagnostics.iter().all(|d| !d.is_error()));
+        let typo = |ptr: &str, near: &str| (true, ptr.to_string(), format!("rename it to \"{near}\""));
+        assert_eq!(got.len(), 6, "{got:#?}");
+        assert_eq!(got[0], typo("/tasks/0/dependancies", "dependencies"));
+        assert_eq!(got[1], typo("/tasks/0/Key-Files", "key_files"));
+        assert_eq!(got[2], typo("/tasks/0/tag", "tags"));
+        assert_eq!((got[3].0, got[3].1.as_str()), (false, "/tasks/0/idx"));
+        assert_eq!(got[4], typo("/tasks/0/budjet_usd", "budget_usd"));
+        assert_eq!(got[5], typo("/taks", "tasks"));
         let t = &p.plan.expect("plan").tasks[0];
         assert!(t.extra.contains_key("dependancies") && t.extra.contains_key("idx"));
     }
