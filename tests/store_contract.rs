@@ -324,6 +324,7 @@ contract!(
     key_files_keep_claims_apart,
     key_files_keep_concurrent_claimers_apart,
     key_files_are_scoped_by_repo_target,
+    key_file_spellings_and_directories_are_one_claim,
     silent_workers_are_marked_offline,
     tasks_by_ids_reads_only_those_tasks,
     event_watch_sees_this_and_other_handles,
@@ -2223,6 +2224,81 @@ async fn key_files_keep_concurrent_claimers_apart(c: &Ctx) {
         total += h.await.expect("join");
     }
     assert_eq!(total, 40);
+    other.close().await;
+}
+
+async fn key_file_spellings_and_directories_are_one_claim(c: &Ctx) {
+    // Five spellings of one file and the directory holding it: one at a time, even with eight
+    // claimers on two handles at once; a file beside it in another directory runs alongside.
+    let spellings = ["src/a.rs", "src//a.rs", "src/./a.rs", "lib/../src/a.rs", "src"];
+    let mut tasks: Vec<_> = spellings
+        .iter()
+        .enumerate()
+        .map(|(i, k)| keyed(&format!("s{i}"), &[k]))
+        .collect();
+    tasks.push(keyed("other", &["srcx/a.rs"]));
+    import(&*c.store, &plan("p", tasks)).await;
+    let other = c.second_store().await;
+    let running: Arc<std::sync::Mutex<Vec<String>>> = Arc::default();
+    let mut handles = Vec::new();
+    for (i, st) in [c.store.clone(), other.clone()]
+        .into_iter()
+        .cycle()
+        .take(8)
+        .enumerate()
+    {
+        let running = running.clone();
+        handles.push(tokio::spawn(async move {
+            let r = req(&format!("w{i}"));
+            loop {
+                let Some(cl) = st.claim(&r).await.expect("claim") else {
+                    if st.counts("p").await.expect("counts").get(Status::Pending) == 0 {
+                        return;
+                    }
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                    continue;
+                };
+                let id = cl.task.id.clone();
+                {
+                    let mut now = running.lock().expect("lock");
+                    let of_src = now.iter().filter(|t| t.starts_with('s')).count();
+                    assert!(
+                        !id.starts_with('s') || of_src == 0,
+                        "{id} claimed while {now:?} run: one file, two claims"
+                    );
+                    now.push(id.clone());
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                running.lock().expect("lock").retain(|t| t != &id);
+                st.complete(cl.lease, &Outcome::default())
+                    .await
+                    .expect("complete");
+            }
+        }));
+    }
+    for h in handles {
+        h.await.expect("join");
+    }
+    assert_eq!(
+        c.store.counts("p").await.expect("counts").get(Status::Done),
+        6
+    );
+    // Sequentially: a held file keeps its directory out, and a held directory its files.
+    import(
+        &*c.store,
+        &plan("q", vec![keyed("dir", &["docs/"]), keyed("file", &["docs/guide/x.md"])]),
+    )
+    .await;
+    let mut q = req("w9");
+    q.plan_id = Some("q".into());
+    let first = claim(&*c.store, &q).await;
+    assert!(other.claim(&q).await.expect("claim").is_none(), "{} held", first.task.id);
+    c.store
+        .complete(first.lease, &Outcome::default())
+        .await
+        .expect("complete");
+    let second = claim(&*other, &q).await;
+    assert_ne!(second.task.id, first.task.id);
     other.close().await;
 }
 

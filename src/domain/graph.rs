@@ -327,15 +327,52 @@ pub fn ready_set<'a, T: Schedulable>(candidates: &'a [T], done: &HashSet<String>
     ready
 }
 
-/// Key files are compared as written, minus what does not change the file meant: surrounding
-/// whitespace, leading `./` and trailing `/`.
+/// Key files are compared as paths inside the repository: surrounding whitespace, empty and
+/// `.` components and trailing `/` dropped, `..` taken back lexically (`src//a.rs`,
+/// `src/./a.rs` and `lib/../src/a.rs` are all `src/a.rs`). A path that climbs out of the
+/// repository keeps its leading `..` (the plan check refuses it, see [`key_file_problem`]).
 pub fn normalize_key_file(path: &str) -> String {
-    let mut p = path.trim();
-    while let Some(rest) = p.strip_prefix("./") {
-        p = rest.trim_start_matches('/');
+    let mut parts: Vec<&str> = Vec::new();
+    for part in path.trim().split('/') {
+        match part {
+            "" | "." => {}
+            ".." if parts.last().is_some_and(|p| *p != "..") => {
+                parts.pop();
+            }
+            other => parts.push(other),
+        }
     }
-    let p = p.trim_end_matches('/');
-    p.to_string()
+    parts.join("/")
+}
+
+/// Why a key file cannot name a place in the repository: absolute, or climbing out of it.
+pub fn key_file_problem(path: &str) -> Option<&'static str> {
+    let t = path.trim();
+    if t.starts_with('/') || t.starts_with('\\') || t.get(1..3) == Some(":\\") || t.get(1..3) == Some(":/") {
+        Some("is an absolute path; key files are paths inside the repository")
+    } else if normalize_key_file(t).split('/').next() == Some("..") {
+        Some("climbs out of the repository with `..`")
+    } else if normalize_key_file(t).is_empty() {
+        Some("names the whole repository; name the files or directories the task changes")
+    } else {
+        None
+    }
+}
+
+/// Whether two normalised key files meet: the same path, or one a directory the other lies in.
+pub fn key_files_overlap(a: &str, b: &str) -> bool {
+    let under = |x: &str, dir: &str| x.strip_prefix(dir).is_some_and(|r| r.starts_with('/'));
+    a == b || under(a, b) || under(b, a)
+}
+
+/// The directories above a claim key (`scope\tsrc/a/b.rs` → `scope\tsrc`, `scope\tsrc/a`): a
+/// claimer locks them with the key itself, so two claims of a directory and a file in it, made
+/// at the same moment, cannot both pass.
+pub fn claim_key_ancestors(key: &str) -> Vec<String> {
+    let (scope, path) = key.split_once('\t').unwrap_or(("", key));
+    path.match_indices('/')
+        .map(|(i, _)| format!("{scope}\t{}", &path[..i]))
+        .collect()
 }
 
 /// What a task holds while it runs, as the queue compares them across processes: each key file
@@ -375,7 +412,7 @@ pub fn pick_batch<'a, T: Schedulable>(
     held: &HashSet<String>,
     slots: usize,
 ) -> Vec<&'a T> {
-    let mut taken: HashSet<String> = held.iter().map(|k| normalize_key_file(k)).collect();
+    let mut taken: Vec<String> = held.iter().map(|k| normalize_key_file(k)).collect();
     let mut batch = Vec::new();
     for &t in ready {
         if batch.len() >= slots {
@@ -388,7 +425,10 @@ pub fn pick_batch<'a, T: Schedulable>(
             .filter(|k| !k.is_empty())
             .collect();
         keys.dedup();
-        if keys.iter().any(|k| taken.contains(k)) {
+        if keys
+            .iter()
+            .any(|k| taken.iter().any(|t| key_files_overlap(k, t)))
+        {
             continue;
         }
         taken.extend(keys);
@@ -539,6 +579,43 @@ mod tests {
         assert_eq!(normalize_key_file(" ./src/a.rs "), "src/a.rs");
         assert_eq!(normalize_key_file(".//x/"), "x");
         assert_eq!(normalize_key_file("docs/"), "docs");
+        for same in ["src/a.rs", "src//a.rs", "src/./a.rs", "lib/../src/a.rs", "./src/a.rs/"] {
+            assert_eq!(normalize_key_file(same), "src/a.rs", "{same}");
+        }
+        assert_eq!(normalize_key_file("../x"), "../x");
+        assert_eq!(normalize_key_file("a/../../x"), "../x");
+    }
+
+    #[test]
+    fn key_files_outside_the_repository_are_named() {
+        assert!(key_file_problem("/etc/passwd").unwrap().contains("absolute"));
+        assert!(key_file_problem("../other/x").unwrap().contains("climbs out"));
+        assert!(key_file_problem("src/../../x").unwrap().contains("climbs out"));
+        assert!(key_file_problem("./").unwrap().contains("whole repository"));
+        assert_eq!(key_file_problem("src/../lib/x.rs"), None);
+        assert_eq!(key_file_problem("src"), None);
+    }
+
+    #[test]
+    fn a_directory_covers_the_files_under_it() {
+        assert!(key_files_overlap("src", "src/a.rs"));
+        assert!(key_files_overlap("src/a.rs", "src"));
+        assert!(key_files_overlap("src/a.rs", "src/a.rs"));
+        assert!(!key_files_overlap("src/a.rs", "src/b.rs"));
+        assert!(!key_files_overlap("src", "srcx/a.rs"));
+        assert_eq!(
+            claim_key_ancestors("p\tsrc/a/b.rs"),
+            ["p\tsrc".to_string(), "p\tsrc/a".to_string()]
+        );
+        assert!(claim_key_ancestors("\tREADME.md").is_empty());
+        let spellings = ["src/a.rs", "src//a.rs", "src/./a.rs", "lib/../src/a.rs", "src"];
+        let tasks: Vec<TaskSpec> = spellings
+            .iter()
+            .enumerate()
+            .map(|(i, k)| t(&format!("T{i}"), Priority::Medium, &[], &[k]))
+            .collect();
+        let ready: Vec<&TaskSpec> = tasks.iter().collect();
+        assert_eq!(pick_batch(&ready, &HashSet::new(), 5).len(), 1);
     }
 
     #[test]

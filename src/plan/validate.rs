@@ -129,6 +129,18 @@ fn check_tasks(
                 .with_hint("ids look like TASK-001, GH-12 or JIRA-ABC-1"),
             );
         }
+        for (j, k) in t.key_files.iter().enumerate() {
+            if let Some(why) = crate::domain::graph::key_file_problem(k) {
+                out.push(
+                    Diagnostic::at(
+                        "bad_key_file",
+                        &pointer_index(&pointer_join(&ptr(), "key_files"), j),
+                        format!("key file {k:?} {why}"),
+                    )
+                    .with_hint("write it relative to the repository root, e.g. src/app.rs or docs/"),
+                );
+            }
+        }
         if let Some(&first) = first_at.get(t.id.as_str())
             && first != i
         {

@@ -59,6 +59,17 @@ struct Candidate {
     fallbacks: Option<serde_json::Value>,
 }
 
+/// Two claim keys meet: the same path, or one a directory the other lies in (keys are
+/// `scope\tpath`, so a prefix match stays within its scope).
+macro_rules! keys_meet {
+    ($a:literal, $b:literal) => {
+        concat!(
+            "(", $a, " = ", $b, " OR starts_with(", $a, ", ", $b, " || '/') OR starts_with(",
+            $b, ", ", $a, " || '/'))"
+        )
+    };
+}
+
 /// A running task holds the keys of `t`: claimed or in progress with a live lease. Tasks never
 /// share keys across a claim: this filter skips what is held, and a claim of a task with keys
 /// takes a transaction advisory lock per key before it checks again (`keys_free`), so two
@@ -69,9 +80,11 @@ macro_rules! held_elsewhere {
             "EXISTS (SELECT 1 FROM tasks r WHERE r.status IN ('CLAIMED', 'IN_PROGRESS') \
                AND r.lease_expires_at > now() AND r.pk <> ",
             $t,
-            ".pk AND r.claim_keys && ",
+            ".pk AND EXISTS (SELECT 1 FROM unnest(r.claim_keys) h, unnest(",
             $t,
-            ".claim_keys)"
+            ".claim_keys) m WHERE ",
+            keys_meet!("m", "h"),
+            "))"
         )
     };
 }
@@ -119,7 +132,9 @@ const SELECT_CANDIDATES: &str = concat!(
          AND t.pk <> ALL($2::bigint[]) \
          AND t.required_tags <@ $3::text[] \
          AND (p.budget_micros IS NULL OR p.spent_micros + p.reserved_micros < p.budget_micros) \
-         AND NOT (t.claim_keys && held.keys) \
+         AND NOT EXISTS (SELECT 1 FROM unnest(t.claim_keys) m, unnest(held.keys) h WHERE ",
+    keys_meet!("m", "h"),
+    ") \
          AND ",
     agent_free!("$5", "$6"),
     " \
@@ -140,11 +155,22 @@ async fn keys_free(
     pk: i64,
     keys: &[String],
 ) -> StoreResult<bool> {
+    // Each key exclusively, the directories above it shared: a claim of `src` and one of
+    // `src/a.rs` made at the same moment meet on `src`; two files in `src` do not.
+    let mut above: Vec<String> = keys
+        .iter()
+        .flat_map(|k| crate::domain::graph::claim_key_ancestors(k))
+        .collect();
+    above.sort();
+    above.dedup();
     let locked: bool = sqlx::query_scalar(
-        "SELECT COALESCE(bool_and(pg_try_advisory_xact_lock(hashtextextended(k, 0))), true) \
-         FROM unnest($1::text[]) AS k",
+        "SELECT COALESCE((SELECT bool_and(pg_try_advisory_xact_lock(hashtextextended(k, 0))) \
+                          FROM unnest($1::text[]) AS k), true) \
+            AND COALESCE((SELECT bool_and(pg_try_advisory_xact_lock_shared(hashtextextended(k, 0))) \
+                          FROM unnest($2::text[]) AS k), true)",
     )
     .bind(keys)
+    .bind(&above)
     .fetch_one(&mut **tx)
     .await?;
     if !locked {

@@ -45,7 +45,9 @@ const CANDIDATES: &str = "SELECT t.pk, t.estimate_micros, p.budget_micros, p.spe
        AND NOT EXISTS (SELECT 1 FROM json_each(t.claim_keys) mine \
                        JOIN tasks r ON r.status IN ('CLAIMED', 'IN_PROGRESS') \
                          AND r.lease_expires_at > ?6 AND r.pk <> t.pk \
-                       JOIN json_each(r.claim_keys) theirs ON theirs.value = mine.value) \
+                       JOIN json_each(r.claim_keys) theirs ON theirs.value = mine.value \
+                         OR substr(theirs.value, 1, length(mine.value) + 1) = mine.value || '/' \
+                         OR substr(mine.value, 1, length(theirs.value) + 1) = theirs.value || '/') \
        AND (?7 = '[]' \
             OR COALESCE(json_extract(t.spec, '$.agent'), json_extract(p.spec, '$.agent'), ?8) \
                NOT IN (SELECT value FROM json_each(?7)) \
