@@ -1,0 +1,169 @@
+//! A DONE an operator can believe (issue 25), with the real binary: a check whose program is
+//! missing is found before any agent runs and never turns into prose; a misspelled plan key
+//! refuses the file instead of dropping what it names; key files that leave the repository are
+//! refused with their location.
+
+#[path = "support/engine.rs"]
+mod engine;
+
+use engine::{Output, Repo, plan, task};
+use serde_json::json;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+/// A PATH of its own: the programs whilly and the fake agent need, and nothing else, so
+/// `pytest` is missing whatever the machine has installed.
+fn bare_path(repo: &Repo) -> PathBuf {
+    let bin = repo.home.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    for tool in ["git", "sh", "bash", "env", "cat", "true", "false", "mkdir", "rm"] {
+        let found = std::env::var("PATH")
+            .unwrap()
+            .split(':')
+            .map(|d| Path::new(d).join(tool))
+            .find(|p| p.is_file())
+            .unwrap_or_else(|| panic!("{tool} is not on PATH"));
+        let _ = std::os::unix::fs::symlink(found, bin.join(tool));
+    }
+    bin
+}
+
+fn script(path: &Path, body: &str) {
+    std::fs::write(path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+fn run_with_path(repo: &Repo, path: &Path, args: &[&str]) -> Output {
+    repo.spawn_in(&repo.repo, args, &[("PATH", path.to_str().unwrap())])
+        .wait(LIMIT)
+}
+
+#[test]
+fn a_check_whose_program_is_missing_is_found_before_any_agent_runs() {
+    // The agent leaves a note that it ran; a Python repository, pytest nowhere on PATH.
+    let mut t = task("T-1");
+    t["test_steps"] = json!(["pytest -q tests/test_stats.py"]);
+    let ran = tempfile::NamedTempFile::new().unwrap().into_temp_path();
+    std::fs::remove_file(&ran).unwrap();
+    let template = format!(
+        "bash -c 'echo ran >> {}; echo \"<promise>COMPLETE</promise>\"'",
+        ran.display()
+    );
+    let repo = Repo::new(&plan("p", vec![t]), &template);
+    repo.write("pyproject.toml", "[project]\nname = \"stats\"\n");
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-q", "-m", "python"]);
+    let path = bare_path(&repo);
+
+    // plan check: the step stays a command, and the missing program is said with its place.
+    let o = run_with_path(&repo, &path, &["plan", "check", "plan.json"]);
+    let all = format!("{}{}", o.stdout, o.stderr);
+    assert!(!all.contains("prose"), "{o}");
+    assert!(all.contains("$ pytest -q tests/test_stats.py"), "{o}");
+    assert!(
+        all.contains("warning[check_program_missing]") && all.contains("`pytest` is not on PATH"),
+        "{o}"
+    );
+    assert!(all.contains("plan.json:"), "no line:col: {o}");
+
+    // The run refuses before any agent is paid: exit 2, naming the program, task and fix.
+    let o = run_with_path(&repo, &path, &["run", "plan.json", "--headless"]);
+    assert_eq!(o.code, Some(2), "{o}");
+    assert!(
+        o.stderr.contains("program `pytest` is not on PATH")
+            && o.stderr.contains("T-1 test_steps[0]")
+            && o.stderr.contains("T-1 profile: pytest")
+            && o.stderr.contains("install pytest"),
+        "{o}"
+    );
+    assert!(!ran.exists(), "the agent ran although its check could not");
+    assert_eq!(repo.task("p", "T-1")["status"], "PENDING");
+
+    // doctor names it as a problem.
+    let o = run_with_path(&repo, &path, &["doctor"]);
+    assert!(
+        o.stdout.contains("[PROBLEM] plan p: program `pytest` is not on PATH"),
+        "{o}"
+    );
+
+    // With a pytest that finds a failing test, the check runs and the task is not DONE.
+    script(&path.join("pytest"), "echo '1 failed'; exit 1");
+    let o = run_with_path(&repo, &path, &["run", "plan.json", "--headless"]);
+    assert_eq!(o.code, Some(1), "{o}");
+    assert_eq!(repo.task("p", "T-1")["status"], "FAILED", "{o}");
+    assert!(ran.exists(), "the agent ran once pytest was there");
+}
+
+#[test]
+fn a_misspelled_plan_key_refuses_the_file_everywhere_it_is_read() {
+    let mut a = task("A-1");
+    a["budjet_usd"] = json!(3);
+    let mut b = task("A-2");
+    b["dependncies"] = json!(["A-1"]);
+    b["my_note"] = json!("kept");
+    let repo = Repo::new(&plan("typo", vec![a, b]), "true");
+    for args in [
+        &["plan", "check", "plan.json"][..],
+        &["plan", "import", "plan.json"][..],
+        &["run", "plan.json", "--headless"][..],
+    ] {
+        let o = repo.run(args, LIMIT);
+        assert_eq!(o.code, Some(1), "{args:?}: {o}");
+        let all = format!("{}{}", o.stdout, o.stderr);
+        for (key, meant) in [("dependncies", "dependencies"), ("budjet_usd", "budget_usd")] {
+            let line = all
+                .lines()
+                .find(|l| l.contains(&format!("\"{key}\"")))
+                .unwrap_or_else(|| panic!("{args:?} never names {key}: {o}"));
+            assert!(
+                line.contains("error[misspelled_field]")
+                    && line.contains(&format!("rename it to \"{meant}\""))
+                    && line.starts_with("plan.json:"),
+                "{args:?}: {line}"
+            );
+        }
+        assert!(all.contains("warning[unknown_field]") && all.contains("my_note"), "{o}");
+    }
+    // Nothing was imported.
+    let o = repo.run(&["plan", "list", "--json"], LIMIT);
+    assert!(!o.stdout.contains("typo"), "{o}");
+
+    // Fixed, the plan imports, and the other unknown key is still said (on import too).
+    let mut a = task("A-1");
+    a["budget_usd"] = json!(3);
+    let mut b = task("A-2");
+    b["dependencies"] = json!(["A-1"]);
+    b["my_note"] = json!("kept");
+    repo.write(
+        "plan.json",
+        &serde_json::to_string_pretty(&plan("typo", vec![a, b])).unwrap(),
+    );
+    let o = repo.run(&["plan", "import", "plan.json"], LIMIT);
+    assert_eq!(o.code, Some(0), "{o}");
+    assert!(o.stderr.contains("unknown key \"my_note\" is kept but not used"), "{o}");
+}
+
+#[test]
+fn key_files_outside_the_repository_are_refused_with_their_place() {
+    let mut a = task("A-1");
+    a["key_files"] = json!(["/etc/passwd"]);
+    let mut b = task("A-2");
+    b["key_files"] = json!(["src/../../other/x.rs"]);
+    let mut c = task("A-3");
+    c["key_files"] = json!(["lib/../src/a.rs"]);
+    let repo = Repo::new(&plan("keys", vec![a, b, c]), "true");
+    let o = repo.run(&["plan", "import", "plan.json"], LIMIT);
+    assert_eq!(o.code, Some(1), "{o}");
+    assert!(
+        o.stderr.contains("/tasks/0/key_files/0") && o.stderr.contains("absolute"),
+        "{o}"
+    );
+    assert!(
+        o.stderr.contains("/tasks/1/key_files/0") && o.stderr.contains("climbs out"),
+        "{o}"
+    );
+    assert!(!o.stderr.contains("/tasks/2/key_files"), "{o}");
+}
