@@ -167,3 +167,21 @@ fn key_files_outside_the_repository_are_refused_with_their_place() {
     );
     assert!(!o.stderr.contains("/tasks/2/key_files"), "{o}");
 }
+
+#[test]
+fn an_agent_that_switches_branch_still_lands_its_work_on_the_base() {
+    // One agent commits on a branch of its own; another detaches HEAD and leaves its file
+    // uncommitted. Both tasks' files must be on main, and the task DONE.
+    let agent = "bash -c 'mkdir -p files; case $WHILLY_TASK_ID in \
+        T-1) git checkout -q -b other && echo one > files/T-1.txt && git add -A && git commit -qm agent ;; \
+        T-2) git checkout -q --detach && echo two > files/T-2.txt ;; esac; \
+        echo \"<promise>COMPLETE</promise>\"'";
+    let repo = Repo::new(&plan("br", vec![task("T-1"), task("T-2")]), agent);
+    let o = repo.run(&["run", "plan.json", "--headless"], LIMIT);
+    assert_eq!(o.code, Some(0), "{o}");
+    for (id, text) in [("T-1", "one"), ("T-2", "two")] {
+        assert_eq!(repo.task("br", id)["status"], "DONE", "{o}");
+        let on_main = repo.git(&["show", &format!("HEAD:files/{id}.txt")]);
+        assert_eq!(on_main.trim(), text, "{id}'s work is not on main: {o}");
+    }
+}

@@ -68,6 +68,9 @@ pub(super) fn commit(
     snapshot: Option<&Snapshot>,
 ) -> Result<Option<String>, WorkspaceError> {
     let repo = open_worktree(wt)?;
+    // An agent may have switched branch (`git checkout -b other`) or detached HEAD: its work
+    // still belongs on the task branch, so that branch is moved here, never whatever HEAD is.
+    adopt_head(&repo, wt)?;
     let (mut index, head, tree_id) = match snapshot {
         // The agent's work was staged when the snapshot was taken; staging the worktree again
         // would only walk what the checks left behind.
@@ -105,10 +108,45 @@ pub(super) fn commit(
         .find_tree(tree_id)
         .map_err(WorkspaceError::git("find the new tree"))?;
     let sig = signature(&repo)?;
+    let branch_ref = format!("refs/heads/{}", wt.branch);
     let oid = repo
-        .commit(Some("HEAD"), &sig, &sig, message, &tree, &[&head])
+        .commit(Some(&branch_ref), &sig, &sig, message, &tree, &[&head])
         .map_err(WorkspaceError::git(format!("commit on {}", wt.branch)))?;
     Ok(Some(oid.to_string()))
+}
+
+/// Puts the worktree's HEAD back on its task branch, keeping the agent's commits: when HEAD
+/// (another branch, or detached) descends from the task branch, the task branch is moved up to
+/// it; otherwise the task branch stays, and the work is committed on it from the worktree's
+/// files.
+fn adopt_head(repo: &Repository, wt: &Worktree) -> Result<(), WorkspaceError> {
+    let branch_ref = format!("refs/heads/{}", wt.branch);
+    let head = repo.head().ok();
+    if head.as_ref().and_then(|h| h.name().ok()) == Some(branch_ref.as_str()) {
+        return Ok(());
+    }
+    let tip = repo
+        .refname_to_id(&branch_ref)
+        .map_err(WorkspaceError::git(format!("find the task branch {}", wt.branch)))?;
+    let head_commit = head.as_ref().and_then(|h| h.peel_to_commit().ok()).map(|c| c.id());
+    let descends = head_commit.is_some_and(|h| {
+        h == tip || repo.graph_descendant_of(h, tip).unwrap_or(false)
+    });
+    if let Some(h) = head_commit
+        && descends
+    {
+        repo.reference(&branch_ref, h, true, "whilly: the agent's commits, from its branch")
+            .map_err(WorkspaceError::git(format!("move {} to the agent's commits", wt.branch)))?;
+    }
+    // Only HEAD moves: the files stay as the agent left them, and are committed from there.
+    repo.set_head(&branch_ref)
+        .map_err(WorkspaceError::git(format!("put HEAD back on {}", wt.branch)))?;
+    tracing::info!(
+        "the agent left HEAD off {} ({}); its work is committed on the task branch",
+        wt.branch,
+        head.as_ref().and_then(|h| h.shorthand().ok()).unwrap_or("detached")
+    );
+    Ok(())
 }
 
 fn open_worktree(wt: &Worktree) -> Result<Repository, WorkspaceError> {
