@@ -185,3 +185,41 @@ fn an_agent_that_switches_branch_still_lands_its_work_on_the_base() {
         assert_eq!(on_main.trim(), text, "{id}'s work is not on main: {o}");
     }
 }
+
+#[test]
+fn secrets_and_huge_files_are_never_committed() {
+    // T-1 writes an AWS key into creds.ini; T-2 a 2 MiB file with the limit at 1 MiB; T-3 is
+    // clean. Only T-3 lands; the others wait in the inbox naming file, line and kind.
+    let agent = "bash -c 'mkdir -p files; case $WHILLY_TASK_ID in \
+        T-1) printf \"[default]\\naws_access_key_id = AKIA%s\\n\" IOSFODNN7EXAMPLQ > creds.ini ;; \
+        T-2) head -c 2097152 /dev/zero | tr \"\\0\" x > files/big.txt ;; \
+        T-3) echo fine > files/T-3.txt ;; esac; \
+        echo \"<promise>COMPLETE</promise>\"'";
+    let repo = Repo::new(
+        &plan("sec", vec![task("T-1"), task("T-2"), task("T-3")]),
+        agent,
+    );
+    let o = repo
+        .run_plan(&["delivery.max_file_mb=1"], &[])
+        .wait(LIMIT);
+    assert_eq!(repo.task("sec", "T-3")["status"], "DONE", "{o}");
+    for (id, file, said) in [
+        ("T-1", "creds.ini", "creds.ini:2 holds what looks like a secret (aws_access_key)"),
+        ("T-2", "files/big.txt", "files/big.txt is 2 MB, over [delivery] max_file_mb = 1"),
+    ] {
+        let t = repo.task("sec", id);
+        assert_eq!(t["status"], "HUMAN_LOOP", "{id}: {o}");
+        assert_eq!(t["reason"], "unsafe_files", "{id}: {o}");
+        let tree = repo.git(&["log", "--all", "--name-only", "--format="]);
+        assert!(!tree.lines().any(|l| l == file), "{file} was committed:\n{tree}");
+        let events = serde_json::to_string(&repo.events(Some(id))).unwrap();
+        assert!(events.contains(said), "{id}: {events}");
+    }
+    let everything = format!(
+        "{}{}{}",
+        serde_json::to_string(&repo.events(None)).unwrap(),
+        o.stdout,
+        o.stderr
+    );
+    assert!(!everything.contains("AKIAIOSFODNN7EXAMPLQ"), "the key was written out");
+}

@@ -630,6 +630,8 @@ pub struct DeliveryConfig {
     pub base: Option<String>,
     /// Mark a draft pull request ready for review when every required check passed.
     pub ready_when_verified: bool,
+    /// A changed file larger than this many MiB parks the task instead of landing; 0: no limit.
+    pub max_file_mb: u64,
 }
 
 impl Default for DeliveryConfig {
@@ -641,6 +643,7 @@ impl Default for DeliveryConfig {
             draft: true,
             base: None,
             ready_when_verified: false,
+            max_file_mb: 10,
         }
     }
 }

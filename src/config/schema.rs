@@ -74,6 +74,7 @@ pub const FIXED_KEYS: &[(&str, Kind)] = &[
     ("delivery.draft", Kind::Bool),
     ("delivery.base", Kind::Str),
     ("delivery.ready_when_verified", Kind::Bool),
+    ("delivery.max_file_mb", Kind::Int),
     ("github.token", Kind::Secret),
     ("github.api_url", Kind::Str),
     ("github.repo", Kind::Str),

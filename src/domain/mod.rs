@@ -5,6 +5,7 @@ pub mod dispatch;
 pub mod doctor;
 pub mod graph;
 pub mod ids;
+pub mod landing_lint;
 pub mod model;
 pub mod money;
 pub mod rate_limit;

@@ -36,6 +36,9 @@ const RESULT_TAIL_BYTES: u64 = 4 * 1024 * 1024;
 /// Where a rate-limited agent's reset time is looked for: the end of its output.
 const RATE_LIMIT_TAIL_BYTES: usize = 16 * 1024;
 
+/// The reason a task waits with when a changed file may not land (a secret, a huge file).
+pub const UNSAFE_FILES: &str = "unsafe_files";
+
 pub struct ExecutorConfig {
     pub repo_root: PathBuf,
     /// `.whilly/runs/<run id>`: logs and prompts of this run's attempts.
@@ -52,6 +55,8 @@ pub struct ExecutorConfig {
     pub checks: super::checks::CheckPolicy,
     /// Variables the verification commands see (from this process's environment).
     pub verification_env: Vec<(String, String)>,
+    /// What may never be committed: secrets, files over the size limit.
+    pub landing: crate::domain::landing_lint::LandingLimits,
     pub pty_size: TermSize,
     pub scrollback: usize,
     /// How long an agent may take to finish up after a graceful stop.
@@ -482,6 +487,40 @@ impl AgentExecutor {
             });
         }
 
+        // Nothing is committed that holds a secret or is past the size limit: the task waits
+        // for the operator, its worktree kept, the files named (never a secret's value).
+        if let Some(snap) = &snapshot {
+            let (ws, w, s, limits) = (
+                self.workspaces.clone(),
+                wt.clone(),
+                snap.clone(),
+                self.cfg.landing,
+            );
+            let found = match tokio::task::spawn_blocking(move || ws.unsafe_files(&w, &s, limits)).await {
+                Ok(Ok(found)) => found,
+                Ok(Err(e)) => return fail(cx, "workspace_error", e.is_transient(), e.to_string()),
+                Err(e) => return fail(cx, "workspace_error", true, e.to_string()),
+            };
+            if !found.is_empty() {
+                let lines: Vec<String> = found.iter().map(|u| u.describe()).collect();
+                tracing::warn!(task = %cx.task.id, "not committed: {}", lines.join("; "));
+                cx.evidence.insert("unsafe_files".into(), json!(found));
+                cx.evidence.insert(
+                    "detail".into(),
+                    json!(format!(
+                        "nothing was committed: {}; the work is in {}: fix it there and send the task back (b), or reject it (x)",
+                        lines.join("; "),
+                        wt.path.display()
+                    )),
+                );
+                return AttemptOutcome::Parked {
+                    cost: cx.spent,
+                    park: Park::HumanLoop,
+                    reason: UNSAFE_FILES.into(),
+                    evidence: cx.evidence(),
+                };
+            }
+        }
         self.sessions.update(cx.claimed.lease.task_pk, |s| {
             s.state = SessionState::Delivering
         });

@@ -236,7 +236,8 @@ fn build_executor(
         .base_commit()
         .map_err(|e| SetupError::Environment(e.to_string()))?;
     let guards = Guards::new(&cfg.guards.injection_patterns)
-        .map_err(|e| SetupError::Config(format!("[guards] injection_patterns: {e}")))?;
+        .map_err(|e| SetupError::Config(format!("[guards] injection_patterns: {e}")))?
+        .with_secret_lint(cfg.guards.secret_lint);
     let run_id = chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ").to_string();
     let exec_cfg = ExecutorConfig {
         repo_root: req.repo_root.clone(),
@@ -248,6 +249,10 @@ fn build_executor(
         verification_timeout: Duration::from_secs(cfg.verification.timeout_secs),
         checks: configure::check_policy(cfg),
         verification_env: verification_env(cfg),
+        landing: crate::domain::landing_lint::LandingLimits {
+            secret_lint: cfg.guards.secret_lint,
+            max_file_bytes: cfg.delivery.max_file_mb.saturating_mul(1_048_576),
+        },
         pty_size: TermSize::new(40, 160),
         scrollback: cfg.tui.scrollback_lines as usize,
         grace: Duration::from_secs(cfg.run.grace_period_secs),

@@ -39,6 +39,17 @@ pub async fn apply(
             .map(|m| m.text)
             .map_err(|e| e.to_string());
         }
+        // Work that was never committed (a secret, a huge file) cannot be approved into DONE.
+        (InboxKind::HumanLoop, Decision::Approve)
+            if store
+                .get_task(plan_id, id)
+                .await
+                .is_ok_and(|t| t.reason.as_deref() == Some(crate::engine::attempt::UNSAFE_FILES)) =>
+        {
+            return Err(format!(
+                "{id}: its work was not committed (a secret or a file over the size limit, see the detail); fix it in the worktree and send it back (b), or reject it (x)"
+            ));
+        }
         (_, Decision::Merge) => {
             return Err(format!(
                 "{id} is not waiting to be merged ({}): approve it with a",

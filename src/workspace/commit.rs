@@ -58,6 +58,56 @@ pub(super) fn snapshot(ws: &Workspaces, wt: &Worktree) -> Result<Snapshot, Works
     })
 }
 
+/// The changed files of `snapshot` that may not land (secrets, size past the limit), judged
+/// from the blobs the snapshot wrote: nothing is committed before this says the tree is safe.
+pub(super) fn unsafe_files(
+    wt: &Worktree,
+    snapshot: &Snapshot,
+    limits: crate::domain::landing_lint::LandingLimits,
+) -> Result<Vec<crate::domain::landing_lint::UnsafeFile>, WorkspaceError> {
+    use crate::domain::landing_lint::judge_file;
+    if !snapshot.changed {
+        return Ok(Vec::new());
+    }
+    let repo = open_worktree(wt)?;
+    let tree = git2::Oid::from_str(&snapshot.tree)
+        .and_then(|oid| repo.find_tree(oid))
+        .map_err(WorkspaceError::git("find the snapshot's tree"))?;
+    let base = git2::Oid::from_str(&wt.base_commit)
+        .ok()
+        .and_then(|c| repo.find_commit(c).ok())
+        .and_then(|c| c.tree().ok());
+    let diff = repo
+        .diff_tree_to_tree(base.as_ref(), Some(&tree), None)
+        .map_err(WorkspaceError::git("compare the snapshot with the base"))?;
+    let odb = repo
+        .odb()
+        .map_err(WorkspaceError::git("open the object database"))?;
+    let mut out = Vec::new();
+    for d in diff.deltas() {
+        let file = d.new_file();
+        if file.id().is_zero() || !matches!(d.status(), git2::Delta::Added | git2::Delta::Modified | git2::Delta::Renamed | git2::Delta::Copied | git2::Delta::Typechange) {
+            continue;
+        }
+        let path = file.path().map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
+        let (size, _) = odb
+            .read_header(file.id())
+            .map_err(WorkspaceError::git(format!("read the size of {path}")))?;
+        let size = size as u64;
+        let within = limits.max_file_bytes == 0 || size <= limits.max_file_bytes;
+        let blob = if within && limits.secret_lint {
+            Some(
+                repo.find_blob(file.id())
+                    .map_err(WorkspaceError::git(format!("read {path}")))?,
+            )
+        } else {
+            None
+        };
+        out.extend(judge_file(&path, size, blob.as_ref().map(|b| b.content()), limits));
+    }
+    Ok(out)
+}
+
 /// Commits on the task branch: the `snapshot` tree when given (what the agent left before the
 /// checks ran), else the worktree as it is now.
 pub(super) fn commit(

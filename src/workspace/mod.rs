@@ -288,6 +288,17 @@ impl Workspaces {
         commit::snapshot(self, wt)
     }
 
+    /// The changed files of `snapshot` that may not land: secrets (by file, line and kind) and
+    /// files over the size limit (see [`crate::domain::landing_lint`]).
+    pub fn unsafe_files(
+        &self,
+        wt: &Worktree,
+        snapshot: &Snapshot,
+        limits: crate::domain::landing_lint::LandingLimits,
+    ) -> Result<Vec<crate::domain::landing_lint::UnsafeFile>, WorkspaceError> {
+        commit::unsafe_files(wt, snapshot, limits)
+    }
+
     /// Brings the task branch's commits into its base branch per `mode`, outside any queue.
     pub fn deliver(&self, wt: &Worktree, mode: MergeMode) -> Result<Delivery, WorkspaceError> {
         deliver::deliver(self, wt, mode)
