@@ -50,7 +50,7 @@ fn rate_limit_pauses_the_backend_without_burning_an_attempt() {
     );
     // One attempt per task: a rate limit that used one up would fail the task.
     let out = repo
-        .run_plan(&["run.parallel=2", "retry.max_attempts=1"], &[])
+        .run_plan(&["run.parallel=2", "queue.default_max_attempts=1"], &[])
         .wait(Duration::from_secs(60));
     assert_eq!(out.code, Some(0), "{out}");
 
@@ -148,7 +148,7 @@ fn a_plan_with_a_fallback_agent_goes_on_there() {
     );
     repo.git(&["commit", "-qam", "spare agent"]);
     let out = repo
-        .run_plan(&["run.parallel=1", "retry.max_attempts=1"], &[])
+        .run_plan(&["run.parallel=1", "queue.default_max_attempts=1"], &[])
         .wait(Duration::from_secs(60));
     assert_eq!(out.code, Some(0), "{out}");
     let runs = ledger(&log);

@@ -340,6 +340,7 @@ async fn engine_rounds(
         verification_timeout: Duration::from_secs(60),
         checks: crate::engine::checks::CheckPolicy::default(),
         verification_env: Vec::new(),
+        keep_failed: true,
         landing: crate::domain::landing_lint::LandingLimits {
             secret_lint: true,
             max_file_bytes: 10 * 1_048_576,

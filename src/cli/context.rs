@@ -96,7 +96,12 @@ impl Context {
 
     pub async fn store(&self) -> anyhow::Result<Arc<dyn Store>> {
         let target = self.database_target()?;
-        Ok(open::open(&target, &self.repo_root).await?)
+        let queue = self.config()?.queue;
+        let wakeups = open::Wakeups {
+            notify: queue.notify,
+            debounce: std::time::Duration::from_millis(queue.notify_debounce_ms),
+        };
+        Ok(open::open_with(&target, &self.repo_root, wakeups).await?)
     }
 
     pub fn state_dir(&self) -> PathBuf {

@@ -22,7 +22,8 @@ pub async fn run(global: super::args::GlobalArgs, args: DemoArgs) -> anyhow::Res
         repo: Some(dir.clone()),
         ..global
     })?;
-    let _log_guard = super::logging::init(&ctx.state_dir().join("logs"), "info");
+    let (dir, level) = super::logging::settings(&ctx);
+    let _log_guard = super::logging::init(&dir, &level);
     let run_args = RunArgs {
         plan_arg: Some(dir.join("plan.json")),
         plan: None,

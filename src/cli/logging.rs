@@ -4,6 +4,20 @@ use std::path::Path;
 use tracing_appender::non_blocking::WorkerGuard;
 use tracing_subscriber::EnvFilter;
 
+/// Where logs go and at what level: `[logging] dir` (relative to the repository root) and
+/// `level`; the defaults (`.whilly/logs`, `info`) when the configuration does not load (the
+/// command says why on its own).
+pub fn settings(ctx: &super::context::Context) -> (std::path::PathBuf, String) {
+    let default = crate::config::LoggingConfig::default();
+    let logging = ctx.config().map(|c| c.logging).unwrap_or(default);
+    let dir = if logging.dir.is_absolute() {
+        logging.dir
+    } else {
+        ctx.repo_root.join(logging.dir)
+    };
+    (dir, logging.level)
+}
+
 /// Starts file logging. `WHILLY_LOG` (an env-filter directive such as `debug` or
 /// `whilly=trace`) overrides `default_level`. Returns the guard that flushes on drop; `None` when
 /// the log directory cannot be created (logging is then off rather than failing the command).

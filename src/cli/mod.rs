@@ -186,9 +186,10 @@ async fn dispatch_command(cli: Cli) -> anyhow::Result<i32> {
         ctx.require_repo()?;
     }
     // Outside a repository there is no `.whilly/` to log into, and none is made.
-    let _log_guard = ctx
-        .in_repo
-        .then(|| logging::init(&ctx.state_dir().join("logs"), "info"));
+    let _log_guard = ctx.in_repo.then(|| {
+        let (dir, level) = logging::settings(&ctx);
+        logging::init(&dir, &level)
+    });
     tracing::info!(repo = %ctx.repo_root.display(), "whilly {}", env!("CARGO_PKG_VERSION"));
     match command {
         Command::Plan(cmd) => plan_cmd::run(&ctx, cmd).await,

@@ -320,7 +320,10 @@ async fn import_file(
         budget,
         plan_id,
         skip,
-        default_max_attempts: 3,
+        default_max_attempts: ctx
+            .config()
+            .map(|c| c.queue.default_max_attempts)
+            .unwrap_or(3),
     };
     let report = store.import_plan(&spec, &opts).await?;
     verdicts.record(store.as_ref(), &report.plan_id).await;

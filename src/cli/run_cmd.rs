@@ -61,11 +61,20 @@ pub async fn resolve_plan(
         (plan_choice::Choice::File, None) => anyhow::bail!("no plan file was given"),
         (plan_choice::Choice::Imported(id), _) => {
             if let Some(b) = args.budget {
-                set_budget(store, &id, b).await?;
+                set_budget(store, &id, b, default_max_attempts(ctx)).await?;
             }
             id
         }
     };
+    // `[run] budget_usd` is the budget of a plan that has none of its own (from its file or
+    // `--budget`): a run never goes without the limit the configuration sets.
+    if args.budget.is_none()
+        && let Some(b) = ctx.config()?.run.budget_usd
+        && store.get_plan(&plan_id).await?.budget.is_none()
+    {
+        set_budget(store, &plan_id, b, default_max_attempts(ctx)).await?;
+        errln!("plan {plan_id}: budget ${b:.2} from [run] budget_usd");
+    }
     // Before any console takes the terminal: resuming says what it released.
     if args.resume {
         resume(store, &plan_id).await?;
@@ -183,10 +192,15 @@ pub async fn run_interactive(ctx: &Context, args: RunArgs) -> anyhow::Result<i32
         Some(addr) => Some(super::serve_cmd::beside(ctx, addr).await?),
         None => None,
     };
-    if !args.headless && crate::tui::terminal::available() {
+    if !headless(ctx, &args) && crate::tui::terminal::available() {
         return super::tui_cmd::run(ctx, args).await;
     }
     run(ctx, args).await
+}
+
+/// `--headless`, or `[run] headless = true` in the configuration.
+pub fn headless(ctx: &Context, args: &RunArgs) -> bool {
+    args.headless || ctx.config().is_ok_and(|c| c.run.headless)
 }
 
 pub async fn worker(ctx: &Context, args: WorkerArgs) -> anyhow::Result<i32> {
@@ -287,7 +301,18 @@ fn process_alive(pid: i32) -> bool {
     r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
-async fn set_budget(store: &Arc<dyn Store>, plan_id: &str, budget: f64) -> anyhow::Result<()> {
+fn default_max_attempts(ctx: &Context) -> u32 {
+    ctx.config()
+        .map(|c| c.queue.default_max_attempts)
+        .unwrap_or(3)
+}
+
+async fn set_budget(
+    store: &Arc<dyn Store>,
+    plan_id: &str,
+    budget: f64,
+    default_max_attempts: u32,
+) -> anyhow::Result<()> {
     if !budget.is_finite() || budget < 0.0 {
         anyhow::bail!("--budget {budget}: expected a non-negative number of US dollars");
     }
@@ -295,7 +320,7 @@ async fn set_budget(store: &Arc<dyn Store>, plan_id: &str, budget: f64) -> anyho
     let opts = ImportOptions {
         budget: Some(Usd::from_f64(budget)),
         plan_id: Some(plan_id.to_string()),
-        default_max_attempts: 3,
+        default_max_attempts,
         ..Default::default()
     };
     store.import_plan(&spec, &opts).await?;

@@ -12,7 +12,7 @@ use crate::tui::terminal::TerminalGuard;
 use std::io::Write;
 
 pub async fn run(ctx: &Context, args: RunArgs) -> anyhow::Result<i32> {
-    if args.headless || !crate::tui::terminal::available() {
+    if run_cmd::headless(ctx, &args) || !crate::tui::terminal::available() {
         return run_cmd::run(ctx, args).await;
     }
     let cfg = ctx.config()?;

@@ -402,7 +402,6 @@ impl Default for VerificationConfig {
 pub struct RetryConfig {
     /// Wait before the n-th retry; the last value repeats.
     pub backoff_secs: Vec<u64>,
-    pub max_attempts: u32,
     /// How long an agent that reports a rate or usage limit without saying when it resets
     /// is paused.
     pub rate_limit_cooldown_secs: u64,
@@ -412,7 +411,6 @@ impl Default for RetryConfig {
     fn default() -> Self {
         RetryConfig {
             backoff_secs: vec![5, 10, 20, 40, 60],
-            max_attempts: 3,
             rate_limit_cooldown_secs: 60,
         }
     }

@@ -54,7 +54,6 @@ pub const FIXED_KEYS: &[(&str, Kind)] = &[
     ("verification.test_steps", Kind::Bool),
     ("verification.profile", Kind::Enum(PROFILE_MODES)),
     ("retry.backoff_secs", Kind::IntList),
-    ("retry.max_attempts", Kind::Int),
     ("retry.rate_limit_cooldown_secs", Kind::Int),
     ("handoff.timeout_secs", Kind::Int),
     ("guards.injection_patterns", Kind::StrList),
@@ -406,5 +405,115 @@ mod tests {
         );
         assert!(Kind::Duration.parse_raw("2h 30m").is_ok());
         assert!(Kind::Float.parse_raw("NaN").is_err());
+    }
+}
+
+#[cfg(test)]
+mod every_key_is_read {
+    use super::FIXED_KEYS;
+    use std::path::Path;
+
+    /// Keys read through a binding of their section under another name (`g.label_ready` with
+    /// `g = &cfg.github`): the file that reads each, where `.FIELD` must appear in code. Every
+    /// other key must be read as `SECTION.FIELD` (`cfg.queue.lease_secs`, `c.logging.level`).
+    const READ_THROUGH_A_BINDING: &[(&str, &str)] = &[
+        ("worktrees.max_disk", "engine/doctor/worktrees.rs"),
+        ("verification.env_allowlist", "engine/configure.rs"),
+        ("notifications.desktop", "notify/mod.rs"),
+        ("notifications.terminal", "notify/mod.rs"),
+        ("notifications.bell", "notify/mod.rs"),
+        ("github.label_ready", "engine/configure.rs"),
+        ("github.label_in_progress", "engine/configure.rs"),
+        ("github.label_in_review", "engine/configure.rs"),
+        ("github.label_failed", "engine/configure.rs"),
+        ("github.project.number", "engine/board_sync.rs"),
+        ("github.project.status_field", "engine/board_sync.rs"),
+        ("github.project.columns.in_progress", "forge/board.rs"),
+        ("github.project.columns.in_review", "forge/board.rs"),
+        ("github.project.columns.done", "forge/board.rs"),
+        ("github.project.columns.failed", "forge/board.rs"),
+        ("github.project.columns.refused", "forge/board.rs"),
+        ("github.project.columns.on_hold", "forge/board.rs"),
+        ("github.project.columns.human_loop", "forge/board.rs"),
+        ("jira.api", "engine/configure.rs"),
+        ("jira.transition_on", "engine/jira_sync.rs"),
+        ("jira.max_wait", "engine/configure.rs"),
+        ("jira.statuses.todo", "engine/jira_sync.rs"),
+        ("jira.statuses.in_progress", "engine/jira_sync.rs"),
+        ("jira.statuses.in_review", "engine/jira_sync.rs"),
+        ("jira.statuses.done", "engine/jira_sync.rs"),
+        ("jira.statuses.failed", "engine/jira_sync.rs"),
+        ("jira.statuses.cancelled", "engine/jira_sync.rs"),
+        ("jira.statuses.blocked", "engine/jira_sync.rs"),
+        ("jira.statuses.waiting", "engine/jira_sync.rs"),
+    ];
+
+    /// Every `.rs` file under `dir` outside `src/config/`, as (path, code): comment lines and
+    /// string literals blanked, so a key named in a message or a doc comment is not a read.
+    fn code(dir: &Path, out: &mut Vec<(String, String)>) {
+        for entry in std::fs::read_dir(dir).expect("read src") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                if !path.ends_with("config") {
+                    code(&path, out);
+                }
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let text = std::fs::read_to_string(&path).expect("read source");
+                let mut kept = String::with_capacity(text.len());
+                for line in text.lines() {
+                    if line.trim_start().starts_with("//") {
+                        continue;
+                    }
+                    let (mut in_str, mut prev) = (false, ' ');
+                    for c in line.chars() {
+                        if c == '"' && prev != '\\' && prev != '\'' {
+                            in_str = !in_str;
+                        } else if !in_str {
+                            kept.push(c);
+                        }
+                        prev = c;
+                    }
+                    kept.push('\n');
+                }
+                out.push((path.display().to_string(), kept));
+            }
+        }
+    }
+
+    /// `word` in `text` as a whole token (nothing word-like on either side; a `word` that
+    /// begins with `.` is a field access, whatever precedes it).
+    fn has_token(text: &str, word: &str) -> bool {
+        let wordy = |c: char| c.is_alphanumeric() || c == '_';
+        text.match_indices(word).any(|(i, _)| {
+            (word.starts_with('.') || text[..i].chars().next_back().is_none_or(|c| !wordy(c)))
+                && text[i + word.len()..].chars().next().is_none_or(|c| !wordy(c))
+        })
+    }
+
+    /// A documented key that nothing reads is a setting that is accepted and does nothing.
+    #[test]
+    fn every_documented_key_is_read_outside_the_config_module() {
+        let mut files = Vec::new();
+        code(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"), &mut files);
+        let mut unread = Vec::new();
+        for (key, _) in FIXED_KEYS {
+            let parts: Vec<&str> = key.split('.').collect();
+            let (section, field) = (parts[parts.len() - 2], parts[parts.len() - 1]);
+            let read = match READ_THROUGH_A_BINDING.iter().find(|(k, _)| k == key) {
+                Some((_, file)) => files
+                    .iter()
+                    .any(|(p, text)| p.ends_with(file) && has_token(text, &format!(".{field}"))),
+                None => files
+                    .iter()
+                    .any(|(_, text)| has_token(text, &format!("{section}.{field}"))),
+            };
+            if !read {
+                unread.push(*key);
+            }
+        }
+        assert!(
+            unread.is_empty(),
+            "documented keys nothing reads (wire them or remove them): {unread:?}"
+        );
     }
 }

@@ -123,9 +123,6 @@ pub fn check(config: &Config) -> Vec<(String, String)> {
             "needs at least one value, e.g. [5, 10, 20]".into(),
         );
     }
-    if config.retry.max_attempts == 0 {
-        bad("retry.max_attempts", "must be at least 1".into());
-    }
     if config.handoff.timeout_secs == 0 {
         bad("handoff.timeout_secs", "must be at least 1".into());
     }

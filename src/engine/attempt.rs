@@ -57,6 +57,9 @@ pub struct ExecutorConfig {
     pub verification_env: Vec<(String, String)>,
     /// What may never be committed: secrets, files over the size limit.
     pub landing: crate::domain::landing_lint::LandingLimits,
+    /// A task that ended FAILED keeps its worktree and branch for inspection
+    /// (`[worktrees] keep_failed`); otherwise both are removed.
+    pub keep_failed: bool,
     pub pty_size: TermSize,
     pub scrollback: usize,
     /// How long an agent may take to finish up after a graceful stop.
@@ -137,6 +140,25 @@ impl Ctx<'_> {
 
 #[async_trait]
 impl Executor for AgentExecutor {
+    async fn failed_for_good(&self, plan_id: &str, task_id: &str) {
+        if self.cfg.keep_failed {
+            return;
+        }
+        let ws = self.workspaces.clone();
+        let (plan, task) = (plan_id.to_string(), task_id.to_string());
+        let removed = tokio::task::spawn_blocking(move || match ws.find(&plan, &task)? {
+            Some(wt) => ws.remove(&wt, true).map(|()| true),
+            None => Ok(false),
+        })
+        .await;
+        match removed {
+            Ok(Ok(true)) => tracing::info!(task = %task_id, "FAILED: worktree and branch removed (keep_failed = false)"),
+            Ok(Ok(false)) => {}
+            Ok(Err(e)) => tracing::warn!(task = %task_id, "removing the FAILED task's worktree: {e}"),
+            Err(e) => tracing::warn!(task = %task_id, "removing the FAILED task's worktree: {e}"),
+        }
+    }
+
     async fn execute(
         &self,
         claimed: Claimed,

@@ -237,6 +237,13 @@ pub fn jira_client(cfg: &Config) -> Result<Option<crate::forge::jira::Jira>, Set
                 )
             })?,
     };
+    // Whilly writes descriptions and comments as ADF, which only REST API 3 (Jira Cloud) takes.
+    if j.api != 3 {
+        return Err(SetupError::Config(format!(
+            "[jira] api = {}: only 3 (Jira Cloud's REST API, which takes ADF) is supported; set api = 3",
+            j.api
+        )));
+    }
     crate::forge::jira::Jira::new(url, user, token, j.max_wait)
         .map(Some)
         .map_err(|e| SetupError::Config(e.to_string()))

@@ -55,4 +55,8 @@ pub trait Executor: Send + Sync {
         plan: PlanRecord,
         ctl: AttemptControl,
     ) -> AttemptOutcome;
+
+    /// The task ended FAILED for good (no attempt left, or not retryable): what its attempts
+    /// left behind may be cleaned up (`[worktrees] keep_failed = false`).
+    async fn failed_for_good(&self, _plan_id: &str, _task_id: &str) {}
 }

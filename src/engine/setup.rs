@@ -249,6 +249,7 @@ fn build_executor(
         verification_timeout: Duration::from_secs(cfg.verification.timeout_secs),
         checks: configure::check_policy(cfg),
         verification_env: verification_env(cfg),
+        keep_failed: cfg.worktrees.keep_failed,
         landing: crate::domain::landing_lint::LandingLimits {
             secret_lint: cfg.guards.secret_lint,
             max_file_bytes: cfg.delivery.max_file_mb.saturating_mul(1_048_576),

@@ -974,10 +974,15 @@ impl Engine {
                 } else {
                     FailMode::Final
                 };
-                self.store.fail(r.lease, mode, &o).await.map(|t| {
-                    (t.status == Status::Pending)
-                        .then(|| backoff_after(t.attempts, &self.cfg.retry_backoff))
-                })
+                match self.store.fail(r.lease, mode, &o).await {
+                    Ok(t) if t.status == Status::Failed => {
+                        self.executor.failed_for_good(&r.plan_id, &r.task_id).await;
+                        Ok(None)
+                    }
+                    Ok(t) => Ok((t.status == Status::Pending)
+                        .then(|| backoff_after(t.attempts, &self.cfg.retry_backoff))),
+                    Err(e) => Err(e),
+                }
             }
             AttemptOutcome::Parked {
                 cost,

@@ -52,8 +52,36 @@ pub fn target_from(url: Option<&str>, repo_root: &Path) -> StoreResult<DatabaseT
     )))
 }
 
+/// How a shared queue wakes its workers (`[queue] notify`, `notify_debounce_ms`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Wakeups {
+    /// Postgres: `pg_notify` on commits that make work claimable; off, workers poll.
+    pub notify: bool,
+    /// Bursts of notifications within this window collapse into one more wakeup.
+    pub debounce: std::time::Duration,
+}
+
+impl Default for Wakeups {
+    fn default() -> Self {
+        let pg = super::postgres::PgOptions::default();
+        Wakeups {
+            notify: pg.notify,
+            debounce: pg.debounce,
+        }
+    }
+}
+
 /// Opens (creating and migrating as needed) the store for `target`.
 pub async fn open(target: &DatabaseTarget, repo_root: &Path) -> StoreResult<Arc<dyn Store>> {
+    open_with(target, repo_root, Wakeups::default()).await
+}
+
+/// [`open`] with the queue's wakeup settings.
+pub async fn open_with(
+    target: &DatabaseTarget,
+    repo_root: &Path,
+    wakeups: Wakeups,
+) -> StoreResult<Arc<dyn Store>> {
     let mirror = Some(events_mirror_path(repo_root));
     match target {
         DatabaseTarget::Sqlite(path) => {
@@ -63,6 +91,13 @@ pub async fn open(target: &DatabaseTarget, repo_root: &Path) -> StoreResult<Arc<
             }
             Ok(Arc::new(store))
         }
-        DatabaseTarget::Postgres(url) => Ok(Arc::new(PgStore::connect(url, mirror).await?)),
+        DatabaseTarget::Postgres(url) => {
+            let opts = super::postgres::PgOptions {
+                notify: wakeups.notify,
+                debounce: wakeups.debounce,
+                ..Default::default()
+            };
+            Ok(Arc::new(PgStore::connect_with(url, mirror, opts).await?))
+        }
     }
 }
