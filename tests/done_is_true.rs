@@ -223,3 +223,69 @@ fn secrets_and_huge_files_are_never_committed() {
     );
     assert!(!everything.contains("AKIAIOSFODNN7EXAMPLQ"), "the key was written out");
 }
+
+/// Starts `git rebase -i` of the checked-out branch that stops at its last commit for editing:
+/// a rebase in progress, HEAD detached, as an operator's would be.
+fn start_rebase(repo: &Repo) {
+    let out = std::process::Command::new("git")
+        .args(["rebase", "-i", "HEAD~1"])
+        .current_dir(&repo.repo)
+        .env("HOME", &repo.home)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_SEQUENCE_EDITOR", "sed -i 1s/^pick/edit/")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(repo.repo.join(".git/rebase-merge").is_dir());
+}
+
+#[test]
+fn a_branch_being_rebased_is_never_moved_and_the_work_lands_after() {
+    // The agent waits until the operator has started a rebase of the base branch.
+    let go = repo_go_file();
+    let agent = format!(
+        "bash -c 'mkdir -p files; echo started > {go}.started; while [ ! -e {go} ]; do sleep 0.1; done; \
+         echo work > files/T-1.txt; echo \"<promise>COMPLETE</promise>\"'",
+        go = go.display()
+    );
+    let repo = Repo::new(&plan("rb", vec![task("T-1")]), &agent);
+    let branch = repo.git(&["branch", "--show-current"]).trim().to_string();
+    let run = repo.spawn(&["run", "plan.json", "--headless"]);
+    engine::wait_for(LIMIT, "the agent to start", || {
+        go.with_extension("started").exists().then_some(())
+    });
+    start_rebase(&repo);
+    std::fs::write(&go, "go").unwrap();
+    let o = run.wait(LIMIT);
+    let t = repo.task("rb", "T-1");
+    assert_eq!(t["status"], "HUMAN_LOOP", "{o}");
+    assert_eq!(t["reason"], "ready_to_merge", "{o}");
+    let events = serde_json::to_string(&repo.events(Some("T-1"))).unwrap();
+    assert!(
+        events.contains(&format!("a rebase of {branch} is in progress")),
+        "{events}"
+    );
+    // The rebase is abandoned: nothing whilly did is lost with it.
+    repo.git(&["rebase", "--abort"]);
+    // A run cannot start while a rebase holds the branch; after it, `whilly merge` lands it.
+    start_rebase(&repo);
+    let o = repo.run(&["run", "plan.json", "--headless"], LIMIT);
+    assert_eq!(o.code, Some(2), "{o}");
+    assert!(o.stderr.contains(&format!("a rebase of {branch} is in progress")), "{o}");
+    repo.git(&["rebase", "--abort"]);
+    let o = repo.run(&["merge", "T-1"], LIMIT);
+    assert_eq!(o.code, Some(0), "{o}");
+    assert_eq!(repo.task("rb", "T-1")["status"], "DONE");
+    assert_eq!(repo.git(&["show", "HEAD:files/T-1.txt"]).trim(), "work");
+
+    // A detached HEAD is said before any agent runs.
+    repo.git(&["checkout", "-q", "--detach"]);
+    let o = repo.run(&["run", "plan.json", "--headless"], LIMIT);
+    assert_eq!(o.code, Some(2), "{o}");
+    assert!(o.stderr.contains("HEAD is detached"), "{o}");
+}
+
+fn repo_go_file() -> PathBuf {
+    let dir = tempfile::tempdir().unwrap().keep();
+    dir.join("go")
+}

@@ -1162,6 +1162,14 @@ pub(crate) fn delivery_json(d: &Delivery) -> Value {
         } => {
             json!({"kind": "base_dirty", "branch": branch, "base_branch": base_branch, "worktree": worktree, "files": files})
         }
+        Delivery::BaseBusy {
+            branch,
+            base_branch,
+            worktree,
+            operation,
+        } => {
+            json!({"kind": "base_busy", "branch": branch, "base_branch": base_branch, "worktree": worktree, "operation": operation})
+        }
         Delivery::NothingToDo => json!({"kind": "nothing_to_do"}),
         Delivery::AlreadyLanded {
             base_branch,

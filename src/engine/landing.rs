@@ -22,7 +22,10 @@ pub fn waits_to_merge(t: &TaskRecord) -> bool {
 
 /// Whether a delivery means the work did not land and the task must wait for the operator.
 pub fn did_not_land(d: &Delivery) -> bool {
-    matches!(d, Delivery::BaseDirty { .. } | Delivery::Conflict { .. })
+    matches!(
+        d,
+        Delivery::BaseDirty { .. } | Delivery::Conflict { .. } | Delivery::BaseBusy { .. }
+    )
 }
 
 /// Why the work did not land and what to do, for the task's detail, the inbox and the run's
@@ -42,6 +45,15 @@ pub fn unlanded_detail(task_id: &str, d: &Delivery) -> String {
             worktree.display(),
             files.join(", ")
         ),
+        Delivery::BaseBusy {
+            branch,
+            base_branch,
+            worktree,
+            operation,
+        } => format!(
+            "the work is on {branch}: a {operation} of {base_branch} is in progress in {}, and whilly never moves a branch under one; finish it (or abort it) there, {next}",
+            worktree.display()
+        ),
         Delivery::Conflict { branch, files } => format!(
             "the work is on {branch}: replaying it onto the base branch conflicts in {}; resolve that (merge or rebase the branch yourself), {next}",
             files.join(", ")
@@ -56,7 +68,7 @@ pub struct Unlanded {
     pub task_id: String,
     pub branch: String,
     pub files: Vec<String>,
-    /// `base_dirty` or `conflict`.
+    /// `base_dirty`, `base_busy` or `conflict`.
     pub kind: String,
     pub detail: String,
 }

@@ -214,9 +214,43 @@ fn panes_setup(cfg: &Config, sessions: &SessionRegistry) -> Option<PanesSetup> {
     })
 }
 
+/// The repository's worktrees, once its checkout can take landings: HEAD on a branch, and no
+/// rebase, merge, cherry-pick, revert, am or bisect holding that branch. Said before any agent
+/// runs, not found when the first task tries to land.
 fn open_workspaces(repo_root: &std::path::Path, cfg: &Config) -> Result<Workspaces, SetupError> {
-    Workspaces::new(repo_root, configure::workspace_config(cfg))
-        .map_err(|e| SetupError::Environment(format!("{}: {e}", repo_root.display())))
+    let ws = Workspaces::new(repo_root, configure::workspace_config(cfg))
+        .map_err(|e| SetupError::Environment(format!("{}: {e}", repo_root.display())))?;
+    let branch = ws
+        .current_branch()
+        .map_err(|e| SetupError::Environment(e.to_string()))?;
+    // An operation in this checkout (a rebase detaches HEAD) or one holding its branch.
+    let here = |p: &std::path::Path| {
+        p.canonicalize().ok() == repo_root.canonicalize().ok()
+    };
+    if let Some(busy) = ws
+        .busy_branches()
+        .into_iter()
+        .find(|b| Some(&b.branch) == branch.as_ref() || here(&b.worktree))
+    {
+        let op = busy.operation;
+        let how = if op == "bisect" {
+            "`git bisect reset`".to_string()
+        } else {
+            format!("`git {op} --continue` or `git {op} --abort`")
+        };
+        return Err(SetupError::Environment(format!(
+            "{}: a {op} of {} is in progress, and whilly never moves a branch under one; finish or abort it ({how}) and run again",
+            busy.worktree.display(),
+            busy.branch,
+        )));
+    }
+    if branch.is_none() {
+        return Err(SetupError::Environment(format!(
+            "{}: HEAD is detached, so finished work has no branch to land on; check out the branch tasks should land on (`git switch main`) and run again",
+            repo_root.display()
+        )));
+    }
+    Ok(ws)
 }
 
 fn build_executor(

@@ -192,6 +192,19 @@ fn deliver_locked(
     } else {
         "cherry-pick"
     };
+    // A rebase of the base branch detaches HEAD and keeps the branch's name aside: moving the
+    // branch under it would be undone by `git rebase --abort`, taking the landing with it.
+    if let Some(busy) = super::busy::busy_branches(&repo)
+        .into_iter()
+        .find(|b| b.branch == base_branch)
+    {
+        return Ok(Delivery::BaseBusy {
+            branch: wt.branch.clone(),
+            base_branch,
+            worktree: busy.worktree,
+            operation: busy.operation.to_string(),
+        });
+    }
     let msg = format!("whilly: {what} {} ({})", wt.branch, wt.task_id);
     if let Some(dirty) = update_base(&repo, &base_ref, base_tip, new_tip, &msg, &base_branch)? {
         return Ok(Delivery::BaseDirty {

@@ -28,6 +28,7 @@
 
 mod bench;
 mod branches;
+pub mod busy;
 mod cleanup;
 mod commit;
 mod config;
@@ -104,6 +105,14 @@ pub enum Delivery {
         base_branch: String,
         worktree: PathBuf,
         files: Vec<String>,
+    },
+    /// The base branch is held by an operation in progress (`operation`: a rebase, merge,
+    /// cherry-pick, revert, am or bisect) in `worktree`: it is never moved under one.
+    BaseBusy {
+        branch: String,
+        base_branch: String,
+        worktree: PathBuf,
+        operation: String,
     },
     /// The branch has no commits the base lacks.
     NothingToDo,
@@ -286,6 +295,11 @@ impl Workspaces {
     /// [`commit::Snapshot`]); the worktree and its index are not changed.
     pub fn snapshot(&self, wt: &Worktree) -> Result<Snapshot, WorkspaceError> {
         commit::snapshot(self, wt)
+    }
+
+    /// The branches operations in progress hold, in any working tree (see [`busy`]).
+    pub fn busy_branches(&self) -> Vec<busy::BusyBranch> {
+        self.open().map(|r| busy::busy_branches(&r)).unwrap_or_default()
     }
 
     /// The changed files of `snapshot` that may not land: secrets (by file, line and kind) and
