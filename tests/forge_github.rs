@@ -703,9 +703,12 @@ fn a_board_column_is_taken_in_and_its_cards_follow_the_work() {
     for (_, card) in &ours {
         let (column, changes) = f.column_of(card);
         assert_eq!(column.as_deref(), Some("In Review"), "{changes:?}");
-        // Moved forward only, each move once (the sync waits for a quiet moment).
-        assert!(changes.len() <= 2, "{changes:?}");
-        assert!(changes.windows(2).all(|w| w[0] != w[1]), "{changes:?}");
+        // Put back in Todo when the columns were added (GitHub cleared it), then moved forward
+        // only, each move once (the sync waits for a quiet moment).
+        assert_eq!(changes[0], "Todo", "{changes:?}");
+        let moves = &changes[1..];
+        assert!(moves.len() <= 2, "{changes:?}");
+        assert!(moves.windows(2).all(|w| w[0] != w[1]), "{changes:?}");
     }
     let status = f.whilly(&["board", "status"]);
     ok(&status, "board status");
@@ -764,4 +767,141 @@ fn a_failing_board_never_fails_the_work() {
     for (_, card) in &ours {
         assert_eq!(f.column_of(card).0.as_deref(), Some("In Review"));
     }
+}
+
+/// Whilly's client on the stand-in's GitHub (no pacing between changes).
+fn client(gh: &GitHubStandIn) -> whilly::forge::github::GitHub {
+    whilly::forge::github::GitHub::new(whilly::forge::github::GitHubOptions {
+        api_url: gh.url(),
+        token: whilly::config::SecretString::new(DEFAULT_TOKEN),
+        token_source: whilly::forge::github::TokenSource::WhillyEnv("WHILLY_GITHUB_TOKEN".into()),
+        max_wait: Duration::from_secs(5),
+        mutation_interval: Duration::ZERO,
+    })
+    .unwrap()
+}
+
+/// Each card's column, in board order.
+fn columns(gh: &GitHubStandIn) -> Vec<Option<String>> {
+    gh.project_items(ORG, 1)
+        .into_iter()
+        .map(|i| i.status)
+        .collect()
+}
+
+/// A board with `cards` issues over three columns (every fourth in none) and a redacted card.
+fn board_of_cards(gh: &GitHubStandIn, cards: u64) {
+    gh.add_repo("octo/other", "master", None);
+    gh.add_project(ORG, true, 1, "Roadmap", &["Todo", "In Progress", "Done"]);
+    let columns = [Some("Todo"), Some("In Progress"), Some("Done"), None];
+    for n in 0..cards {
+        let i = gh.add_issue("octo/other", &format!("card {n}"), "", &[]);
+        gh.add_project_item(ORG, 1, "octo/other", i, columns[(n % 4) as usize]);
+    }
+    gh.add_redacted_item(ORG, 1);
+    gh.move_project_item(
+        ORG,
+        1,
+        &gh.project_items(ORG, 1).last().unwrap().id,
+        Some("Done"),
+    );
+}
+
+/// GitHub replaces a field's whole option list (every option gets a new id, every card loses
+/// its column): adding columns reads the cards' columns first, then puts each card back, many
+/// to a request, and keeps the columns' colors and descriptions.
+#[tokio::test]
+async fn adding_columns_puts_every_card_back_in_its_column() {
+    let gh = GitHubStandIn::start();
+    board_of_cards(&gh, 60);
+    let gh_client = client(&gh);
+    let board = gh_client.board(ORG, 1, "Status").await.unwrap();
+    let before = columns(&gh);
+    let options_before = gh_client.column_options(&board).await.unwrap();
+    gh.clear_requests();
+
+    let missing = ["In Review".to_string(), "todo".into(), "In Review".into()];
+    let done = gh_client
+        .add_columns_keeping_cards(&board, &missing)
+        .await
+        .unwrap();
+    assert_eq!(done.added, ["In Review"]);
+    assert_eq!(
+        gh.project_options(ORG, 1),
+        ["Todo", "In Progress", "Done", "In Review"]
+    );
+    assert_eq!(columns(&gh), before, "every card is back in its column");
+    let had_one = before.iter().filter(|c| c.is_some()).count();
+    assert_eq!(done.cards_reset, had_one);
+    assert!(had_one > 25, "more than one request's worth: {had_one}");
+    // New option ids, which the board returned has.
+    for (id, name) in &done.board.columns {
+        assert_ne!(board.column_id(name), Some(id.as_str()), "{name}");
+    }
+    let options_after = gh_client.column_options(&done.board).await.unwrap();
+    assert_eq!(options_after[..3], options_before[..]);
+    // One change of the field, then the cards 25 to a request, one per card at most.
+    let mutations = gh.mutations();
+    assert_eq!(mutations.len(), 1 + had_one.div_ceil(25), "{}", gh.log());
+    for item in gh.project_items(ORG, 1) {
+        assert!(item.status_changes.len() <= 1, "{:?}", item.status_changes);
+    }
+
+    // Nothing is missing any more: nothing is sent.
+    gh.clear_requests();
+    let again = gh_client
+        .add_columns_keeping_cards(&done.board, &missing)
+        .await
+        .unwrap();
+    assert!(again.added.is_empty());
+    assert_eq!(again.cards_reset, 0);
+    assert!(gh.mutations().is_empty(), "{}", gh.log());
+}
+
+#[tokio::test]
+async fn cards_that_cannot_be_put_back_are_named_in_the_error() {
+    let gh = GitHubStandIn::start();
+    board_of_cards(&gh, 3);
+    let gh_client = client(&gh);
+    let board = gh_client.board(ORG, 1, "Status").await.unwrap();
+    gh.fail_next(
+        Matcher::graphql("updateProjectV2ItemFieldValue"),
+        Fault::Status(422, "Unprocessable".into()),
+        1,
+    );
+    let e = gh_client
+        .add_columns(&board, &["In Review".to_string()])
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("added the column(s) In Review"), "{e}");
+    assert!(e.contains("0 card(s) were put back, 4 could not be"), "{e}");
+    assert!(e.contains("octo/other#1 → Todo"), "{e}");
+    assert!(e.contains("Set those by hand"), "{e}");
+    assert_eq!(
+        gh.project_options(ORG, 1),
+        ["Todo", "In Progress", "Done", "In Review"]
+    );
+}
+
+/// `whilly board ensure` on a board whose cards are not Whilly's: every card keeps its column.
+#[test]
+fn board_ensure_keeps_every_card_in_its_column() {
+    let f = Forge::new();
+    board_of_cards(&f.gh, 40);
+    let mut toml = std::fs::read_to_string(f.repo.repo.join("whilly.toml")).unwrap();
+    toml.push_str(&format!(
+        "\n[github.project]\nowner = \"{ORG}\"\nnumber = 1\n"
+    ));
+    f.repo.write("whilly.toml", &toml);
+    f.repo.git(&["commit", "-qam", "board config"]);
+    let before = columns(&f.gh);
+    let out = f.whilly(&["board", "ensure"]);
+    ok(&out, "board ensure");
+    assert!(out.stdout.contains("added In Review"), "{}", out.stdout);
+    assert_eq!(columns(&f.gh), before);
+    let out = f.whilly(&["board", "ensure"]);
+    ok(&out, "board ensure again");
+    assert!(out.stdout.contains("has every column"), "{}", out.stdout);
+    assert_eq!(columns(&f.gh), before);
 }

@@ -538,6 +538,25 @@ impl GitHub {
     /// A GraphQL request (one of [`super::graphql`]'s, so that tests can check each against
     /// GitHub's schema); errors in a 200 answer are errors.
     pub async fn graphql(&self, request: super::graphql::Request) -> Result<Value, GitHubError> {
+        let (data, errors) = self.graphql_partial(request).await?;
+        if !errors.is_empty() {
+            return Err(GitHubError::Graphql {
+                messages: errors
+                    .iter()
+                    .map(|e| e["message"].as_str().unwrap_or("error").to_string())
+                    .collect(),
+            });
+        }
+        Ok(data)
+    }
+
+    /// A GraphQL request whose errors may concern only some of its fields (several mutations in
+    /// one request): its `data` and its `errors`, each with the `path` it concerns. A request
+    /// refused as a whole has no `data` and is an error.
+    pub async fn graphql_partial(
+        &self,
+        request: super::graphql::Request,
+    ) -> Result<(Value, Vec<Value>), GitHubError> {
         let url = graphql_url(&self.inner.api);
         let (v, _) = self
             .send(
@@ -547,15 +566,16 @@ impl GitHub {
                 "the GraphQL API",
             )
             .await?;
-        if let Some(errs) = v["errors"].as_array().filter(|e| !e.is_empty()) {
+        let errors = v["errors"].as_array().cloned().unwrap_or_default();
+        if !v["data"].is_object() && !errors.is_empty() {
             return Err(GitHubError::Graphql {
-                messages: errs
+                messages: errors
                     .iter()
                     .map(|e| e["message"].as_str().unwrap_or("error").to_string())
                     .collect(),
             });
         }
-        Ok(v["data"].clone())
+        Ok((v["data"].clone(), errors))
     }
 
     /// Marks a draft pull request ready for review.

@@ -31,6 +31,20 @@ pub enum GitHubError {
     Graphql { messages: Vec<String> },
     #[error("GitHub's answer to {what} did not have the expected shape: {detail}")]
     BadAnswer { what: String, detail: String },
+    /// Adding columns cleared every card's column (GitHub replaces the whole option list) and
+    /// some could not be put back.
+    #[error(
+        "board {board}: added the column(s) {added}, which GitHub does by replacing every column, so every card lost its column; {reset} card(s) were put back, {} could not be: {}. Set those by hand on the board",
+        lost.len(),
+        lost.join("; ")
+    )]
+    CardsNotReset {
+        board: String,
+        added: String,
+        reset: usize,
+        /// `owner/repo#N → Column (why)`, one per card.
+        lost: Vec<String>,
+    },
 }
 
 impl GitHubError {

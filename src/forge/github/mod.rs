@@ -13,6 +13,6 @@ pub mod types;
 
 pub use client::{GitHub, GitHubOptions, next_link, rate_limit_wait};
 pub use error::GitHubError;
-pub use project::{Board, Card};
+pub use project::{Board, Card, ColumnsAdded};
 pub use token::TokenSource;
 pub use types::{Comment, Issue, NewPull, Opened, PrState, PullRequest, Repo};

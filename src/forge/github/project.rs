@@ -1,14 +1,16 @@
 //! GitHub Projects (v2) over GraphQL: the board, its Status field and options, its items (read
 //! with cursor pagination, 100 a page — the original tool asked for more and every sync of a
 //! board past 100 cards failed), adding an issue's card and setting its column, and adding
-//! missing columns without dropping the existing ones (options are sent back with their ids, or
-//! GitHub recreates them and every card on them loses its status).
+//! missing columns without dropping the existing ones. GitHub takes a field's options only as a
+//! whole new list of `{name, color, description}` (an option input has no `id`): every option
+//! gets a new id and every card loses its column, so adding columns puts each card back in the
+//! column of the same name ([`GitHub::add_columns_keeping_cards`]).
 
 use super::client::GitHub;
 use super::error::GitHubError;
-use super::graphql::{self, Owner};
+use super::graphql::{self, OptionInput, Owner};
 use crate::forge::refs::RepoRef;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 /// A board, with the field whose options are its columns.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,6 +22,16 @@ pub struct Board {
     pub field_name: String,
     /// (option id, column name), in the board's order.
     pub columns: Vec<(String, String)>,
+}
+
+impl Card {
+    /// How to name the card to a person: its issue or pull request, else its id.
+    pub fn label(&self) -> String {
+        match (&self.repo, self.number) {
+            (Some(repo), Some(n)) => format!("{repo}#{n}"),
+            _ => format!("card {}", self.id),
+        }
+    }
 }
 
 impl Board {
@@ -51,7 +63,7 @@ pub struct Card {
     pub title: String,
     pub url: String,
     pub body: String,
-    /// OPEN or CLOSED.
+    /// OPEN or CLOSED (a merged pull request is CLOSED); empty when the token cannot see it.
     pub state: String,
     /// The column (Status option name), if set.
     pub column: Option<String>,
@@ -158,35 +170,180 @@ impl GitHub {
         .map(|_| ())
     }
 
-    /// Adds the `missing` columns after the existing ones, which keep their ids (and so their
-    /// cards). Returns the board as it is now.
+    /// The options of the board's column field as they are on GitHub now, with the colors and
+    /// descriptions that sending them back must keep.
+    pub async fn column_options(&self, board: &Board) -> Result<Vec<OptionInput>, GitHubError> {
+        let data = self
+            .graphql(graphql::field_options(&board.field_id))
+            .await?;
+        let options = data["node"]["options"]
+            .as_array()
+            .ok_or_else(|| GitHubError::BadAnswer {
+                what: format!("the {} field of board {}", board.field_name, board.title),
+                detail: "no options in the answer".into(),
+            })?;
+        Ok(options
+            .iter()
+            .filter_map(|o| {
+                Some(OptionInput {
+                    name: o["name"].as_str()?.to_string(),
+                    color: o["color"].as_str().unwrap_or("GRAY").to_string(),
+                    description: o["description"].as_str().unwrap_or_default().to_string(),
+                })
+            })
+            .collect())
+    }
+
+    /// Adds the `missing` columns after the existing ones, and puts every card back in its
+    /// column: GitHub replaces the whole option list (each option gets a new id, every card
+    /// loses its column), so the cards' columns are read first and set again by name after.
+    /// The existing columns keep their names, order, colors and descriptions. A column of
+    /// `missing` that the board has by now is not added again.
+    ///
+    /// A card that cannot be put back is an error naming it, after the others were.
+    pub async fn add_columns_keeping_cards(
+        &self,
+        board: &Board,
+        missing: &[String],
+    ) -> Result<ColumnsAdded, GitHubError> {
+        let current = self.column_options(board).await?;
+        let options = options_adding(&current, missing);
+        let added: Vec<String> = options[current.len()..]
+            .iter()
+            .map(|o| o.name.clone())
+            .collect();
+        if added.is_empty() {
+            return Ok(ColumnsAdded {
+                board: board.clone(),
+                added,
+                cards_reset: 0,
+            });
+        }
+        let cards = self.cards(board).await?;
+        let data = self
+            .graphql(graphql::set_field_options(&board.field_id, &options))
+            .await?;
+        let columns = options_of(&data["updateProjectV2Field"]["projectV2Field"]);
+        if columns.len() != options.len() {
+            return Err(GitHubError::BadAnswer {
+                what: format!("updateProjectV2Field on board {}", board.title),
+                detail: format!(
+                    "{} option(s) sent, {} in the answer",
+                    options.len(),
+                    columns.len()
+                ),
+            });
+        }
+        let updated = Board {
+            columns,
+            ..board.clone()
+        };
+        let (cards_reset, lost) = self.put_back(&updated, &cards).await;
+        if !lost.is_empty() {
+            return Err(GitHubError::CardsNotReset {
+                board: board.title.clone(),
+                added: added.join(", "),
+                reset: cards_reset,
+                lost,
+            });
+        }
+        Ok(ColumnsAdded {
+            board: updated,
+            added,
+            cards_reset,
+        })
+    }
+
+    /// Sets each card back in the column it was in (by name), many cards to a request: how
+    /// many were, and a line for each that was not.
+    async fn put_back(&self, board: &Board, cards: &[Card]) -> (usize, Vec<String>) {
+        let mut lost = Vec::new();
+        let mut wanted: Vec<(&Card, &str, &str)> = Vec::new();
+        for card in cards {
+            let Some(column) = card.column.as_deref() else {
+                continue;
+            };
+            match board.column_id(column) {
+                Some(option) => wanted.push((card, column, option)),
+                None => lost.push(format!("{} → {column} (no such column now)", card.label())),
+            }
+        }
+        let mut reset = 0;
+        for batch in wanted.chunks(graphql::SET_ITEM_OPTIONS_MAX) {
+            let pairs: Vec<(&str, &str)> = batch
+                .iter()
+                .map(|(card, _, option)| (card.id.as_str(), *option))
+                .collect();
+            let request = graphql::set_item_options(&board.id, &board.field_id, &pairs);
+            match self.graphql_partial(request).await {
+                Ok((data, errors)) => {
+                    for (k, (card, column, _)) in batch.iter().enumerate() {
+                        let alias = format!("card{k}");
+                        if data[&alias]["projectV2Item"]["id"].is_string() {
+                            reset += 1;
+                            continue;
+                        }
+                        let why: Vec<&str> = errors
+                            .iter()
+                            .filter(|e| e["path"][0].as_str() == Some(alias.as_str()))
+                            .filter_map(|e| e["message"].as_str())
+                            .collect();
+                        let why = if why.is_empty() {
+                            "no answer for it".to_string()
+                        } else {
+                            why.join("; ")
+                        };
+                        lost.push(format!("{} → {column} ({why})", card.label()));
+                    }
+                }
+                Err(e) => lost.extend(
+                    batch
+                        .iter()
+                        .map(|(card, column, _)| format!("{} → {column} ({e})", card.label())),
+                ),
+            }
+        }
+        (reset, lost)
+    }
+
+    /// [`add_columns_keeping_cards`](Self::add_columns_keeping_cards), for a caller that needs
+    /// only the board as it is now.
     pub async fn add_columns(
         &self,
         board: &Board,
         missing: &[String],
     ) -> Result<Board, GitHubError> {
-        let options = column_options(board, missing);
-        let data = self
-            .graphql(graphql::set_field_options(&board.field_id, &options))
-            .await?;
-        let field = &data["updateProjectV2Field"]["projectV2Field"];
-        Ok(Board {
-            columns: options_of(field),
-            ..board.clone()
-        })
+        self.add_columns_keeping_cards(board, missing)
+            .await
+            .map(|a| a.board)
     }
 }
 
-/// The options of the board's field once the `missing` columns are added after its own.
-pub fn column_options(board: &Board, missing: &[String]) -> Vec<Value> {
-    let mut options: Vec<Value> = board
-        .columns
-        .iter()
-        .map(|(id, name)| json!({ "id": id, "name": name, "color": "GRAY", "description": "" }))
-        .collect();
-    options.extend(missing.iter().map(
-        |name| json!({ "name": name, "color": "GRAY", "description": "Whilly keeps tasks here" }),
-    ));
+/// What [`GitHub::add_columns_keeping_cards`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ColumnsAdded {
+    /// The board as it is now (its columns have new option ids).
+    pub board: Board,
+    /// The columns added, in the board's order.
+    pub added: Vec<String>,
+    /// The cards put back in their column after GitHub cleared it.
+    pub cards_reset: usize,
+}
+
+/// What Whilly sends to add the `missing` columns (those not already on the board, any case,
+/// each once) after the `current` ones: the whole list, the current options unchanged, the new
+/// ones gray.
+pub fn options_adding(current: &[OptionInput], missing: &[String]) -> Vec<OptionInput> {
+    let mut options = current.to_vec();
+    for name in missing {
+        if !options.iter().any(|o| o.name.eq_ignore_ascii_case(name)) {
+            options.push(OptionInput {
+                name: name.clone(),
+                color: "GRAY".into(),
+                description: "Whilly keeps tasks here".into(),
+            });
+        }
+    }
     options
 }
 
@@ -239,7 +396,11 @@ fn card_of(n: &Value) -> Card {
         title: text(&c["title"]),
         url: text(&c["url"]),
         body: text(&c["body"]),
-        state: text(&c["state"]),
+        state: match c["closed"].as_bool() {
+            Some(true) => "CLOSED".into(),
+            Some(false) => "OPEN".into(),
+            None => String::new(),
+        },
         column: n["fieldValueByName"]["name"].as_str().map(str::to_string),
     }
 }
@@ -247,12 +408,13 @@ fn card_of(n: &Value) -> Card {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn a_card_is_read_from_github_s_shape_and_a_redacted_one_has_no_content() {
         let n = json!({
             "id": "PVTI_1", "type": "ISSUE",
-            "content": {"number": 4, "title": "T", "body": "B", "state": "OPEN", "url": "u",
+            "content": {"number": 4, "title": "T", "body": "B", "closed": false, "url": "u",
                         "repository": {"nameWithOwner": "o/r"}},
             "fieldValueByName": {"name": "Todo", "optionId": "a1"}
         });
@@ -260,10 +422,33 @@ mod tests {
         assert_eq!(c.repo, Some(RepoRef::new("o", "r")));
         assert_eq!(c.number, Some(4));
         assert_eq!(c.column.as_deref(), Some("Todo"));
+        assert_eq!(c.state, "OPEN");
+        assert_eq!(c.label(), "o/r#4");
         let r = card_of(
             &json!({"id": "PVTI_2", "type": "REDACTED", "content": null, "fieldValueByName": null}),
         );
+        assert_eq!(r.label(), "card PVTI_2");
         assert_eq!((r.repo, r.number, r.column), (None, None, None));
+    }
+
+    #[test]
+    fn added_columns_come_after_the_board_s_own_which_are_sent_back_unchanged() {
+        let option = |name: &str, color: &str, description: &str| OptionInput {
+            name: name.into(),
+            color: color.into(),
+            description: description.into(),
+        };
+        let current = [option("Todo", "BLUE", "to do"), option("Done", "GREEN", "")];
+        let missing = ["done".to_string(), "In Review".into(), "In Review".into()];
+        assert_eq!(
+            options_adding(&current, &missing),
+            [
+                option("Todo", "BLUE", "to do"),
+                option("Done", "GREEN", ""),
+                option("In Review", "GRAY", "Whilly keeps tasks here"),
+            ]
+        );
+        assert_eq!(options_adding(&current, &[]), current);
     }
 
     #[test]

@@ -116,26 +116,35 @@ fn queries(m: &Model, query: &str, vars: &Value) -> Result<Out, Fatal> {
     Ok(out)
 }
 
+/// The mutations of the request, one after the other in the order of the text as on GitHub,
+/// each answered under its alias (`card0: updateProjectV2ItemFieldValue(...)`) or its name; an
+/// error of one is an error at its path and `null` for it, the others go on.
 fn mutations(m: &mut Model, query: &str, vars: &Value) -> Result<Out, Fatal> {
     let mut out = Out::default();
-    for name in [
+    let names = [
         "addProjectV2ItemById",
         "updateProjectV2ItemFieldValue",
         "updateProjectV2Field",
-    ] {
-        let Some(f) = find_field(query, name, 1, vars)? else {
-            continue;
-        };
+    ];
+    for (name, key, f) in fields_named(query, &names, 1, vars)? {
         let input = match f.args.get("input") {
             Some(Value::Object(o)) => o.clone(),
-            _ => return Err(missing_arguments(name, "input")),
+            _ => return Err(missing_arguments(&name, "input")),
         };
-        let v = match name {
+        let before = out.errors.len();
+        let v = match name.as_str() {
             "addProjectV2ItemById" => add_item(m, &input, &f, vars, &mut out.errors)?,
             "updateProjectV2ItemFieldValue" => set_value(m, &input, &f, vars, &mut out.errors)?,
             _ => update_field(m, &input, &mut out.errors)?,
         };
-        out.data.insert(name.into(), v);
+        if key != name {
+            for e in &mut out.errors[before..] {
+                if let Some(first) = e["path"].get_mut(0) {
+                    *first = json!(key);
+                }
+            }
+        }
+        out.data.insert(key, v);
     }
     Ok(out)
 }
@@ -393,12 +402,51 @@ fn find_field<'a>(
     }) else {
         return Ok(None);
     };
+    field_after(text, name, tok.end, vars).map(Some)
+}
+
+/// Every selection of one of `names` at `depth` of `text`, in the order of the text: its name,
+/// the key it is answered under (its alias, else its name) and the field.
+fn fields_named<'a>(
+    text: &'a str,
+    names: &[&str],
+    depth: usize,
+    vars: &Value,
+) -> Result<Vec<(String, String, Field<'a>)>, Fatal> {
+    let toks = tokens(text);
+    let mut out = Vec::new();
+    for (k, t) in toks.iter().enumerate() {
+        let name = &text[t.start..t.end];
+        if t.depth != depth || t.in_parens || t.variable || t.before_colon || !names.contains(&name)
+        {
+            continue;
+        }
+        // `alias: name`: the token before, followed by the colon right before this one.
+        let alias = k
+            .checked_sub(1)
+            .map(|j| &toks[j])
+            .filter(|a| a.depth == depth && !a.in_parens && !a.variable && a.before_colon)
+            .filter(|a| text[a.end..t.start].trim() == ":")
+            .map(|a| text[a.start..a.end].to_string());
+        let field = field_after(text, name, t.end, vars)?;
+        out.push((
+            name.to_string(),
+            alias.unwrap_or_else(|| name.to_string()),
+            field,
+        ));
+    }
+    Ok(out)
+}
+
+/// The arguments and selection of field `name`, whose name ends at `end`.
+fn field_after<'a>(
+    text: &'a str,
+    name: &str,
+    end: usize,
+    vars: &Value,
+) -> Result<Field<'a>, Fatal> {
     let s = text.as_bytes();
-    let mut p = Parser {
-        s,
-        i: tok.end,
-        vars,
-    };
+    let mut p = Parser { s, i: end, vars };
     p.ws();
     let args = if s.get(p.i) == Some(&b'(') {
         p.args().map_err(|what| parse_error(name, &what))?
@@ -412,7 +460,7 @@ fn find_field<'a>(
     } else {
         ""
     };
-    Ok(Some(Field { args, sel }))
+    Ok(Field { args, sel })
 }
 
 /// The index of the `}` closing the brace at `open` (the end of the text when unbalanced).
@@ -1144,11 +1192,17 @@ fn repository(m: &Model, f: &Field, vars: &Value, errors: &mut Vec<Value>) -> Re
     Ok(v)
 }
 
-/// `node(id:)` for a project, a project item, an issue or a pull request.
+/// `node(id:)` for a project, one of its fields, a project item, an issue or a pull request.
 fn node(m: &Model, f: &Field, vars: &Value, errors: &mut Vec<Value>) -> Result<Value, Fatal> {
     let id = req_str(&f.args, "node", "id")?;
     if let Some(p) = m.projects.iter().find(|p| p.id == id) {
         return project_json(m, p, f.sel, vars, &["node"]);
+    }
+    if let Some(p) = m.projects.iter().find(|p| p.status_field_id == id) {
+        return Ok(status_field_json(p));
+    }
+    if let Some(p) = m.projects.iter().find(|p| p.title_field_id == id) {
+        return Ok(title_field_json(p));
     }
     for p in &m.projects {
         if let Some(item) = p.items.iter().find(|i| i.id == id) {
