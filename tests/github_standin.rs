@@ -1208,7 +1208,7 @@ const SET_OPTIONS: &str =
 }";
 
 #[tokio::test]
-async fn projects_keep_option_ids_passed_back_when_columns_are_added() {
+async fn projects_replace_every_option_and_clear_every_status_as_github_does() {
     let gh = GitHubStandIn::start();
     gh.add_repo("acme/widgets", "main", None);
     let a = gh.add_issue("acme/widgets", "a", "", &[]);
@@ -1217,12 +1217,34 @@ async fn projects_keep_option_ids_passed_back_when_columns_are_added() {
     gh.add_project_item("acme", 1, "acme/widgets", a, Some("Todo"));
     gh.add_project_item("acme", 1, "acme/widgets", b, Some("Done"));
     let (field, options) = status_field(&gh, "acme", 1).await;
+    let statuses = |gh: &GitHubStandIn| -> Vec<Option<String>> {
+        gh.project_items("acme", 1)
+            .into_iter()
+            .map(|i| i.status)
+            .collect()
+    };
 
-    // Existing columns passed back with their ids, a new one in the middle.
+    // GitHub's option input has no `id`: an option cannot be passed back to keep it.
     let list = json!([
         {"id": option(&options, "Todo"), "name": "Todo", "color": "GRAY", "description": ""},
+        {"name": "Done", "color": "GREEN", "description": ""},
+    ]);
+    let body = gql(&gh, SET_OPTIONS, json!({"field": field, "options": list})).await;
+    assert!(body.get("data").is_none(), "{body}");
+    let message = body["errors"][0]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("id"), "{body}");
+    assert!(
+        message.contains("ProjectV2SingleSelectFieldOptionInput"),
+        "{body}"
+    );
+    assert_eq!(gh.project_options("acme", 1), ["Todo", "Done"]);
+    assert_eq!(statuses(&gh), [Some("Todo".into()), Some("Done".into())]);
+
+    // The whole list, a new one in the middle: every option is new, every item loses its status.
+    let list = json!([
+        {"name": "Todo", "color": "GRAY", "description": ""},
         {"name": "Review", "color": "YELLOW", "description": "waiting for a human"},
-        {"id": option(&options, "Done"), "name": "Done", "color": "GREEN", "description": ""},
+        {"name": "Done", "color": "GREEN", "description": ""},
     ]);
     let body = gql(&gh, SET_OPTIONS, json!({"field": field, "options": list})).await;
     let got = &body["data"]["updateProjectV2Field"]["projectV2Field"];
@@ -1238,33 +1260,24 @@ async fn projects_keep_option_ids_passed_back_when_columns_are_added() {
             )
         })
         .collect();
-    assert_eq!(option(&after, "Todo"), option(&options, "Todo"));
-    assert_eq!(option(&after, "Done"), option(&options, "Done"));
-    assert!(is_option_id(option(&after, "Review")));
+    for name in ["Todo", "Done"] {
+        assert!(is_option_id(option(&after, name)));
+        assert_ne!(option(&after, name), option(&options, name), "{name}");
+    }
     assert_eq!(gh.project_options("acme", 1), ["Todo", "Review", "Done"]);
-    let statuses: Vec<Option<String>> = gh
-        .project_items("acme", 1)
-        .into_iter()
-        .map(|i| i.status)
-        .collect();
-    assert_eq!(statuses, [Some("Todo".into()), Some("Done".into())]);
-
-    // As on GitHub, an option sent without its id is a new option: "Done" gets a new id and
-    // the item on it loses its status.
-    let list = json!([
-        {"id": option(&options, "Todo"), "name": "Todo", "color": "GRAY", "description": ""},
-        {"name": "Done", "color": "GREEN", "description": ""},
-    ]);
-    let body = gql(&gh, SET_OPTIONS, json!({"field": field, "options": list})).await;
-    let done = &body["data"]["updateProjectV2Field"]["projectV2Field"]["options"][1];
-    assert_eq!(done["name"], "Done");
-    assert_ne!(&done["id"], option(&options, "Done"));
-    let statuses: Vec<Option<String>> = gh
-        .project_items("acme", 1)
-        .into_iter()
-        .map(|i| i.status)
-        .collect();
-    assert_eq!(statuses, [Some("Todo".into()), None]);
+    assert_eq!(statuses(&gh), [None, None]);
+    // The colors and descriptions are the field's now.
+    let body = gql(
+        &gh,
+        "query($id: ID!) { node(id: $id) { ... on ProjectV2SingleSelectField { options { name color description } } } }",
+        json!({"id": field}),
+    )
+    .await;
+    assert_eq!(
+        body["data"]["node"]["options"][1],
+        json!({"id": option(&after, "Review"), "name": "Review", "color": "YELLOW", "description": "waiting for a human"}),
+        "{body}"
+    );
 
     // GitHub's input type wants color and description on every option.
     let body = gql(
@@ -1277,9 +1290,75 @@ async fn projects_keep_option_ids_passed_back_when_columns_are_added() {
     assert!(
         body["errors"][0]["message"]
             .as_str()
-            .is_some_and(|m| m.contains("color"))
+            .is_some_and(|m| m.contains("color")),
+        "{body}"
     );
-    assert_eq!(gh.project_options("acme", 1), ["Todo", "Done"]);
+    assert_eq!(gh.project_options("acme", 1), ["Todo", "Review", "Done"]);
+}
+
+/// GitHub validates a request against its schema before it runs any of it; so does the
+/// stand-in, with GitHub's published schema, so a document GitHub would refuse fails the tests
+/// that send it.
+#[tokio::test]
+async fn graphql_requests_github_s_schema_refuses_are_refused() {
+    let gh = GitHubStandIn::start();
+    gh.add_repo("acme/widgets", "main", None);
+    gh.add_project("acme", true, 1, "Board", &["Todo"]);
+    for (query, variables, why) in [
+        (
+            "query { viewer { login nickname } }",
+            json!({}),
+            "a field the type does not have",
+        ),
+        (
+            "query($login: String!) { organization(login: $login) { projectV2 { id } } }",
+            json!({"login": "acme"}),
+            "a required argument left out",
+        ),
+        (
+            "query($login: String!, $n: Int!) { organization(login: $login) { projectV2(number: $n) { id } } }",
+            json!({"login": "acme", "n": "one"}),
+            "a variable of the wrong type",
+        ),
+        (
+            "query($login: String!, $n: Int!) { organization(login: $login) { projectV2(number: $n) { id } } }",
+            json!({"login": "acme"}),
+            "a required variable not sent",
+        ),
+        (
+            "query { node(id: \"x\") { ... on Issue { state } ... on PullRequest { state } } }",
+            json!({}),
+            "one name for two types (IssueState, PullRequestState)",
+        ),
+        (
+            "mutation { updateProjectV2Field(input: {fieldId: \"F\", singleSelectOptions: [{id: \"a\", name: \"T\", color: GRAY, description: \"\"}]}) { clientMutationId } }",
+            json!({}),
+            "an input field GitHub does not have, in the text",
+        ),
+    ] {
+        let body = gql(&gh, query, variables).await;
+        assert!(body.get("data").is_none(), "{why}: {body}");
+        assert!(
+            body["errors"][0]["message"]
+                .as_str()
+                .is_some_and(|m| !m.is_empty()),
+            "{why}: {body}"
+        );
+    }
+    assert!(gh.mutations().iter().all(|r| r.status == 200));
+    assert_eq!(gh.project_options("acme", 1), ["Todo"]);
+
+    // What is valid is answered.
+    let body = gql(
+        &gh,
+        "query($login: String!, $n: Int!) { organization(login: $login) { projectV2(number: $n) { title } } }",
+        json!({"login": "acme", "n": 1}),
+    )
+    .await;
+    assert_eq!(
+        body["data"]["organization"]["projectV2"]["title"], "Board",
+        "{body}"
+    );
 }
 
 #[tokio::test]

@@ -20,20 +20,24 @@
 //!   on GitHub: drafts change through GraphQL), `GET .../pulls/{n}/merge` (204/404);
 //! - `POST /graphql`: `markPullRequestReadyForReview`, `convertPullRequestToDraft`, the queries
 //!   `rateLimit` and `viewer`, and the Projects v2 subset (see below), matched by field name;
-//!   anything else is 200 with `errors`.
+//!   anything else is 200 with `errors`. Every request is first checked against GitHub's
+//!   published schema ([`schema`], tests/fixtures/github/schema.graphql): a document or
+//!   variables GitHub would refuse get 200 with `errors` and no `data`, as from GitHub.
 //!
 //! Projects v2 (graphql.rs; boards seeded with `add_project`, inspected with `project_items`):
 //! `organization(login:)` / `user(login:)` / `viewer` `{ projectV2(number:) }`, `node(id:)` for
 //! a project, item, issue or pull request id, `repository(owner:, name:) { issue(number:) {id}
 //! pullRequest(number:) {id} }`; on a project `field(name:)`, `fields(first:)`,
 //! `items(first:, after:)` (cursor pagination, `first` required and at most 100, as on GitHub);
-//! on an item `content`, `fieldValueByName(name:)`, `fieldValues(first:)`. Without a GraphQL
-//! parser the answers carry every field of a node, not only those selected; aliases and named
-//! fragments are not played. Mutations `addProjectV2ItemById` (idempotent),
-//! `updateProjectV2ItemFieldValue` (single-select values only) and `updateProjectV2Field`
-//! (replaces the Status options: an option keeps its id only when the input passes it as `id`,
-//! as on GitHub, and items lose a status whose option went away). A missing owner, project or
-//! node is GitHub's `NOT_FOUND` error, with `null` data at that path.
+//! on an item `content`, `fieldValueByName(name:)`, `fieldValues(first:)`; `node(id:)` of a
+//! field answers the field. Without a GraphQL parser the answers carry every field of a node,
+//! not only those selected; named fragments and aliases are not played, except aliased
+//! top-level mutations (several in one request, run in order). Mutations
+//! `addProjectV2ItemById` (idempotent), `updateProjectV2ItemFieldValue` (single-select values
+//! only) and `updateProjectV2Field` (replaces the Status options as on GitHub: an option input
+//! is `{name, color, description}`, every option gets a new id and every item loses its
+//! status). A missing owner, project or node is GitHub's `NOT_FOUND` error, with `null` data at
+//! that path.
 //!
 //! As on GitHub: pagination answers carry a `Link` header whose absolute URLs use the
 //! `/repositories/{id}/...` form (served as an alias of `/repos/{o}/{r}/...`); every 200 GET
@@ -56,6 +60,8 @@ mod graphql;
 mod model;
 #[path = "github_standin/rest.rs"]
 mod rest;
+#[path = "github_standin/schema.rs"]
+pub mod schema;
 #[path = "github_standin/serve.rs"]
 mod serve;
 #[path = "github_standin/wire.rs"]

@@ -1,4 +1,10 @@
-//! `POST /graphql`, without a GraphQL parser: an operation is recognised by the field names in
+//! `POST /graphql`. First, as GitHub does before running anything, the document is validated
+//! against GitHub's published schema and the variables are coerced to the operation's variable
+//! types ([`super::schema`], apollo-compiler): a field, argument or input field GitHub does not
+//! have (an `id` in a `ProjectV2SingleSelectFieldOptionInput`) is refused with `errors` and no
+//! `data`, so a test of a document GitHub would refuse fails here too.
+//!
+//! Then, without a GraphQL parser of its own: an operation is recognised by the field names in
 //! the query text, at the nesting depth where they belong (inline fragments do not count as a
 //! level), and arguments are read from the text, `$variables` resolved from `variables`. Errors
 //! are HTTP 200 with an `errors` array, as GitHub answers them: a missing node is `NOT_FOUND`
@@ -7,8 +13,9 @@
 //!
 //! The Projects v2 answers carry every field of a node, whatever the selection asks for, except
 //! those that need arguments (`field`, `fields`, `items`, `fieldValueByName`, `fieldValues`,
-//! `issue`, `pullRequest`, `projectV2`), which appear when selected. Aliases and named fragments
-//! are not played.
+//! `issue`, `pullRequest`, `projectV2`), which appear when selected. Top-level mutations may be
+//! aliased (several in one request, run in order, each answered under its alias); other aliases
+//! and named fragments are not played.
 
 use super::model::{Model, OPTION_COLORS, Project, ProjectItem, iso};
 use super::wire::Answer;
@@ -43,6 +50,10 @@ pub fn answer(m: &mut Model, body: Option<&Value>) -> Answer {
         ]);
     };
     let vars = body.map(|b| b["variables"].clone()).unwrap_or(Value::Null);
+    let operation = body.and_then(|b| b["operationName"].as_str());
+    if let Err(refused) = super::schema::check(query, operation, &vars) {
+        return errors(refused.iter().map(|r| r.to_json()).collect());
+    }
     for (field, draft) in [
         ("markPullRequestReadyForReview", false),
         ("convertPullRequestToDraft", true),
@@ -1335,9 +1346,9 @@ fn set_value(
     }))
 }
 
-/// `updateProjectV2Field` with `singleSelectOptions` on the Status field: the list replaces the
-/// options. As on GitHub an option keeps its id only when the input names it by `id`; every
-/// other one is new, and items whose option went away lose their status.
+/// `updateProjectV2Field` with `singleSelectOptions` on the Status field: as on GitHub the list
+/// replaces the options. An option input is a name, a color and a description (there is no way
+/// to name an existing option), so every option gets a new id and every item loses its status.
 fn update_field(
     m: &mut Model,
     input: &Map<String, Value>,
@@ -1383,11 +1394,19 @@ fn update_field(
             ));
         }
     };
-    if let Some(list) = list {
-        let mut wanted: Vec<(Option<String>, String, String, String)> = Vec::new();
+    if let Some(list) = list.filter(|l| !l.is_empty()) {
+        let mut wanted: Vec<(String, String, String)> = Vec::new();
         for (k, o) in list.iter().enumerate() {
             let problem =
                 |what: &str| invalid_input(INPUT, &format!("singleSelectOptions.{k}.{what}"));
+            if let Some(key) = o.as_object().and_then(|o| {
+                o.keys()
+                    .find(|k| !["name", "color", "description"].contains(&k.as_str()))
+            }) {
+                return Err(problem(&format!(
+                    "{key} (Field is not defined on ProjectV2SingleSelectFieldOptionInput)"
+                )));
+            }
             let name = match o.get("name").and_then(Value::as_str) {
                 Some(n) if !n.trim().is_empty() => n.to_string(),
                 _ => return Err(problem("name (Expected value to not be null)")),
@@ -1405,37 +1424,19 @@ fn update_field(
             let Some(description) = o.get("description").and_then(Value::as_str) else {
                 return Err(problem("description (Expected value to not be null)"));
             };
-            let id = o.get("id").and_then(Value::as_str).map(str::to_string);
-            wanted.push((id, name, color, description.to_string()));
-        }
-        let p = &m.projects[pi];
-        for (k, (id, name, _, _)) in wanted.iter().enumerate() {
-            if wanted[..k].iter().any(|w| w.1.eq_ignore_ascii_case(name)) {
+            if wanted.iter().any(|w| w.0.eq_ignore_ascii_case(&name)) {
                 errors.push(refused(
                     &[NAME],
                     &format!("Option name '{name}' is used twice."),
                 ));
                 return Ok(Value::Null);
             }
-            let unknown = |id: &String| {
-                p.option(id).is_none() || wanted[..k].iter().any(|w| w.0.as_ref() == Some(id))
-            };
-            if let Some(id) = id.as_ref().filter(|id| unknown(id)) {
-                errors.push(refused(
-                    &[NAME],
-                    &format!("'{id}' is not an option of this field."),
-                ));
-                return Ok(Value::Null);
-            }
+            wanted.push((name, color, description.to_string()));
         }
         let mut options = Vec::new();
-        for (id, name, color, description) in wanted {
-            let id = match id {
-                Some(id) => id,
-                None => m.option_id(field_id, &name),
-            };
+        for (name, color, description) in wanted {
             options.push(super::model::StatusOption {
-                id,
+                id: m.option_id(field_id, &name),
                 name,
                 color,
                 description,
@@ -1443,11 +1444,8 @@ fn update_field(
         }
         let p = &mut m.projects[pi];
         p.options = options;
-        let kept: Vec<String> = p.options.iter().map(|o| o.id.clone()).collect();
         for item in &mut p.items {
-            if item.status.as_ref().is_some_and(|s| !kept.contains(s)) {
-                item.status = None;
-            }
+            item.status = None;
         }
     }
     Ok(json!({
