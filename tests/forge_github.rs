@@ -899,6 +899,13 @@ fn board_ensure_keeps_every_card_in_its_column() {
     let out = f.whilly(&["board", "ensure"]);
     ok(&out, "board ensure");
     assert!(out.stdout.contains("added In Review"), "{}", out.stdout);
+    let had_one = before.iter().filter(|c| c.is_some()).count();
+    assert!(
+        out.stdout
+            .contains(&format!("{had_one} card(s) put back in their column")),
+        "{}",
+        out.stdout
+    );
     assert_eq!(columns(&f.gh), before);
     let out = f.whilly(&["board", "ensure"]);
     ok(&out, "board ensure again");

@@ -42,16 +42,20 @@ async fn board(ctx: &Context, cmd: BoardCommand) -> anyhow::Result<i32> {
     let mut sync = BoardSync::new(access.client, p.clone(), store.clone())?;
     match cmd {
         BoardCommand::Ensure => {
-            let added = sync.ensure().await?;
-            let board = sync.board().await?;
-            if added.is_empty() {
+            let done = sync.ensure().await?;
+            let board = &done.board;
+            if done.added.is_empty() {
                 outln!(
                     "board {} has every column: {}",
                     board.title,
                     names(&board.columns)
                 );
             } else {
-                outln!("board {}: added {}", board.title, added.join(", "));
+                outln!("board {}: added {}", board.title, done.added.join(", "));
+                outln!(
+                    "{} card(s) put back in their column (adding a column clears every card's on GitHub)",
+                    done.cards_reset
+                );
             }
             Ok(exit::OK)
         }

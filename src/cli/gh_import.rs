@@ -154,8 +154,16 @@ async fn board_issues(
             .filter(|c| board.column_id(c).is_none())
             .collect();
         if !missing.is_empty() {
-            board = client.add_columns(&board, &missing).await?;
-            errln!("board {}: added {}", board.title, missing.join(", "));
+            let done = client.add_columns_keeping_cards(&board, &missing).await?;
+            board = done.board;
+            if !done.added.is_empty() {
+                errln!(
+                    "board {}: added {}; {} card(s) put back in their column",
+                    board.title,
+                    done.added.join(", "),
+                    done.cards_reset
+                );
+            }
         }
     }
     if board.column_id(&column).is_none() {

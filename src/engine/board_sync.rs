@@ -9,7 +9,7 @@
 use super::pull_watch::{TaskPull, plan_pulls};
 use crate::config::ProjectConfig;
 use crate::forge::board::{CardFacts, column_for, columns_used};
-use crate::forge::github::{Board, Card, GitHub, GitHubError};
+use crate::forge::github::{Board, Card, ColumnsAdded, GitHub, GitHubError};
 use crate::forge::intake::source_of;
 use crate::forge::refs::RepoRef;
 use crate::store::{Store, StoreError, TaskRecord, event_types as et};
@@ -141,18 +141,28 @@ impl BoardSync {
         Ok(())
     }
 
-    /// The columns the mapping uses that the board lacks, then added.
-    pub async fn ensure(&mut self) -> Result<Vec<String>, BoardError> {
+    /// Adds the columns the mapping uses that the board lacks; every card is put back in its
+    /// column after (GitHub clears them all when the columns change): what was added and how
+    /// many cards were put back.
+    pub async fn ensure(&mut self) -> Result<ColumnsAdded, BoardError> {
         let board = self.board().await?;
         let missing: Vec<String> = columns_used(&self.cfg.columns)
             .into_iter()
             .filter(|c| board.column_id(c).is_none())
             .collect();
-        if !missing.is_empty() {
-            let updated = self.client.add_columns(&board, &missing).await?;
-            self.board = Some(updated);
+        if missing.is_empty() {
+            return Ok(ColumnsAdded {
+                board,
+                added: Vec::new(),
+                cards_reset: 0,
+            });
         }
-        Ok(missing)
+        let done = self
+            .client
+            .add_columns_keeping_cards(&board, &missing)
+            .await?;
+        self.board = Some(done.board.clone());
+        Ok(done)
     }
 
     /// Each task from an issue in `plan_id`: its card and its column, read fresh from GitHub.
