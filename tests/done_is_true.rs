@@ -19,7 +19,9 @@ const LIMIT: Duration = Duration::from_secs(60);
 fn bare_path(repo: &Repo) -> PathBuf {
     let bin = repo.home.join("bin");
     std::fs::create_dir_all(&bin).unwrap();
-    for tool in ["git", "sh", "bash", "env", "cat", "true", "false", "mkdir", "rm"] {
+    for tool in [
+        "git", "sh", "bash", "env", "cat", "true", "false", "mkdir", "rm",
+    ] {
         let found = std::env::var("PATH")
             .unwrap()
             .split(':')
@@ -85,7 +87,8 @@ fn a_check_whose_program_is_missing_is_found_before_any_agent_runs() {
     // doctor names it as a problem.
     let o = run_with_path(&repo, &path, &["doctor"]);
     assert!(
-        o.stdout.contains("[PROBLEM] plan p: program `pytest` is not on PATH"),
+        o.stdout
+            .contains("[PROBLEM] plan p: program `pytest` is not on PATH"),
         "{o}"
     );
 
@@ -113,7 +116,10 @@ fn a_misspelled_plan_key_refuses_the_file_everywhere_it_is_read() {
         let o = repo.run(args, LIMIT);
         assert_eq!(o.code, Some(1), "{args:?}: {o}");
         let all = format!("{}{}", o.stdout, o.stderr);
-        for (key, meant) in [("dependncies", "dependencies"), ("budjet_usd", "budget_usd")] {
+        for (key, meant) in [
+            ("dependncies", "dependencies"),
+            ("budjet_usd", "budget_usd"),
+        ] {
             let line = all
                 .lines()
                 .find(|l| l.contains(&format!("\"{key}\"")))
@@ -125,7 +131,10 @@ fn a_misspelled_plan_key_refuses_the_file_everywhere_it_is_read() {
                 "{args:?}: {line}"
             );
         }
-        assert!(all.contains("warning[unknown_field]") && all.contains("my_note"), "{o}");
+        assert!(
+            all.contains("warning[unknown_field]") && all.contains("my_note"),
+            "{o}"
+        );
     }
     // Nothing was imported.
     let o = repo.run(&["plan", "list", "--json"], LIMIT);
@@ -143,7 +152,11 @@ fn a_misspelled_plan_key_refuses_the_file_everywhere_it_is_read() {
     );
     let o = repo.run(&["plan", "import", "plan.json"], LIMIT);
     assert_eq!(o.code, Some(0), "{o}");
-    assert!(o.stderr.contains("unknown key \"my_note\" is kept but not used"), "{o}");
+    assert!(
+        o.stderr
+            .contains("unknown key \"my_note\" is kept but not used"),
+        "{o}"
+    );
 }
 
 #[test]
@@ -199,19 +212,28 @@ fn secrets_and_huge_files_are_never_committed() {
         &plan("sec", vec![task("T-1"), task("T-2"), task("T-3")]),
         agent,
     );
-    let o = repo
-        .run_plan(&["delivery.max_file_mb=1"], &[])
-        .wait(LIMIT);
+    let o = repo.run_plan(&["delivery.max_file_mb=1"], &[]).wait(LIMIT);
     assert_eq!(repo.task("sec", "T-3")["status"], "DONE", "{o}");
     for (id, file, said) in [
-        ("T-1", "creds.ini", "creds.ini:2 holds what looks like a secret (aws_access_key)"),
-        ("T-2", "files/big.txt", "files/big.txt is 2 MB, over [delivery] max_file_mb = 1"),
+        (
+            "T-1",
+            "creds.ini",
+            "creds.ini:2 holds what looks like a secret (aws_access_key)",
+        ),
+        (
+            "T-2",
+            "files/big.txt",
+            "files/big.txt is 2 MB, over [delivery] max_file_mb = 1",
+        ),
     ] {
         let t = repo.task("sec", id);
         assert_eq!(t["status"], "HUMAN_LOOP", "{id}: {o}");
         assert_eq!(t["reason"], "unsafe_files", "{id}: {o}");
         let tree = repo.git(&["log", "--all", "--name-only", "--format="]);
-        assert!(!tree.lines().any(|l| l == file), "{file} was committed:\n{tree}");
+        assert!(
+            !tree.lines().any(|l| l == file),
+            "{file} was committed:\n{tree}"
+        );
         let events = serde_json::to_string(&repo.events(Some(id))).unwrap();
         assert!(events.contains(said), "{id}: {events}");
     }
@@ -221,7 +243,10 @@ fn secrets_and_huge_files_are_never_committed() {
         o.stdout,
         o.stderr
     );
-    assert!(!everything.contains("AKIAIOSFODNN7EXAMPLQ"), "the key was written out");
+    assert!(
+        !everything.contains("AKIAIOSFODNN7EXAMPLQ"),
+        "the key was written out"
+    );
 }
 
 /// Starts `git rebase -i` of the checked-out branch that stops at its last commit for editing:
@@ -235,7 +260,11 @@ fn start_rebase(repo: &Repo) {
         .env("GIT_SEQUENCE_EDITOR", "sed -i 1s/^pick/edit/")
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(repo.repo.join(".git/rebase-merge").is_dir());
 }
 
@@ -271,7 +300,11 @@ fn a_branch_being_rebased_is_never_moved_and_the_work_lands_after() {
     start_rebase(&repo);
     let o = repo.run(&["run", "plan.json", "--headless"], LIMIT);
     assert_eq!(o.code, Some(2), "{o}");
-    assert!(o.stderr.contains(&format!("a rebase of {branch} is in progress")), "{o}");
+    assert!(
+        o.stderr
+            .contains(&format!("a rebase of {branch} is in progress")),
+        "{o}"
+    );
     repo.git(&["rebase", "--abort"]);
     let o = repo.run(&["merge", "T-1"], LIMIT);
     assert_eq!(o.code, Some(0), "{o}");

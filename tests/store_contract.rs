@@ -2230,7 +2230,13 @@ async fn key_files_keep_concurrent_claimers_apart(c: &Ctx) {
 async fn key_file_spellings_and_directories_are_one_claim(c: &Ctx) {
     // Five spellings of one file and the directory holding it: one at a time, even with eight
     // claimers on two handles at once; a file beside it in another directory runs alongside.
-    let spellings = ["src/a.rs", "src//a.rs", "src/./a.rs", "lib/../src/a.rs", "src"];
+    let spellings = [
+        "src/a.rs",
+        "src//a.rs",
+        "src/./a.rs",
+        "lib/../src/a.rs",
+        "src",
+    ];
     let mut tasks: Vec<_> = spellings
         .iter()
         .enumerate()
@@ -2286,13 +2292,23 @@ async fn key_file_spellings_and_directories_are_one_claim(c: &Ctx) {
     // Sequentially: a held file keeps its directory out, and a held directory its files.
     import(
         &*c.store,
-        &plan("q", vec![keyed("dir", &["docs/"]), keyed("file", &["docs/guide/x.md"])]),
+        &plan(
+            "q",
+            vec![
+                keyed("dir", &["docs/"]),
+                keyed("file", &["docs/guide/x.md"]),
+            ],
+        ),
     )
     .await;
     let mut q = req("w9");
     q.plan_id = Some("q".into());
     let first = claim(&*c.store, &q).await;
-    assert!(other.claim(&q).await.expect("claim").is_none(), "{} held", first.task.id);
+    assert!(
+        other.claim(&q).await.expect("claim").is_none(),
+        "{} held",
+        first.task.id
+    );
     c.store
         .complete(first.lease, &Outcome::default())
         .await

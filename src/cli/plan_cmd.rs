@@ -289,8 +289,12 @@ async fn import_file(
         .map(|c| crate::engine::configure::check_policy(&c))
         .unwrap_or_default();
     let text = std::fs::read_to_string(file).ok();
-    let missing =
-        super::plan_checks::missing_program_diagnostics(&spec, &ctx.repo_root, policy, text.as_deref());
+    let missing = super::plan_checks::missing_program_diagnostics(
+        &spec,
+        &ctx.repo_root,
+        policy,
+        text.as_deref(),
+    );
     for d in report.diagnostics.iter().chain(&missing) {
         errln!("{}", plan::render_diagnostic(&report.file, d));
     }

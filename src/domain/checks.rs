@@ -35,14 +35,85 @@ const WORDY: &[&str] = &[
 /// Test tools a step may name whether or not this machine has them: a step that begins with
 /// one is a command, and a missing program fails its check instead of turning it into prose.
 const KNOWN_TOOLS: &[&str] = &[
-    "pytest", "py.test", "tox", "nox", "python", "python3", "pip", "uv", "poetry", "pipenv",
-    "hatch", "ruff", "mypy", "pyright", "flake8", "black", "isort", "pylint", "cargo", "rustc",
-    "npm", "npx", "yarn", "pnpm", "node", "deno", "bun", "jest", "vitest", "mocha", "eslint",
-    "tsc", "prettier", "go", "gofmt", "golangci-lint", "bash", "sh", "zsh", "grep", "rg", "diff",
-    "cmp", "jq", "curl", "git", "ctest", "cmake", "ninja", "mvn", "gradle", "dotnet", "ruby",
-    "bundle", "rake", "rspec", "php", "phpunit", "composer", "mix", "elixir", "swift", "javac",
-    "java", "kotlinc", "sbt", "stack", "cabal", "zig", "just", "bats", "shellcheck", "docker",
-    "perl", "lua", "busted", "helm", "kubectl", "terraform",
+    "pytest",
+    "py.test",
+    "tox",
+    "nox",
+    "python",
+    "python3",
+    "pip",
+    "uv",
+    "poetry",
+    "pipenv",
+    "hatch",
+    "ruff",
+    "mypy",
+    "pyright",
+    "flake8",
+    "black",
+    "isort",
+    "pylint",
+    "cargo",
+    "rustc",
+    "npm",
+    "npx",
+    "yarn",
+    "pnpm",
+    "node",
+    "deno",
+    "bun",
+    "jest",
+    "vitest",
+    "mocha",
+    "eslint",
+    "tsc",
+    "prettier",
+    "go",
+    "gofmt",
+    "golangci-lint",
+    "bash",
+    "sh",
+    "zsh",
+    "grep",
+    "rg",
+    "diff",
+    "cmp",
+    "jq",
+    "curl",
+    "git",
+    "ctest",
+    "cmake",
+    "ninja",
+    "mvn",
+    "gradle",
+    "dotnet",
+    "ruby",
+    "bundle",
+    "rake",
+    "rspec",
+    "php",
+    "phpunit",
+    "composer",
+    "mix",
+    "elixir",
+    "swift",
+    "javac",
+    "java",
+    "kotlinc",
+    "sbt",
+    "stack",
+    "cabal",
+    "zig",
+    "just",
+    "bats",
+    "shellcheck",
+    "docker",
+    "perl",
+    "lua",
+    "busted",
+    "helm",
+    "kubectl",
+    "terraform",
 ];
 
 /// Words that make a line of plain words English rather than a command's arguments.
@@ -81,7 +152,9 @@ pub fn classify_step(step: &str, is_program: impl Fn(&str) -> bool) -> StepKind 
     let sentence = reads_like_a_sentence(text, &words);
     let tool_as_word = KNOWN_TOOLS.contains(&first)
         && !is_program(first)
-        && words[1..].iter().any(|w| STOPWORDS.contains(&w.to_ascii_lowercase().as_str()));
+        && words[1..]
+            .iter()
+            .any(|w| STOPWORDS.contains(&w.to_ascii_lowercase().as_str()));
     if sentence && (WORDY.contains(&first) || tool_as_word) {
         return StepKind::Prose;
     }
@@ -97,15 +170,50 @@ fn looks_like_a_command_line(first: &str, rest: &[&str]) -> bool {
             .chars()
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "._+-".contains(c));
     const ENGLISH: &[&str] = &[
-        "the", "a", "an", "all", "each", "every", "no", "if", "when", "then", "and", "or", "it",
-        "this", "that", "should", "must", "add", "update", "fix", "refactor", "implement",
-        "create", "remove", "delete", "rename", "move", "document", "ask", "tell", "manually",
-        "visually", "inspect", "observe", "go", "do",
+        "the",
+        "a",
+        "an",
+        "all",
+        "each",
+        "every",
+        "no",
+        "if",
+        "when",
+        "then",
+        "and",
+        "or",
+        "it",
+        "this",
+        "that",
+        "should",
+        "must",
+        "add",
+        "update",
+        "fix",
+        "refactor",
+        "implement",
+        "create",
+        "remove",
+        "delete",
+        "rename",
+        "move",
+        "document",
+        "ask",
+        "tell",
+        "manually",
+        "visually",
+        "inspect",
+        "observe",
+        "go",
+        "do",
     ];
     let flag = |w: &&str| {
         w.len() > 1
             && w.starts_with('-')
-            && w[1..].chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '-')
+            && w[1..]
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic() || c == '-')
     };
     let path = |w: &&str| {
         let w = w.trim_matches(|c: char| "'\"`,".contains(c));
@@ -239,9 +347,11 @@ pub fn outside_key_files(files: &[String], key_files: &[String]) -> Vec<String> 
         .filter(|f| {
             let f = normalize_key_file(f);
             // A key file covers itself and, as a directory, what lies under it.
-            !keys
-                .iter()
-                .any(|k| f == *k || f.strip_prefix(k.as_str()).is_some_and(|r| r.starts_with('/')))
+            !keys.iter().any(|k| {
+                f == *k
+                    || f.strip_prefix(k.as_str())
+                        .is_some_and(|r| r.starts_with('/'))
+            })
         })
         .cloned()
         .collect()
@@ -360,17 +470,27 @@ mod tests {
             "add a note to the README",
             "fix it -- carefully",
         ] {
-            assert_eq!(classify_step(step, nothing_on_path), StepKind::Prose, "{step}");
+            assert_eq!(
+                classify_step(step, nothing_on_path),
+                StepKind::Prose,
+                "{step}"
+            );
         }
     }
 
     #[test]
     fn missing_programs_are_named_once_per_part_of_a_command_list() {
         let only = |have: &'static [&'static str]| move |p: &str| have.contains(&p);
-        assert_eq!(missing_programs("pytest -q tests/x.py", only(&[])), ["pytest"]);
+        assert_eq!(
+            missing_programs("pytest -q tests/x.py", only(&[])),
+            ["pytest"]
+        );
         assert!(missing_programs("pytest -q", only(&["pytest"])).is_empty());
         assert_eq!(
-            missing_programs("cd api && CI=1 pytest -q | tee out; ruff check", only(&["tee"])),
+            missing_programs(
+                "cd api && CI=1 pytest -q | tee out; ruff check",
+                only(&["tee"])
+            ),
             ["pytest", "ruff"]
         );
         assert_eq!(

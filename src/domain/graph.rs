@@ -348,7 +348,11 @@ pub fn normalize_key_file(path: &str) -> String {
 /// Why a key file cannot name a place in the repository: absolute, or climbing out of it.
 pub fn key_file_problem(path: &str) -> Option<&'static str> {
     let t = path.trim();
-    if t.starts_with('/') || t.starts_with('\\') || t.get(1..3) == Some(":\\") || t.get(1..3) == Some(":/") {
+    if t.starts_with('/')
+        || t.starts_with('\\')
+        || t.get(1..3) == Some(":\\")
+        || t.get(1..3) == Some(":/")
+    {
         Some("is an absolute path; key files are paths inside the repository")
     } else if normalize_key_file(t).split('/').next() == Some("..") {
         Some("climbs out of the repository with `..`")
@@ -579,7 +583,13 @@ mod tests {
         assert_eq!(normalize_key_file(" ./src/a.rs "), "src/a.rs");
         assert_eq!(normalize_key_file(".//x/"), "x");
         assert_eq!(normalize_key_file("docs/"), "docs");
-        for same in ["src/a.rs", "src//a.rs", "src/./a.rs", "lib/../src/a.rs", "./src/a.rs/"] {
+        for same in [
+            "src/a.rs",
+            "src//a.rs",
+            "src/./a.rs",
+            "lib/../src/a.rs",
+            "./src/a.rs/",
+        ] {
             assert_eq!(normalize_key_file(same), "src/a.rs", "{same}");
         }
         assert_eq!(normalize_key_file("../x"), "../x");
@@ -588,9 +598,21 @@ mod tests {
 
     #[test]
     fn key_files_outside_the_repository_are_named() {
-        assert!(key_file_problem("/etc/passwd").unwrap().contains("absolute"));
-        assert!(key_file_problem("../other/x").unwrap().contains("climbs out"));
-        assert!(key_file_problem("src/../../x").unwrap().contains("climbs out"));
+        assert!(
+            key_file_problem("/etc/passwd")
+                .unwrap()
+                .contains("absolute")
+        );
+        assert!(
+            key_file_problem("../other/x")
+                .unwrap()
+                .contains("climbs out")
+        );
+        assert!(
+            key_file_problem("src/../../x")
+                .unwrap()
+                .contains("climbs out")
+        );
         assert!(key_file_problem("./").unwrap().contains("whole repository"));
         assert_eq!(key_file_problem("src/../lib/x.rs"), None);
         assert_eq!(key_file_problem("src"), None);
@@ -608,7 +630,13 @@ mod tests {
             ["p\tsrc".to_string(), "p\tsrc/a".to_string()]
         );
         assert!(claim_key_ancestors("\tREADME.md").is_empty());
-        let spellings = ["src/a.rs", "src//a.rs", "src/./a.rs", "lib/../src/a.rs", "src"];
+        let spellings = [
+            "src/a.rs",
+            "src//a.rs",
+            "src/./a.rs",
+            "lib/../src/a.rs",
+            "src",
+        ];
         let tasks: Vec<TaskSpec> = spellings
             .iter()
             .enumerate()

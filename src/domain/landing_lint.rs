@@ -16,7 +16,11 @@ pub enum UnsafeFile {
         kind: String,
     },
     /// Larger than `[delivery] max_file_mb`.
-    TooLarge { path: String, bytes: u64, limit: u64 },
+    TooLarge {
+        path: String,
+        bytes: u64,
+        limit: u64,
+    },
 }
 
 impl UnsafeFile {

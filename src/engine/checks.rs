@@ -162,8 +162,7 @@ pub fn plan_missing_programs<'a>(
 /// the fix.
 pub fn describe_missing(missing: &[(String, MissingProgram)]) -> Vec<String> {
     // Per program: where it is needed, and whether only profile checks need it.
-    let mut by_program: std::collections::BTreeMap<&str, (Vec<String>, bool)> =
-        Default::default();
+    let mut by_program: std::collections::BTreeMap<&str, (Vec<String>, bool)> = Default::default();
     for (task, m) in missing {
         for p in &m.programs {
             let entry = by_program.entry(p.as_str()).or_insert((Vec::new(), true));
@@ -196,4 +195,3 @@ pub fn remedy(program: &str, profile_only: bool) -> String {
         format!("install {program} or put it on PATH, or change the check")
     }
 }
-

@@ -392,7 +392,13 @@ impl Walker {
     /// would silently drop every dependency, `budjet_usd` the budget); the keys other tools and
     /// whilly itself carry (`prd_file`, `github_issue`, `source`, …) are kept quietly; any
     /// other is kept with a warning, so a key that does nothing never goes unsaid.
-    fn unknown_keys(&mut self, extra: &Map<String, Value>, known: &[&str], carried: &[&str], base: &str) {
+    fn unknown_keys(
+        &mut self,
+        extra: &Map<String, Value>,
+        known: &[&str],
+        carried: &[&str],
+        base: &str,
+    ) {
         for key in extra.keys() {
             if carried.contains(&key.as_str()) {
                 continue;
@@ -1133,7 +1139,8 @@ mod tests {
                 )
             })
             .collect();
-        let typo = |ptr: &str, near: &str| (true, ptr.to_string(), format!("rename it to \"{near}\""));
+        let typo =
+            |ptr: &str, near: &str| (true, ptr.to_string(), format!("rename it to \"{near}\""));
         assert_eq!(got.len(), 6, "{got:#?}");
         assert_eq!(got[0], typo("/tasks/0/dependancies", "dependencies"));
         assert_eq!(got[1], typo("/tasks/0/Key-Files", "key_files"));

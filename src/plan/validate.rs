@@ -137,7 +137,9 @@ fn check_tasks(
                         &pointer_index(&pointer_join(&ptr(), "key_files"), j),
                         format!("key file {k:?} {why}"),
                     )
-                    .with_hint("write it relative to the repository root, e.g. src/app.rs or docs/"),
+                    .with_hint(
+                        "write it relative to the repository root, e.g. src/app.rs or docs/",
+                    ),
                 );
             }
         }

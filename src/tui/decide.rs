@@ -41,10 +41,9 @@ pub async fn apply(
         }
         // Work that was never committed (a secret, a huge file) cannot be approved into DONE.
         (InboxKind::HumanLoop, Decision::Approve)
-            if store
-                .get_task(plan_id, id)
-                .await
-                .is_ok_and(|t| t.reason.as_deref() == Some(crate::engine::attempt::UNSAFE_FILES)) =>
+            if store.get_task(plan_id, id).await.is_ok_and(|t| {
+                t.reason.as_deref() == Some(crate::engine::attempt::UNSAFE_FILES)
+            }) =>
         {
             return Err(format!(
                 "{id}: its work was not committed (a secret or a file over the size limit, see the detail); fix it in the worktree and send it back (b), or reject it (x)"

@@ -65,7 +65,8 @@ fn read_files(gitdir: &Path, repo: &Repository) -> OperationFiles {
         rebase_dir: exists("rebase-merge") || exists("rebase-apply"),
         applying: exists("rebase-apply/applying"),
         merge_head: exists("MERGE_HEAD"),
-        cherry_pick_head: exists("CHERRY_PICK_HEAD") || (exists("sequencer/todo") && !exists("REVERT_HEAD")),
+        cherry_pick_head: exists("CHERRY_PICK_HEAD")
+            || (exists("sequencer/todo") && !exists("REVERT_HEAD")),
         revert_head: exists("REVERT_HEAD"),
         bisect_start: text("BISECT_START"),
         head_ref: repo
@@ -130,9 +131,27 @@ mod tests {
         };
         assert_eq!(judge(&am), Some(("am", "main".to_string())));
         for (op, f) in [
-            ("merge", OperationFiles { merge_head: true, ..on_main.clone() }),
-            ("cherry-pick", OperationFiles { cherry_pick_head: true, ..on_main.clone() }),
-            ("revert", OperationFiles { revert_head: true, ..on_main.clone() }),
+            (
+                "merge",
+                OperationFiles {
+                    merge_head: true,
+                    ..on_main.clone()
+                },
+            ),
+            (
+                "cherry-pick",
+                OperationFiles {
+                    cherry_pick_head: true,
+                    ..on_main.clone()
+                },
+            ),
+            (
+                "revert",
+                OperationFiles {
+                    revert_head: true,
+                    ..on_main.clone()
+                },
+            ),
         ] {
             assert_eq!(judge(&f), Some((op, "main".to_string())));
         }

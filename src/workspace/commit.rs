@@ -86,10 +86,22 @@ pub(super) fn unsafe_files(
     let mut out = Vec::new();
     for d in diff.deltas() {
         let file = d.new_file();
-        if file.id().is_zero() || !matches!(d.status(), git2::Delta::Added | git2::Delta::Modified | git2::Delta::Renamed | git2::Delta::Copied | git2::Delta::Typechange) {
+        if file.id().is_zero()
+            || !matches!(
+                d.status(),
+                git2::Delta::Added
+                    | git2::Delta::Modified
+                    | git2::Delta::Renamed
+                    | git2::Delta::Copied
+                    | git2::Delta::Typechange
+            )
+        {
             continue;
         }
-        let path = file.path().map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
+        let path = file
+            .path()
+            .map(|p| p.to_string_lossy().into_owned())
+            .unwrap_or_default();
         let (size, _) = odb
             .read_header(file.id())
             .map_err(WorkspaceError::git(format!("read the size of {path}")))?;
@@ -103,7 +115,12 @@ pub(super) fn unsafe_files(
         } else {
             None
         };
-        out.extend(judge_file(&path, size, blob.as_ref().map(|b| b.content()), limits));
+        out.extend(judge_file(
+            &path,
+            size,
+            blob.as_ref().map(|b| b.content()),
+            limits,
+        ));
     }
     Ok(out)
 }
@@ -177,24 +194,42 @@ fn adopt_head(repo: &Repository, wt: &Worktree) -> Result<(), WorkspaceError> {
     }
     let tip = repo
         .refname_to_id(&branch_ref)
-        .map_err(WorkspaceError::git(format!("find the task branch {}", wt.branch)))?;
-    let head_commit = head.as_ref().and_then(|h| h.peel_to_commit().ok()).map(|c| c.id());
-    let descends = head_commit.is_some_and(|h| {
-        h == tip || repo.graph_descendant_of(h, tip).unwrap_or(false)
-    });
+        .map_err(WorkspaceError::git(format!(
+            "find the task branch {}",
+            wt.branch
+        )))?;
+    let head_commit = head
+        .as_ref()
+        .and_then(|h| h.peel_to_commit().ok())
+        .map(|c| c.id());
+    let descends =
+        head_commit.is_some_and(|h| h == tip || repo.graph_descendant_of(h, tip).unwrap_or(false));
     if let Some(h) = head_commit
         && descends
     {
-        repo.reference(&branch_ref, h, true, "whilly: the agent's commits, from its branch")
-            .map_err(WorkspaceError::git(format!("move {} to the agent's commits", wt.branch)))?;
+        repo.reference(
+            &branch_ref,
+            h,
+            true,
+            "whilly: the agent's commits, from its branch",
+        )
+        .map_err(WorkspaceError::git(format!(
+            "move {} to the agent's commits",
+            wt.branch
+        )))?;
     }
     // Only HEAD moves: the files stay as the agent left them, and are committed from there.
     repo.set_head(&branch_ref)
-        .map_err(WorkspaceError::git(format!("put HEAD back on {}", wt.branch)))?;
+        .map_err(WorkspaceError::git(format!(
+            "put HEAD back on {}",
+            wt.branch
+        )))?;
     tracing::info!(
         "the agent left HEAD off {} ({}); its work is committed on the task branch",
         wt.branch,
-        head.as_ref().and_then(|h| h.shorthand().ok()).unwrap_or("detached")
+        head.as_ref()
+            .and_then(|h| h.shorthand().ok())
+            .unwrap_or("detached")
     );
     Ok(())
 }

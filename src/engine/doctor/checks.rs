@@ -62,10 +62,7 @@ pub fn judge(f: &ChecksFacts) -> Vec<Finding> {
     if out.is_empty() {
         out.push(Finding::ok(
             "checks",
-            format!(
-                "every check of {} open plan(s) can run here",
-                f.plans.len()
-            ),
+            format!("every check of {} open plan(s) can run here", f.plans.len()),
         ));
     }
     out
@@ -86,15 +83,27 @@ mod tests {
         let f = ChecksFacts {
             read: true,
             plans: vec![
-                ("p1".into(), vec![("T-1".into(), m.clone()), ("T-2".into(), m)]),
+                (
+                    "p1".into(),
+                    vec![("T-1".into(), m.clone()), ("T-2".into(), m)],
+                ),
                 ("p2".into(), vec![]),
             ],
         };
         let v = judge(&f);
         assert_eq!(v.len(), 1, "{v:#?}");
         assert_eq!(v[0].severity, Severity::Problem);
-        assert!(v[0].what.contains("plan p1: program `pytest` is not on PATH"), "{}", v[0].what);
-        assert!(v[0].what.contains("T-1 test_steps[0], T-2 test_steps[0]"), "{}", v[0].what);
+        assert!(
+            v[0].what
+                .contains("plan p1: program `pytest` is not on PATH"),
+            "{}",
+            v[0].what
+        );
+        assert!(
+            v[0].what.contains("T-1 test_steps[0], T-2 test_steps[0]"),
+            "{}",
+            v[0].what
+        );
         assert!(v[0].fix.contains("install pytest"), "{}", v[0].fix);
         let fine = judge(&ChecksFacts {
             read: true,

@@ -64,8 +64,19 @@ struct Candidate {
 macro_rules! keys_meet {
     ($a:literal, $b:literal) => {
         concat!(
-            "(", $a, " = ", $b, " OR starts_with(", $a, ", ", $b, " || '/') OR starts_with(",
-            $b, ", ", $a, " || '/'))"
+            "(",
+            $a,
+            " = ",
+            $b,
+            " OR starts_with(",
+            $a,
+            ", ",
+            $b,
+            " || '/') OR starts_with(",
+            $b,
+            ", ",
+            $a,
+            " || '/'))"
         )
     };
 }
