@@ -20,6 +20,7 @@ pub mod prd;
 pub mod procguard;
 pub mod procinfo;
 pub mod pty;
+pub mod sandbox;
 pub mod store;
 pub mod tui;
 pub mod workspace;

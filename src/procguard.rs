@@ -125,6 +125,20 @@ pub fn run(args: &[OsString]) -> ! {
         // Whilly died between spawning us and now: start nothing.
         std::process::exit(125);
     }
+    // The sandbox (when whilly asks for one) is put on the guard itself, before the fork: the
+    // program and all it starts inherit it. A policy that cannot be applied starts nothing.
+    if let Some(spec) = std::env::var_os(crate::sandbox::ENV) {
+        // SAFETY: single-threaded here (the guard runs first thing in main).
+        unsafe { std::env::remove_var(crate::sandbox::ENV) };
+        let policy: Result<crate::sandbox::Policy, _> = serde_json::from_slice(spec.as_bytes());
+        let applied = policy
+            .map_err(|e| format!("sandbox: unreadable policy: {e}"))
+            .and_then(|p| crate::sandbox::restrict_self(&p).map_err(|e| e.to_string()));
+        if let Err(e) = applied {
+            eprintln!("whilly: {e}; nothing was started");
+            std::process::exit(126);
+        }
+    }
     let argv: Vec<CString> = match rest
         .iter()
         .map(|a| CString::new(a.clone().into_vec()))

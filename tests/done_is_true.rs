@@ -48,13 +48,13 @@ fn a_check_whose_program_is_missing_is_found_before_any_agent_runs() {
     // The agent leaves a note that it ran; a Python repository, pytest nowhere on PATH.
     let mut t = task("T-1");
     t["test_steps"] = json!(["pytest -q tests/test_stats.py"]);
-    let ran = tempfile::NamedTempFile::new().unwrap().into_temp_path();
-    std::fs::remove_file(&ran).unwrap();
+    let repo = Repo::new(&plan("p", vec![t]), "true");
+    let ran = repo.shared_file("ran");
     let template = format!(
         "bash -c 'echo ran >> {}; echo \"<promise>COMPLETE</promise>\"'",
         ran.display()
     );
-    let repo = Repo::new(&plan("p", vec![t]), &template);
+    repo.write("whilly.toml", &engine::config(&template, &repo.wt_dir));
     repo.write("pyproject.toml", "[project]\nname = \"stats\"\n");
     repo.git(&["add", "-A"]);
     repo.git(&["commit", "-q", "-m", "python"]);
@@ -271,13 +271,15 @@ fn start_rebase(repo: &Repo) {
 #[test]
 fn a_branch_being_rebased_is_never_moved_and_the_work_lands_after() {
     // The agent waits until the operator has started a rebase of the base branch.
-    let go = repo_go_file();
+    let repo = Repo::new(&plan("rb", vec![task("T-1")]), "true");
+    let go = repo.shared_file("go");
     let agent = format!(
         "bash -c 'mkdir -p files; echo started > {go}.started; while [ ! -e {go} ]; do sleep 0.1; done; \
          echo work > files/T-1.txt; echo \"<promise>COMPLETE</promise>\"'",
         go = go.display()
     );
-    let repo = Repo::new(&plan("rb", vec![task("T-1")]), &agent);
+    repo.write("whilly.toml", &engine::config(&agent, &repo.wt_dir));
+    repo.git(&["commit", "-qam", "agent"]);
     let branch = repo.git(&["branch", "--show-current"]).trim().to_string();
     let run = repo.spawn(&["run", "plan.json", "--headless"]);
     engine::wait_for(LIMIT, "the agent to start", || {
@@ -318,7 +320,41 @@ fn a_branch_being_rebased_is_never_moved_and_the_work_lands_after() {
     assert!(o.stderr.contains("HEAD is detached"), "{o}");
 }
 
-fn repo_go_file() -> PathBuf {
-    let dir = tempfile::tempdir().unwrap().keep();
-    dir.join("go")
+/// An agent that also writes into the operator's checkout (found from its worktree's git
+/// directory, as OpenCode finds its project root) besides doing its task.
+const ESCAPING_AGENT: &str = "bash -c 'R=$(dirname \"$(git rev-parse --path-format=absolute --git-common-dir)\"); \
+    echo escaped >> \"$R/README.md\"; mkdir -p files; echo ok > files/$WHILLY_TASK_ID.txt; \
+    echo \"<promise>COMPLETE</promise>\"'";
+
+#[test]
+fn the_sandbox_refuses_a_write_into_the_operators_checkout_and_says_where() {
+    let repo = Repo::new(&plan("sb", vec![task("T-1")]), ESCAPING_AGENT);
+    let o = repo.run(&["run", "plan.json", "--headless"], LIMIT);
+    assert_eq!(repo.task("sb", "T-1")["status"], "DONE", "{o}");
+    assert!(
+        !repo.repo.join("README.md").exists(),
+        "the agent wrote into the operator's checkout"
+    );
+    let events = serde_json::to_string(&repo.events(Some("T-1"))).unwrap();
+    let readme = repo.repo.join("README.md").display().to_string();
+    assert!(
+        events.contains("sandbox_refused") && events.contains(&readme),
+        "{events}"
+    );
+    assert_eq!(repo.git(&["show", "HEAD:files/T-1.txt"]).trim(), "ok");
+}
+
+#[test]
+fn without_the_sandbox_a_write_into_the_checkout_is_still_reported() {
+    let repo = Repo::new(&plan("nosb", vec![task("T-1")]), ESCAPING_AGENT);
+    let o = repo.run_plan(&["sandbox.mode=off"], &[]).wait(LIMIT);
+    assert_eq!(repo.task("nosb", "T-1")["status"], "DONE", "{o}");
+    assert!(repo.repo.join("README.md").exists());
+    let events = serde_json::to_string(&repo.events(Some("T-1"))).unwrap();
+    assert!(
+        events.contains("checkout_changed")
+            && events.contains("README.md")
+            && events.contains("changed in your checkout while the task ran"),
+        "{events}"
+    );
 }

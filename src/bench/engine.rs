@@ -341,6 +341,7 @@ async fn engine_rounds(
         checks: crate::engine::checks::CheckPolicy::default(),
         verification_env: Vec::new(),
         keep_failed: true,
+        sandbox: None,
         landing: crate::domain::landing_lint::LandingLimits {
             secret_lint: true,
             max_file_bytes: 10 * 1_048_576,

@@ -145,6 +145,7 @@ pub async fn run(ctx: &Context, args: RunArgs) -> anyhow::Result<i32> {
             return Ok(code);
         }
     };
+    say_sandbox(ctx);
     let shutdown = signals::shutdown_channel();
     let report_after = super::report_cmd::run_start(&store).await;
     let presence = patiently("registering the worker", || async {
@@ -212,6 +213,7 @@ pub async fn worker(ctx: &Context, args: WorkerArgs) -> anyhow::Result<i32> {
     let store = patiently("opening the queue", || ctx.store()).await?;
     let req = run_request(ctx, &cfg, args.agent.clone(), args.slots, None)?;
     let (mut engine_cfg, executor) = setup::prepare_worker(req, store.clone())?;
+    say_sandbox(ctx);
     let worker_id = engine_cfg.worker_id.clone();
     engine_cfg.plan_id = args.plan.clone();
     engine_cfg.tags = args.tags.clone();
@@ -299,6 +301,19 @@ fn process_alive(pid: i32) -> bool {
     // SAFETY: signal 0 only checks for existence and permission.
     let r = unsafe { libc::kill(pid, 0) };
     r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+/// A sandbox asked for that this kernel cannot give is said once, as the run starts; the run
+/// goes on (the checkout comparison still guards the operator's files).
+fn say_sandbox(ctx: &Context) {
+    let enforce = ctx
+        .config()
+        .is_ok_and(|c| c.sandbox.mode == crate::config::SandboxMode::Enforce);
+    let support = crate::sandbox::Support::probe();
+    if enforce && support == crate::sandbox::Support::Missing {
+        errln!("note: {}", support.describe());
+    }
+    tracing::info!("sandbox: {}", support.describe());
 }
 
 fn default_max_attempts(ctx: &Context) -> u32 {

@@ -22,8 +22,8 @@ pub use model::{
     AgentConfig, Backend, Config, DatabaseConfig, DeliveryConfig, DeliveryMode, GateConfig,
     GithubConfig, GuardsConfig, HandoffConfig, HttpConfig, JiraConfig, JiraStatuses, LoggingConfig,
     MergeMode, NotificationsConfig, PermissionMode, PriceConfig, ProfileMode, ProjectColumns,
-    ProjectConfig, QueueConfig, RemoteConfig, RetryConfig, RunConfig, TEMPLATE_PLACEHOLDERS,
-    TuiConfig, VerificationConfig, WorktreesConfig,
+    ProjectConfig, QueueConfig, RemoteConfig, RetryConfig, RunConfig, SandboxConfig, SandboxMode,
+    TEMPLATE_PLACEHOLDERS, TuiConfig, VerificationConfig, WorktreesConfig,
 };
 pub use paths::{
     ConfigFiles, default_worktrees_dir, process_env, repo_config_path, user_config_path,

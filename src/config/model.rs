@@ -23,6 +23,7 @@ pub struct Config {
     pub retry: RetryConfig,
     pub handoff: HandoffConfig,
     pub guards: GuardsConfig,
+    pub sandbox: SandboxConfig,
     pub notifications: NotificationsConfig,
     pub tui: TuiConfig,
     /// Key chord → TUI action name (snake_case); the TUI validates the action names.
@@ -100,6 +101,7 @@ impl Default for Config {
             retry: RetryConfig::default(),
             handoff: HandoffConfig::default(),
             guards: GuardsConfig::default(),
+            sandbox: SandboxConfig::default(),
             notifications: NotificationsConfig::default(),
             tui: TuiConfig::default(),
             keys: BTreeMap::new(),
@@ -428,6 +430,33 @@ impl Default for HandoffConfig {
             timeout_secs: 86_400,
         }
     }
+}
+
+/// `[sandbox]`: where agents and their checks may write (Landlock, on Linux).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SandboxConfig {
+    pub mode: SandboxMode,
+    /// Paths agents may write beyond their worktree, the temp directory, the repository's git
+    /// directory and their backend's own config and caches.
+    pub allow_write: Vec<PathBuf>,
+}
+
+impl Default for SandboxConfig {
+    fn default() -> Self {
+        SandboxConfig {
+            mode: SandboxMode::Enforce,
+            allow_write: Vec::new(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SandboxMode {
+    #[default]
+    Enforce,
+    Off,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

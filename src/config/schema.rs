@@ -21,6 +21,7 @@ pub enum Kind {
 const MERGE_MODES: &[&str] = &["ff", "cherry-pick", "none"];
 const PERMISSION_MODES: &[&str] = &["full", "accept-edits", "read-only"];
 const PROFILE_MODES: &[&str] = &["auto", "off"];
+const SANDBOX_MODES: &[&str] = &["enforce", "off"];
 const DELIVERY_MODES: &[&str] = &["merge", "branch", "pr"];
 const BACKENDS: &[&str] = &["claude", "opencode", "codex", "gemini", "command"];
 
@@ -74,6 +75,8 @@ pub const FIXED_KEYS: &[(&str, Kind)] = &[
     ("delivery.base", Kind::Str),
     ("delivery.ready_when_verified", Kind::Bool),
     ("delivery.max_file_mb", Kind::Int),
+    ("sandbox.mode", Kind::Enum(SANDBOX_MODES)),
+    ("sandbox.allow_write", Kind::StrList),
     ("github.token", Kind::Secret),
     ("github.api_url", Kind::Str),
     ("github.repo", Kind::Str),
@@ -486,7 +489,10 @@ mod every_key_is_read {
         let wordy = |c: char| c.is_alphanumeric() || c == '_';
         text.match_indices(word).any(|(i, _)| {
             (word.starts_with('.') || text[..i].chars().next_back().is_none_or(|c| !wordy(c)))
-                && text[i + word.len()..].chars().next().is_none_or(|c| !wordy(c))
+                && text[i + word.len()..]
+                    .chars()
+                    .next()
+                    .is_none_or(|c| !wordy(c))
         })
     }
 
@@ -494,7 +500,10 @@ mod every_key_is_read {
     #[test]
     fn every_documented_key_is_read_outside_the_config_module() {
         let mut files = Vec::new();
-        code(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"), &mut files);
+        code(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+            &mut files,
+        );
         let mut unread = Vec::new();
         for (key, _) in FIXED_KEYS {
             let parts: Vec<&str> = key.split('.').collect();

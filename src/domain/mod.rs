@@ -10,6 +10,7 @@ pub mod model;
 pub mod money;
 pub mod rate_limit;
 pub mod retry;
+pub mod sandbox_report;
 pub mod secrets;
 pub mod split;
 pub mod status;

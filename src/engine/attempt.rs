@@ -36,6 +36,55 @@ const RESULT_TAIL_BYTES: u64 = 4 * 1024 * 1024;
 /// Where a rate-limited agent's reset time is looked for: the end of its output.
 const RATE_LIMIT_TAIL_BYTES: usize = 16 * 1024;
 
+/// `[sandbox] mode = "enforce"`: the paths every sandboxed process may write beyond its
+/// worktree and its backend's own state.
+#[derive(Debug, Clone, Default)]
+pub struct SandboxSettings {
+    /// The repository's git directory and `allow_write`.
+    pub always: Vec<PathBuf>,
+    /// What no sandboxed process may write: the operator's checkout.
+    pub protected: Vec<PathBuf>,
+}
+
+impl SandboxSettings {
+    /// The policy for a process working in `worktree`, started by `backend` (`None`: a check),
+    /// with the agent's own environment `env` over whilly's.
+    fn policy(
+        &self,
+        worktree: &Path,
+        backend: Option<agent::BackendKind>,
+        env: &[(String, String)],
+    ) -> (crate::sandbox::Policy, Option<PathBuf>) {
+        let lookup = |k: &str| {
+            env.iter()
+                .rev()
+                .find(|(n, _)| n == k)
+                .map(|(_, v)| v.clone())
+                .or_else(|| std::env::var(k).ok())
+        };
+        let mut write = vec![worktree.to_path_buf()];
+        write.extend(self.always.iter().cloned());
+        let protected: Vec<&Path> = self.protected.iter().map(PathBuf::as_path).collect();
+        let (common, narrowed) = crate::sandbox::common_write_paths(&lookup, &protected);
+        write.extend(common);
+        // The shared temp directory holds the checkout: a private one instead, as TMPDIR.
+        let tmpdir = narrowed
+            .then(crate::sandbox::private_tmp)
+            .and_then(Result::ok);
+        write.extend(tmpdir.iter().cloned());
+        let kind = backend.map_or("check", |b| b.as_str());
+        let own = crate::sandbox::backend_write_paths(kind, &lookup);
+        for p in &own {
+            // A CLI that cannot create its config directory under a read-only home cannot start.
+            if p.extension().is_none() && !p.exists() {
+                let _ = std::fs::create_dir_all(p);
+            }
+        }
+        write.extend(own);
+        (crate::sandbox::Policy { write }, tmpdir)
+    }
+}
+
 /// The reason a task waits with when a changed file may not land (a secret, a huge file).
 pub const UNSAFE_FILES: &str = "unsafe_files";
 
@@ -57,6 +106,8 @@ pub struct ExecutorConfig {
     pub verification_env: Vec<(String, String)>,
     /// What may never be committed: secrets, files over the size limit.
     pub landing: crate::domain::landing_lint::LandingLimits,
+    /// Where agents and checks may write (`[sandbox]`): `None` when the sandbox is off.
+    pub sandbox: Option<SandboxSettings>,
     /// A task that ended FAILED keeps its worktree and branch for inspection
     /// (`[worktrees] keep_failed`); otherwise both are removed.
     pub keep_failed: bool,
@@ -152,9 +203,13 @@ impl Executor for AgentExecutor {
         })
         .await;
         match removed {
-            Ok(Ok(true)) => tracing::info!(task = %task_id, "FAILED: worktree and branch removed (keep_failed = false)"),
+            Ok(Ok(true)) => {
+                tracing::info!(task = %task_id, "FAILED: worktree and branch removed (keep_failed = false)")
+            }
             Ok(Ok(false)) => {}
-            Ok(Err(e)) => tracing::warn!(task = %task_id, "removing the FAILED task's worktree: {e}"),
+            Ok(Err(e)) => {
+                tracing::warn!(task = %task_id, "removing the FAILED task's worktree: {e}")
+            }
             Err(e) => tracing::warn!(task = %task_id, "removing the FAILED task's worktree: {e}"),
         }
     }
@@ -396,6 +451,15 @@ impl AgentExecutor {
         };
         cx.evidence.insert("worktree".into(), json!(wt.path));
         cx.evidence.insert("branch".into(), json!(wt.branch));
+        // The operator's checkout as it is before the agent runs: what changes there while the
+        // task runs is said (whoever did it: whilly cannot tell the agent from the operator).
+        let checkout_before = {
+            let ws = self.workspaces.clone();
+            tokio::task::spawn_blocking(move || ws.checkout_state().ok())
+                .await
+                .ok()
+                .flatten()
+        };
 
         let repair_max = checks
             .iter()
@@ -431,6 +495,9 @@ impl AgentExecutor {
                     .await
                 }
             };
+            if self.cfg.sandbox.is_some() {
+                note_refused_writes(cx, &wt.path);
+            }
             match step {
                 Step::Outcome(o) => return o,
                 Step::Finished => {}
@@ -479,13 +546,16 @@ impl AgentExecutor {
             self.sessions.update(cx.claimed.lease.task_pk, |s| {
                 s.state = SessionState::Verifying
             });
-            let verification = run_checks(
-                &checks,
-                &wt.path,
-                &self.cfg.verification_env,
-                self.cfg.verification_timeout,
-            )
-            .await;
+            let mut check_env = self.cfg.verification_env.clone();
+            if let Some(s) = &self.cfg.sandbox {
+                let (policy, tmpdir) = s.policy(&wt.path, None, &check_env);
+                check_env.push((crate::sandbox::ENV.to_string(), policy.to_env()));
+                if let Some(t) = tmpdir {
+                    check_env.push(("TMPDIR".into(), t.display().to_string()));
+                }
+            }
+            let verification =
+                run_checks(&checks, &wt.path, &check_env, self.cfg.verification_timeout).await;
             record_verification(cx, round, &verification);
             if verification.passed() {
                 break;
@@ -509,6 +579,9 @@ impl AgentExecutor {
             });
         }
 
+        if let Some(before) = &checkout_before {
+            self.note_checkout_changes(cx, before).await;
+        }
         // Nothing is committed that holds a secret or is past the size limit: the task waits
         // for the operator, its worktree kept, the files named (never a secret's value).
         if let Some(snap) = &snapshot {
@@ -518,7 +591,9 @@ impl AgentExecutor {
                 snap.clone(),
                 self.cfg.landing,
             );
-            let found = match tokio::task::spawn_blocking(move || ws.unsafe_files(&w, &s, limits)).await {
+            let found = match tokio::task::spawn_blocking(move || ws.unsafe_files(&w, &s, limits))
+                .await
+            {
                 Ok(Ok(found)) => found,
                 Ok(Err(e)) => return fail(cx, "workspace_error", e.is_transient(), e.to_string()),
                 Err(e) => return fail(cx, "workspace_error", true, e.to_string()),
@@ -547,6 +622,46 @@ impl AgentExecutor {
             s.state = SessionState::Delivering
         });
         self.deliver(cx, wt, snapshot).await
+    }
+
+    /// Files of the operator's checkout that changed (status or content) since `before`: kept
+    /// in the attempt's evidence and logged; they are not the agent's to land.
+    async fn note_checkout_changes(
+        &self,
+        cx: &mut Ctx<'_>,
+        before: &std::collections::BTreeMap<String, (u32, u64)>,
+    ) {
+        let ws = self.workspaces.clone();
+        let Ok(Some(after)) = tokio::task::spawn_blocking(move || ws.checkout_state().ok()).await
+        else {
+            return;
+        };
+        let mut changed: Vec<&String> = after
+            .iter()
+            .filter(|(p, s)| before.get(*p) != Some(*s))
+            .map(|(p, _)| p)
+            .collect();
+        // A file that was dirty before and is clean now changed too (reverted, committed).
+        changed.extend(before.keys().filter(|p| !after.contains_key(*p)));
+        changed.sort();
+        changed.dedup();
+        if changed.is_empty() {
+            return;
+        }
+        let root = self.workspaces.repo_root().display().to_string();
+        tracing::warn!(
+            task = %cx.task.id,
+            "changed in {root} while the task ran: {}",
+            changed.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+        );
+        cx.evidence.insert(
+            "checkout_changed".into(),
+            json!({
+                "checkout": root,
+                "files": changed,
+                "note": "changed in your checkout while the task ran (by the agent or by you: whilly cannot tell); nothing of it lands with the task",
+            }),
+        );
     }
 
     /// One run of the agent process; `Finished` means it exited 0 with the marker.
@@ -607,6 +722,13 @@ impl AgentExecutor {
         spec = spec
             .env("WHILLY_TASK_ID", &cx.task.id)
             .env("WHILLY_PLAN_ID", &cx.claimed.task.plan_id);
+        if let Some(s) = &self.cfg.sandbox {
+            let (policy, tmpdir) = s.policy(&wt.path, Some(backend.kind()), &command.env);
+            spec = spec.env(crate::sandbox::ENV, policy.to_env());
+            if let Some(t) = tmpdir {
+                spec = spec.env("TMPDIR", t.display().to_string());
+            }
+        }
         let session = match PtySession::spawn(spec) {
             Ok(s) => Arc::new(s),
             Err(e) => {
@@ -1178,6 +1300,35 @@ pub(crate) fn delivery_json(d: &Delivery) -> Value {
         } => json!({"kind": "already_landed", "base_branch": base_branch, "commit": commit,
             "landed_by_epoch": epoch, "note": "an earlier attempt landed this work; nothing landed again"}),
         Delivery::LeaseLost => json!({"kind": "lease_lost"}),
+    }
+}
+
+/// The paths the sandbox refused in this round, as the agent reported them in its output
+/// ("Permission denied", "Read-only file system", EACCES): kept in the attempt's evidence as
+/// `sandbox_refused`, so the record says which write outside the worktree was stopped.
+fn note_refused_writes(cx: &mut Ctx<'_>, worktree: &Path) {
+    let Some(log) = cx
+        .evidence
+        .get("log")
+        .and_then(|v| v.as_str())
+        .map(PathBuf::from)
+    else {
+        return;
+    };
+    let raw = read_tail(&log, cx.log_start, 256 * 1024).unwrap_or_default();
+    let text = String::from_utf8_lossy(&raw);
+    let mut refused: Vec<String> = cx
+        .evidence
+        .get("sandbox_refused")
+        .and_then(|v| serde_json::from_value(v.clone()).ok())
+        .unwrap_or_default();
+    for path in crate::domain::sandbox_report::refused_paths(&text) {
+        if !Path::new(&path).starts_with(worktree) && !refused.contains(&path) {
+            refused.push(path);
+        }
+    }
+    if !refused.is_empty() {
+        cx.evidence.insert("sandbox_refused".into(), json!(refused));
     }
 }
 

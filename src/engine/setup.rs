@@ -92,7 +92,10 @@ pub async fn prepare(
     let tasks = store.list_tasks(&plan_id).await?;
     // A check that cannot run cannot pass: said before any agent is paid, not after.
     let missing = super::checks::plan_missing_programs(
-        tasks.iter().filter(|t| !t.status.is_terminal()).map(|t| &t.spec),
+        tasks
+            .iter()
+            .filter(|t| !t.status.is_terminal())
+            .map(|t| &t.spec),
         &plan.spec,
         &req.repo_root,
         configure::check_policy(cfg),
@@ -224,9 +227,7 @@ fn open_workspaces(repo_root: &std::path::Path, cfg: &Config) -> Result<Workspac
         .current_branch()
         .map_err(|e| SetupError::Environment(e.to_string()))?;
     // An operation in this checkout (a rebase detaches HEAD) or one holding its branch.
-    let here = |p: &std::path::Path| {
-        p.canonicalize().ok() == repo_root.canonicalize().ok()
-    };
+    let here = |p: &std::path::Path| p.canonicalize().ok() == repo_root.canonicalize().ok();
     if let Some(busy) = ws
         .busy_branches()
         .into_iter()
@@ -284,6 +285,14 @@ fn build_executor(
         checks: configure::check_policy(cfg),
         verification_env: verification_env(cfg),
         keep_failed: cfg.worktrees.keep_failed,
+        sandbox: (cfg.sandbox.mode == crate::config::SandboxMode::Enforce).then(|| {
+            let mut always = vec![workspaces.common_dir().to_path_buf()];
+            always.extend(cfg.sandbox.allow_write.iter().cloned());
+            super::attempt::SandboxSettings {
+                always,
+                protected: vec![req.repo_root.clone(), workspaces.repo_root().to_path_buf()],
+            }
+        }),
         landing: crate::domain::landing_lint::LandingLimits {
             secret_lint: cfg.guards.secret_lint,
             max_file_bytes: cfg.delivery.max_file_mb.saturating_mul(1_048_576),

@@ -210,6 +210,12 @@ impl Workspaces {
         &self.root
     }
 
+    /// The repository's shared git directory (`.git` of the main checkout): git in a linked
+    /// worktree writes its objects and refs there.
+    pub fn common_dir(&self) -> &Path {
+        &self.common_dir
+    }
+
     /// Where this repository's worktrees go: `<base dir>/<repo>-<hash>`.
     pub fn worktrees_dir(&self) -> &Path {
         &self.repo_dir
@@ -297,9 +303,42 @@ impl Workspaces {
         commit::snapshot(self, wt)
     }
 
+    /// The operator's checkout as `git status` sees it: every tracked file that differs from
+    /// HEAD or the index, and every untracked file that is not ignored, with its status bits.
+    /// Compared before and after an attempt, it shows what changed there while a task ran.
+    pub fn checkout_state(
+        &self,
+    ) -> Result<std::collections::BTreeMap<String, (u32, u64)>, WorkspaceError> {
+        let repo = self.open_head_root()?;
+        let mut opts = git2::StatusOptions::new();
+        opts.include_untracked(true)
+            .include_ignored(false)
+            .recurse_untracked_dirs(true)
+            .exclude_submodules(true);
+        let statuses = repo
+            .statuses(Some(&mut opts))
+            .map_err(WorkspaceError::git("read the checkout's status"))?;
+        let mut out = std::collections::BTreeMap::new();
+        for s in statuses.iter() {
+            if let Ok(path) = s.path() {
+                // The content matters, not only the status: an edit to a file that was
+                // already modified is a change too.
+                let modified = std::fs::metadata(self.head_root.join(path))
+                    .ok()
+                    .and_then(|m| m.modified().ok())
+                    .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                    .map_or(0, |d| d.as_nanos() as u64);
+                out.insert(path.to_string(), (s.status().bits(), modified));
+            }
+        }
+        Ok(out)
+    }
+
     /// The branches operations in progress hold, in any working tree (see [`busy`]).
     pub fn busy_branches(&self) -> Vec<busy::BusyBranch> {
-        self.open().map(|r| busy::busy_branches(&r)).unwrap_or_default()
+        self.open()
+            .map(|r| busy::busy_branches(&r))
+            .unwrap_or_default()
     }
 
     /// The changed files of `snapshot` that may not land: secrets (by file, line and kind) and

@@ -81,9 +81,20 @@ bell = false
 
 [worktrees]
 dir = {wt}
+
+[sandbox]
+# The harness's note directory beside the repository: fake agents leave notes there.
+allow_write = [{shared}]
 "#,
         template = toml_str(template),
         wt = toml_str(&wt_dir.to_string_lossy()),
+        shared = toml_str(
+            &wt_dir
+                .parent()
+                .map(|p| p.join("shared"))
+                .unwrap_or_default()
+                .to_string_lossy()
+        ),
     )
 }
 

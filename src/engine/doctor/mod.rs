@@ -62,6 +62,10 @@ pub async fn examine(env: &DoctorEnv<'_>, perms: &files::PermFacts) -> Vec<Findi
         &plans::gather(env.state_dir, env.repo_root, store).await,
     ));
     out.extend(checks::judge(&checks::gather(env, store).await));
+    out.push(sandbox_finding(
+        env.config.sandbox.mode,
+        crate::sandbox::Support::probe(),
+    ));
     out.extend(worktrees::judge(&worktrees::gather(env).await));
     if let Some(store) = store {
         match queue::lease_facts(store.as_ref()).await {
@@ -74,6 +78,27 @@ pub async fn examine(env: &DoctorEnv<'_>, perms: &files::PermFacts) -> Vec<Findi
         }
     }
     out
+}
+
+/// Whether agents run in the sandbox `[sandbox] mode` asks for.
+fn sandbox_finding(mode: crate::config::SandboxMode, support: crate::sandbox::Support) -> Finding {
+    use crate::config::SandboxMode;
+    use crate::sandbox::Support;
+    match (mode, support) {
+        (SandboxMode::Enforce, Support::Landlock(_)) => Finding::ok("sandbox", support.describe()),
+        (SandboxMode::Enforce, Support::Missing) => Finding::warn(
+            "sandbox",
+            support.describe(),
+            "an agent can write anywhere this user can, the operator's checkout included",
+            "run on Linux 5.13 or later with Landlock enabled (lsm=...,landlock on the kernel command line)",
+        ),
+        (SandboxMode::Off, _) => Finding::warn(
+            "sandbox",
+            "[sandbox] mode = \"off\": agents write wherever this user can",
+            "only the before/after comparison of your checkout notices writes outside a worktree",
+            "set [sandbox] mode = \"enforce\" (the default)",
+        ),
+    }
 }
 
 /// A check that could not read what it needs from the queue.
