@@ -9,6 +9,7 @@ pub mod landing_lint;
 pub mod model;
 pub mod money;
 pub mod rate_limit;
+pub mod reap;
 pub mod retry;
 pub mod sandbox_report;
 pub mod secrets;

@@ -473,6 +473,18 @@ pub fn millis(d: std::time::Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }
 
+/// The event and reason a reaped task is written with.
+pub fn reaped_as(why: crate::domain::reap::Why) -> (&'static str, &'static str) {
+    match why {
+        crate::domain::reap::Why::LeaseExpired => {
+            (super::event_types::TASK_LEASE_EXPIRED, "lease_expired")
+        }
+        crate::domain::reap::Why::DeadlinePassed => {
+            (super::event_types::TASK_DEADLINE_PASSED, "deadline_passed")
+        }
+    }
+}
+
 /// How a task row changes in one move (`apply_move` of either store's transaction): the new
 /// status, the event recorded with it, and the counters it touches.
 #[derive(Debug, Clone)]

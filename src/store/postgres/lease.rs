@@ -622,36 +622,6 @@ pub async fn add_cost(inner: &Inner, lease: Lease, cost: Usd) -> StoreResult<Pla
     .await
 }
 
-/// What the reaper does with one leased task whose lease expired or whose deadline passed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ReapDecision {
-    pub to: Status,
-    pub action: Action,
-    pub event_type: &'static str,
-    pub reason: &'static str,
-}
-
-/// Deadline first (the task ran too long, whoever holds it), then the lease; the attempt was
-/// counted at claim time, so only the attempts left decide between PENDING and FAILED.
-pub fn reap_decision(past_deadline: bool, attempts: i64, max_attempts: i64) -> ReapDecision {
-    let (event_type, reason) = if past_deadline {
-        (et::TASK_DEADLINE_PASSED, "deadline_passed")
-    } else {
-        (et::TASK_LEASE_EXPIRED, "lease_expired")
-    };
-    let (to, action) = if attempts < max_attempts {
-        (Status::Pending, Action::Release)
-    } else {
-        (Status::Failed, Action::Fail)
-    };
-    ReapDecision {
-        to,
-        action,
-        event_type,
-        reason,
-    }
-}
-
 pub async fn reap(inner: &Inner) -> StoreResult<ReapReport> {
     retrying(|| reap_once(inner)).await
 }
@@ -691,11 +661,26 @@ async fn reap_once(inner: &Inner) -> StoreResult<ReapReport> {
     }
     for (row, past_deadline) in rows {
         let t = row.into_record()?;
-        let d = reap_decision(past_deadline, t.attempts, t.max_attempts);
+        let lost_before: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM events WHERE plan_id = $1 AND task_id = $2 AND event_type = $3",
+        )
+        .bind(&t.plan_id)
+        .bind(&t.id)
+        .bind(et::TASK_LEASE_EXPIRED)
+        .fetch_one(&mut *tx.tx)
+        .await?;
+        let d = crate::domain::reap::reap_decision(
+            past_deadline,
+            t.attempts,
+            t.max_attempts,
+            lost_before,
+        );
+        let (event_type, reason) = crate::store::sql_common::reaped_as(d.why);
         let to = transition(t.status, d.action).map_err(illegal(&t))?;
         let m = Move {
-            reason: Some(d.reason.to_string()),
-            ..Move::new(to, d.event_type, payload::reaped(d.reason, &t))
+            reason: Some(reason.to_string()),
+            attempts_delta: if d.refund_attempt { -1 } else { 0 },
+            ..Move::new(to, event_type, payload::reaped(reason, &t))
         };
         tx.apply_move(&t, m).await?;
         match (to, past_deadline) {
@@ -713,28 +698,4 @@ struct ReapRow {
     #[sqlx(flatten)]
     task: TaskRow,
     past_deadline: bool,
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn reaper_decisions() {
-        let d = reap_decision(false, 1, 3);
-        assert_eq!(
-            (d.to, d.event_type, d.reason),
-            (Status::Pending, et::TASK_LEASE_EXPIRED, "lease_expired")
-        );
-        let d = reap_decision(true, 1, 3);
-        assert_eq!(
-            (d.to, d.event_type, d.reason),
-            (Status::Pending, et::TASK_DEADLINE_PASSED, "deadline_passed")
-        );
-        let d = reap_decision(false, 3, 3);
-        assert_eq!(d.to, Status::Failed);
-        assert_eq!(d.action, Action::Fail);
-        let d = reap_decision(true, 5, 3);
-        assert_eq!((d.to, d.reason), (Status::Failed, "deadline_passed"));
-    }
 }

@@ -418,25 +418,31 @@ pub async fn reap(s: &Shared) -> StoreResult<ReapReport> {
     let now = tx.now;
     for r in &all {
         let t = rows::task(r)?;
-        let lease_expired = t
-            .lease_expires_at
-            .is_some_and(|at| at.timestamp_millis() < now);
-        let (event_type, reason) = if lease_expired {
-            (et::TASK_LEASE_EXPIRED, "lease_expired")
-        } else {
-            (et::TASK_DEADLINE_PASSED, "deadline_passed")
-        };
-        let exhausted = t.attempts >= t.max_attempts;
-        let to = check(
-            &t,
-            if exhausted {
-                Action::Fail
-            } else {
-                Action::Release
-            },
-        )?;
+        let past_deadline = t.deadline_at.is_some_and(|at| at.timestamp_millis() < now)
+            && t.status == crate::domain::Status::InProgress;
+        let lost_before: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM events WHERE plan_id = ?1 AND task_id = ?2 AND event_type = ?3",
+        )
+        .bind(&t.plan_id)
+        .bind(&t.id)
+        .bind(et::TASK_LEASE_EXPIRED)
+        .fetch_one(tx.conn())
+        .await?;
+        let d = crate::domain::reap::reap_decision(
+            past_deadline,
+            t.attempts,
+            t.max_attempts,
+            lost_before,
+        );
+        let (event_type, reason) = crate::store::sql_common::reaped_as(d.why);
+        let lease_expired = d.why == crate::domain::reap::Why::LeaseExpired;
+        let exhausted = d.to == crate::domain::Status::Failed;
+        let to = check(&t, d.action)?;
         let mut m = Move::new(to, event_type, payload::reaped(reason, &t));
         m.reason = Some(reason.to_string());
+        if d.refund_attempt {
+            m.attempts_delta = -1;
+        }
         // The row is re-checked by (pk, epoch, status) in the UPDATE: changed meanwhile → left.
         if tx.apply_move(&t, m).await?.is_none() {
             continue;
