@@ -22,8 +22,8 @@ pub async fn run(global: super::args::GlobalArgs, args: DemoArgs) -> anyhow::Res
         repo: Some(dir.clone()),
         ..global
     })?;
-    let (dir, level) = super::logging::settings(&ctx);
-    let _log_guard = super::logging::init(&dir, &level);
+    let (log_dir, level) = super::logging::settings(&ctx);
+    let _log_guard = super::logging::init(&log_dir, &level);
     let run_args = RunArgs {
         plan_arg: Some(dir.join("plan.json")),
         plan: None,
