@@ -352,7 +352,7 @@ fn stamp_run(key_files: [&[&str]; 3]) -> Vec<(String, u128, u128)> {
             t
         })
         .collect();
-    let probe = tempfile::tempdir().unwrap();
+    let probe = engine::probe_dir();
     let log = probe.path().join("stamps.log");
     let repo = Repo::new(
         &plan("p", tasks),
@@ -419,7 +419,7 @@ fn plan_budget_stops_the_run() {
 #[test]
 fn run_timeout_releases_tasks() {
     let tasks = vec![task("T-1"), task("T-2")];
-    let probe = tempfile::tempdir().unwrap();
+    let probe = engine::probe_dir();
     let log = probe.path().join("stamps.log");
     let repo = Repo::new(
         &plan("p", tasks),
@@ -447,7 +447,7 @@ fn run_timeout_releases_tasks() {
 #[test]
 fn crash_mid_run_then_resume_completes_the_plan() {
     let tasks = (1..=4).map(|i| task(&format!("T-{i}"))).collect();
-    let probe = tempfile::tempdir().unwrap();
+    let probe = engine::probe_dir();
     let log = probe.path().join("stamps.log");
     let repo = Repo::new(
         &plan("p", tasks),

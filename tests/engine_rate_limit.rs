@@ -39,7 +39,7 @@ fn attempts(repo: &Repo, id: &str) -> i64 {
 
 #[test]
 fn rate_limit_pauses_the_backend_without_burning_an_attempt() {
-    let probe = tempfile::tempdir().unwrap();
+    let probe = engine::probe_dir();
     let log = probe.path().join("runs.log");
     let repo = Repo::new(
         &three_tasks(),
@@ -124,7 +124,7 @@ fn rate_limit_pauses_the_backend_without_burning_an_attempt() {
 
 #[test]
 fn a_plan_with_a_fallback_agent_goes_on_there() {
-    let probe = tempfile::tempdir().unwrap();
+    let probe = engine::probe_dir();
     let log = probe.path().join("runs.log");
     let mut p = three_tasks();
     p["fallback_agents"] = serde_json::json!(["spare"]);
@@ -189,7 +189,7 @@ fn intervals(log: &std::path::Path) -> Vec<(String, u128, u128)> {
 
 #[test]
 fn max_parallel_caps_one_agent_across_the_slots() {
-    let probe = tempfile::tempdir().unwrap();
+    let probe = engine::probe_dir();
     let log = probe.path().join("stamps.log");
     let repo = Repo::new(
         &three_tasks(),

@@ -424,7 +424,7 @@ impl Drop for Detached {
 
 /// An agent that runs until the test creates `go` (an absolute path), recording its pid.
 fn waiting_agent(repo: &Repo) -> String {
-    let dir = repo.home.display();
+    let dir = repo.shared.display();
     format!(
         "sh -c 'echo $$ > {dir}/agent-$WHILLY_TASK_ID.pid; echo waiting on $WHILLY_TASK_ID; while [ ! -e {dir}/go ]; do sleep 0.1; done; echo done > out-$WHILLY_TASK_ID.txt; echo \"<promise>COMPLETE</promise>\"'"
     )
@@ -433,7 +433,7 @@ fn waiting_agent(repo: &Repo) -> String {
 /// The pid the waiting agent of `task` recorded.
 fn agent_pid(repo: &Repo, task: &str) -> i32 {
     wait_for(Duration::from_secs(10), "agent pid file", || {
-        std::fs::read_to_string(repo.home.join(format!("agent-{task}.pid")))
+        std::fs::read_to_string(repo.shared.join(format!("agent-{task}.pid")))
             .ok()
             .and_then(|p| p.trim().parse().ok())
     })
@@ -527,7 +527,7 @@ fn background_lets_the_running_agent_finish_after_the_prompt_is_back() {
     tmux.keys(&["Enter"]);
     tmux.wait("shell answers", 10, |s| s.contains("\nshell-is-back"));
 
-    std::fs::write(repo.home.join("go"), "").expect("go");
+    std::fs::write(repo.shared.join("go"), "").expect("go");
     wait_gone(pid, 60, "the background process");
     assert_eq!(repo.task("p", "A")["status"], "DONE");
     assert_eq!(
@@ -564,7 +564,7 @@ fn detach_goes_on_with_the_whole_plan() {
     let (repo, _tmux, bg, _agent) =
         start_then_background("detach", "d", "plan p goes on in the background, process");
     let pid = bg.pid;
-    std::fs::write(repo.home.join("go"), "").expect("go");
+    std::fs::write(repo.shared.join("go"), "").expect("go");
     wait_gone(pid, 60, "the background process");
     assert_eq!(repo.task("p", "A")["status"], "DONE");
     assert_eq!(
@@ -572,7 +572,7 @@ fn detach_goes_on_with_the_whole_plan() {
         "DONE",
         "B ran in the background"
     );
-    assert!(repo.home.join("agent-B.pid").exists());
+    assert!(repo.shared.join("agent-B.pid").exists());
     assert!(
         repo.marked_pids(&[]).is_empty(),
         "nothing of the run is left"
@@ -668,7 +668,7 @@ fn a_second_console_watches_the_background_agent() {
         alive(pid) && alive(agent),
         "the background run is untouched"
     );
-    std::fs::write(repo.home.join("go"), "").expect("go");
+    std::fs::write(repo.shared.join("go"), "").expect("go");
     wait_gone(pid, 60, "the background process");
     assert_eq!(repo.task("p", "A")["status"], "DONE");
     assert!(

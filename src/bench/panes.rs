@@ -280,7 +280,7 @@ impl Project {
             "# Written by `whilly bench panes`.\n\
              [run]\nagent = \"ticker\"\ngrace_period_secs = 2\n\n\
              [queue]\ndefault_max_attempts = 1\nheartbeat_secs = 1\npoll_interval_ms = 50\n\n\
-             [retry]\nmax_attempts = 1\nbackoff_secs = [1]\n\n\
+             [retry]\nbackoff_secs = [1]\n\n\
              [worktrees]\ndir = \"{}\"\ninclude = []\n\n\
              [notifications]\ndesktop = false\nbell = false\n\n\
              [agents.ticker]\nbackend = \"command\"\ntemplate = \"sh {}\"\n\n\

@@ -131,7 +131,11 @@ fn first_line(message: &str) -> String {
 /// serde's "unknown field `x`, expected one of …" is accurate; add what to do about it.
 fn describe_serde(message: &str) -> String {
     let message = first_line(message);
-    if message.starts_with("unknown field") {
+    if message.starts_with("unknown field `max_attempts`") && message.contains("backoff_secs") {
+        format!(
+            "unknown key: {message} ([retry] max_attempts was read by nothing and is gone: the attempts per task are [queue] default_max_attempts, or a task's max_attempts)"
+        )
+    } else if message.starts_with("unknown field") {
         format!("unknown key: {message} (see whilly.example.toml for every key)")
     } else {
         message

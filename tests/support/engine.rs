@@ -83,11 +83,12 @@ bell = false
 dir = {wt}
 
 [sandbox]
-# The harness's note directory beside the repository: fake agents leave notes there.
-allow_write = [{shared}]
+# The harness's note directories: fake agents leave notes there ([`probe_dir`]).
+allow_write = [{shared}, {probes}]
 "#,
         template = toml_str(template),
         wt = toml_str(&wt_dir.to_string_lossy()),
+        probes = toml_str(&probe_root().to_string_lossy()),
         shared = toml_str(
             &wt_dir
                 .parent()
@@ -111,6 +112,19 @@ pub fn gate_llm_config(mode: &str, log: &Path, vague: &str, clear: &str) -> Stri
         "\n[gate]\nllm = true\nagent = \"gatekeeper\"\n\n[agents.gatekeeper]\nbackend = \"command\"\ntemplate = {}\n",
         toml_str(&template)
     )
+}
+
+/// Where [`probe_dir`]s live: outside every repository, writable to sandboxed fake agents.
+pub fn probe_root() -> PathBuf {
+    let root = std::env::temp_dir().join("whilly-test-probes");
+    std::fs::create_dir_all(&root).unwrap();
+    root
+}
+
+/// A directory for a fake agent's notes made before its repository exists (the sandbox lets
+/// agents write only where the harness's config allows).
+pub fn probe_dir() -> tempfile::TempDir {
+    tempfile::tempdir_in(probe_root()).unwrap()
 }
 
 pub struct Repo {

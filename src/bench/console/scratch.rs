@@ -71,13 +71,16 @@ impl BenchRepo {
             "# Written by `whilly bench console`.\n\
              [run]\nagent = \"{DRAIN_AGENT}\"\ngrace_period_secs = 2\n\n\
              [queue]\ndefault_max_attempts = 1\n\n\
-             [retry]\nmax_attempts = 1\nbackoff_secs = [1]\n\n\
+             [retry]\nbackoff_secs = [1]\n\n\
              [worktrees]\ndir = \"{}\"\ninclude = []\n\n\
+             [sandbox]\nallow_write = [\"{}\"]\n\n\
              [tui]\nscrollback_lines = 5000\n\n\
              [notifications]\ndesktop = false\nbell = false\n\n\
              [agents.{DRAIN_AGENT}]\nbackend = \"command\"\ntemplate = \"sh {}\"\n\n\
              [agents.{IDLE_AGENT}]\nbackend = \"command\"\ntemplate = \"sh {} {{task_id}}\"\n",
             r.root().join("worktrees").display(),
+            // The idle agents mark themselves ready there, outside their worktrees.
+            r.ready_dir().display(),
             drain.display(),
             idle.display(),
         );
