@@ -1323,8 +1323,11 @@ fn note_refused_writes(cx: &mut Ctx<'_>, worktree: &Path) {
         .and_then(|v| serde_json::from_value(v.clone()).ok())
         .unwrap_or_default();
     for path in crate::domain::sandbox_report::refused_paths(&text) {
-        if !Path::new(&path).starts_with(worktree) && !refused.contains(&path) {
-            refused.push(path);
+        // A relative path is the agent's, from its worktree (`../../README.md`).
+        let full = crate::domain::sandbox_report::resolve(worktree, &path);
+        let shown = full.display().to_string();
+        if !full.starts_with(worktree) && !refused.contains(&shown) {
+            refused.push(shown);
         }
     }
     if !refused.is_empty() {

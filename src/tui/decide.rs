@@ -140,7 +140,12 @@ pub fn load_detail(
         Some(Ok(Some(wt))) => {
             worktree = Some(wt.path.clone());
             match diff_worktree(&wt.path, &wt.base_commit, MAX_DIFF_BYTES) {
-                Ok(d) => (Some(d), None),
+                // A secret the agent wrote (the reason such a task waits) never reaches the
+                // screen: the patch is shown redacted.
+                Ok(mut d) => {
+                    d.patch = crate::domain::secrets::redact_secrets(&d.patch);
+                    (Some(d), None)
+                }
                 Err(e) => (None, Some(e.to_string())),
             }
         }
