@@ -147,8 +147,8 @@ pub fn private_tmp() -> std::io::Result<PathBuf> {
 }
 
 /// The places a backend's CLI keeps its own state (config, sessions, caches, its npm cache), from
-/// the environment the agent runs with. Created first when missing: a CLI that cannot create its
-/// config directory under a read-only home would not start.
+/// the environment the agent runs with; the CLI's own ones ([`backend_own_paths`]) are created
+/// first when missing.
 pub fn backend_write_paths(backend: &str, env: &dyn Fn(&str) -> Option<String>) -> Vec<PathBuf> {
     let Some(home) = env("HOME").map(PathBuf::from) else {
         return Vec::new();
@@ -158,15 +158,10 @@ pub fn backend_write_paths(backend: &str, env: &dyn Fn(&str) -> Option<String>) 
             .map(PathBuf::from)
             .unwrap_or_else(|| home.join(default))
     };
-    let (config, data, state, cache) = (
-        xdg("XDG_CONFIG_HOME", ".config"),
-        xdg("XDG_DATA_HOME", ".local/share"),
-        xdg("XDG_STATE_HOME", ".local/state"),
-        xdg("XDG_CACHE_HOME", ".cache"),
-    );
+    let cache = xdg("XDG_CACHE_HOME", ".cache");
     // Build tools' caches: a check's `cargo test` or `go test` fills them as the agent's does.
     let mut out = vec![
-        cache.clone(),
+        cache,
         home.join(".npm"),
         env("CARGO_HOME")
             .map(PathBuf::from)
@@ -177,6 +172,27 @@ pub fn backend_write_paths(backend: &str, env: &dyn Fn(&str) -> Option<String>) 
         home.join(".m2"),
         home.join(".gradle"),
     ];
+    out.extend(backend_own_paths(backend, env));
+    out
+}
+
+/// The places the backend's CLI keeps its own config and sessions (a subset of
+/// [`backend_write_paths`]): the ones whilly creates when missing, never the build caches.
+pub fn backend_own_paths(backend: &str, env: &dyn Fn(&str) -> Option<String>) -> Vec<PathBuf> {
+    let Some(home) = env("HOME").map(PathBuf::from) else {
+        return Vec::new();
+    };
+    let xdg = |var: &str, default: &str| {
+        env(var)
+            .map(PathBuf::from)
+            .unwrap_or_else(|| home.join(default))
+    };
+    let (config, data, state) = (
+        xdg("XDG_CONFIG_HOME", ".config"),
+        xdg("XDG_DATA_HOME", ".local/share"),
+        xdg("XDG_STATE_HOME", ".local/state"),
+    );
+    let mut out = Vec::new();
     match backend {
         "claude" => match env("CLAUDE_CONFIG_DIR") {
             Some(d) => out.push(PathBuf::from(d)),

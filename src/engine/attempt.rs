@@ -73,14 +73,14 @@ impl SandboxSettings {
             .and_then(Result::ok);
         write.extend(tmpdir.iter().cloned());
         let kind = backend.map_or("check", |b| b.as_str());
-        let own = crate::sandbox::backend_write_paths(kind, &lookup);
-        for p in &own {
-            // A CLI that cannot create its config directory under a read-only home cannot start.
+        // A CLI that cannot create its config directory under a read-only home cannot start:
+        // its own directories are made first (build caches in the home are left alone).
+        for p in crate::sandbox::backend_own_paths(kind, &lookup) {
             if p.extension().is_none() && !p.exists() {
-                let _ = std::fs::create_dir_all(p);
+                let _ = std::fs::create_dir_all(&p);
             }
         }
-        write.extend(own);
+        write.extend(crate::sandbox::backend_write_paths(kind, &lookup));
         (crate::sandbox::Policy { write }, tmpdir)
     }
 }
