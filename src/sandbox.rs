@@ -187,10 +187,11 @@ pub fn backend_own_paths(backend: &str, env: &dyn Fn(&str) -> Option<String>) ->
             .map(PathBuf::from)
             .unwrap_or_else(|| home.join(default))
     };
-    let (config, data, state) = (
+    let (config, data, state, cache) = (
         xdg("XDG_CONFIG_HOME", ".config"),
         xdg("XDG_DATA_HOME", ".local/share"),
         xdg("XDG_STATE_HOME", ".local/state"),
+        xdg("XDG_CACHE_HOME", ".cache"),
     );
     let mut out = Vec::new();
     match backend {
@@ -203,10 +204,12 @@ pub fn backend_own_paths(backend: &str, env: &dyn Fn(&str) -> Option<String>) ->
                 .map(PathBuf::from)
                 .unwrap_or_else(|| home.join(".codex")),
         ),
+        // OpenCode installs its providers' packages under its cache directory at start.
         "opencode" => out.extend([
             config.join("opencode"),
             data.join("opencode"),
             state.join("opencode"),
+            cache.join("opencode"),
         ]),
         "gemini" => out.push(
             env("GEMINI_CLI_HOME")
@@ -243,6 +246,8 @@ mod tests {
         let opencode = backend_write_paths("opencode", &env);
         assert!(opencode.contains(&PathBuf::from("/h/.config/opencode")));
         assert!(opencode.contains(&PathBuf::from("/h/.local/share/opencode")));
+        // Created when missing, as Landlock cannot allow a path that does not exist.
+        assert!(backend_own_paths("opencode", &env).contains(&PathBuf::from("/h/.cache/opencode")));
         let gemini = backend_write_paths("gemini", &env);
         assert!(gemini.contains(&PathBuf::from("/h/.gemini")));
         let command = backend_write_paths("command", &env);
