@@ -146,6 +146,7 @@ pub async fn run(ctx: &Context, args: RunArgs) -> anyhow::Result<i32> {
         }
     };
     say_sandbox(ctx);
+    say_unshared_landing(ctx, store.info().backend);
     let shutdown = signals::shutdown_channel();
     let report_after = super::report_cmd::run_start(&store).await;
     let presence = patiently("registering the worker", || async {
@@ -214,6 +215,7 @@ pub async fn worker(ctx: &Context, args: WorkerArgs) -> anyhow::Result<i32> {
     let req = run_request(ctx, &cfg, args.agent.clone(), args.slots, None)?;
     let (mut engine_cfg, executor) = setup::prepare_worker(req, store.clone())?;
     say_sandbox(ctx);
+    say_unshared_landing(ctx, store.info().backend);
     let worker_id = engine_cfg.worker_id.clone();
     engine_cfg.plan_id = args.plan.clone();
     engine_cfg.tags = args.tags.clone();
@@ -314,6 +316,22 @@ fn say_sandbox(ctx: &Context) {
         errln!("note: {}", support.describe());
     }
     tracing::info!("sandbox: {}", support.describe());
+}
+
+/// On a queue other clones and machines share, a merge into this clone's branch is a landing
+/// no other worker can see: said once at start, with the setting that shares it.
+fn say_unshared_landing(ctx: &Context, backend: &str) {
+    let Ok(cfg) = ctx.config() else { return };
+    let merges = matches!(
+        cfg.delivery.mode,
+        None | Some(crate::config::DeliveryMode::Merge)
+    );
+    if backend == "postgres" && merges && !cfg.delivery.push {
+        errln!(
+            "note: the queue is shared, but merge delivery lands only in this clone's branch, which workers in other clones never see (a task could land in each); set [delivery] push = true to land on {}'s branch instead, or deliver as branch or pr",
+            cfg.delivery.remote
+        );
+    }
 }
 
 fn default_max_attempts(ctx: &Context) -> u32 {

@@ -650,6 +650,8 @@ pub struct DeliveryConfig {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub merge: Option<MergeMode>,
     pub remote: String,
+    /// `merge` lands on `remote`'s base branch and pushes it (clones sharing a queue).
+    pub push: bool,
     /// Open pull requests as drafts.
     pub draft: bool,
     /// The branch pull requests go into; `None`: the repository's default branch.
@@ -667,6 +669,7 @@ impl Default for DeliveryConfig {
             mode: None,
             merge: None,
             remote: "origin".into(),
+            push: false,
             draft: true,
             base: None,
             ready_when_verified: false,

@@ -71,6 +71,7 @@ pub const FIXED_KEYS: &[(&str, Kind)] = &[
     ("delivery.mode", Kind::Enum(DELIVERY_MODES)),
     ("delivery.merge", Kind::Enum(MERGE_MODES)),
     ("delivery.remote", Kind::Str),
+    ("delivery.push", Kind::Bool),
     ("delivery.draft", Kind::Bool),
     ("delivery.base", Kind::Str),
     ("delivery.ready_when_verified", Kind::Bool),

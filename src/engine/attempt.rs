@@ -1103,16 +1103,24 @@ impl AgentExecutor {
                 evidence: cx.evidence(),
             }
         };
+        // The lease is proved under the push's lock, just before it; a stale attempt pushes
+        // nothing (see `workspace::push`).
+        let fence = std::sync::Arc::new(self.fence(cx));
         let pushed = match super::publish::push(
             &self.workspaces,
             &self.cfg.remote,
             branch,
             &plan_id,
             &cx.task.id,
+            fence,
         )
         .await
         {
             Ok(p) => p,
+            Err(e @ crate::workspace::WorkspaceError::Superseded { .. }) => {
+                tracing::warn!(task = %cx.task.id, "{e}");
+                return AttemptOutcome::Abandoned;
+            }
             Err(e) => {
                 let detail = format!(
                     "the work is committed on {branch} but pushing it to {} failed: {e}; fix that, then `whilly forge --compose {}`",
@@ -1300,6 +1308,14 @@ pub(crate) fn delivery_json(d: &Delivery) -> Value {
         } => json!({"kind": "already_landed", "base_branch": base_branch, "commit": commit,
             "landed_by_epoch": epoch, "note": "an earlier attempt landed this work; nothing landed again"}),
         Delivery::LeaseLost => json!({"kind": "lease_lost"}),
+        Delivery::NotPushed {
+            branch,
+            base_branch,
+            remote,
+            detail,
+        } => {
+            json!({"kind": "not_pushed", "branch": branch, "base_branch": base_branch, "remote": remote, "detail": detail})
+        }
     }
 }
 

@@ -99,6 +99,16 @@ pub fn workspace_config(cfg: &Config) -> WorkspaceConfig {
         setup_timeout: Duration::from_secs(600),
         merge: merge_mode(cfg),
         merge_lock_timeout: Duration::from_secs(120),
+        shared_base: cfg.delivery.push.then(|| crate::workspace::SharedBase {
+            remote: cfg.delivery.remote.clone(),
+            // Over HTTPS the remote takes the GitHub token; a local path or SSH needs none.
+            auth: PushAuth {
+                token: github_token(cfg)
+                    .ok()
+                    .flatten()
+                    .map(|(t, _)| t.expose().to_string()),
+            },
+        }),
     }
 }
 

@@ -120,10 +120,26 @@ pub struct ParkedFence {
     task_id: String,
     epoch: i64,
     mark: String,
+    /// The reason the task waits with while it is this fence's ([`super::landing::READY_TO_MERGE`]
+    /// unless made with [`ParkedFence::waiting_as`]).
+    reason: &'static str,
     rt: Handle,
 }
 
 impl ParkedFence {
+    /// The fence for a task parked with `reason` (`not_published`: pushed by `forge --compose`).
+    pub fn waiting_as(
+        store: Arc<dyn Store>,
+        plan: &crate::store::PlanRecord,
+        task: &crate::store::TaskRecord,
+        reason: &'static str,
+    ) -> ParkedFence {
+        ParkedFence {
+            reason,
+            ..ParkedFence::new(store, plan, task)
+        }
+    }
+
     /// Must be made on the runtime (it keeps its handle) and used off it.
     pub fn new(
         store: Arc<dyn Store>,
@@ -136,6 +152,7 @@ impl ParkedFence {
             plan_id: plan.id.clone(),
             task_id: task.id.clone(),
             epoch: task.epoch,
+            reason: super::landing::READY_TO_MERGE,
             rt: Handle::current(),
         }
     }
@@ -156,7 +173,9 @@ impl DeliveryFence for ParkedFence {
             .rt
             .block_on(retry_transient(FENCE_TRIES, get))
             .map_err(|e| e.to_string())?;
-        Ok(super::landing::waits_to_merge(&t) && t.epoch == self.epoch)
+        Ok(t.status == crate::domain::Status::HumanLoop
+            && t.reason.as_deref() == Some(self.reason)
+            && t.epoch == self.epoch)
     }
 
     fn recorded(&self, epoch: i64) -> Result<bool, String> {

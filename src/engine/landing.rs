@@ -24,7 +24,10 @@ pub fn waits_to_merge(t: &TaskRecord) -> bool {
 pub fn did_not_land(d: &Delivery) -> bool {
     matches!(
         d,
-        Delivery::BaseDirty { .. } | Delivery::Conflict { .. } | Delivery::BaseBusy { .. }
+        Delivery::BaseDirty { .. }
+            | Delivery::Conflict { .. }
+            | Delivery::BaseBusy { .. }
+            | Delivery::NotPushed { .. }
     )
 }
 
@@ -58,6 +61,14 @@ pub fn unlanded_detail(task_id: &str, d: &Delivery) -> String {
             "the work is on {branch}: replaying it onto the base branch conflicts in {}; resolve that (merge or rebase the branch yourself), {next}",
             files.join(", ")
         ),
+        Delivery::NotPushed {
+            branch,
+            base_branch,
+            remote,
+            detail,
+        } => format!(
+            "the work is on {branch}: landing it on {remote}'s {base_branch}, which the workers share, failed: {detail}; fix that, {next}"
+        ),
         other => format!("{other:?}"),
     }
 }
@@ -68,7 +79,7 @@ pub struct Unlanded {
     pub task_id: String,
     pub branch: String,
     pub files: Vec<String>,
-    /// `base_dirty`, `base_busy` or `conflict`.
+    /// `base_dirty`, `base_busy`, `conflict` or `not_pushed`.
     pub kind: String,
     pub detail: String,
 }

@@ -129,6 +129,7 @@ pub async fn push(
     branch: &str,
     plan_id: &str,
     task_id: &str,
+    fence: Arc<dyn crate::workspace::DeliveryFence>,
 ) -> Result<Pushed, WorkspaceError> {
     let (ws, remote, branch, plan, task, auth) = (
         ws.clone(),
@@ -138,12 +139,14 @@ pub async fn push(
         task_id.to_string(),
         delivery.auth.clone(),
     );
-    tokio::task::spawn_blocking(move || ws.push_branch(&remote, &branch, &plan, &task, &auth))
-        .await
-        .map_err(|e| WorkspaceError::Git {
-            context: "pushing stopped unexpectedly".into(),
-            source: git2::Error::from_str(&e.to_string()),
-        })?
+    tokio::task::spawn_blocking(move || {
+        ws.push_branch(&remote, &branch, &plan, &task, fence.as_ref(), &auth)
+    })
+    .await
+    .map_err(|e| WorkspaceError::Git {
+        context: "pushing stopped unexpectedly".into(),
+        source: git2::Error::from_str(&e.to_string()),
+    })?
 }
 
 /// Run facts from an attempt's evidence, for the PR body and the status comment.
@@ -228,7 +231,15 @@ pub async fn compose_parked(
         .map(|e| e.payload.clone())
         .unwrap_or(Value::Null);
     let branch = crate::workspace::branch_name(plan_id, task_id);
-    let pushed = push(ws, delivery, &branch, plan_id, task_id)
+    let plan = store.get_plan(plan_id).await?;
+    // Pushed only while the task still waits to be published as its attempt left it.
+    let fence = Arc::new(super::fence::ParkedFence::waiting_as(
+        store.clone(),
+        &plan,
+        &task,
+        NOT_PUBLISHED,
+    ));
+    let pushed = push(ws, delivery, &branch, plan_id, task_id, fence)
         .await
         .map_err(|e| ComposeError::Push {
             task: task_id.to_string(),

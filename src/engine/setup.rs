@@ -245,6 +245,14 @@ fn open_workspaces(repo_root: &std::path::Path, cfg: &Config) -> Result<Workspac
             busy.branch,
         )));
     }
+    if cfg.delivery.push && ws.remote_url(&cfg.delivery.remote).is_err() {
+        return Err(SetupError::Config(format!(
+            "[delivery] push = true lands on the remote {:?}, which {} does not have: add it (`git remote add {} URL`) or set [delivery] remote",
+            cfg.delivery.remote,
+            repo_root.display(),
+            cfg.delivery.remote
+        )));
+    }
     if branch.is_none() {
         return Err(SetupError::Environment(format!(
             "{}: HEAD is detached, so finished work has no branch to land on; check out the branch tasks should land on (`git switch main`) and run again",

@@ -182,6 +182,68 @@ pub(super) fn commit(
     Ok(Some(oid.to_string()))
 }
 
+/// Gives every commit of the task branch since `fork` this attempt's `mark` (see
+/// [`super::trailer`]): whilly's own commit and the agent's alike, and commits an earlier
+/// attempt left. Trees, authors and order stay; only messages (and so ids) change. Returns the
+/// branch's tip afterwards.
+pub(super) fn stamp(
+    repo: &Repository,
+    branch: &str,
+    fork: git2::Oid,
+    mark: &super::trailer::TaskMark,
+) -> Result<git2::Oid, WorkspaceError> {
+    let e = |what: &str| WorkspaceError::git(format!("mark the task's commits: {what}"));
+    let branch_ref = format!("refs/heads/{branch}");
+    let tip = repo
+        .refname_to_id(&branch_ref)
+        .map_err(e("find the task branch"))?;
+    let mut walk = repo.revwalk().map_err(e("walk"))?;
+    walk.set_sorting(git2::Sort::TOPOLOGICAL | git2::Sort::REVERSE)
+        .map_err(e("walk"))?;
+    walk.push(tip).map_err(e("walk"))?;
+    walk.hide(fork).map_err(e("walk"))?;
+    let mut rewritten: std::collections::HashMap<git2::Oid, git2::Oid> = Default::default();
+    let mut new_tip = tip;
+    for oid in walk {
+        let oid = oid.map_err(e("walk"))?;
+        let c = repo.find_commit(oid).map_err(e("read a commit"))?;
+        let message = c.message_raw().unwrap_or_default();
+        let stamped = mark.stamp(message);
+        let parents: Vec<git2::Oid> = c
+            .parent_ids()
+            .map(|p| rewritten.get(&p).copied().unwrap_or(p))
+            .collect();
+        let unchanged =
+            stamped == message && parents.iter().eq(c.parent_ids().collect::<Vec<_>>().iter());
+        let id = if unchanged {
+            oid
+        } else {
+            let parents = parents
+                .iter()
+                .map(|p| repo.find_commit(*p))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(e("read a parent"))?;
+            let refs: Vec<&git2::Commit<'_>> = parents.iter().collect();
+            let tree = c.tree().map_err(e("read a tree"))?;
+            repo.commit(None, &c.author(), &c.committer(), &stamped, &tree, &refs)
+                .map_err(e("write a commit"))?
+        };
+        rewritten.insert(oid, id);
+        new_tip = id;
+    }
+    if new_tip != tip {
+        repo.reference_matching(
+            &branch_ref,
+            new_tip,
+            true,
+            tip,
+            "whilly: mark the task's commits",
+        )
+        .map_err(e("move the task branch"))?;
+    }
+    Ok(new_tip)
+}
+
 /// Puts the worktree's HEAD back on its task branch, keeping the agent's commits: when HEAD
 /// (another branch, or detached) descends from the task branch, the task branch is moved up to
 /// it; otherwise the task branch stays, and the work is committed on it from the worktree's

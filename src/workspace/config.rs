@@ -32,6 +32,9 @@ pub struct WorkspaceConfig {
     pub merge: MergeMode,
     /// How long [`super::Workspaces::deliver`] waits for another process's merge to finish.
     pub merge_lock_timeout: Duration,
+    /// `merge` lands on this remote's base branch (clones sharing one queue share it there);
+    /// `None`: on this clone's base branch only.
+    pub shared_base: Option<super::SharedBase>,
 }
 
 impl Default for WorkspaceConfig {
@@ -43,6 +46,7 @@ impl Default for WorkspaceConfig {
             setup_timeout: Duration::from_secs(600),
             merge: MergeMode::Ff,
             merge_lock_timeout: Duration::from_secs(120),
+            shared_base: None,
         }
     }
 }

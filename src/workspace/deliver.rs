@@ -32,7 +32,21 @@ pub(super) fn commit_and_deliver(
         Ok(false) => return Ok((None, Delivery::LeaseLost)),
         Err(detail) => return Err(WorkspaceError::FenceUnanswered { detail }),
     }
-    let commit = commit::commit(ws, wt, message, false, snapshot)?;
+    let mark = super::trailer::TaskMark {
+        plan_id: wt.plan_id.clone(),
+        task_id: wt.task_id.clone(),
+        epoch: fence.epoch(),
+        queue: super::trailer::queue_tag(&fence.queue_mark()),
+    };
+    let made = commit::commit(ws, wt, &mark.stamp(message), false, snapshot)?;
+    // The agent's own commits (and an earlier attempt's) carry the mark too: every commit that
+    // lands or is pushed names its task and attempt.
+    let fork = Oid::from_str(&wt.base_commit).map_err(|e| WorkspaceError::BadBaseCommit {
+        commit: wt.base_commit.clone(),
+        reason: e.message().to_string(),
+    })?;
+    let tip = commit::stamp(&ws.open()?, &wt.branch, fork, &mark)?;
+    let commit = made.map(|_| tip.to_string());
     Ok((commit, deliver_locked(ws, wt, mode, fence)?))
 }
 
@@ -148,6 +162,9 @@ fn deliver_locked(
         .ok_or_else(|| WorkspaceError::DetachedBase {
             path: ws.root.clone(),
         })?;
+    if let Some(target) = &ws.cfg.shared_base {
+        return super::shared_base::deliver(ws, wt, mode, fence, target, &base_branch);
+    }
     let base_ref = format!("refs/heads/{base_branch}");
 
     let base_tip = repo
@@ -239,7 +256,11 @@ fn deliver_locked(
 }
 
 /// The task's own commits, oldest first: reachable from its tip but not from the base.
-fn task_commits(repo: &Repository, tip: Oid, base_tip: Oid) -> Result<Vec<Oid>, WorkspaceError> {
+pub(super) fn task_commits(
+    repo: &Repository,
+    tip: Oid,
+    base_tip: Oid,
+) -> Result<Vec<Oid>, WorkspaceError> {
     let e = || WorkspaceError::git("list the task's commits");
     let mut walk = repo.revwalk().map_err(e())?;
     walk.set_sorting(Sort::TOPOLOGICAL | Sort::REVERSE)
@@ -250,14 +271,18 @@ fn task_commits(repo: &Repository, tip: Oid, base_tip: Oid) -> Result<Vec<Oid>, 
     walk.collect::<Result<Vec<_>, _>>().map_err(e())
 }
 
-enum Replay {
+pub(super) enum Replay {
     Done(Oid),
     Conflict(Vec<String>),
 }
 
 /// Cherry-picks `commits` onto `onto` in memory (no working tree involved), keeping authors.
 /// A commit whose change is already in the base is dropped, as `git rebase` does.
-fn replay(repo: &Repository, commits: &[Oid], onto: Oid) -> Result<Replay, WorkspaceError> {
+pub(super) fn replay(
+    repo: &Repository,
+    commits: &[Oid],
+    onto: Oid,
+) -> Result<Replay, WorkspaceError> {
     let e = |what: &str| WorkspaceError::git(format!("cherry-pick: {what}"));
     let sig = signature(repo)?;
     let mut onto = repo.find_commit(onto).map_err(e("find the base commit"))?;
@@ -294,7 +319,7 @@ fn replay(repo: &Repository, commits: &[Oid], onto: Oid) -> Result<Replay, Works
 /// Moves the base branch from `old` to `new`. When a working tree has it checked out, that tree
 /// and its index are updated for the touched files first, and only if they are clean there:
 /// `Some((worktree, files))` means nothing was changed because of those dirty files.
-fn update_base(
+pub(super) fn update_base(
     repo: &Repository,
     base_ref: &str,
     old: Oid,

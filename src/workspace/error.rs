@@ -86,6 +86,8 @@ pub enum WorkspaceError {
         path: PathBuf,
         waited: Duration,
     },
+    #[error("not pushing {branch}: {detail}; the task is another attempt's now")]
+    Superseded { branch: String, detail: String },
     #[error("the queue did not answer whether this attempt may still deliver: {detail}")]
     FenceUnanswered { detail: String },
     #[error(

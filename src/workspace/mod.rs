@@ -45,6 +45,8 @@ mod occupant;
 mod prepare;
 mod push;
 mod setup;
+mod shared_base;
+mod trailer;
 
 use std::path::{Path, PathBuf};
 
@@ -59,6 +61,8 @@ pub use error::WorkspaceError;
 pub use landed::{AlwaysOurs, DeliveryFence, Landed};
 pub use layout::{branch_name, commit_message};
 pub use push::{PushAuth, Pushed, is_task_commit, repo_of_url};
+pub use shared_base::SharedBase;
+pub use trailer::{TaskMark, queue_tag};
 
 /// A prepared worktree for one task attempt.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -125,6 +129,14 @@ pub enum Delivery {
     },
     /// The lease was no longer ours when the base was about to move: nothing was delivered.
     LeaseLost,
+    /// The base is shared through `remote` (`[delivery] push`) and the landing could not reach
+    /// it (unreachable, refused, no such branch there): the work waits on `branch`.
+    NotPushed {
+        branch: String,
+        base_branch: String,
+        remote: String,
+        detail: String,
+    },
 }
 
 /// The worktrees of one repository.
@@ -381,10 +393,17 @@ impl Workspaces {
         branch: &str,
         plan_id: &str,
         task_id: &str,
+        fence: &dyn DeliveryFence,
         auth: &PushAuth,
     ) -> Result<Pushed, WorkspaceError> {
         let _lock = lock::merge(&self.common_dir, self.cfg.merge_lock_timeout)?;
-        push::push(self, remote, branch, plan_id, task_id, auth)
+        let mark = TaskMark {
+            plan_id: plan_id.to_string(),
+            task_id: task_id.to_string(),
+            epoch: fence.epoch(),
+            queue: queue_tag(&fence.queue_mark()),
+        };
+        push::push(self, remote, branch, &mark, fence, auth)
     }
 
     /// The configured URL of `remote`.

@@ -1,16 +1,23 @@
 //! Pushing a task branch to a remote, so the work reaches the shared repository (and a pull
 //! request) rather than staying in the clone that ran it.
 //!
-//! Never over someone else's commits: the remote branch is looked at first. Missing, or behind
-//! ours: an ordinary push. Ahead of ours with only commits an earlier attempt of this same task
-//! made (its commit messages name the task and the plan): that attempt's branch is ours to
-//! update, pushed with the expected old tip checked again just before. Anything else on it: the
-//! work goes to `<branch>-try2` (then `-try3`, …) instead, and the caller learns the name.
+//! Never over someone else's commits, and never over a newer attempt's: the remote branch is
+//! looked at first. Missing, or behind ours: an ordinary push. Ahead of ours with only commits
+//! of this same task: an earlier attempt's branch, ours to replace only when every one of them
+//! carries a lower lease epoch than ours (see [`super::trailer`]); a commit of a newer attempt
+//! there means this attempt lost its task ([`WorkspaceError::Superseded`]). Anything else on it:
+//! the work goes to `<branch>-try2` (then `-try3`, …) instead, and the caller learns the name.
+//!
+//! Each push is a compare-and-swap: the lease is proved just before it, and on one connection
+//! the remote's advertised tip is compared with the tip looked at, and the remote itself
+//! refuses the update when its ref is no longer that tip.
 
 use git2::{Cred, CredentialType, FetchOptions, Oid, PushOptions, RemoteCallbacks, Repository};
 
 use super::Workspaces;
 use super::error::WorkspaceError;
+use super::landed::DeliveryFence;
+use super::trailer::TaskMark;
 
 /// How many alternative names (`-try2` … `-try9`) a push tries before giving up.
 const MAX_TRIES: u32 = 9;
@@ -60,7 +67,7 @@ fn git(context: impl Into<String>) -> impl FnOnce(git2::Error) -> WorkspaceError
     move |source| WorkspaceError::Git { context, source }
 }
 
-fn callbacks<'a>(auth: &'a PushAuth, url: &'a str) -> RemoteCallbacks<'a> {
+pub(super) fn callbacks<'a>(auth: &'a PushAuth, url: &'a str) -> RemoteCallbacks<'a> {
     let mut cb = RemoteCallbacks::new();
     let mut tried = 0u32;
     cb.credentials(move |_url, username, allowed| {
@@ -137,42 +144,76 @@ fn fetch_tip(
     Ok(())
 }
 
-/// Whether every commit on the remote's branch that `ours` lacks was made by this task.
-fn only_own_commits(
+/// Who made the commits on the remote's branch that `ours` lacks.
+enum Theirs {
+    /// Only earlier attempts of this task (lower epochs, or unmarked commits of the task).
+    EarlierAttempt,
+    /// A newer attempt of this task, holding `epoch`.
+    NewerAttempt(i64),
+    /// Someone else.
+    Foreign,
+}
+
+fn whose(
     repo: &Repository,
     theirs: Oid,
     ours: Oid,
-    plan_id: &str,
-    task_id: &str,
-) -> Result<bool, WorkspaceError> {
+    mark: &TaskMark,
+) -> Result<Theirs, WorkspaceError> {
     let mut walk = repo.revwalk().map_err(git("walk the remote branch"))?;
     walk.push(theirs).map_err(git("walk the remote branch"))?;
     walk.hide(ours).map_err(git("walk the remote branch"))?;
     if let Ok(base) = repo.merge_base(theirs, ours) {
         let _ = walk.hide(base);
     }
+    let mut newest = None;
     for oid in walk {
         let oid = oid.map_err(git("walk the remote branch"))?;
         let commit = repo.find_commit(oid).map_err(git("read a remote commit"))?;
-        if !is_task_commit(commit.message().unwrap_or_default(), plan_id, task_id) {
-            return Ok(false);
+        let message = commit.message().unwrap_or_default();
+        match TaskMark::parse(message) {
+            Some(m) if m.same_task(mark) => {
+                newest = newest.max(Some(m.epoch));
+            }
+            Some(_) => return Ok(Theirs::Foreign),
+            None if is_task_commit(message, &mark.plan_id, &mark.task_id) => {}
+            None => return Ok(Theirs::Foreign),
         }
     }
-    Ok(true)
+    Ok(match newest {
+        Some(e) if e >= mark.epoch => Theirs::NewerAttempt(e),
+        _ => Theirs::EarlierAttempt,
+    })
 }
 
+/// Moves the remote's `remote_branch` to the local branch `local`, on one connection, only
+/// from `expected` (`None`: the remote has no such branch): `Ok(false)` when the remote's tip
+/// is no longer that.
 fn push_ref(
     repo: &Repository,
     remote: &str,
     local: &str,
     remote_branch: &str,
-    force: bool,
+    expected: Option<Oid>,
     auth: &PushAuth,
-) -> Result<(), WorkspaceError> {
+) -> Result<bool, WorkspaceError> {
     let mut r = repo
         .find_remote(remote)
         .map_err(git(format!("find remote {remote}")))?;
     let url = r.url().unwrap_or_default().to_string();
+    let mut conn = r
+        .connect_auth(git2::Direction::Push, Some(callbacks(auth, &url)), None)
+        .map_err(git(format!("connect to remote {remote} ({url})")))?;
+    let want = format!("refs/heads/{remote_branch}");
+    let advertised = conn
+        .list()
+        .map_err(git(format!("list branches of {remote}")))?
+        .iter()
+        .find(|h| h.name() == want)
+        .map(|h| h.oid());
+    if advertised != expected {
+        return Ok(false);
+    }
     let rejected = std::cell::RefCell::new(None::<String>);
     {
         let mut cb = callbacks(auth, &url);
@@ -184,29 +225,37 @@ fn push_ref(
         });
         let mut opts = PushOptions::new();
         opts.remote_callbacks(cb);
-        let spec = format!(
-            "{}refs/heads/{local}:refs/heads/{remote_branch}",
-            if force { "+" } else { "" }
-        );
-        r.push(&[spec], Some(&mut opts))
+        // Forced, but only from the tip advertised on this connection, which was `expected`:
+        // the remote refuses the update if its ref moved since.
+        let spec = format!("+refs/heads/{local}:{want}");
+        conn.remote()
+            .push(&[spec], Some(&mut opts))
             .map_err(git(format!("push {local} to {remote} ({url})")))?;
     }
-    if let Some(why) = rejected.into_inner() {
-        return Err(WorkspaceError::Git {
+    match rejected.into_inner() {
+        None => Ok(true),
+        Some(why)
+            if ["failed to lock", "stale info", "fetch first"]
+                .iter()
+                .any(|s| why.contains(s)) =>
+        {
+            Ok(false)
+        }
+        Some(why) => Err(WorkspaceError::Git {
             context: format!("the remote {remote} refused the push of {remote_branch}"),
             source: git2::Error::from_str(&why),
-        });
+        }),
     }
-    Ok(())
 }
 
-/// Pushes the local task branch `branch` of (`plan_id`, `task_id`) to `remote`.
+/// Pushes the local task branch `branch` of the task `mark` names to `remote`, while `fence`
+/// says the attempt still holds the task.
 pub(super) fn push(
     ws: &Workspaces,
     remote: &str,
     branch: &str,
-    plan_id: &str,
-    task_id: &str,
+    mark: &TaskMark,
+    fence: &dyn DeliveryFence,
     auth: &PushAuth,
 ) -> Result<Pushed, WorkspaceError> {
     let repo = ws.open()?;
@@ -225,43 +274,70 @@ pub(super) fn push(
         unchanged,
         replaced_own,
     };
-    for n in 1..=MAX_TRIES {
+    let proved = || match fence.still_ours() {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(WorkspaceError::Superseded {
+            branch: branch.to_string(),
+            detail: "the attempt no longer holds the task's lease".into(),
+        }),
+        Err(detail) => Err(WorkspaceError::FenceUnanswered { detail }),
+    };
+    let mut n = 1;
+    let mut raced = 0;
+    while n <= MAX_TRIES {
         let name = if n == 1 {
             branch.to_string()
         } else {
             format!("{branch}-try{n}")
         };
-        let Some(theirs) = remote_tip(&repo, remote, &name, auth)? else {
-            push_ref(&repo, remote, branch, &name, false, auth)?;
-            return Ok(done(&name, false, false));
-        };
-        if theirs == ours {
-            return Ok(done(&name, true, false));
-        }
-        if repo.find_commit(theirs).is_err() {
-            fetch_tip(&repo, remote, &name, auth)?;
-        }
-        if repo.graph_descendant_of(ours, theirs).unwrap_or(false) {
-            push_ref(&repo, remote, branch, &name, false, auth)?;
-            return Ok(done(&name, false, false));
-        }
-        if only_own_commits(&repo, theirs, ours, plan_id, task_id)? {
-            // Our own earlier attempt: replace it, but only if nobody pushed meanwhile.
-            if remote_tip(&repo, remote, &name, auth)? != Some(theirs) {
-                continue;
+        let theirs = remote_tip(&repo, remote, &name, auth)?;
+        let replaced_own = match theirs {
+            None => false,
+            Some(t) if t == ours => return Ok(done(&name, true, false)),
+            Some(t) => {
+                if repo.find_commit(t).is_err() {
+                    fetch_tip(&repo, remote, &name, auth)?;
+                }
+                if repo.graph_descendant_of(ours, t).unwrap_or(false) {
+                    false
+                } else {
+                    match whose(&repo, t, ours, mark)? {
+                        Theirs::EarlierAttempt => true,
+                        Theirs::NewerAttempt(epoch) => {
+                            return Err(WorkspaceError::Superseded {
+                                branch: name,
+                                detail: format!(
+                                    "the remote branch holds the work of a newer attempt (epoch {epoch}, this one is {})",
+                                    mark.epoch
+                                ),
+                            });
+                        }
+                        Theirs::Foreign => {
+                            tracing::info!(
+                                remote,
+                                branch = %name,
+                                "the remote branch holds commits that are not this task's; trying another name"
+                            );
+                            n += 1;
+                            continue;
+                        }
+                    }
+                }
             }
-            push_ref(&repo, remote, branch, &name, true, auth)?;
-            return Ok(done(&name, false, true));
+        };
+        proved()?;
+        if push_ref(&repo, remote, branch, &name, theirs, auth)? {
+            return Ok(done(&name, false, replaced_own));
         }
-        tracing::info!(
-            remote,
-            branch = %name,
-            "the remote branch holds commits that are not this task's; trying another name"
-        );
+        // The remote branch moved between looking and pushing: look again.
+        raced += 1;
+        if raced > MAX_TRIES {
+            break;
+        }
     }
     Err(WorkspaceError::Git {
         context: format!(
-            "push {branch} to {remote}: {branch} and {MAX_TRIES} alternatives (-try2 …) all hold other people's commits"
+            "push {branch} to {remote}: {branch} and {MAX_TRIES} alternatives (-try2 …) all hold other people's commits, or kept moving"
         ),
         source: git2::Error::from_str("no free branch name"),
     })
