@@ -11,6 +11,7 @@ pub mod cli;
 pub mod config;
 pub mod domain;
 pub mod engine;
+pub mod failpoint;
 pub mod forge;
 pub mod fsutil;
 pub mod http;

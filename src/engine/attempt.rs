@@ -1069,7 +1069,7 @@ impl AgentExecutor {
                 self.publish(cx, kind, &branch).await
             }
             Ok(Ok((commit, delivery))) => {
-                super::failpoint::crash_if("after_delivery");
+                crate::failpoint::crash_if("after_delivery");
                 cx.evidence.insert("commit".into(), json!(commit));
                 cx.evidence
                     .insert("delivery".into(), delivery_json(&delivery));

@@ -13,7 +13,6 @@ pub mod decision;
 pub mod dispatch;
 pub mod doctor;
 pub mod executor;
-pub mod failpoint;
 pub mod fence;
 pub mod follow;
 pub mod github_publish;

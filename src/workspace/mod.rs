@@ -446,6 +446,13 @@ impl Workspaces {
         task_id: &str,
         fence: &dyn DeliveryFence,
     ) -> Result<Option<Landed>, WorkspaceError> {
+        if let Some(target) = &self.cfg.shared_base
+            && let Some(branch) = self.current_branch()?
+            && let Some(l) =
+                shared_base::unrecorded(self, target, &branch, plan_id, task_id, fence)?
+        {
+            return Ok(Some(l));
+        }
         let Some(note) = landed::read(&self.common_dir, plan_id, task_id) else {
             return Ok(None);
         };

@@ -326,6 +326,7 @@ pub(super) fn push(
             }
         };
         proved()?;
+        crate::failpoint::crash_if("before_push");
         if push_ref(&repo, remote, branch, &name, theirs, auth)? {
             return Ok(done(&name, false, replaced_own));
         }

@@ -130,6 +130,7 @@ pub(super) fn deliver(
             Ok(false) => return Ok(Delivery::LeaseLost),
             Err(detail) => return Err(WorkspaceError::FenceUnanswered { detail }),
         }
+        crate::failpoint::crash_if("before_push");
         match push_from(&repo, target, base_branch, remote_tip, new_tip) {
             Ok(Pushed::Moved) => {
                 tracing::info!(
@@ -169,6 +170,43 @@ pub(super) fn deliver(
     Ok(not_pushed(format!(
         "the remote's {base_branch} moved {ROUNDS} times while this task was landing on it; merge it again when the other workers are quieter"
     )))
+}
+
+/// A landing of the task on the remote's `base_branch` that the queue never recorded, looked
+/// for before an attempt spends anything (another clone's worker landed it and died). A remote
+/// that cannot be reached now is no answer: delivery looks again before it lands.
+pub(super) fn unrecorded(
+    ws: &Workspaces,
+    target: &SharedBase,
+    base_branch: &str,
+    plan_id: &str,
+    task_id: &str,
+    fence: &dyn DeliveryFence,
+) -> Result<Option<Landed>, WorkspaceError> {
+    let repo = ws.open()?;
+    let remote_tip = match fetch_base(&repo, target, base_branch) {
+        Ok(Some(t)) => t,
+        Ok(None) => return Ok(None),
+        Err(e) => {
+            tracing::info!("looking for an earlier landing on the shared base: {e}");
+            return Ok(None);
+        }
+    };
+    let ours = TaskMark {
+        plan_id: plan_id.to_string(),
+        task_id: task_id.to_string(),
+        epoch: fence.epoch(),
+        queue: queue_tag(&fence.queue_mark()),
+    };
+    Ok(earlier_landing(&repo, remote_tip, &ours, fence)?
+        .filter(|l| l.queue != NEWER)
+        .map(|l| {
+            catch_up(&repo, base_branch, remote_tip);
+            Landed {
+                base_branch: base_branch.to_string(),
+                ..l
+            }
+        }))
 }
 
 /// The remote's tip of `branch`, fetched into `refs/remotes/<remote>/<branch>`; `None` when

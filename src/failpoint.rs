@@ -1,0 +1,31 @@
+//! Fault injection for the reliability suite (`tests/reliability.rs`): `WHILLY_FAILPOINT=NAME`
+//! makes this process kill itself with SIGKILL when it reaches the point called NAME, the way a
+//! crash or an OOM kill would, at the one moment that is otherwise too short to hit from
+//! outside (between landing a task's work and recording it, say).
+//!
+//! `WHILLY_FAILPOINT=stop:NAME` instead stops the process (SIGSTOP) there, as a frozen VM or
+//! a process paused by its operator would be, until the test sends SIGCONT.
+//!
+//! Points: `after_delivery` (the work is on the base branch, the queue not yet told);
+//! `before_push` (the lease was just proved, the push of a task branch or of the shared base
+//! not yet made).
+
+/// Dies here with SIGKILL when `WHILLY_FAILPOINT` names `point`, or stops with SIGSTOP when
+/// it names `stop:point`.
+pub fn crash_if(point: &str) {
+    let Some(wanted) = std::env::var_os("WHILLY_FAILPOINT") else {
+        return;
+    };
+    for p in wanted.to_string_lossy().split(',').map(str::trim) {
+        if p == point {
+            tracing::error!("failpoint {point}: killing this process (WHILLY_FAILPOINT)");
+            // SAFETY: kill(2) on our own pid.
+            unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
+        }
+        if p.strip_prefix("stop:") == Some(point) {
+            tracing::error!("failpoint {point}: stopping this process (WHILLY_FAILPOINT)");
+            // SAFETY: kill(2) on our own pid; SIGCONT resumes it here.
+            unsafe { libc::kill(libc::getpid(), libc::SIGSTOP) };
+        }
+    }
+}
