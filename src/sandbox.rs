@@ -146,6 +146,56 @@ pub fn private_tmp() -> std::io::Result<PathBuf> {
     Ok(DIR.get_or_init(|| d).clone())
 }
 
+/// `[sandbox] mode = "enforce"`: the paths every sandboxed process may write beyond its
+/// working directory and its backend's own state.
+#[derive(Debug, Clone, Default)]
+pub struct SandboxSettings {
+    /// The repository's git directory (for agents working in a linked worktree) and
+    /// `allow_write`.
+    pub always: Vec<PathBuf>,
+    /// What no sandboxed process may write: the operator's checkout.
+    pub protected: Vec<PathBuf>,
+}
+
+impl SandboxSettings {
+    /// The policy for a process working in `workdir` (`None`: a read-only call, such as the
+    /// PRD wizard's, that may write no working directory at all), started by the backend
+    /// `kind` (`"check"` for a check), with its own environment `env` over whilly's. Also the
+    /// private temporary directory to give it as TMPDIR, when the shared one holds the
+    /// checkout.
+    pub fn policy(
+        &self,
+        workdir: Option<&Path>,
+        kind: &str,
+        env: &[(String, String)],
+    ) -> (Policy, Option<PathBuf>) {
+        let lookup = |k: &str| {
+            env.iter()
+                .rev()
+                .find(|(n, _)| n == k)
+                .map(|(_, v)| v.clone())
+                .or_else(|| std::env::var(k).ok())
+        };
+        let mut write: Vec<PathBuf> = workdir.map(Path::to_path_buf).into_iter().collect();
+        write.extend(self.always.iter().cloned());
+        let protected: Vec<&Path> = self.protected.iter().map(PathBuf::as_path).collect();
+        let (common, narrowed) = common_write_paths(&lookup, &protected);
+        write.extend(common);
+        // The shared temp directory holds the checkout: a private one instead, as TMPDIR.
+        let tmpdir = narrowed.then(private_tmp).and_then(Result::ok);
+        write.extend(tmpdir.iter().cloned());
+        // A CLI that cannot create its config directory under a read-only home cannot start:
+        // its own directories are made first (build caches in the home are left alone).
+        for p in backend_own_paths(kind, &lookup) {
+            if p.extension().is_none() && !p.exists() {
+                let _ = std::fs::create_dir_all(&p);
+            }
+        }
+        write.extend(backend_write_paths(kind, &lookup));
+        (Policy { write }, tmpdir)
+    }
+}
+
 /// The places a backend's CLI keeps its own state (config, sessions, caches, its npm cache), from
 /// the environment the agent runs with; the CLI's own ones ([`backend_own_paths`]) are created
 /// first when missing.

@@ -451,3 +451,32 @@ fn new_on_a_terminal_asks_and_reads_answers_until_ctrl_d() {
         p[2]
     );
 }
+
+/// The wizard's calls only read and answer: under the sandbox (the default) an agent that tries
+/// to write into the operator's checkout is refused, and the checkout is untouched.
+#[test]
+fn the_wizards_calls_cannot_write_into_the_checkout() {
+    let (repo, log) = prd_repo("writer");
+    repo.write(
+        "answers.txt",
+        "the operations team\nbefore the end of the quarter\n",
+    );
+    let out = run(
+        &repo,
+        &[
+            "prd",
+            "new",
+            "--idea",
+            "Sync our two team calendars automatically",
+            "--answers-file",
+            "answers.txt",
+        ],
+    );
+    assert_eq!(out.code, Some(0), "{out}");
+    let writes = std::fs::read_to_string(log.with_extension("writes")).unwrap();
+    assert!(
+        !writes.is_empty() && writes.lines().all(|l| l == "refused"),
+        "{writes}"
+    );
+    assert!(!repo.repo.join("WIZARD_WROTE.txt").exists());
+}

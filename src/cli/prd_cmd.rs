@@ -101,7 +101,10 @@ pub fn one_shot_from_config(
 ) -> anyhow::Result<OneShot> {
     let name = agent.unwrap_or(&cfg.run.agent);
     let settings = crate::engine::configure::agent_settings(cfg, name)?;
-    let agent = OneShot::new(&settings, &repo_root.join(prd::STATE_DIR)).map_err(lift_agent)?;
+    let mut agent = OneShot::new(&settings, &repo_root.join(prd::STATE_DIR)).map_err(lift_agent)?;
+    if let Some(s) = crate::engine::configure::read_only_sandbox(cfg, repo_root) {
+        agent = agent.with_sandbox(s);
+    }
     Ok(agent
         .with_timeout(timeout)
         .with_prices(crate::engine::configure::price_table(cfg)))

@@ -36,54 +36,7 @@ const RESULT_TAIL_BYTES: u64 = 4 * 1024 * 1024;
 /// Where a rate-limited agent's reset time is looked for: the end of its output.
 const RATE_LIMIT_TAIL_BYTES: usize = 16 * 1024;
 
-/// `[sandbox] mode = "enforce"`: the paths every sandboxed process may write beyond its
-/// worktree and its backend's own state.
-#[derive(Debug, Clone, Default)]
-pub struct SandboxSettings {
-    /// The repository's git directory and `allow_write`.
-    pub always: Vec<PathBuf>,
-    /// What no sandboxed process may write: the operator's checkout.
-    pub protected: Vec<PathBuf>,
-}
-
-impl SandboxSettings {
-    /// The policy for a process working in `worktree`, started by `backend` (`None`: a check),
-    /// with the agent's own environment `env` over whilly's.
-    fn policy(
-        &self,
-        worktree: &Path,
-        backend: Option<agent::BackendKind>,
-        env: &[(String, String)],
-    ) -> (crate::sandbox::Policy, Option<PathBuf>) {
-        let lookup = |k: &str| {
-            env.iter()
-                .rev()
-                .find(|(n, _)| n == k)
-                .map(|(_, v)| v.clone())
-                .or_else(|| std::env::var(k).ok())
-        };
-        let mut write = vec![worktree.to_path_buf()];
-        write.extend(self.always.iter().cloned());
-        let protected: Vec<&Path> = self.protected.iter().map(PathBuf::as_path).collect();
-        let (common, narrowed) = crate::sandbox::common_write_paths(&lookup, &protected);
-        write.extend(common);
-        // The shared temp directory holds the checkout: a private one instead, as TMPDIR.
-        let tmpdir = narrowed
-            .then(crate::sandbox::private_tmp)
-            .and_then(Result::ok);
-        write.extend(tmpdir.iter().cloned());
-        let kind = backend.map_or("check", |b| b.as_str());
-        // A CLI that cannot create its config directory under a read-only home cannot start:
-        // its own directories are made first (build caches in the home are left alone).
-        for p in crate::sandbox::backend_own_paths(kind, &lookup) {
-            if p.extension().is_none() && !p.exists() {
-                let _ = std::fs::create_dir_all(&p);
-            }
-        }
-        write.extend(crate::sandbox::backend_write_paths(kind, &lookup));
-        (crate::sandbox::Policy { write }, tmpdir)
-    }
-}
+pub use crate::sandbox::SandboxSettings;
 
 /// The reason a task waits with when a changed file may not land (a secret, a huge file).
 pub const UNSAFE_FILES: &str = "unsafe_files";
@@ -548,7 +501,7 @@ impl AgentExecutor {
             });
             let mut check_env = self.cfg.verification_env.clone();
             if let Some(s) = &self.cfg.sandbox {
-                let (policy, tmpdir) = s.policy(&wt.path, None, &check_env);
+                let (policy, tmpdir) = s.policy(Some(&wt.path), "check", &check_env);
                 check_env.push((crate::sandbox::ENV.to_string(), policy.to_env()));
                 if let Some(t) = tmpdir {
                     check_env.push(("TMPDIR".into(), t.display().to_string()));
@@ -723,7 +676,7 @@ impl AgentExecutor {
             .env("WHILLY_TASK_ID", &cx.task.id)
             .env("WHILLY_PLAN_ID", &cx.claimed.task.plan_id);
         if let Some(s) = &self.cfg.sandbox {
-            let (policy, tmpdir) = s.policy(&wt.path, Some(backend.kind()), &command.env);
+            let (policy, tmpdir) = s.policy(Some(&wt.path), backend.kind().as_str(), &command.env);
             spec = spec.env(crate::sandbox::ENV, policy.to_env());
             if let Some(t) = tmpdir {
                 spec = spec.env("TMPDIR", t.display().to_string());

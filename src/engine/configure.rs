@@ -112,6 +112,18 @@ pub fn workspace_config(cfg: &Config) -> WorkspaceConfig {
     }
 }
 
+/// The sandbox for the calls that only read and answer (the PRD wizard, challenge, decompose,
+/// TRIZ): under `[sandbox] mode = "enforce"`, no write to the repository at all.
+pub fn read_only_sandbox(
+    cfg: &Config,
+    repo_root: &std::path::Path,
+) -> Option<crate::sandbox::SandboxSettings> {
+    (cfg.sandbox.mode == config::SandboxMode::Enforce).then(|| crate::sandbox::SandboxSettings {
+        always: cfg.sandbox.allow_write.clone(),
+        protected: vec![repo_root.to_path_buf()],
+    })
+}
+
 /// How `merge` delivery lands: `[delivery] merge`, else the older `worktrees.merge`.
 pub fn merge_mode(cfg: &Config) -> MergeMode {
     match cfg.delivery.merge.unwrap_or(cfg.worktrees.merge) {

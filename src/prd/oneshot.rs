@@ -95,6 +95,9 @@ pub struct OneShot {
     timeout: Duration,
     /// Where prompt files are written for the duration of a call (`.whilly/prd/`).
     scratch: PathBuf,
+    /// `[sandbox] mode = "enforce"`: each call may write nothing of the repository, only the
+    /// temporary directory and its CLI's own state.
+    sandbox: Option<crate::sandbox::SandboxSettings>,
 }
 
 impl OneShot {
@@ -115,7 +118,15 @@ impl OneShot {
             prices: PriceTable::new(),
             timeout: DEFAULT_TIMEOUT,
             scratch: scratch.to_path_buf(),
+            sandbox: None,
         })
+    }
+
+    /// Runs every call under the sandbox: no working directory is writable (these calls only
+    /// read and answer), `settings.protected` (the checkout) least of all.
+    pub fn with_sandbox(mut self, settings: crate::sandbox::SandboxSettings) -> OneShot {
+        self.sandbox = Some(settings);
+        self
     }
 
     pub fn with_timeout(mut self, timeout: Duration) -> OneShot {
@@ -177,6 +188,14 @@ impl OneShot {
             .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(true);
+        if let Some(s) = &self.sandbox {
+            let kind = self.backend.settings().kind.as_str();
+            let (policy, tmpdir) = s.policy(None, kind, &cmd.env);
+            command.env(crate::sandbox::ENV, policy.to_env());
+            if let Some(t) = tmpdir {
+                command.env("TMPDIR", t);
+            }
+        }
         let mut child = command.spawn().map_err(|source| OneShotError::Spawn {
             agent: agent.clone(),
             program: cmd.program.display().to_string(),

@@ -8,7 +8,17 @@
 #        repair — the first plan reply is broken JSON; the repair round gets a valid one
 #        never  — the plan reply is never valid JSON
 #        fail   — every call fails (exit 3, an error on stderr)
+#        writer — as clean, but every call first tries to write WIZARD_WROTE.txt in its working
+#                 directory (the operator's checkout) and logs whether it could
 mode="$1"; log="$2"; prompt="$3"
+if [ "$mode" = writer ]; then
+  if echo "written by a read-only call" > WIZARD_WROTE.txt 2>/dev/null; then
+    echo wrote >> "$log.writes"
+  else
+    echo refused >> "$log.writes"
+  fi
+  mode=clean
+fi
 mkdir -p "$log"
 n=$(ls "$log" | wc -l)
 cp "$prompt" "$log/prompt-$(printf %03d "$n").md"

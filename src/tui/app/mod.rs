@@ -140,9 +140,12 @@ fn wizard_context(
     let name = cfg.run.agent.clone();
     let settings =
         crate::engine::configure::agent_settings(cfg, &name).map_err(|e| e.to_string())?;
-    let agent = crate::prd::OneShot::new(&settings, &repo_root.join(crate::prd::STATE_DIR))
+    let mut agent = crate::prd::OneShot::new(&settings, &repo_root.join(crate::prd::STATE_DIR))
         .map_err(|e| format!("agent {name:?} cannot answer the wizard: {e}"))?
         .with_prices(crate::engine::configure::price_table(cfg));
+    if let Some(s) = crate::engine::configure::read_only_sandbox(cfg, repo_root) {
+        agent = agent.with_sandbox(s);
+    }
     Ok(WizardContext {
         agent: Arc::new(agent),
         root: repo_root.to_path_buf(),
