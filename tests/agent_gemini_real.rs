@@ -47,3 +47,8 @@ fn hanging_provider_is_killed_at_the_task_timeout() {
 fn task_budget_stops_it_mid_run() {
     wire_cases::task_budget_stops_the_agent_mid_run(Gemini);
 }
+
+#[test]
+fn its_project_root_is_the_task_worktree_in_the_default_location() {
+    wire_cases::project_root_is_the_task_worktree(Gemini);
+}

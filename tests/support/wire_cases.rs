@@ -592,6 +592,111 @@ pub fn task_lands(agent: Agent) {
     assert_eq!(spent, agent.cost_micros(2), "{}", server.log());
 }
 
+/// The workspace root the CLI told its model, from the text of a main request: OpenCode's
+/// "Workspace root folder:", Codex's `<cwd>`, the line after Gemini's "Workspace Directories".
+fn workspace_root_told(agent: Agent, body: &Value) -> Option<String> {
+    let text = body.to_string().replace("\\n", "\n");
+    let after = |marker: &str, end: &str| {
+        text.find(marker).map(|i| {
+            let rest = &text[i + marker.len()..];
+            rest[..rest.find(end).unwrap_or(rest.len())]
+                .trim()
+                .to_string()
+        })
+    };
+    match agent {
+        Agent::OpenCode => after("Workspace root folder:", "\n"),
+        Agent::Codex => after("<cwd>", "</cwd>"),
+        Agent::Gemini => text
+            .lines()
+            .collect::<Vec<_>>()
+            .windows(2)
+            .find(|w| w[0].contains("Workspace Directories"))
+            .map(|w| w[1].trim().trim_start_matches("- ").to_string()),
+    }
+}
+
+/// The operator has used the CLI in their checkout before (it remembers that project); whilly
+/// then runs a task in its default worktree location (under the user's data directory, outside
+/// the repository). The CLI's project root must be the task's worktree: the model is told that
+/// root, never the operator's checkout, and the work lands while the checkout stays clean.
+pub fn project_root_is_the_task_worktree(agent: Agent) {
+    let Some(bin) = agent.bin() else { return };
+    let repo = Repo::new(&plan("p", vec![task("T-1")]), "true");
+    // The default worktree location: no `[worktrees] dir`.
+    let cfg = config(agent, &bin, &repo, "full");
+    let cfg = cfg[..cfg.find("[worktrees]").unwrap()].to_string();
+    repo.write("whilly.toml", &cfg);
+    repo.git(&["add", "whilly.toml"]);
+    repo.git(&["commit", "-q", "-m", "agent config"]);
+    // A GitHub remote: OpenCode names the project after it, the same in every worktree.
+    repo.git(&["remote", "add", "origin", "https://github.com/o/r.git"]);
+    let before = WireServer::start(agent.wire(), Scenario::Complete);
+    let used = run_direct(
+        agent,
+        &bin,
+        &before,
+        &repo.repo,
+        &repo.home,
+        PermissionMode::Full,
+    );
+    assert_eq!(used.exit, Some(0), "{}", used.output());
+    let roots = |server: &WireServer| -> Vec<String> {
+        server
+            .requests()
+            .iter()
+            .filter(|r| r.main)
+            .filter_map(|r| r.body.as_ref().and_then(|b| workspace_root_told(agent, b)))
+            .collect()
+    };
+    let canonical = |p: &str| {
+        std::path::Path::new(p.trim_end_matches('/'))
+            .canonicalize()
+            .ok()
+    };
+    // What the CLI tells its model when it runs in the checkout: the checkout.
+    let in_checkout = roots(&before);
+    assert!(
+        !in_checkout.is_empty(),
+        "no workspace root in {}",
+        before.log()
+    );
+    for root in &in_checkout {
+        assert_eq!(canonical(root), repo.repo.canonicalize().ok(), "{root}");
+    }
+    let content = format!("written by {}\n", agent.name());
+    let server = WireServer::start(
+        agent.wire(),
+        Scenario::WriteFile {
+            file: "out-T-1.txt".into(),
+            content: content.clone(),
+        },
+    );
+    let out = run_plan(agent, &repo, &server, Duration::from_secs(120));
+    assert_eq!(out.code, Some(0), "{out}\n--- server\n{}", server.log());
+    let started = events_of(&repo, "T-1", "task.done");
+    let worktree = started[0]["payload"]["worktree"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no worktree in {}", started[0]))
+        .to_string();
+    assert!(
+        worktree.starts_with(&path_str(&repo.home.join(".local/share/whilly/worktrees"))),
+        "the default location: {worktree}"
+    );
+    let told = roots(&server);
+    assert!(!told.is_empty(), "no workspace root in the requests");
+    for root in &told {
+        assert_eq!(
+            canonical(root),
+            canonical(&worktree),
+            "the model was told {root:?}, the task's worktree is {worktree}"
+        );
+    }
+    assert_eq!(repo.git(&["show", "HEAD:out-T-1.txt"]), content);
+    let status = repo.git(&["status", "--porcelain"]);
+    assert!(status.trim().is_empty(), "the checkout changed:\n{status}");
+}
+
 /// A 401: FAILED auth_error at once (one claim, no retry) with the CLI's own message.
 pub fn auth_error_fails_at_once(agent: Agent) {
     let Some(bin) = agent.bin() else { return };
