@@ -10,6 +10,7 @@ pub mod model;
 pub mod money;
 pub mod rate_limit;
 pub mod reap;
+pub mod resources;
 pub mod retry;
 pub mod sandbox_report;
 pub mod secrets;

@@ -29,6 +29,13 @@ pub fn lost_lease_limit(max_attempts: i64) -> i64 {
     max_attempts.max(1).saturating_mul(3)
 }
 
+/// Whether a spawn the system refused for lack of resources ends the task: such refusals do
+/// not count as attempts, and have the lost-lease limit of their own. `refused_before`: the
+/// task's earlier refusals.
+pub fn resource_refusal_ends(refused_before: i64, max_attempts: i64) -> bool {
+    refused_before + 1 >= lost_lease_limit(max_attempts)
+}
+
 /// `attempts`: counted so far, the reaped one included; `leases_lost_before`: the task's
 /// earlier `task.lease_expired`.
 pub fn reap_decision(
@@ -63,6 +70,16 @@ pub fn reap_decision(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn refused_spawns_have_a_limit_above_the_attempts() {
+        assert!(!resource_refusal_ends(0, 3));
+        assert!(!resource_refusal_ends(7, 3));
+        assert!(
+            resource_refusal_ends(8, 3),
+            "the ninth refusal of a 3-attempt task ends it"
+        );
+    }
 
     #[test]
     fn a_lost_lease_gives_the_attempt_back_until_its_own_limit() {

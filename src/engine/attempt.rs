@@ -38,6 +38,10 @@ const RATE_LIMIT_TAIL_BYTES: usize = 16 * 1024;
 
 pub use crate::sandbox::SandboxSettings;
 
+/// The reason a task goes back with when the system refused its agent's spawn for lack of
+/// resources.
+pub const SPAWN_REFUSED: &str = "spawn_refused";
+
 /// The reason a task waits with when a changed file may not land (a secret, a huge file).
 pub const UNSAFE_FILES: &str = "unsafe_files";
 
@@ -375,7 +379,7 @@ impl AgentExecutor {
                     evidence: cx.evidence(),
                 };
             }
-            Ok(Err(e)) => return fail(cx, "workspace_error", e.is_transient(), e.to_string()),
+            Ok(Err(e)) => return self.workspace_failed(cx, e).await,
             Err(e) => return fail(cx, "workspace_error", true, e.to_string()),
         }
 
@@ -397,7 +401,7 @@ impl AgentExecutor {
             match tokio::task::spawn_blocking(prepare).await {
                 Ok(Ok(wt)) => wt,
                 Ok(Err(e)) => {
-                    return fail(cx, "workspace_error", e.is_transient(), e.to_string());
+                    return self.workspace_failed(cx, e).await;
                 }
                 Err(e) => return fail(cx, "workspace_error", true, e.to_string()),
             }
@@ -462,7 +466,7 @@ impl AgentExecutor {
                 match tokio::task::spawn_blocking(move || ws.snapshot(&w)).await {
                     Ok(Ok(s)) => s,
                     Ok(Err(e)) => {
-                        return fail(cx, "workspace_error", e.is_transient(), e.to_string());
+                        return self.workspace_failed(cx, e).await;
                     }
                     Err(e) => return fail(cx, "workspace_error", true, e.to_string()),
                 }
@@ -544,13 +548,12 @@ impl AgentExecutor {
                 snap.clone(),
                 self.cfg.landing,
             );
-            let found = match tokio::task::spawn_blocking(move || ws.unsafe_files(&w, &s, limits))
-                .await
-            {
-                Ok(Ok(found)) => found,
-                Ok(Err(e)) => return fail(cx, "workspace_error", e.is_transient(), e.to_string()),
-                Err(e) => return fail(cx, "workspace_error", true, e.to_string()),
-            };
+            let found =
+                match tokio::task::spawn_blocking(move || ws.unsafe_files(&w, &s, limits)).await {
+                    Ok(Ok(found)) => found,
+                    Ok(Err(e)) => return self.workspace_failed(cx, e).await,
+                    Err(e) => return fail(cx, "workspace_error", true, e.to_string()),
+                };
             if !found.is_empty() {
                 let lines: Vec<String> = found.iter().map(|u| u.describe()).collect();
                 tracing::warn!(task = %cx.task.id, "not committed: {}", lines.join("; "));
@@ -684,6 +687,9 @@ impl AgentExecutor {
         }
         let session = match PtySession::spawn(spec) {
             Ok(s) => Arc::new(s),
+            Err(e) if e.lack_of_resources() => {
+                return Step::Outcome(self.refused_for_resources(cx, e.to_string()).await);
+            }
             Err(e) => {
                 let retry = matches!(&e, crate::pty::PtyError::Spawn { .. });
                 return Step::Outcome(fail(cx, "spawn_failed", retry, e.to_string()));
@@ -1166,6 +1172,62 @@ impl AgentExecutor {
             run: facts,
         };
         p.failed(&note).await;
+    }
+
+    /// A workspace step failed: for lack of resources the task goes back as a refused spawn
+    /// does; anything else fails the attempt (retried when transient).
+    async fn workspace_failed(
+        &self,
+        cx: &mut Ctx<'_>,
+        e: crate::workspace::WorkspaceError,
+    ) -> AttemptOutcome {
+        if e.lack_of_resources() {
+            return self.refused_for_resources(cx, e.to_string()).await;
+        }
+        fail(cx, "workspace_error", e.is_transient(), e.to_string())
+    }
+
+    /// The system refused the agent's spawn for lack of resources (descriptors, processes,
+    /// memory): the task did nothing wrong, so it goes back without using an attempt, after a
+    /// pause that grows with each refusal; past its own limit (see
+    /// [`crate::domain::reap::resource_refusal_ends`]) it fails, so a task never loops forever.
+    async fn refused_for_resources(&self, cx: &mut Ctx<'_>, detail: String) -> AttemptOutcome {
+        let filter = crate::store::EventFilter {
+            plan_id: Some(cx.claimed.task.plan_id.clone()),
+            task_id: Some(cx.task.id.clone()),
+            ..Default::default()
+        };
+        let before = match self.store.events(&filter).await {
+            Ok(events) => events
+                .iter()
+                .filter(|e| {
+                    e.event_type == crate::store::event_types::TASK_RELEASED
+                        && e.payload["reason"] == SPAWN_REFUSED
+                })
+                .count() as i64,
+            Err(e) => {
+                tracing::warn!(task = %cx.task.id, "counting earlier refused spawns: {e}");
+                0
+            }
+        };
+        let max_attempts = cx.claimed.task.max_attempts;
+        if crate::domain::reap::resource_refusal_ends(before, max_attempts) {
+            let detail = format!(
+                "{detail}; the system refused to start the agent {} times: free file descriptors, processes or memory on this machine, then reset the task",
+                before + 1
+            );
+            return fail(cx, "spawn_failed", false, detail);
+        }
+        tracing::warn!(
+            task = %cx.task.id,
+            "the system refused to start the agent ({detail}); the task goes back without using an attempt"
+        );
+        let pause = Duration::from_secs((before as u64 + 1).min(30));
+        tokio::time::sleep(pause).await;
+        AttemptOutcome::Released {
+            cost: cx.spent,
+            reason: SPAWN_REFUSED.into(),
+        }
     }
 
     fn fence(&self, cx: &Ctx<'_>) -> StoreFence {

@@ -59,3 +59,55 @@ pub enum PtyError {
         source: std::io::Error,
     },
 }
+
+impl PtyError {
+    /// Whether the system refused the spawn for lack of resources (no descriptors, processes,
+    /// memory or pseudo-terminals left): nothing the task did, so not one of its attempts.
+    pub fn lack_of_resources(&self) -> bool {
+        use crate::domain::resources::{is_resource_io as io, is_resource_text as text};
+        match self {
+            PtyError::Cwd { source, .. }
+            | PtyError::Log { source, .. }
+            | PtyError::Io { source, .. } => io(source),
+            PtyError::OpenPty(detail) | PtyError::Spawn { detail, .. } => text(detail),
+            _ => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_system_out_of_descriptors_or_processes_is_a_lack_of_resources() {
+        let emfile = PtyError::Log {
+            path: "/x".into(),
+            source: std::io::Error::from_raw_os_error(libc::EMFILE),
+        };
+        assert!(emfile.lack_of_resources());
+        assert!(
+            PtyError::OpenPty("openpty: Too many open files (os error 24)".into())
+                .lack_of_resources()
+        );
+        assert!(
+            PtyError::Spawn {
+                program: "claude".into(),
+                detail: "fork: Resource temporarily unavailable (os error 11)".into()
+            }
+            .lack_of_resources()
+        );
+        assert!(
+            !PtyError::Spawn {
+                program: "claude".into(),
+                detail: "No such file or directory (os error 2)".into()
+            }
+            .lack_of_resources()
+        );
+        let missing = PtyError::Cwd {
+            path: "/x".into(),
+            source: std::io::Error::from_raw_os_error(libc::ENOENT),
+        };
+        assert!(!missing.lack_of_resources());
+    }
+}

@@ -118,6 +118,17 @@ impl WorkspaceError {
         }
     }
 
+    /// Whether the system ran out of descriptors, processes or memory (see
+    /// [`crate::domain::resources`]): nothing the task did.
+    pub fn lack_of_resources(&self) -> bool {
+        use crate::domain::resources::{is_resource_io, is_resource_text};
+        match self {
+            WorkspaceError::Io { source, .. } => is_resource_io(source),
+            WorkspaceError::Git { source, .. } => is_resource_text(source.message()),
+            other => is_resource_text(&other.to_string()),
+        }
+    }
+
     pub(crate) fn git(context: impl Into<String>) -> impl FnOnce(git2::Error) -> WorkspaceError {
         let context = context.into();
         move |source| WorkspaceError::Git { context, source }

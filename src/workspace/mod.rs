@@ -139,6 +139,20 @@ pub enum Delivery {
     },
 }
 
+/// Opens the repository at `path`. Only a path that holds none is "not a repository": a
+/// refusal to open it (no file descriptors left, permissions) says so instead.
+fn open_repo(path: &Path) -> Result<Repository, WorkspaceError> {
+    Repository::open(path).map_err(|e| {
+        if e.code() == git2::ErrorCode::NotFound {
+            WorkspaceError::NotARepository {
+                path: path.to_path_buf(),
+            }
+        } else {
+            WorkspaceError::git(format!("open the repository {}", path.display()))(e)
+        }
+    })
+}
+
 /// The worktrees of one repository.
 #[derive(Debug, Clone)]
 pub struct Workspaces {
@@ -238,15 +252,11 @@ impl Workspaces {
     }
 
     fn open(&self) -> Result<Repository, WorkspaceError> {
-        Repository::open(&self.root).map_err(|_| WorkspaceError::NotARepository {
-            path: self.root.clone(),
-        })
+        open_repo(&self.root)
     }
 
     fn open_head_root(&self) -> Result<Repository, WorkspaceError> {
-        Repository::open(&self.head_root).map_err(|_| WorkspaceError::NotARepository {
-            path: self.head_root.clone(),
-        })
+        open_repo(&self.head_root)
     }
 
     /// The commit HEAD points at (the tip of the current branch), as hex.
