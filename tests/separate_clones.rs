@@ -284,3 +284,105 @@ fn a_shared_queue_without_a_shared_landing_says_so() {
     assert_eq!(out.code, Some(0), "{out}");
     assert!(out.stderr.contains("push = true"), "{}", out.stderr);
 }
+
+/// Three workers in three clones land 24 quick tasks on one shared remote at once: their
+/// landings race for the remote's branch, and every task is on it exactly once (a lost update
+/// would leave a DONE task whose work is not there).
+#[test]
+fn racing_landings_on_the_shared_remote_lose_nothing() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let db = rt.block_on(pg::fresh_database());
+    let url = db.url();
+    let tasks: Vec<Value> = (1..=24)
+        .map(|i| {
+            let mut t = task(&format!("T-{i}"));
+            t["key_files"] = serde_json::json!([format!("files/T-{i}.txt")]);
+            t
+        })
+        .collect();
+    let repo = Repo::new(&plan("race", tasks), "true");
+    let template = "sh -c 'mkdir -p files && echo done > files/$WHILLY_TASK_ID.txt; echo \"<promise>COMPLETE</promise>\"'";
+    let mut cfg = engine::config(template, &repo.wt_dir);
+    cfg.push_str(PUSH);
+    repo.write("whilly.toml", &cfg);
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-q", "-m", "quick agent"]);
+    let root = repo.shared.parent().unwrap().to_path_buf();
+    let remote = root.join("remote.git");
+    let home = repo.home.clone();
+    git(
+        &root,
+        &home,
+        &[
+            "clone",
+            "-q",
+            "--bare",
+            repo.repo.to_str().unwrap(),
+            remote.to_str().unwrap(),
+        ],
+    );
+    let clones: Vec<PathBuf> = ["x", "y", "z"]
+        .iter()
+        .map(|name| {
+            let dir = root.join(name);
+            git(
+                &root,
+                &home,
+                &[
+                    "clone",
+                    "-q",
+                    remote.to_str().unwrap(),
+                    dir.to_str().unwrap(),
+                ],
+            );
+            git(&dir, &home, &["config", "user.name", name]);
+            git(&dir, &home, &["config", "user.email", "clone@test.invalid"]);
+            dir
+        })
+        .collect();
+    let import = repo
+        .whilly(&["--database-url", &url, "plan", "import", "plan.json"])
+        .current_dir(&clones[0])
+        .output()
+        .unwrap();
+    assert!(import.status.success());
+    let workers: Vec<Running> = clones
+        .iter()
+        .map(|dir| {
+            repo.spawn_in(
+                dir,
+                &[
+                    "--database-url",
+                    &url,
+                    "worker",
+                    "--plan",
+                    "race",
+                    "--slots",
+                    "4",
+                    "--until-idle",
+                ],
+                &[],
+            )
+        })
+        .collect();
+    for w in workers {
+        let out = w.wait(Duration::from_secs(180));
+        assert_eq!(out.code, Some(0), "{out}");
+    }
+    let log = git(&remote, &home, &["log", "HEAD", "--format=%B%x00"]);
+    for i in 1..=24 {
+        let n = log.matches(&format!("Whilly-Task: T-{i}\n")).count();
+        assert_eq!(n, 1, "T-{i} is on the remote {n} times");
+        let file = git(&remote, &home, &["show", &format!("HEAD:files/T-{i}.txt")]);
+        assert_eq!(file, "done\n");
+    }
+    let shown = repo
+        .whilly(&["--database-url", &url, "plan", "show", "race", "--json"])
+        .current_dir(&clones[0])
+        .output()
+        .unwrap();
+    let shown: Value = serde_json::from_slice(&shown.stdout).unwrap();
+    for t in shown["tasks"].as_array().unwrap() {
+        assert_eq!(t["status"], "DONE", "none parked for a busy remote: {t}");
+    }
+}

@@ -44,6 +44,7 @@ mod meta;
 mod occupant;
 mod prepare;
 mod push;
+mod remote_ref;
 mod setup;
 mod shared_base;
 mod trailer;

@@ -8,11 +8,10 @@
 //! there means this attempt lost its task ([`WorkspaceError::Superseded`]). Anything else on it:
 //! the work goes to `<branch>-try2` (then `-try3`, …) instead, and the caller learns the name.
 //!
-//! Each push is a compare-and-swap: the lease is proved just before it, and on one connection
-//! the remote's advertised tip is compared with the tip looked at, and the remote itself
-//! refuses the update when its ref is no longer that tip.
+//! Each push is a compare-and-swap: the lease is proved just before it, and the remote's branch
+//! moves only from the tip looked at (see [`super::remote_ref`]).
 
-use git2::{Cred, CredentialType, FetchOptions, Oid, PushOptions, RemoteCallbacks, Repository};
+use git2::{Cred, CredentialType, FetchOptions, Oid, RemoteCallbacks, Repository};
 
 use super::Workspaces;
 use super::error::WorkspaceError;
@@ -186,9 +185,9 @@ fn whose(
     })
 }
 
-/// Moves the remote's `remote_branch` to the local branch `local`, on one connection, only
-/// from `expected` (`None`: the remote has no such branch): `Ok(false)` when the remote's tip
-/// is no longer that.
+/// Moves the remote's `remote_branch` to the local branch `local`, only from `expected`
+/// (`None`: the remote has no such branch), as one compare-and-swap (see
+/// [`super::remote_ref`]): `Ok(false)` when the remote's tip is no longer that.
 fn push_ref(
     repo: &Repository,
     remote: &str,
@@ -197,55 +196,14 @@ fn push_ref(
     expected: Option<Oid>,
     auth: &PushAuth,
 ) -> Result<bool, WorkspaceError> {
-    let mut r = repo
-        .find_remote(remote)
-        .map_err(git(format!("find remote {remote}")))?;
-    let url = r.url().unwrap_or_default().to_string();
-    let mut conn = r
-        .connect_auth(git2::Direction::Push, Some(callbacks(auth, &url)), None)
-        .map_err(git(format!("connect to remote {remote} ({url})")))?;
-    let want = format!("refs/heads/{remote_branch}");
-    let advertised = conn
-        .list()
-        .map_err(git(format!("list branches of {remote}")))?
-        .iter()
-        .find(|h| h.name() == want)
-        .map(|h| h.oid());
-    if advertised != expected {
-        return Ok(false);
-    }
-    let rejected = std::cell::RefCell::new(None::<String>);
-    {
-        let mut cb = callbacks(auth, &url);
-        cb.push_update_reference(|name, status| {
-            if let Some(s) = status {
-                *rejected.borrow_mut() = Some(format!("{name}: {s}"));
-            }
-            Ok(())
-        });
-        let mut opts = PushOptions::new();
-        opts.remote_callbacks(cb);
-        // Forced, but only from the tip advertised on this connection, which was `expected`:
-        // the remote refuses the update if its ref moved since.
-        let spec = format!("+refs/heads/{local}:{want}");
-        conn.remote()
-            .push(&[spec], Some(&mut opts))
-            .map_err(git(format!("push {local} to {remote} ({url})")))?;
-    }
-    match rejected.into_inner() {
-        None => Ok(true),
-        Some(why)
-            if ["failed to lock", "stale info", "fetch first"]
-                .iter()
-                .any(|s| why.contains(s)) =>
-        {
-            Ok(false)
-        }
-        Some(why) => Err(WorkspaceError::Git {
-            context: format!("the remote {remote} refused the push of {remote_branch}"),
-            source: git2::Error::from_str(&why),
-        }),
-    }
+    super::remote_ref::compare_and_swap(
+        repo,
+        remote,
+        auth,
+        &format!("refs/heads/{local}"),
+        remote_branch,
+        expected,
+    )
 }
 
 /// Pushes the local task branch `branch` of the task `mark` names to `remote`, while `fence`

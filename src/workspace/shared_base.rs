@@ -12,7 +12,7 @@
 //!    1 with the new tip;
 //! 4. bring the clone's own base branch along when it can be fast-forwarded and is clean.
 
-use git2::{BranchType, FetchOptions, Oid, PushOptions, Repository, Sort};
+use git2::{BranchType, FetchOptions, Oid, Repository, Sort};
 
 use super::deliver::{Replay, replay, task_commits, update_base};
 use super::error::WorkspaceError;
@@ -43,8 +43,10 @@ impl std::fmt::Debug for SharedBase {
 
 /// Marks an [`earlier_landing`] made by a newer attempt than ours.
 const NEWER: &str = "newer attempt";
-/// Rounds of fetch, replay and push before giving up on a base that keeps moving.
-const ROUNDS: u32 = 8;
+/// Rounds of fetch, replay and push before giving up on a base that keeps moving; between
+/// rounds a pause of a random few tens of milliseconds, growing, so landers racing for the
+/// branch spread out instead of colliding again.
+const ROUNDS: u32 = 40;
 /// How far back the remote's history is searched for an earlier landing of the task.
 const SEARCH_DEPTH: usize = 5000;
 
@@ -78,7 +80,7 @@ pub(super) fn deliver(
         remote: target.remote.clone(),
         detail,
     };
-    for _ in 0..ROUNDS {
+    for round in 0..ROUNDS {
         let remote_tip = match fetch_base(&repo, target, base_branch) {
             Ok(Some(t)) => t,
             Ok(None) => {
@@ -133,6 +135,8 @@ pub(super) fn deliver(
         crate::failpoint::crash_if("before_push");
         match push_from(&repo, target, base_branch, remote_tip, new_tip) {
             Ok(Pushed::Moved) => {
+                let jitter = rand::random::<u64>() % (20 * (u64::from(round) + 1));
+                std::thread::sleep(std::time::Duration::from_millis(10 + jitter.min(500)));
                 tracing::info!(
                     remote = %target.remote,
                     branch = base_branch,
@@ -292,9 +296,8 @@ enum Pushed {
     Moved,
 }
 
-/// Moves the remote's `branch` from `expected` to `new` (a descendant of it), on one
-/// connection: the advertised tip is compared with `expected` first, and the remote itself
-/// refuses the update when its ref is no longer the advertised one.
+/// Moves the remote's `branch` from `expected` to `new` (a descendant of it) as one
+/// compare-and-swap (see [`super::remote_ref`]).
 fn push_from(
     repo: &Repository,
     target: &SharedBase,
@@ -302,77 +305,22 @@ fn push_from(
     expected: Oid,
     new: Oid,
 ) -> Result<Pushed, WorkspaceError> {
-    let remote = &target.remote;
-    let mut r = repo
-        .find_remote(remote)
-        .map_err(WorkspaceError::git(format!("find remote {remote}")))?;
-    let url = r.url().unwrap_or_default().to_string();
     // The new tip goes out under a private ref name so the push can name it.
     let local = format!("refs/whilly/landing/{branch}");
     repo.reference(&local, new, true, "whilly: landing on the shared base")
         .map_err(WorkspaceError::git("name the landing commit"))?;
-    let result = (|| {
-        let mut conn = r
-            .connect_auth(
-                git2::Direction::Push,
-                Some(callbacks(&target.auth, &url)),
-                None,
-            )
-            .map_err(WorkspaceError::git(format!(
-                "connect to remote {remote} ({url})"
-            )))?;
-        let want = format!("refs/heads/{branch}");
-        let advertised = conn
-            .list()
-            .map_err(WorkspaceError::git(format!("list branches of {remote}")))?
-            .iter()
-            .find(|h| h.name() == want)
-            .map(|h| h.oid());
-        if advertised != Some(expected) {
-            return Ok(Pushed::Moved);
-        }
-        let rejected = std::cell::RefCell::new(None::<String>);
-        {
-            let mut cb = callbacks(&target.auth, &url);
-            cb.push_update_reference(|_, status| {
-                if let Some(s) = status {
-                    *rejected.borrow_mut() = Some(s.to_string());
-                }
-                Ok(())
-            });
-            let mut opts = PushOptions::new();
-            opts.remote_callbacks(cb);
-            conn.remote()
-                .push(&[format!("{local}:{want}")], Some(&mut opts))
-                .map_err(WorkspaceError::git(format!(
-                    "push {branch} to {remote} ({url})"
-                )))?;
-        }
-        match rejected.into_inner() {
-            None => Ok(Pushed::Done),
-            // The remote's ref moved between the advertisement and the update.
-            Some(why) if is_moved(&why) => Ok(Pushed::Moved),
-            Some(why) => Err(WorkspaceError::Git {
-                context: format!("the remote {remote} refused the push of {branch}"),
-                source: git2::Error::from_str(&why),
-            }),
-        }
-    })();
+    let result = super::remote_ref::compare_and_swap(
+        repo,
+        &target.remote,
+        &target.auth,
+        &local,
+        branch,
+        Some(expected),
+    );
     if let Ok(mut reference) = repo.find_reference(&local) {
         let _ = reference.delete();
     }
-    result
-}
-
-fn is_moved(why: &str) -> bool {
-    [
-        "fetch first",
-        "non-fast-forward",
-        "failed to lock",
-        "stale info",
-    ]
-    .iter()
-    .any(|s| why.contains(s))
+    Ok(if result? { Pushed::Done } else { Pushed::Moved })
 }
 
 /// Brings this clone's own base branch up to `tip` when that is a fast-forward and its
