@@ -11,6 +11,12 @@
 //! (tokio's blocking threads come and go), it reaches only the direct child, and portable-pty's
 //! `CommandBuilder` offers no pre-exec hook to set it. `getppid()` speaks of the process.
 //!
+//! The guard is also a child subreaper (`PR_SET_CHILD_SUBREAPER`): whatever the program starts
+//! and then abandons — a `setsid` daemon, a double fork — is re-parented to the guard instead of
+//! init, wherever it moved its session or group. When the program ends, or whilly is gone, the
+//! guard ends every such descendant before it exits itself: nothing an agent starts outlives
+//! its attempt, however it detaches.
+//!
 //! The guard ignores SIGINT, SIGTERM, SIGHUP and SIGQUIT (whilly signals the process group, and
 //! the program must get them, not the guard); the program starts with default dispositions and
 //! the signal mask whilly spawned with.
@@ -164,6 +170,8 @@ pub fn run(args: &[OsString]) -> ! {
         }
         let mut ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
         ptrs.push(std::ptr::null());
+        // Orphans among the program's descendants come to us, not to init (see above).
+        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
         let pid = libc::fork();
         if pid < 0 {
             eprintln!(
@@ -202,8 +210,20 @@ unsafe fn watch(pid: libc::pid_t, parent: libc::pid_t, chld: &libc::sigset_t) ->
         // SAFETY: per this function's contract.
         unsafe {
             libc::sigtimedwait(chld, std::ptr::null_mut(), &tick);
-            let mut status = 0;
-            if libc::waitpid(pid, &mut status, libc::WNOHANG) == pid {
+            // Reap the program and any adopted descendant that ended.
+            let mut ended = None;
+            loop {
+                let mut status = 0;
+                let r = libc::waitpid(-1, &mut status, libc::WNOHANG);
+                if r <= 0 {
+                    break;
+                }
+                if r == pid {
+                    ended = Some(status);
+                }
+            }
+            if let Some(status) = ended {
+                end_descendants();
                 if orphaned_at.is_some() {
                     // Nobody is waiting for our status; finish the group off.
                     libc::kill(0, libc::SIGKILL);
@@ -214,12 +234,53 @@ unsafe fn watch(pid: libc::pid_t, parent: libc::pid_t, chld: &libc::sigset_t) ->
                 orphaned_at = Some(Instant::now());
                 libc::kill(0, libc::SIGTERM);
                 libc::kill(0, libc::SIGHUP);
+                signal_children(libc::SIGTERM);
             }
             if orphaned_at.is_some_and(|t| t.elapsed() >= GRACE) {
+                end_descendants();
                 // The guard is in the group: this ends it too.
                 libc::kill(0, libc::SIGKILL);
             }
         }
+    }
+}
+
+/// Sends `signal` to every child of the guard: the program and the descendants it adopted.
+///
+/// # Safety
+/// Plain syscalls on our own children.
+unsafe fn signal_children(signal: libc::c_int) {
+    // SAFETY: getpid has no preconditions.
+    let me = unsafe { libc::getpid() } as u32;
+    for child in crate::procinfo::children_of(me) {
+        if let Ok(child) = i32::try_from(child)
+            && child > 1
+        {
+            // SAFETY: a pid that is our child.
+            unsafe { libc::kill(child, signal) };
+        }
+    }
+}
+
+/// SIGKILL to every child of the guard until none is left: each adopted descendant that dies
+/// hands its own children to the guard (the subreaper), which ends them in the next round.
+/// Bounded in time; reaps as it goes.
+///
+/// # Safety
+/// Plain syscalls on our own children.
+unsafe fn end_descendants() {
+    let deadline = Instant::now() + GRACE;
+    loop {
+        // SAFETY: reaping our own children.
+        while unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) } > 0 {}
+        // SAFETY: getpid has no preconditions.
+        let me = unsafe { libc::getpid() } as u32;
+        if crate::procinfo::children_of(me).is_empty() || Instant::now() >= deadline {
+            return;
+        }
+        // SAFETY: per this function's contract.
+        unsafe { signal_children(libc::SIGKILL) };
+        std::thread::sleep(Duration::from_millis(10));
     }
 }
 
