@@ -77,3 +77,106 @@ mod tests {
         assert_eq!(std::fs::read_dir(p.parent().unwrap()).unwrap().count(), 1);
     }
 }
+
+/// Why a file written by someone else was not read.
+#[derive(Debug, thiserror::Error)]
+pub enum UntrustedRead {
+    #[error("not found")]
+    Missing,
+    #[error("it is not a regular file (a {0}); only a regular file is read")]
+    NotRegular(&'static str),
+    #[error("it is {size} bytes, over the {max}-byte limit")]
+    TooLarge { size: u64, max: u64 },
+    #[error("cannot read it: {0}")]
+    Io(std::io::Error),
+}
+
+/// Reads a file that another person or program writes (a handoff answer, a CLI's session file)
+/// without trusting it: opened without blocking (a FIFO in its place cannot hang the caller),
+/// read only when it is a regular file (not a device such as `/dev/zero`, even through a
+/// symlink), and never more than `max` bytes.
+pub fn read_untrusted(path: &Path, max: u64) -> Result<Vec<u8>, UntrustedRead> {
+    use std::io::Read;
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => UntrustedRead::Missing,
+            _ => UntrustedRead::Io(e),
+        })?;
+    let meta = file.metadata().map_err(UntrustedRead::Io)?;
+    let ft = meta.file_type();
+    if !ft.is_file() {
+        let what = if ft.is_fifo() {
+            "FIFO"
+        } else if ft.is_char_device() || ft.is_block_device() {
+            "device"
+        } else if ft.is_socket() {
+            "socket"
+        } else if ft.is_dir() {
+            "directory"
+        } else {
+            "special file"
+        };
+        return Err(UntrustedRead::NotRegular(what));
+    }
+    if meta.len() > max {
+        return Err(UntrustedRead::TooLarge {
+            size: meta.len(),
+            max,
+        });
+    }
+    let mut out = Vec::with_capacity(meta.len() as usize);
+    // The file may grow while it is read: the limit holds anyway.
+    file.take(max + 1)
+        .read_to_end(&mut out)
+        .map_err(UntrustedRead::Io)?;
+    if out.len() as u64 > max {
+        return Err(UntrustedRead::TooLarge {
+            size: out.len() as u64,
+            max,
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod untrusted_tests {
+    use super::*;
+
+    #[test]
+    fn fifos_devices_and_huge_files_are_refused_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("result.json");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        assert!(matches!(
+            read_untrusted(&fifo, 1024),
+            Err(UntrustedRead::NotRegular("FIFO"))
+        ));
+        let link = dir.path().join("zero");
+        std::os::unix::fs::symlink("/dev/zero", &link).unwrap();
+        assert!(matches!(
+            read_untrusted(&link, 1024),
+            Err(UntrustedRead::NotRegular("device"))
+        ));
+        let big = dir.path().join("big");
+        std::fs::write(&big, vec![b'x'; 2048]).unwrap();
+        assert!(matches!(
+            read_untrusted(&big, 1024),
+            Err(UntrustedRead::TooLarge {
+                size: 2048,
+                max: 1024
+            })
+        ));
+        assert!(matches!(
+            read_untrusted(&dir.path().join("none"), 1024),
+            Err(UntrustedRead::Missing)
+        ));
+        std::fs::write(&big, b"{}").unwrap();
+        assert_eq!(read_untrusted(&big, 1024).unwrap(), b"{}");
+    }
+}

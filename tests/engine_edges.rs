@@ -627,6 +627,47 @@ fn malformed_handoff_result_is_reported_and_waited_out() {
     assert_eq!(repo.task("p", "T-1")["status"], "DONE");
 }
 
+// 12d. Whatever sits in place of result.json — a FIFO nobody writes, a link to /dev/zero, a
+// file of megabytes — is a handoff.malformed event saying why, read without blocking or
+// filling memory; the task keeps waiting and a real answer still finishes it.
+#[test]
+fn hostile_handoff_results_never_block_or_bloat_the_engine() {
+    let repo = handoff_repo();
+    let mut run = repo.run_plan(&[], &[]);
+    let dir = await_handoff(&repo);
+    let result = dir.join("result.json");
+    let problems = |n: usize| {
+        wait_for(Duration::from_secs(10), "handoff.malformed events", || {
+            let ev = events_of(&repo, "T-1", "handoff.malformed");
+            (ev.len() >= n).then_some(ev)
+        })
+    };
+    let c = std::ffi::CString::new(result.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let ev = problems(1);
+    assert!(
+        ev[0]["payload"]["problem"].as_str().unwrap().contains("FIFO"),
+        "{}",
+        ev[0]
+    );
+    std::fs::remove_file(&result).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", &result).unwrap();
+    let ev = problems(2);
+    assert!(ev[1]["payload"]["problem"].as_str().unwrap().contains("device"));
+    std::fs::remove_file(&result).unwrap();
+    std::fs::write(&result, vec![b' '; 5 * 1024 * 1024]).unwrap();
+    let ev = problems(3);
+    assert!(ev[2]["payload"]["problem"].as_str().unwrap().contains("limit"));
+    assert!(!run.exited(), "the run gave up");
+    assert_eq!(repo.task("p", "T-1")["status"], "IN_PROGRESS");
+    std::fs::remove_file(&result).unwrap();
+    handoff_complete(&repo, "complete");
+    let out = run.wait(Duration::from_secs(20));
+    assert_eq!(out.code, Some(0), "{out}");
+    assert_eq!(repo.task("p", "T-1")["status"], "DONE");
+}
+
 // 1b. The task timeout with an agent that ignores SIGTERM: still this engine's task_timeout
 // (the reaper in the same process must not pre-empt its owner while the agent is being killed).
 #[test]

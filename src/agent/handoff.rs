@@ -404,21 +404,42 @@ pub fn remove_dir(dir: &Path) -> Result<(), HandoffError> {
 }
 
 fn read_meta_file(path: &Path) -> Result<HandoffMeta, HandoffError> {
-    let text = std::fs::read_to_string(path).map_err(io_err(path))?;
+    use crate::fsutil::UntrustedRead;
+    let bytes = crate::fsutil::read_untrusted(path, RESULT_MAX_BYTES).map_err(|e| match e {
+        UntrustedRead::Missing => io_err(path)(std::io::ErrorKind::NotFound.into()),
+        UntrustedRead::Io(source) => io_err(path)(source),
+        other => HandoffError::Invalid {
+            path: path.to_path_buf(),
+            message: other.to_string(),
+        },
+    })?;
+    let text = String::from_utf8_lossy(&bytes);
     serde_json::from_str(&text).map_err(|e| HandoffError::Invalid {
         path: path.to_path_buf(),
         message: format!("line {} column {}: {e}", e.line(), e.column()),
     })
 }
 
+/// A `result.json` is a status, a message and a few numbers: anything this large is not one.
+pub const RESULT_MAX_BYTES: u64 = 1024 * 1024;
+
 fn poll_file(path: &Path) -> HandoffPoll {
-    match std::fs::read_to_string(path) {
-        Ok(text) => match parse_result_json(&text) {
-            Ok(r) => HandoffPoll::Result(r),
-            Err(msg) => HandoffPoll::Malformed(format!("{}: {msg}", path.display())),
+    use crate::fsutil::{UntrustedRead, read_untrusted};
+    // Whoever answers may put anything there: a FIFO, a link to a device, a huge file.
+    match read_untrusted(path, RESULT_MAX_BYTES) {
+        Ok(bytes) => match std::str::from_utf8(&bytes) {
+            Ok(text) => match parse_result_json(text) {
+                Ok(r) => HandoffPoll::Result(r),
+                Err(msg) => HandoffPoll::Malformed(format!("{}: {msg}", path.display())),
+            },
+            Err(e) => HandoffPoll::Malformed(format!(
+                "{}: not UTF-8 text (byte {})",
+                path.display(),
+                e.valid_up_to()
+            )),
         },
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => HandoffPoll::Waiting,
-        Err(e) => HandoffPoll::Malformed(format!("{}: cannot read: {e}", path.display())),
+        Err(UntrustedRead::Missing) => HandoffPoll::Waiting,
+        Err(e) => HandoffPoll::Malformed(format!("{}: {e}", path.display())),
     }
 }
 

@@ -62,7 +62,14 @@ impl HandoffRunner<'_> {
         let give_up = deadline_at.map_or(give_up, |d| d.min(give_up));
         let mut last_malformed: Option<String> = None;
         loop {
-            match handoff::poll_dir(dir) {
+            // Off the runtime: whatever sits in the directory, a read never stalls the engine.
+            let polled = {
+                let dir = dir.to_path_buf();
+                tokio::task::spawn_blocking(move || handoff::poll_dir(&dir))
+                    .await
+                    .unwrap_or_else(|e| HandoffPoll::Malformed(format!("reading the answer: {e}")))
+            };
+            match polled {
                 HandoffPoll::Result(r) => {
                     // The answer is taken; a directory left behind is only clutter.
                     if let Err(e) = handoff::remove_dir(dir) {
