@@ -8,6 +8,7 @@ pub mod ids;
 pub mod landing_lint;
 pub mod model;
 pub mod money;
+pub mod payload_caps;
 pub mod rate_limit;
 pub mod reap;
 pub mod resources;

@@ -63,7 +63,7 @@ impl Tx {
         for mut e in evs {
             // Whatever an event carries (agent output, operator text, evidence) is redacted
             // here, the one place every event passes through.
-            crate::domain::secrets::redact_json(&mut e.payload);
+            crate::domain::payload_caps::prepare(&mut e.payload);
             types.push(e.event_type);
             plans.push(e.plan_id);
             tasks.push(e.task_id);

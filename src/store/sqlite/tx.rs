@@ -63,7 +63,7 @@ impl<'s> WriteTx<'s> {
     pub async fn event(&mut self, mut ev: Ev) -> StoreResult<Event> {
         // Whatever an event carries (agent output, operator text, evidence) is redacted here,
         // the one place every event passes through.
-        crate::domain::secrets::redact_json(&mut ev.payload);
+        crate::domain::payload_caps::prepare(&mut ev.payload);
         let payload = encode_json(&ev.payload, "event payload")?;
         let sql = format!(
             "INSERT INTO events (ts, event_type, plan_id, task_id, worker_id, epoch, from_status, \
@@ -96,7 +96,7 @@ impl<'s> WriteTx<'s> {
             let mut chunk: Vec<Ev> = evs.by_ref().take(CHUNK).collect();
             let mut payloads = Vec::with_capacity(chunk.len());
             for ev in &mut chunk {
-                crate::domain::secrets::redact_json(&mut ev.payload);
+                crate::domain::payload_caps::prepare(&mut ev.payload);
                 payloads.push(encode_json(&ev.payload, "event payload")?);
             }
             let mut qb = QueryBuilder::<Sqlite>::new(
