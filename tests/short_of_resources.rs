@@ -1,54 +1,33 @@
-//! A machine short of file descriptors for a while (issue 25, item 10): the real binary runs
-//! under a low RLIMIT_NOFILE, so creating the task's worktree or spawning its agent is refused
-//! with EMFILE. That is not the task's doing: the task goes back without using an attempt, and
-//! once the limit is raised (prlimit on the running process) it runs and lands with its first
+//! A machine short of file descriptors for a while (issue 25, item 10): a real worker's soft
+//! RLIMIT_NOFILE is cut (prlimit) so creating the task's worktree or spawning its agent is
+//! refused with EMFILE. That is not the task's doing: the task goes back without using an attempt, and
+//! once the limit is raised again (prlimit) it runs and lands with its first
 //! attempt. A machine that never recovers fails the task after the refusals' own limit.
 
 #[path = "support/engine.rs"]
 mod engine;
 
-use engine::{Repo, plan, task, wait_for};
+use engine::{Repo, Running, plan, task, wait_for};
 use serde_json::Value;
-use std::os::unix::process::CommandExt;
-use std::process::{Child, Stdio};
 use std::time::Duration;
 
+/// Sets the soft limit on open files of process `pid` to `n`, keeping its hard limit (an
+/// unprivileged process may move its soft limit anywhere below that).
 fn set_nofile(pid: i32, n: u64) {
-    let lim = libc::rlimit {
-        rlim_cur: n,
-        rlim_max: 4096,
+    let mut old = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
     };
-    // SAFETY: prlimit on a child of this test, with a valid rlimit.
+    // SAFETY: prlimit on a child of this test, with valid structs.
+    let r = unsafe { libc::prlimit(pid, libc::RLIMIT_NOFILE, std::ptr::null(), &mut old) };
+    assert_eq!(r, 0, "prlimit: {}", std::io::Error::last_os_error());
+    let lim = libc::rlimit {
+        rlim_cur: n.min(old.rlim_max),
+        rlim_max: old.rlim_max,
+    };
+    // SAFETY: as above.
     let r = unsafe { libc::prlimit(pid, libc::RLIMIT_NOFILE, &lim, std::ptr::null_mut()) };
     assert_eq!(r, 0, "prlimit: {}", std::io::Error::last_os_error());
-}
-
-/// `whilly run plan.json --headless` with at most `n` open files.
-fn run_limited(repo: &Repo, n: u64, max_attempts: u32) -> Child {
-    let mut cmd = repo.whilly(&[
-        "-c",
-        &format!("queue.default_max_attempts={max_attempts}"),
-        "run",
-        "plan.json",
-        "--headless",
-    ]);
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    // SAFETY: only setrlimit between fork and exec.
-    unsafe {
-        cmd.pre_exec(move || {
-            let lim = libc::rlimit {
-                rlim_cur: n,
-                rlim_max: 4096,
-            };
-            if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    cmd.spawn().unwrap()
 }
 
 fn refusals(repo: &Repo) -> Vec<Value> {
@@ -61,23 +40,59 @@ fn refusals(repo: &Repo) -> Vec<Value> {
         .collect()
 }
 
-/// Starts a run under the lowest descriptor limit (of a few) at which it gets as far as
-/// claiming the task but is refused its worktree or agent: the child, once refused.
-fn refused_run(repo: &Repo, max_attempts: u32) -> Child {
-    for n in (18..=40).step_by(2) {
+/// A worker serving the queue, its descriptors cut to the lowest of a few limits at which it
+/// claims the task but is refused its worktree or its agent (whilly raises its own soft limit
+/// at start, so the cut comes after): the worker, once refused.
+fn refused_worker(repo: &Repo, max_attempts: u32) -> Running {
+    for n in (18..=48).step_by(2) {
         let _ = std::fs::remove_dir_all(repo.repo.join(".whilly"));
-        let mut child = run_limited(repo, n, max_attempts);
-        let seen = wait_for(Duration::from_secs(30), "a refusal or the end", || {
-            if !refusals(repo).is_empty() {
-                return Some(true);
-            }
-            child.try_wait().unwrap().map(|_| false)
+        let worker = repo.spawn(&[
+            "-c",
+            &format!("queue.default_max_attempts={max_attempts}"),
+            "worker",
+        ]);
+        wait_for(Duration::from_secs(20), "the worker to start", || {
+            worker
+                .stderr_now()
+                .contains("slots on the sqlite queue")
+                .then_some(())
         });
+        set_nofile(worker.pid(), n);
+        let import = repo.run(
+            &[
+                "-c",
+                &format!("queue.default_max_attempts={max_attempts}"),
+                "plan",
+                "import",
+                "plan.json",
+            ],
+            Duration::from_secs(30),
+        );
+        assert_eq!(import.code, Some(0), "{import}");
+        let mut worker = worker;
+        let seen = wait_for(
+            Duration::from_secs(30),
+            "a refusal or a settled task",
+            || {
+                if !refusals(repo).is_empty() {
+                    return Some(true);
+                }
+                if worker.exited() {
+                    return Some(false);
+                }
+                let status = repo.task("p", "T-1")["status"].clone();
+                (status == "DONE" || status == "FAILED").then_some(false)
+            },
+        );
         if seen {
-            return child;
+            return worker;
         }
+        if !worker.exited() {
+            worker.signal(libc::SIGKILL);
+        }
+        let _ = worker.wait(Duration::from_secs(10));
     }
-    panic!("no descriptor limit between 18 and 40 made the worktree or the spawn refuse");
+    panic!("no descriptor limit between 18 and 48 made the worktree or the spawn refuse");
 }
 
 #[test]
@@ -88,13 +103,15 @@ fn a_spawn_refused_for_lack_of_descriptors_uses_no_attempt() {
     repo.write("whilly.toml", &engine::config(template, &repo.wt_dir));
     repo.git(&["add", "-A"]);
     repo.git(&["commit", "-q", "-m", "agent"]);
-    let mut child = refused_run(&repo, 1);
-    // The machine recovers: the same run now lands the task, with one attempt of one.
-    set_nofile(child.id() as i32, 1024);
-    let status = wait_for(Duration::from_secs(60), "the run to end", || {
-        child.try_wait().unwrap()
+    let worker = refused_worker(&repo, 1);
+    // The machine recovers: the same worker now lands the task, with one attempt of one.
+    set_nofile(worker.pid(), 1024);
+    wait_for(Duration::from_secs(60), "the task to settle", || {
+        let s = repo.task("p", "T-1")["status"].clone();
+        (s == "DONE" || s == "FAILED").then_some(())
     });
-    assert_eq!(status.code(), Some(0));
+    worker.signal(libc::SIGTERM);
+    let _ = worker.wait(Duration::from_secs(30));
     let t = repo.task("p", "T-1");
     assert_eq!(t["status"], "DONE", "{t}");
     assert_eq!(t["attempts"], 1, "the refusals used no attempt: {t}");
@@ -105,11 +122,13 @@ fn a_spawn_refused_for_lack_of_descriptors_uses_no_attempt() {
 fn a_machine_that_never_recovers_fails_the_task_after_its_own_limit() {
     // The agent `true` never gets to run: every spawn is refused.
     let repo = Repo::new(&plan("p", vec![task("T-1")]), "true");
-    let mut child = refused_run(&repo, 1);
-    let status = wait_for(Duration::from_secs(60), "the run to end", || {
-        child.try_wait().unwrap()
+    let worker = refused_worker(&repo, 1);
+    wait_for(Duration::from_secs(60), "the task to settle", || {
+        let s = repo.task("p", "T-1")["status"].clone();
+        (s == "DONE" || s == "FAILED").then_some(())
     });
-    assert_eq!(status.code(), Some(1));
+    worker.signal(libc::SIGTERM);
+    let _ = worker.wait(Duration::from_secs(30));
     let t = repo.task("p", "T-1");
     assert_eq!(t["status"], "FAILED", "{t}");
     // One attempt, three refusals (the limit is three times the attempts).

@@ -118,9 +118,11 @@ fn sqlx_transient(e: &sqlx::Error) -> bool {
         sqlx::Error::Database(db)
             if db.try_downcast_ref::<sqlx::sqlite::SqliteError>().is_some() =>
         {
-            // SQLITE_BUSY (5) and SQLITE_LOCKED (6), with their extended codes.
+            // SQLITE_BUSY (5) and SQLITE_LOCKED (6), with their extended codes; and
+            // SQLITE_CANTOPEN (14), what a new connection gets while the process is out of file
+            // descriptors: a lasting one still ends in the outage limit, naming the database.
             let code = db.code().and_then(|c| c.parse::<i64>().ok());
-            matches!(code.map(|c| c & 0xff), Some(5 | 6))
+            matches!(code.map(|c| c & 0xff), Some(5 | 6 | 14))
         }
         sqlx::Error::Database(db) => match db.code().as_deref() {
             // Postgres: connection exceptions (08…), operator intervention — admin or crash

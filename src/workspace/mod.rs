@@ -176,8 +176,14 @@ impl Workspaces {
     /// repository). Refuses bare repositories and bad include patterns.
     pub fn new(repo_root: impl AsRef<Path>, cfg: WorkspaceConfig) -> Result<Self, WorkspaceError> {
         let given = repo_root.as_ref();
-        let mut repo = Repository::discover(given).map_err(|_| WorkspaceError::NotARepository {
-            path: given.to_path_buf(),
+        let mut repo = Repository::discover(given).map_err(|e| {
+            if e.code() == git2::ErrorCode::NotFound {
+                WorkspaceError::NotARepository {
+                    path: given.to_path_buf(),
+                }
+            } else {
+                WorkspaceError::git(format!("open the repository at {}", given.display()))(e)
+            }
         })?;
         if repo.is_bare() {
             return Err(WorkspaceError::BareRepository {
