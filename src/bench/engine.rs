@@ -348,6 +348,7 @@ async fn engine_rounds(
         },
         pty_size: TermSize::new(40, 160),
         scrollback: 1000,
+        attempt_log_max: 0,
         grace: Duration::from_secs(1),
         handoff: HandoffDir::in_project(repo),
         handoff_timeout: Duration::from_secs(60),

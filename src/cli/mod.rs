@@ -63,6 +63,28 @@ use context::Context;
 use std::process::ExitCode;
 
 /// Entry point of the `whilly` binary.
+/// Raises this process's soft limit on open files to its hard limit (at most 65,536): the
+/// default soft limit (often 1,024) is shared by the queue, the agents' terminals and logs and
+/// the HTTP surface, and a busy run should not find it first. The HTTP surface caps its own
+/// share ([`crate::http::listener`]).
+fn raise_descriptor_limit() {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit on this process with a valid struct.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
+            return;
+        }
+        let want = lim.rlim_max.min(65_536);
+        if lim.rlim_cur < want {
+            lim.rlim_cur = want;
+            let _ = libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+        }
+    }
+}
+
 pub fn main() -> ExitCode {
     // The guard every agent runs under: before anything else (it forks, single-threaded).
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
@@ -80,6 +102,7 @@ pub fn main() -> ExitCode {
         crate::procguard::enable(exe);
     }
     launcher::unblock_inherited();
+    raise_descriptor_limit();
     let parsed = args::command()
         .try_get_matches()
         .and_then(|m| <Cli as clap::FromArgMatches>::from_arg_matches(&m))

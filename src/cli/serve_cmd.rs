@@ -64,6 +64,10 @@ async fn bind(
         Err(e) => return Ok(Err(e)),
     };
     opts.default_agent = Some(cfg.run.agent.clone());
+    opts.limits = crate::http::listener::Limits {
+        max_connections: cfg.http.max_connections as usize,
+        header_timeout: Duration::from_secs(cfg.http.header_timeout_secs),
+    };
     let store = ctx.store().await?;
     Ok(start(
         store,

@@ -77,6 +77,10 @@ pub struct HttpConfig {
     /// The bearer token every route but `/health/live` requires (a secret reference).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub token: Option<Secret>,
+    /// Connections open at once; one more is closed at once.
+    pub max_connections: u32,
+    /// How long a client has to send a whole request head.
+    pub header_timeout_secs: u64,
 }
 
 impl Default for HttpConfig {
@@ -84,6 +88,8 @@ impl Default for HttpConfig {
         HttpConfig {
             addr: "127.0.0.1:8787".into(),
             token: None,
+            max_connections: 128,
+            header_timeout_secs: 10,
         }
     }
 }
@@ -522,6 +528,8 @@ pub struct LoggingConfig {
     pub level: String,
     /// Relative paths are relative to the repository root.
     pub dir: PathBuf,
+    /// The most MiB one attempt's log keeps (its head and tail); 0: no limit.
+    pub attempt_log_max_mb: u64,
 }
 
 impl Default for LoggingConfig {
@@ -529,6 +537,7 @@ impl Default for LoggingConfig {
         LoggingConfig {
             level: "info".into(),
             dir: PathBuf::from(".whilly/logs"),
+            attempt_log_max_mb: 100,
         }
     }
 }

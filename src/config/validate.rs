@@ -8,7 +8,88 @@ pub fn check(config: &Config) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = Vec::new();
     let mut bad = |key: &str, msg: String| out.push((key.to_string(), msg));
 
+    // Upper bounds: a value past these is a typo, and some would overflow the store's
+    // timestamps (a lease of i64::MAX seconds made every later read "corrupt").
+    const HOUR: u64 = 3_600;
+    const WEEK: u64 = 7 * 24 * HOUR;
+    const YEAR: u64 = 365 * 24 * HOUR;
     let q = &config.queue;
+    let bounds: [(&str, u64, u64); 21] = [
+        (
+            "logging.attempt_log_max_mb",
+            config.logging.attempt_log_max_mb,
+            1 << 20,
+        ),
+        (
+            "http.max_connections",
+            u64::from(config.http.max_connections),
+            4_096,
+        ),
+        (
+            "http.header_timeout_secs",
+            config.http.header_timeout_secs,
+            600,
+        ),
+        ("queue.heartbeat_secs", q.heartbeat_secs, HOUR),
+        ("queue.lease_secs", q.lease_secs, WEEK),
+        ("queue.reaper_interval_secs", q.reaper_interval_secs, HOUR),
+        ("queue.poll_interval_ms", q.poll_interval_ms, HOUR * 1000),
+        ("queue.notify_debounce_ms", q.notify_debounce_ms, 60_000),
+        (
+            "queue.default_max_attempts",
+            u64::from(q.default_max_attempts),
+            1_000,
+        ),
+        ("queue.outage_secs", q.outage_secs, WEEK),
+        ("queue.worker_offline_secs", q.worker_offline_secs, WEEK),
+        ("run.parallel", u64::from(config.run.parallel), 1_024),
+        ("run.grace_period_secs", config.run.grace_period_secs, HOUR),
+        (
+            "verification.timeout_secs",
+            config.verification.timeout_secs,
+            WEEK,
+        ),
+        (
+            "retry.rate_limit_cooldown_secs",
+            config.retry.rate_limit_cooldown_secs,
+            WEEK,
+        ),
+        ("handoff.timeout_secs", config.handoff.timeout_secs, YEAR),
+        ("tui.fps", u64::from(config.tui.fps), 240),
+        ("tui.ssh_fps", u64::from(config.tui.ssh_fps), 240),
+        (
+            "tui.scrollback_lines",
+            u64::from(config.tui.scrollback_lines),
+            1_000_000,
+        ),
+        ("delivery.max_file_mb", config.delivery.max_file_mb, 1 << 20),
+        ("jira.page_size", u64::from(config.jira.page_size), 100),
+    ];
+    for (key, v) in [
+        (
+            "http.max_connections",
+            u64::from(config.http.max_connections),
+        ),
+        ("http.header_timeout_secs", config.http.header_timeout_secs),
+    ] {
+        if v == 0 {
+            bad(key, "must be at least 1".into());
+        }
+    }
+    for (key, v, max) in bounds {
+        if v > max {
+            bad(key, format!("must be at most {max}, got {v}"));
+        }
+    }
+    if let Some(v) = config.retry.backoff_secs.iter().find(|v| **v > 24 * HOUR) {
+        bad(
+            "retry.backoff_secs",
+            format!(
+                "each pause must be at most {} seconds (a day), got {v}",
+                24 * HOUR
+            ),
+        );
+    }
     for (key, v) in [
         ("queue.heartbeat_secs", q.heartbeat_secs),
         ("queue.poll_interval_ms", q.poll_interval_ms),

@@ -249,6 +249,86 @@ impl StreamRedactor {
     }
 }
 
+static KEY_BEGIN: LazyLock<Regex> =
+    LazyLock::new(|| re(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"));
+static KEY_END: LazyLock<Regex> =
+    LazyLock::new(|| re(r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"));
+
+/// Redacts a log that arrives in pieces (an attempt's output), whatever the split: the caller
+/// hands over whole lines ([`LogRedactor::line_cut`]) and, when the output goes quiet, only
+/// what [`LogRedactor::quiet_cut`] allows, so the start of a secret or of a `password = …`
+/// is never written before its end has arrived; a private key whose lines arrive apart is
+/// redacted from its BEGIN line to its END line.
+#[derive(Debug, Default)]
+pub struct LogRedactor {
+    in_key: bool,
+}
+
+impl LogRedactor {
+    /// How much of `pending` (output not written yet) may be written now that more arrived:
+    /// every whole line; a partial line only once it is `max` bytes long, and then up to the
+    /// word it ends in.
+    pub fn line_cut(pending: &[u8], max: usize) -> usize {
+        match pending.iter().rposition(|b| *b == b'\n') {
+            Some(i) => i + 1,
+            None if pending.len() >= max => word_cut(pending),
+            None => 0,
+        }
+    }
+
+    /// How much of `pending` (a partial line) may be written while the output is quiet: none
+    /// of a short one (it may be the first half of a secret or of an assignment), and of a long
+    /// one up to the word it ends in.
+    pub fn quiet_cut(pending: &[u8]) -> usize {
+        if pending.len() <= HOLD_MAX {
+            0
+        } else {
+            word_cut(pending)
+        }
+    }
+
+    /// `bytes` redacted, carrying the inside of a private key block across calls.
+    pub fn redact(&mut self, bytes: &[u8]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(bytes.len());
+        for line in bytes.split_inclusive(|b| *b == b'\n') {
+            let text = String::from_utf8_lossy(line);
+            let newline: &[u8] = if line.ends_with(b"\n") { b"\n" } else { b"" };
+            if self.in_key {
+                if let Some(end) = KEY_END.find(&text) {
+                    self.in_key = false;
+                    out.extend(redact_bytes(text[end.end()..].as_bytes()).iter());
+                } else {
+                    out.extend_from_slice(newline);
+                }
+                continue;
+            }
+            if let Some(begin) = KEY_BEGIN.find(&text)
+                && !KEY_END.is_match(&text[begin.end()..])
+            {
+                self.in_key = true;
+                out.extend(redact_bytes(text[..begin.start()].as_bytes()).iter());
+                out.extend_from_slice(b"[REDACTED:private_key]");
+                out.extend_from_slice(newline);
+                continue;
+            }
+            out.extend(redact_bytes(line).iter());
+        }
+        out
+    }
+}
+
+/// Up to the last word boundary of `bytes` that leaves at most [`HOLD_MAX`] bytes held; all of
+/// it when the last word is longer (a run that long is no token).
+fn word_cut(bytes: &[u8]) -> usize {
+    match bytes
+        .iter()
+        .rposition(|b| b.is_ascii_whitespace() || *b < 0x20 || *b == 0x7f)
+    {
+        Some(i) if bytes.len() - (i + 1) <= HOLD_MAX => i + 1,
+        _ => bytes.len(),
+    }
+}
+
 /// Redacts every string of a JSON value in place (object keys are left alone: they are ours).
 pub fn redact_json(v: &mut serde_json::Value) {
     match v {
@@ -293,6 +373,58 @@ mod tests {
             v,
             serde_json::json!({"a": ["x [REDACTED:github_token]"], "b": {"c": "[REDACTED:anthropic_api_key]"}, "n": 1})
         );
+    }
+
+    /// Every kind of secret, split at every offset into two writes with the output going quiet
+    /// between them, never reaches the log whole.
+    #[test]
+    fn a_log_split_anywhere_never_holds_a_secret() {
+        let secrets = [
+            "AKIAABCDEFGHIJKLMNOP",
+            "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+            "sk-ant-api03-abcdefghijklmnopqrstuvwx",
+            "sk-proj-abcdefghijklmnopqrstuvwxyz012345",
+            "xoxb-1234567890-abcdefghij",
+            "postgres://app:s3cretPassw0rd@db.internal:5432/app",
+            "password = hunter2hunter2x9",
+            "Authorization: Bearer abcdefghijklmnopqrstuvwxyz0123",
+        ];
+        let pem = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun\nVTLw7onLRnrq0/IzW7yWR7QkrmBL7jTKEn5u+qKhbwKfBstIs+bMY2Zkp18gnTxK\n-----END RSA PRIVATE KEY-----";
+        let mut all: Vec<String> = secrets.iter().map(|s| s.to_string()).collect();
+        all.push(pem.to_string());
+        for secret in &all {
+            let line = format!("about to use {secret} now\n");
+            let bytes = line.as_bytes();
+            for cut in 1..bytes.len() {
+                // The log sink's rules: whole lines when more arrives, `quiet_cut` in a pause.
+                let mut r = LogRedactor::default();
+                let mut pending: Vec<u8> = Vec::new();
+                let mut out = Vec::new();
+                for (piece, quiet) in [(&bytes[..cut], true), (&bytes[cut..], false)] {
+                    pending.extend_from_slice(piece);
+                    let n = LogRedactor::line_cut(&pending, 16 * 1024);
+                    let whole: Vec<u8> = pending.drain(..n).collect();
+                    out.extend(r.redact(&whole));
+                    if quiet {
+                        let n = LogRedactor::quiet_cut(&pending);
+                        let part: Vec<u8> = pending.drain(..n).collect();
+                        out.extend(r.redact(&part));
+                    }
+                }
+                out.extend(r.redact(&pending));
+                let text = String::from_utf8(out).expect("utf8");
+                let needle = if secret.contains("PRIVATE KEY") {
+                    secret.lines().nth(1).unwrap_or(secret)
+                } else {
+                    secret
+                        .rsplit(['=', ' ', ':'])
+                        .find(|p| p.len() >= 12)
+                        .unwrap_or(secret)
+                };
+                assert!(!text.contains(needle), "cut at {cut}: {text}");
+                assert!(text.contains("[REDACTED"), "cut at {cut}: {text}");
+            }
+        }
     }
 
     #[test]

@@ -70,6 +70,8 @@ pub struct ExecutorConfig {
     pub keep_failed: bool,
     pub pty_size: TermSize,
     pub scrollback: usize,
+    /// The most bytes an attempt's log keeps, head and tail (`[logging] attempt_log_max_mb`).
+    pub attempt_log_max: u64,
     /// How long an agent may take to finish up after a graceful stop.
     pub grace: Duration,
     pub handoff: HandoffDir,
@@ -662,7 +664,10 @@ impl AgentExecutor {
         let mut spec = SpawnSpec::new(command.argv())
             .cwd(&command.cwd)
             .size(spawn_size.rows, spawn_size.cols);
-        spec = spec.log_path(&log_path).scrollback(self.cfg.scrollback);
+        spec = spec
+            .log_path(&log_path)
+            .log_limit(self.cfg.attempt_log_max)
+            .scrollback(self.cfg.scrollback);
         for (k, v) in &command.env {
             spec = spec.env(k, v);
         }

@@ -307,6 +307,7 @@ fn build_executor(
         },
         pty_size: TermSize::new(40, 160),
         scrollback: cfg.tui.scrollback_lines as usize,
+        attempt_log_max: cfg.logging.attempt_log_max_mb.saturating_mul(1_048_576),
         grace: Duration::from_secs(cfg.run.grace_period_secs),
         handoff: HandoffDir::in_project(&req.repo_root),
         handoff_timeout: Duration::from_secs(cfg.handoff.timeout_secs),

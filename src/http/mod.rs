@@ -5,6 +5,7 @@
 //! which every route but `/health/live` then requires.
 
 mod auth;
+pub mod listener;
 mod metrics;
 pub mod status;
 mod stream;
@@ -42,6 +43,8 @@ pub struct HttpOptions {
     pub token: Option<SecretString>,
     /// The configured `[run] agent`, named on the status page for tasks that name none.
     pub default_agent: Option<String>,
+    /// What one client may use up (`[http] max_connections`, `header_timeout_secs`).
+    pub limits: listener::Limits,
 }
 
 impl HttpOptions {
@@ -59,6 +62,7 @@ impl HttpOptions {
             addr,
             token,
             default_agent: None,
+            limits: listener::Limits::default(),
         })
     }
 }
@@ -140,11 +144,10 @@ pub async fn start(
         .route("/health/live", get(live))
         .merge(guarded)
         .with_state(ctx);
+    let limits = opts.limits;
     let handle = tokio::spawn(async move {
-        axum::serve(listener, app)
-            .with_graceful_shutdown(stop)
-            .await
-            .map_err(|e| HttpError::Serve(e.to_string()))
+        listener::serve(listener, app, limits, stop).await;
+        Ok(())
     });
     Ok(Server {
         addr,

@@ -26,10 +26,21 @@ pub(crate) struct LogSink {
     path: PathBuf,
     out: BufWriter<File>,
     failed: bool,
-    /// The end of the output that is not a whole line yet: secrets are redacted line by line,
-    /// so one split across two reads is still caught.
+    /// The end of the output that is not written yet: secrets are redacted line by line, so
+    /// one split across two reads (or across a pause) is still caught.
     pending: Vec<u8>,
+    redactor: crate::domain::secrets::LogRedactor,
+    /// The most bytes written to the head of the log; 0: no limit. Past it, only the last
+    /// [`LogSink::tail_max`] bytes are kept (in `tail`), written at the end after a note.
+    head_max: u64,
+    tail_max: usize,
+    written: u64,
+    tail: std::collections::VecDeque<u8>,
+    dropped: u64,
 }
+
+/// The tail of a capped log kept in memory: where the agent's final result is.
+const TAIL_MAX: usize = 4 * 1024 * 1024;
 
 /// A partial line longer than this is written out without waiting for its end.
 const MAX_PENDING: usize = 16 * 1024;
@@ -41,26 +52,57 @@ impl LogSink {
             out: BufWriter::with_capacity(LOG_BUFFER, file),
             failed: false,
             pending: Vec::new(),
+            redactor: Default::default(),
+            head_max: 0,
+            tail_max: 0,
+            written: 0,
+            tail: Default::default(),
+            dropped: 0,
         }
+    }
+
+    /// Keeps at most `limit` bytes (0: no limit): the head, then the tail, with a note of what
+    /// was left out between them.
+    pub(crate) fn limited(mut self, limit: u64) -> Self {
+        if limit > 0 {
+            self.tail_max = (limit / 2).min(TAIL_MAX as u64) as usize;
+            self.head_max = limit - self.tail_max as u64;
+        }
+        self
     }
 
     /// Logs `bytes`, whole lines at once and redacted (`domain::secrets`): what an agent prints
     /// never reaches the disk with a token in it. Parsers read the log, so they see the same.
     fn write(&mut self, bytes: &[u8]) {
         self.pending.extend_from_slice(bytes);
-        let cut = match self.pending.iter().rposition(|b| *b == b'\n') {
-            Some(i) => i + 1,
-            None if self.pending.len() >= MAX_PENDING => self.pending.len(),
-            None => return,
-        };
-        let lines: Vec<u8> = self.pending.drain(..cut).collect();
-        self.emit(&lines);
+        let cut = crate::domain::secrets::LogRedactor::line_cut(&self.pending, MAX_PENDING);
+        if cut > 0 {
+            let lines: Vec<u8> = self.pending.drain(..cut).collect();
+            self.emit(&lines);
+        }
     }
 
     fn emit(&mut self, bytes: &[u8]) {
-        let redacted = crate::domain::secrets::redact_bytes(bytes);
+        let redacted = self.redactor.redact(bytes);
+        let mut redacted: &[u8] = &redacted;
+        if self.head_max > 0 {
+            let room = self.head_max.saturating_sub(self.written) as usize;
+            if redacted.len() > room {
+                // Past the head: the rest goes to the tail, whose oldest bytes make way.
+                self.tail.extend(&redacted[room..]);
+                let over = self.tail.len().saturating_sub(self.tail_max);
+                self.tail.drain(..over);
+                self.dropped += over as u64;
+                redacted = &redacted[..room];
+            }
+            self.written += redacted.len() as u64;
+        }
+        self.write_out(redacted);
+    }
+
+    fn write_out(&mut self, redacted: &[u8]) {
         if !self.failed
-            && let Err(err) = self.out.write_all(&redacted)
+            && let Err(err) = self.out.write_all(redacted)
         {
             // A full disk must not stop the agent: keep emulating, stop logging, say so once.
             tracing::warn!(path = %self.path.display(), %err, "session log write failed; logging stopped");
@@ -68,13 +110,39 @@ impl LogSink {
         }
     }
 
-    /// Writes out what is pending (the output went quiet: a prompt without a newline is a
-    /// whole thing too) and flushes.
+    /// The output went quiet: writes out what may be written of the partial line (a short one
+    /// waits: it may be the first half of a secret) and flushes.
     fn flush(&mut self) {
+        let cut = crate::domain::secrets::LogRedactor::quiet_cut(&self.pending);
+        if cut > 0 {
+            let part: Vec<u8> = self.pending.drain(..cut).collect();
+            self.emit(&part);
+        }
+        self.flush_file();
+    }
+
+    /// The output ended: everything pending is written, and a capped log's tail after a note
+    /// of what was left out.
+    fn finish(&mut self) {
         if !self.pending.is_empty() {
             let rest = std::mem::take(&mut self.pending);
             self.emit(&rest);
         }
+        if !self.tail.is_empty() {
+            let note = format!(
+                "\n[whilly: {} bytes of output left out here; the log keeps its first {} and its last {} bytes]\n",
+                self.dropped,
+                self.head_max,
+                self.tail.len()
+            );
+            self.write_out(note.as_bytes());
+            let tail: Vec<u8> = std::mem::take(&mut self.tail).into();
+            self.write_out(&tail);
+        }
+        self.flush_file();
+    }
+
+    fn flush_file(&mut self) {
         if !self.failed
             && let Err(err) = self.out.flush()
         {
@@ -86,7 +154,7 @@ impl LogSink {
 
 impl Drop for LogSink {
     fn drop(&mut self) {
-        self.flush();
+        self.finish();
     }
 }
 
@@ -191,7 +259,7 @@ pub(crate) fn run_reader(
         shared.bump_generation();
     }
     if let Some(log) = log.as_mut() {
-        log.flush();
+        log.finish();
     }
     if let Some(pipe) = display.as_mut() {
         shown.clear();

@@ -188,7 +188,7 @@ impl PtySession {
             None => std::env::current_dir().map_err(io_err("cannot read the current directory"))?,
         };
         let log = match &spec.log_path {
-            Some(path) => Some(LogSink::new(path.clone(), open_log(path)?)),
+            Some(path) => Some(LogSink::new(path.clone(), open_log(path)?).limited(spec.log_limit)),
             None => None,
         };
         let size = spec.size.clamped();

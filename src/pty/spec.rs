@@ -52,6 +52,9 @@ pub struct SpawnSpec {
     pub size: TermSize,
     /// Raw output is appended here (parent directories are created); no log when `None`.
     pub log_path: Option<PathBuf>,
+    /// The most bytes the log keeps (its head and its tail, with a note of what was left out
+    /// between them); 0: no limit.
+    pub log_limit: u64,
     /// Lines of scrollback the emulator keeps.
     pub scrollback: usize,
     /// What the screen shows instead of raw JSON lines (see [`LineFilter`]); the log always gets
@@ -72,6 +75,7 @@ impl SpawnSpec {
             env: Vec::new(),
             size: TermSize::default(),
             log_path: None,
+            log_limit: 0,
             scrollback: DEFAULT_SCROLLBACK,
             display_filter: None,
         }
@@ -94,6 +98,12 @@ impl SpawnSpec {
 
     pub fn log_path(mut self, path: impl Into<PathBuf>) -> Self {
         self.log_path = Some(path.into());
+        self
+    }
+
+    /// See [`SpawnSpec::log_limit`].
+    pub fn log_limit(mut self, bytes: u64) -> Self {
+        self.log_limit = bytes;
         self
     }
 
