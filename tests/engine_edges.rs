@@ -647,18 +647,31 @@ fn hostile_handoff_results_never_block_or_bloat_the_engine() {
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
     let ev = problems(1);
     assert!(
-        ev[0]["payload"]["problem"].as_str().unwrap().contains("FIFO"),
+        ev[0]["payload"]["problem"]
+            .as_str()
+            .unwrap()
+            .contains("FIFO"),
         "{}",
         ev[0]
     );
     std::fs::remove_file(&result).unwrap();
     std::os::unix::fs::symlink("/dev/zero", &result).unwrap();
     let ev = problems(2);
-    assert!(ev[1]["payload"]["problem"].as_str().unwrap().contains("device"));
+    assert!(
+        ev[1]["payload"]["problem"]
+            .as_str()
+            .unwrap()
+            .contains("device")
+    );
     std::fs::remove_file(&result).unwrap();
     std::fs::write(&result, vec![b' '; 5 * 1024 * 1024]).unwrap();
     let ev = problems(3);
-    assert!(ev[2]["payload"]["problem"].as_str().unwrap().contains("limit"));
+    assert!(
+        ev[2]["payload"]["problem"]
+            .as_str()
+            .unwrap()
+            .contains("limit")
+    );
     assert!(!run.exited(), "the run gave up");
     assert_eq!(repo.task("p", "T-1")["status"], "IN_PROGRESS");
     std::fs::remove_file(&result).unwrap();

@@ -25,7 +25,11 @@ fn a_key_printed_in_two_writes_never_reaches_the_log() {
     for f in logs {
         let text = String::from_utf8_lossy(&std::fs::read(&f).unwrap()).into_owned();
         assert!(!text.contains(key_tail), "{}: {text}", f.display());
-        assert!(!text.contains("hunter2hunter2x9"), "{}: {text}", f.display());
+        assert!(
+            !text.contains("hunter2hunter2x9"),
+            "{}: {text}",
+            f.display()
+        );
         if f.extension().is_some_and(|e| e == "log") {
             assert!(text.contains("[REDACTED:anthropic_api_key]"), "{text}");
         }
