@@ -17,8 +17,9 @@
 //! guard ends every such descendant before it exits itself: nothing an agent starts outlives
 //! its attempt, however it detaches.
 //!
-//! The guard ignores SIGINT, SIGTERM, SIGHUP and SIGQUIT (whilly signals the process group, and
-//! the program must get them, not the guard); the program starts with default dispositions and
+//! The guard ignores SIGINT, SIGHUP and SIGQUIT and takes SIGTERM without dying of it (whilly
+//! signals the process group, and the program must get them, not the guard; a SIGTERM is passed
+//! on to the descendants the guard adopted); the program starts with default dispositions and
 //! the signal mask whilly spawned with.
 //!
 //! Guarding is on when the binary calls [`enable`] with its own path (the `whilly` binary does,
@@ -163,9 +164,13 @@ pub fn run(args: &[OsString]) -> ! {
         let mut chld: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut chld);
         libc::sigaddset(&mut chld, libc::SIGCHLD);
+        // SIGTERM is taken in `watch` too (blocked here, so never ignored and never fatal): a
+        // stop whilly sends the group is passed on to what the program detached.
+        libc::sigaddset(&mut chld, libc::SIGTERM);
         let mut old: libc::sigset_t = std::mem::zeroed();
         libc::sigprocmask(libc::SIG_BLOCK, &chld, &mut old);
-        for s in FORWARDED {
+        // Not SIGTERM: an ignored signal is dropped even while blocked, and `watch` wants it.
+        for s in FORWARDED.into_iter().filter(|s| *s != libc::SIGTERM) {
             libc::signal(s, libc::SIG_IGN);
         }
         let mut ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
@@ -209,7 +214,12 @@ unsafe fn watch(pid: libc::pid_t, parent: libc::pid_t, chld: &libc::sigset_t) ->
     loop {
         // SAFETY: per this function's contract.
         unsafe {
-            libc::sigtimedwait(chld, std::ptr::null_mut(), &tick);
+            let sig = libc::sigtimedwait(chld, std::ptr::null_mut(), &tick);
+            if sig == libc::SIGTERM {
+                // Whilly stops the attempt: the program and its group got this already; what
+                // left the group (a `setsid` daemon, adopted by us or not yet) gets it from here.
+                signal_outside_group(libc::SIGTERM);
+            }
             // Reap the program and any adopted descendant that ended.
             let mut ended = None;
             loop {
@@ -241,6 +251,31 @@ unsafe fn watch(pid: libc::pid_t, parent: libc::pid_t, chld: &libc::sigset_t) ->
                 // The guard is in the group: this ends it too.
                 libc::kill(0, libc::SIGKILL);
             }
+        }
+    }
+}
+
+/// Sends `signal` to every descendant of the guard that is not in its process group (those
+/// got whilly's signal to the group already).
+///
+/// # Safety
+/// Plain syscalls on our own descendants.
+unsafe fn signal_outside_group(signal: libc::c_int) {
+    // SAFETY: getpid and getpgrp have no preconditions.
+    let (me, group) = unsafe { (libc::getpid() as u32, libc::getpgrp()) };
+    let mut stack = crate::procinfo::children_of(me);
+    let mut seen = std::collections::HashSet::new();
+    while let Some(p) = stack.pop() {
+        if !seen.insert(p) {
+            continue;
+        }
+        stack.extend(crate::procinfo::children_of(p));
+        let Ok(pid) = i32::try_from(p) else { continue };
+        // SAFETY: getpgid on a pid we found below us; -1 (gone) is skipped.
+        let pgid = unsafe { libc::getpgid(pid) };
+        if pid > 1 && pgid > 0 && pgid != group {
+            // SAFETY: a descendant of ours.
+            unsafe { libc::kill(pid, signal) };
         }
     }
 }

@@ -81,3 +81,23 @@ fn a_run_killed_with_sigkill_leaves_no_detached_descendant() {
     });
     repo.kill_marked(&[]);
 }
+
+/// An attempt stopped by whilly (its task timeout) while its detached sleeper runs, the agent
+/// ignoring SIGTERM so its whole group is killed with SIGKILL (the guard with it): the stop
+/// reached the sleeper first.
+#[test]
+fn an_attempt_stopped_at_its_timeout_leaves_no_detached_descendant() {
+    let mut t = task("T-1");
+    t["timeout"] = 2.into();
+    t["max_attempts"] = 1.into();
+    let repo = Repo::new(
+        &plan("p", vec![t]),
+        "sh -c 'setsid sleep 3001 < /dev/null > /dev/null 2>&1 & trap \"\" TERM; sleep 60'",
+    );
+    let out = repo.run(&["run", "plan.json", "--headless"], Duration::from_secs(60));
+    assert_eq!(out.code, Some(1), "{out}");
+    assert_eq!(repo.task("p", "T-1")["reason"], "task_timeout");
+    wait_for(Duration::from_secs(5), "the sleeper to be gone", || {
+        sleepers(&repo, &[]).is_empty().then_some(())
+    });
+}
