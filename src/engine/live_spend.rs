@@ -127,16 +127,34 @@ fn follow(log: &SessionLog, id: &str, spend: &Spend, stop: &AtomicBool) {
     }
 }
 
-/// Reads a growing file's complete lines, each once.
+/// Reads a growing file's complete lines, each once. The file is the agent CLI's, in a place
+/// the agent can write: it is opened only when it is a regular file (a FIFO there cannot hang
+/// the follower, a link to a device cannot feed it forever), read at most [`TAIL_CHUNK`] at a
+/// time, and a line longer than [`TAIL_LINE_MAX`] is dropped, not kept growing.
 pub struct Tail {
     file: File,
     offset: u64,
     partial: Vec<u8>,
 }
 
+/// The most bytes one read takes.
+const TAIL_CHUNK: u64 = 1024 * 1024;
+/// A line of usage is short; one longer than this is no usage record.
+const TAIL_LINE_MAX: usize = 1024 * 1024;
+
 impl Tail {
     pub fn open(path: &Path) -> Option<Tail> {
-        File::open(path).ok().map(|file| Tail {
+        use std::os::unix::fs::OpenOptionsExt;
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+            .open(path)
+            .ok()?;
+        if !file.metadata().ok()?.is_file() {
+            tracing::warn!(path = %path.display(), "not following a session file that is not a regular file");
+            return None;
+        }
+        Some(Tail {
             file,
             offset: 0,
             partial: Vec::new(),
@@ -149,12 +167,15 @@ impl Tail {
         let read = self
             .file
             .seek(SeekFrom::Start(self.offset))
-            .and_then(|_| self.file.read_to_end(&mut buf));
+            .and_then(|_| (&mut self.file).take(TAIL_CHUNK).read_to_end(&mut buf));
         let Ok(n) = read else {
             return Vec::new();
         };
         self.offset += n as u64;
         self.partial.extend_from_slice(&buf);
+        if self.partial.len() > TAIL_LINE_MAX && !self.partial.contains(&b'\n') {
+            self.partial.clear();
+        }
         let Some(end) = self.partial.iter().rposition(|b| *b == b'\n') else {
             return Vec::new();
         };
@@ -177,6 +198,24 @@ mod tests {
     use std::io::Write;
     use std::path::PathBuf;
     use std::time::Instant;
+
+    #[test]
+    fn a_fifo_or_device_in_place_of_the_session_file_is_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("rollout.jsonl");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        assert!(
+            Tail::open(&fifo).is_none(),
+            "opened without blocking, refused"
+        );
+        assert!(Tail::open(Path::new("/dev/zero")).is_none());
+        let file = dir.path().join("real.jsonl");
+        std::fs::write(&file, "a\nb\npart").unwrap();
+        let mut t = Tail::open(&file).unwrap();
+        assert_eq!(t.read_lines(), vec!["a".to_string(), "b".to_string()]);
+    }
 
     const ID: &str = "01a24a53-13e0-7020-a815-07569af19a36";
 
