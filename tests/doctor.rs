@@ -105,6 +105,9 @@ fn a_healthy_repository_passes() {
     one(&v, "database", "ok", "sqlite queue at");
     one(&v, "agents", "ok", "agent fake");
     one(&v, "files", "ok", "is private");
+    // What `.whilly/` holds, by part: the run's attempt logs among them.
+    let disk = one(&v, "disk", "ok", "holds");
+    assert!(disk["what"].as_str().unwrap().contains("runs "), "{disk}");
     one(
         &v,
         "plans",

@@ -89,7 +89,14 @@ fn the_page_and_its_json_show_the_running_task() {
     let g = Gated::new();
     let run = g.repo.run_plan(&[], &[]);
     let s = serve(&g.repo, &[]);
-    let snap = wait_status(&s.url, "task A running", runs_a);
+    // The snapshot reads the events first (the page's stream goes on from the newest), so the
+    // task may show as running a moment before its task.started is among the events.
+    let snap = wait_status(&s.url, "task A running, its start among the events", |s| {
+        runs_a(s)
+            && s["events"]
+                .as_array()
+                .is_some_and(|e| e.iter().any(|e| e["event_type"] == "task.started"))
+    });
 
     let plan = &snap["plans"][0];
     assert_eq!(plan["id"], "p");

@@ -28,7 +28,7 @@ impl Severity {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Finding {
     /// The group of checks (`database`, `agents`, `tokens`, `keyring`, `plans`, `worktrees`,
-    /// `leases`, `workers`, `files`).
+    /// `leases`, `workers`, `files`, `disk`).
     pub check: &'static str,
     pub severity: Severity,
     pub what: String,

@@ -4,7 +4,7 @@
 //! One file per group: `files.rs` (`.whilly/` permissions), `queue.rs` (the database, stale
 //! leases, dead workers), `agents.rs` (agent binaries and versions), `tokens.rs` (GitHub and
 //! Jira tokens, the keyring), `plans.rs` (ghost plans), `checks.rs` (checks whose program is missing), `worktrees.rs` (orphan worktrees and
-//! branches, the disk budget).
+//! branches, the disk budget), `usage.rs` (what `.whilly/` holds on disk).
 
 pub mod agents;
 pub mod checks;
@@ -12,6 +12,7 @@ pub mod files;
 pub mod plans;
 pub mod queue;
 pub mod tokens;
+pub mod usage;
 pub mod worktrees;
 
 use crate::config::Config;
@@ -53,6 +54,7 @@ pub enum DoctorError {
 pub async fn examine(env: &DoctorEnv<'_>, perms: &files::PermFacts) -> Vec<Finding> {
     let mut out = vec![queue::judge_database(&queue::database_facts(env))];
     out.extend(files::judge(perms));
+    out.push(usage::judge(&usage::gather(env.state_dir)));
     out.extend(agents::judge(&agents::gather(env).await));
     out.push(tokens::judge_github(&tokens::github(env.config).await));
     out.push(tokens::judge_jira(&tokens::jira(env.config).await));
