@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 #[test]
 fn a_slowloris_client_beside_a_run_fails_no_task() {
-    let work = r#"sh -c 'sleep 1; mkdir -p files; echo done > "files/$WHILLY_TASK_ID.txt"; echo "<promise>COMPLETE</promise>"'"#;
+    let work = r#"sh -c 'sleep 2; mkdir -p files; echo done > "files/$WHILLY_TASK_ID.txt"; echo "<promise>COMPLETE</promise>"'"#;
     let tasks = (1..=6).map(|i| task(&format!("T-{i}"))).collect();
     let repo = Repo::new(&plan("p", tasks), work);
     let mut cmd = repo.whilly(&[

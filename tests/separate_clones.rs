@@ -259,14 +259,27 @@ fn a_stale_worker_never_pushes_over_the_newer_attempts_branch() {
     let b = c.worker(&c.b, &[]).wait(Duration::from_secs(90));
     assert_eq!(b.code, Some(0), "{b}");
     let branch = "whilly/once/T-1";
+    let refs = git(&c.remote, &c.repo.home, &["for-each-ref"]);
+    assert!(
+        refs.contains(branch),
+        "B's branch is on the remote: {refs}\nB: {b}\nB's events: {}",
+        String::from_utf8_lossy(&c.whilly_in(&c.b, &["events", "--task", "T-1"]).stdout)
+    );
     let pushed_by_b = git(&c.remote, &c.repo.home, &["rev-parse", branch]);
     a.signal(libc::SIGCONT);
     let a = a.wait(Duration::from_secs(60));
     assert_eq!(a.code, Some(0), "{a}");
+    let events = c.whilly_in(&c.a, &["events", "--task", "T-1"]);
     assert_eq!(
         git(&c.remote, &c.repo.home, &["rev-parse", branch]),
         pushed_by_b,
-        "the remote branch still holds B's commit"
+        "the remote branch still holds B's commit; remote:\n{}\nevents:\n{}\nA:\n{a}",
+        git(
+            &c.remote,
+            &c.repo.home,
+            &["log", "--all", "--format=%H %P%n%B"]
+        ),
+        String::from_utf8_lossy(&events.stdout)
     );
     let done = c.done_event();
     assert_eq!(
@@ -369,19 +382,41 @@ fn racing_landings_on_the_shared_remote_lose_nothing() {
         let out = w.wait(Duration::from_secs(180));
         assert_eq!(out.code, Some(0), "{out}");
     }
-    let log = git(&remote, &home, &["log", "HEAD", "--format=%B%x00"]);
-    for i in 1..=24 {
-        let n = log.matches(&format!("Whilly-Task: T-{i}\n")).count();
-        assert_eq!(n, 1, "T-{i} is on the remote {n} times");
-        let file = git(&remote, &home, &["show", &format!("HEAD:files/T-{i}.txt")]);
-        assert_eq!(file, "done\n");
-    }
     let shown = repo
         .whilly(&["--database-url", &url, "plan", "show", "race", "--json"])
         .current_dir(&clones[0])
         .output()
         .unwrap();
     let shown: Value = serde_json::from_slice(&shown.stdout).unwrap();
+    let events = repo
+        .whilly(&["--database-url", &url, "events", "--json"])
+        .current_dir(&clones[0])
+        .output()
+        .unwrap();
+    let events = String::from_utf8_lossy(&events.stdout).into_owned();
+    let log = git(&remote, &home, &["log", "HEAD", "--format=%B%x00"]);
+    for i in 1..=24 {
+        let settled: Vec<&str> = events
+            .lines()
+            .filter(|l| {
+                l.contains(&format!("\"task_id\":\"T-{i}\""))
+                    && (l.contains("task.done")
+                        || l.contains("task.human_loop")
+                        || l.contains("task.failed"))
+            })
+            .collect();
+        let n = log.matches(&format!("Whilly-Task: T-{i}\n")).count();
+        assert_eq!(
+            n, 1,
+            "T-{i} is on the remote {n} times; its settlement: {settled:#?}"
+        );
+    }
+    for i in 1..=24 {
+        let n = log.matches(&format!("Whilly-Task: T-{i}\n")).count();
+        assert_eq!(n, 1, "T-{i} is on the remote {n} times");
+        let file = git(&remote, &home, &["show", &format!("HEAD:files/T-{i}.txt")]);
+        assert_eq!(file, "done\n");
+    }
     for t in shown["tasks"].as_array().unwrap() {
         assert_eq!(t["status"], "DONE", "none parked for a busy remote: {t}");
     }

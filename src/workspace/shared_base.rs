@@ -89,6 +89,12 @@ pub(super) fn deliver(
                     target.remote, target.remote
                 )));
             }
+            // Another process of this clone (a `git fetch` of the operator's, say) holds the
+            // tracking ref's lock for a moment: another round, not a parked task.
+            Err(e) if is_lock_contention(&e) && round + 1 < ROUNDS => {
+                pause(round);
+                continue;
+            }
             Err(e) => return Ok(not_pushed(e.to_string())),
         };
         if let Some(l) = earlier_landing(&repo, remote_tip, &ours, fence)? {
@@ -135,8 +141,7 @@ pub(super) fn deliver(
         crate::failpoint::crash_if("before_push");
         match push_from(&repo, target, base_branch, remote_tip, new_tip) {
             Ok(Pushed::Moved) => {
-                let jitter = rand::random::<u64>() % (20 * (u64::from(round) + 1));
-                std::thread::sleep(std::time::Duration::from_millis(10 + jitter.min(500)));
+                pause(round);
                 tracing::info!(
                     remote = %target.remote,
                     branch = base_branch,
@@ -187,6 +192,8 @@ pub(super) fn unrecorded(
     task_id: &str,
     fence: &dyn DeliveryFence,
 ) -> Result<Option<Landed>, WorkspaceError> {
+    // The clone's tracking ref is fetched into under the merge lock, as delivery does.
+    let _lock = super::lock::merge(&ws.common_dir, ws.cfg.merge_lock_timeout)?;
     let repo = ws.open()?;
     let remote_tip = match fetch_base(&repo, target, base_branch) {
         Ok(Some(t)) => t,
@@ -211,6 +218,22 @@ pub(super) fn unrecorded(
                 ..l
             }
         }))
+}
+
+/// A growing, random pause between rounds, so landers racing for the branch spread out.
+fn pause(round: u32) {
+    let jitter = rand::random::<u64>() % (20 * (u64::from(round) + 1));
+    std::thread::sleep(std::time::Duration::from_millis(10 + jitter.min(500)));
+}
+
+/// Whether a git error is another process holding a lock this one needs for a moment.
+fn is_lock_contention(e: &WorkspaceError) -> bool {
+    match e {
+        WorkspaceError::Git { source, .. } => {
+            source.code() == git2::ErrorCode::Locked || source.message().contains("failed to lock")
+        }
+        _ => false,
+    }
 }
 
 /// The remote's tip of `branch`, fetched into `refs/remotes/<remote>/<branch>`; `None` when
