@@ -32,12 +32,12 @@ pub(super) fn commit_and_deliver(
         Ok(false) => return Ok((None, Delivery::LeaseLost)),
         Err(detail) => return Err(WorkspaceError::FenceUnanswered { detail }),
     }
-    let mark = super::trailer::TaskMark {
-        plan_id: wt.plan_id.clone(),
-        task_id: wt.task_id.clone(),
-        epoch: fence.epoch(),
-        queue: super::trailer::queue_tag(&fence.queue_mark()),
-    };
+    let mark = super::trailer::TaskMark::of_attempt(
+        &wt.plan_id,
+        &wt.task_id,
+        fence.epoch(),
+        &fence.queue_mark(),
+    );
     let made = commit::commit(ws, wt, &mark.stamp(message), false, snapshot)?;
     // The agent's own commits (and an earlier attempt's) carry the mark too: every commit that
     // lands or is pushed names its task and attempt.

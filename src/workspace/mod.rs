@@ -414,12 +414,7 @@ impl Workspaces {
         auth: &PushAuth,
     ) -> Result<Pushed, WorkspaceError> {
         let _lock = lock::merge(&self.common_dir, self.cfg.merge_lock_timeout)?;
-        let mark = TaskMark {
-            plan_id: plan_id.to_string(),
-            task_id: task_id.to_string(),
-            epoch: fence.epoch(),
-            queue: queue_tag(&fence.queue_mark()),
-        };
+        let mark = TaskMark::of_attempt(plan_id, task_id, fence.epoch(), &fence.queue_mark());
         push::push(self, remote, branch, &mark, fence, auth)
     }
 

@@ -18,7 +18,7 @@ use super::deliver::{Replay, replay, task_commits, update_base};
 use super::error::WorkspaceError;
 use super::landed::{self, DeliveryFence, Landed};
 use super::push::{PushAuth, callbacks};
-use super::trailer::{TaskMark, queue_tag};
+use super::trailer::TaskMark;
 use super::{Delivery, MergeMode, Workspaces, Worktree};
 
 /// Where landings go when clones share a base branch.
@@ -68,12 +68,7 @@ pub(super) fn deliver(
         .ok_or_else(|| WorkspaceError::NoTaskBranch {
             branch: wt.branch.clone(),
         })?;
-    let ours = TaskMark {
-        plan_id: wt.plan_id.clone(),
-        task_id: wt.task_id.clone(),
-        epoch: fence.epoch(),
-        queue: queue_tag(&fence.queue_mark()),
-    };
+    let ours = TaskMark::of_attempt(&wt.plan_id, &wt.task_id, fence.epoch(), &fence.queue_mark());
     let not_pushed = |detail: String| Delivery::NotPushed {
         branch: wt.branch.clone(),
         base_branch: base_branch.to_string(),
@@ -203,12 +198,7 @@ pub(super) fn unrecorded(
             return Ok(None);
         }
     };
-    let ours = TaskMark {
-        plan_id: plan_id.to_string(),
-        task_id: task_id.to_string(),
-        epoch: fence.epoch(),
-        queue: queue_tag(&fence.queue_mark()),
-    };
+    let ours = TaskMark::of_attempt(plan_id, task_id, fence.epoch(), &fence.queue_mark());
     Ok(earlier_landing(&repo, remote_tip, &ours, fence)?
         .filter(|l| l.queue != NEWER)
         .map(|l| {

@@ -30,6 +30,17 @@ pub fn queue_tag(queue_mark: &str) -> String {
 }
 
 impl TaskMark {
+    /// The mark of the attempt at `epoch` on (`plan_id`, `task_id`) in the queue `queue_mark`
+    /// names (`DeliveryFence::queue_mark`, kept only as its [`queue_tag`]).
+    pub fn of_attempt(plan_id: &str, task_id: &str, epoch: i64, queue_mark: &str) -> TaskMark {
+        TaskMark {
+            plan_id: plan_id.to_string(),
+            task_id: task_id.to_string(),
+            epoch,
+            queue: queue_tag(queue_mark),
+        }
+    }
+
     /// Whether `other` marks the same task of the same queue's plan (any epoch).
     pub fn same_task(&self, other: &TaskMark) -> bool {
         self.plan_id == other.plan_id && self.task_id == other.task_id && self.queue == other.queue
