@@ -24,8 +24,11 @@ pub fn crash_if(point: &str) {
         }
         if p.strip_prefix("stop:") == Some(point) {
             tracing::error!("failpoint {point}: stopping this process (WHILLY_FAILPOINT)");
-            // SAFETY: kill(2) on our own pid; SIGCONT resumes it here.
-            unsafe { libc::kill(libc::getpid(), libc::SIGSTOP) };
+            // To this thread, not the process: a process-directed stop may be taken by another
+            // thread while this one runs on to its next system call, past the point. SIGSTOP
+            // stops the whole process either way; SIGCONT resumes it here.
+            // SAFETY: raise(3) has no preconditions.
+            unsafe { libc::raise(libc::SIGSTOP) };
         }
     }
 }

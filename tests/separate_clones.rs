@@ -177,6 +177,19 @@ impl Clones {
 }
 
 /// Whether process `pid` is stopped (SIGSTOP).
+/// What whilly logged in the clone `dir` (for a failure's message).
+fn whilly_logs(dir: &Path) -> String {
+    let mut out = String::new();
+    for e in std::fs::read_dir(dir.join(".whilly/logs"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        out.push_str(&std::fs::read_to_string(e.path()).unwrap_or_default());
+    }
+    out
+}
+
 fn stopped(pid: i32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .ok()
@@ -273,13 +286,15 @@ fn a_stale_worker_never_pushes_over_the_newer_attempts_branch() {
     assert_eq!(
         git(&c.remote, &c.repo.home, &["rev-parse", branch]),
         pushed_by_b,
-        "the remote branch still holds B's commit; remote:\n{}\nevents:\n{}\nA:\n{a}",
+        "the remote branch still holds B's commit; remote:\n{}\nevents:\n{}\nA:\n{a}\nA's log:\n{}\nB's log:\n{}",
         git(
             &c.remote,
             &c.repo.home,
             &["log", "--all", "--format=%H %P%n%B"]
         ),
-        String::from_utf8_lossy(&events.stdout)
+        String::from_utf8_lossy(&events.stdout),
+        whilly_logs(&c.a),
+        whilly_logs(&c.b),
     );
     let done = c.done_event();
     assert_eq!(

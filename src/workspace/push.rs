@@ -285,6 +285,7 @@ pub(super) fn push(
         };
         proved()?;
         crate::failpoint::crash_if("before_push");
+        tracing::info!(%remote, branch = %name, ours = %ours, theirs = ?theirs, epoch = mark.epoch, "pushing the task branch");
         if push_ref(&repo, remote, branch, &name, theirs, auth)? {
             return Ok(done(&name, false, replaced_own));
         }

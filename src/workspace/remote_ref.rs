@@ -147,6 +147,7 @@ fn swap_in_local(
     let want = format!("refs/heads/{remote_branch}");
     let current = theirs.refname_to_id(&want).ok();
     if current != expected {
+        tracing::info!(branch = %want, current = ?current, expected = ?expected, "the remote branch moved");
         return Ok(false);
     }
     // The objects first, written straight into its object store: no ref of ours ever appears
@@ -155,29 +156,51 @@ fn swap_in_local(
         "copy the commits to the remote {remote} ({})",
         path.display()
     )))?;
-    let msg = "whilly: compare-and-swap";
-    let swapped = match expected {
-        Some(old) => theirs
-            .reference_matching(&want, new, true, old, msg)
-            .map(|_| ()),
-        None => theirs.reference(&want, new, false, msg).map(|_| ()),
-    };
-    match swapped {
-        Ok(()) => Ok(true),
-        Err(e)
-            if matches!(
-                e.code(),
-                git2::ErrorCode::Modified | git2::ErrorCode::Exists | git2::ErrorCode::Locked
-            ) =>
-        {
-            Ok(false)
-        }
-        Err(e) => Err(git(format!(
-            "move {remote_branch} in the remote {remote} ({})",
-            path.display()
-        ))(e)),
+    // The old value is compared under git's ref lock; "must not exist" is the zero id, which
+    // libgit2 compares there too. (`reference(…, force = false)` looks for the ref before it
+    // takes the lock: a process paused between the two overwrote a branch created meanwhile.)
+    let old = expected.unwrap_or(Oid::ZERO_SHA1);
+    // Another process holding the ref's lock is moving it now (or died holding it): wait a
+    // moment for it, then look again; a lock that stays is said, with its file.
+    let deadline = std::time::Instant::now() + LOCK_WAIT;
+    loop {
+        let swapped = theirs
+            .reference_matching(&want, new, true, old, "whilly: compare-and-swap")
+            .map(|_| ());
+        return match swapped {
+            Ok(()) => Ok(true),
+            Err(e) if e.code() == git2::ErrorCode::Locked => {
+                if std::time::Instant::now() < deadline {
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                    continue;
+                }
+                Err(WorkspaceError::Git {
+                    context: format!(
+                        "move {remote_branch} in the remote {remote}: its lock file {}/{want}.lock stayed for {} s; if no git process is using that repository, remove the file",
+                        path.display(),
+                        LOCK_WAIT.as_secs()
+                    ),
+                    source: e,
+                })
+            }
+            Err(e)
+                if matches!(
+                    e.code(),
+                    git2::ErrorCode::Modified | git2::ErrorCode::Exists
+                ) =>
+            {
+                Ok(false)
+            }
+            Err(e) => Err(git(format!(
+                "move {remote_branch} in the remote {remote} ({})",
+                path.display()
+            ))(e)),
+        };
     }
 }
+
+/// How long a local remote's ref lock held by another process is waited for.
+const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Writes into `to` every object reachable from `tip` that it lacks (commits, their trees and
 /// blobs), stopping at commits it already has. Bottom up, each object after everything it
@@ -241,6 +264,46 @@ fn copy_objects(from: &Repository, to: &Repository, tip: Oid) -> Result<(), git2
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn commit(repo: &Repository, msg: &str) -> Oid {
+        let sig = git2::Signature::now("t", "t@test.invalid").unwrap();
+        let tree = repo
+            .find_tree(repo.treebuilder(None).unwrap().write().unwrap())
+            .unwrap();
+        repo.commit(None, &sig, &sig, msg, &tree, &[]).unwrap()
+    }
+
+    /// The swap into a local-path remote: created only where absent, moved only from the
+    /// expected tip, each checked under the ref's lock.
+    #[test]
+    fn a_local_swap_creates_only_where_absent_and_moves_only_from_the_expected_tip() {
+        let dir = tempfile::tempdir().unwrap();
+        let remote = Repository::init_bare(dir.path().join("remote.git")).unwrap();
+        let local = Repository::init(dir.path().join("local")).unwrap();
+        local
+            .remote("origin", dir.path().join("remote.git").to_str().unwrap())
+            .unwrap();
+        let auth = PushAuth::default();
+        let (a, b) = (commit(&local, "a"), commit(&local, "b"));
+        local.reference("refs/heads/a", a, true, "t").unwrap();
+        local.reference("refs/heads/b", b, true, "t").unwrap();
+        let tip = || remote.refname_to_id("refs/heads/task").ok();
+        let swap = |from: &str, expected| {
+            compare_and_swap(&local, "origin", &auth, from, "task", expected).unwrap()
+        };
+        assert!(swap("refs/heads/a", None), "created where absent");
+        assert_eq!(tip(), Some(a));
+        assert!(
+            !swap("refs/heads/b", None),
+            "not created over an existing branch"
+        );
+        assert_eq!(tip(), Some(a));
+        assert!(!swap("refs/heads/b", Some(b)), "not moved from another tip");
+        assert_eq!(tip(), Some(a));
+        assert!(swap("refs/heads/b", Some(a)), "moved from the expected tip");
+        assert_eq!(tip(), Some(b));
+        assert!(remote.find_commit(b).is_ok(), "the objects came along");
+    }
 
     #[test]
     fn local_paths_and_network_urls_are_told_apart() {

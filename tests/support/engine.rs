@@ -224,10 +224,14 @@ impl Running {
             }
             std::thread::sleep(Duration::from_millis(20));
         };
+        let mut stderr = std::fs::read_to_string(&self.stderr).unwrap_or_default();
+        if let Some(signal) = std::os::unix::process::ExitStatusExt::signal(&status) {
+            stderr.push_str(&format!("\n[killed by signal {signal}]"));
+        }
         Output {
             code: status.code(),
             stdout: std::fs::read_to_string(&self.stdout).unwrap_or_default(),
-            stderr: std::fs::read_to_string(&self.stderr).unwrap_or_default(),
+            stderr,
         }
     }
 }
