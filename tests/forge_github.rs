@@ -11,7 +11,7 @@ use serde_json::Value;
 use std::path::PathBuf;
 use std::time::Duration;
 use support::engine::{self, Repo};
-use support::github_standin::{DEFAULT_TOKEN, Fault, GitHubStandIn, Matcher};
+use support::github_standin::{BadAnswer, DEFAULT_TOKEN, Fault, GitHubStandIn, Matcher};
 
 const REPO: &str = "octo/api";
 const PLAN: &str = "gh-octo-api";
@@ -769,6 +769,131 @@ fn a_failing_board_never_fails_the_work() {
     }
 }
 
+impl Forge {
+    /// `[github] timeout_secs`: how long one request may take.
+    fn with_timeout(&self, secs: u64) {
+        let toml = std::fs::read_to_string(self.repo.repo.join("whilly.toml")).unwrap();
+        let toml = toml.replacen(
+            "\n[github]\n",
+            &format!("\n[github]\ntimeout_secs = {secs}\n"),
+            1,
+        );
+        self.repo.write("whilly.toml", &toml);
+        self.repo.git(&["commit", "-qam", "github timeout"]);
+    }
+
+    fn plan_ids(&self) -> String {
+        let out = self.whilly(&["plan", "list"]);
+        ok(&out, "plan list");
+        out.stdout
+    }
+}
+
+/// Bad answers to an import's list of issues (issue 26, item 7): a proxy's HTML page, a 200
+/// with the wrong shape, 48 MiB of body, a server that never answers. Each ends the import
+/// with an error naming GitHub's host and the request, within the request timeout and the
+/// answer cap, and no plan is half-made; an answer broken off mid-body is read again.
+#[test]
+fn bad_answers_to_an_import_name_the_host_and_the_request() {
+    let f = Forge::new();
+    f.with_timeout(2);
+    f.gh.add_issue(REPO, "Write report 1", &issue_body(1), &["whilly:ready"]);
+    let issues = Matcher::new("GET", &format!("/repos/{REPO}/issues"));
+    let host = f.gh.url();
+    let host = host
+        .trim_start_matches("http://")
+        .split(':')
+        .next()
+        .unwrap()
+        .to_string();
+    for (bad, says) in [
+        (
+            BadAnswer::Html(502),
+            "an HTML page titled \"502 Bad Gateway\"",
+        ),
+        (
+            BadAnswer::WrongShape(serde_json::json!({"message": "fine"})),
+            "expected a list",
+        ),
+        (BadAnswer::Huge(48 << 20), "larger than 32 MiB"),
+        (BadAnswer::Hang, "timed out"),
+    ] {
+        f.gh.fail_next(issues.clone(), Fault::Bad(bad.clone()), 100);
+        let started = std::time::Instant::now();
+        let out = f.whilly(&["plan", "import", &format!("gh:{REPO}")]);
+        let took = started.elapsed();
+        f.gh.clear_faults();
+        assert!(
+            matches!(out.code, Some(1 | 2)),
+            "{bad:?}: a clear failure\n{}",
+            out.stderr
+        );
+        for needle in [says, &host, &format!("GET /repos/{REPO}/issues")] {
+            assert!(
+                out.stderr.contains(needle),
+                "{bad:?}: the error says {needle:?}:\n{}",
+                out.stderr
+            );
+        }
+        assert!(took < Duration::from_secs(60), "{bad:?} took {took:?}");
+        println!("{bad:?} ({took:.1?}): {}", out.stderr.trim());
+        assert!(
+            !f.plan_ids().contains(PLAN),
+            "{bad:?}: no plan was made: {}",
+            f.plan_ids()
+        );
+    }
+    f.gh.fail_next(issues, Fault::Bad(BadAnswer::CutShort), 1);
+    let out = f.whilly(&["plan", "import", &format!("gh:{REPO}")]);
+    ok(&out, "an import whose answer broke off once");
+    assert_eq!(f.repo.tasks(PLAN).len(), 1);
+}
+
+/// The answer to a new pull request breaks off after GitHub opened it: whilly finds that one
+/// instead of opening a second, and the task is DONE with it. An HTML page for every try
+/// parks the work, which a later compose publishes.
+#[test]
+fn a_lost_answer_to_a_new_pull_request_opens_no_second_one() {
+    let f = Forge::new();
+    let a =
+        f.gh.add_issue(REPO, "Write report 1", &issue_body(1), &["whilly:ready"]);
+    ok(
+        &f.whilly(&["plan", "import", &format!("gh:{REPO}")]),
+        "import",
+    );
+    let pulls = Matcher::new("POST", &format!("/repos/{REPO}/pulls"));
+    f.gh.fail_next(pulls.clone(), Fault::Bad(BadAnswer::CutShort), 1);
+    ok(&f.whilly(&["run", "--plan", PLAN, "--headless"]), "run");
+    let t = f.repo.task(PLAN, &format!("GH-{a}"));
+    assert_eq!(t["status"], "DONE", "{t:#?}");
+    let prs = f.gh.prs(REPO);
+    assert_eq!(prs.len(), 1, "one pull request: {prs:#?}");
+    let b =
+        f.gh.add_issue(REPO, "Write report 2", &issue_body(2), &["whilly:ready"]);
+    ok(
+        &f.whilly(&["plan", "import", &format!("gh:{REPO}")]),
+        "import",
+    );
+    f.gh.fail_next(pulls, Fault::Bad(BadAnswer::Html(502)), 100);
+    let _ = f.whilly(&["run", "--plan", PLAN, "--headless"]);
+    let t = f.repo.task(PLAN, &format!("GH-{b}"));
+    assert_eq!(t["status"], "HUMAN_LOOP", "{t:#?}");
+    let parked = f.repo.events_of_type("task.human_loop");
+    assert!(
+        parked.iter().any(|e| e["payload"]["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("502 Bad Gateway"))),
+        "{parked:#?}"
+    );
+    f.gh.clear_faults();
+    ok(
+        &f.whilly(&["forge", "--compose", &format!("GH-{b}")]),
+        "compose",
+    );
+    assert_eq!(f.repo.task(PLAN, &format!("GH-{b}"))["status"], "DONE");
+    assert_eq!(f.gh.prs(REPO).len(), 2);
+}
+
 /// Whilly's client on the stand-in's GitHub (no pacing between changes).
 fn client(gh: &GitHubStandIn) -> whilly::forge::github::GitHub {
     whilly::forge::github::GitHub::new(whilly::forge::github::GitHubOptions {
@@ -777,6 +902,7 @@ fn client(gh: &GitHubStandIn) -> whilly::forge::github::GitHub {
         token_source: whilly::forge::github::TokenSource::WhillyEnv("WHILLY_GITHUB_TOKEN".into()),
         max_wait: Duration::from_secs(5),
         mutation_interval: Duration::ZERO,
+        timeout: Duration::from_secs(60),
     })
     .unwrap()
 }

@@ -11,7 +11,7 @@ mod github_standin;
 mod jira_standin;
 
 use engine::{Repo, toml_str};
-use jira_standin::{DEFAULT_TOKEN, DEFAULT_USER, Fault, JiraStandIn, Matcher};
+use jira_standin::{BadAnswer, DEFAULT_TOKEN, DEFAULT_USER, Fault, JiraStandIn, Matcher};
 use serde_json::Value;
 use std::time::Duration;
 use whilly::forge::jira::adf::from_markdown;
@@ -345,5 +345,106 @@ fn a_jira_issue_s_work_goes_to_review_as_a_pull_request() {
         comments[0].text().contains("/pull/"),
         "{}",
         comments[0].text()
+    );
+}
+
+/// Bad answers from Jira (issue 26, item 7): a proxy's HTML page, a 200 with the wrong shape
+/// (no list, an issue without its key), 48 MiB of body, a server that never answers. An import
+/// ends with an error naming the host and the request and makes no plan; an answer broken off
+/// mid-body is read again. During a run, answers of the wrong shape fail the Jira sync (an
+/// event says so), never the work.
+#[test]
+fn bad_answers_from_jira_name_the_host_and_the_request_and_never_fail_the_work() {
+    let s = Site::new(50);
+    let toml = std::fs::read_to_string(s.repo.repo.join("whilly.toml")).unwrap();
+    s.repo.write(
+        "whilly.toml",
+        &toml.replacen("\n[jira]\n", "\n[jira]\ntimeout_secs = 2\n", 1),
+    );
+    s.repo.git(&["commit", "-qam", "jira timeout"]);
+    s.jira.add_issue(
+        "ABC",
+        "Export week 1",
+        description(1),
+        "To Do",
+        "Medium",
+        &[],
+        "software",
+    );
+    let host = s.jira.url();
+    let host = host
+        .trim_start_matches("http://")
+        .split(':')
+        .next()
+        .unwrap()
+        .to_string();
+    let search = Matcher::new("POST", "/rest/api/3/search/jql");
+    let query = "jira:project = ABC";
+    let plans = || {
+        let out = s.whilly(&["plan", "list"]);
+        ok(&out, "plan list");
+        out.stdout
+    };
+    for (bad, says) in [
+        (
+            BadAnswer::Html(502),
+            "an HTML page titled \"502 Bad Gateway\"",
+        ),
+        (
+            BadAnswer::WrongShape(serde_json::json!({"total": 1})),
+            "no issues array",
+        ),
+        (
+            BadAnswer::WrongShape(serde_json::json!({"issues": [{"id": "10001"}], "isLast": true})),
+            "an issue without a key",
+        ),
+        (BadAnswer::Huge(48 << 20), "larger than 32 MiB"),
+        (BadAnswer::Hang, "timed out"),
+    ] {
+        s.jira
+            .fail_next(search.clone(), Fault::Bad(bad.clone()), 100);
+        let started = std::time::Instant::now();
+        let out = s.whilly(&["plan", "import", query]);
+        let took = started.elapsed();
+        s.jira.clear_faults();
+        assert!(
+            matches!(out.code, Some(1 | 2)),
+            "{bad:?}: a clear failure\n{}",
+            out.stderr
+        );
+        for needle in [says, &host, "POST /rest/api/3/search/jql"] {
+            assert!(
+                out.stderr.contains(needle),
+                "{bad:?}: the error says {needle:?}:\n{}",
+                out.stderr
+            );
+        }
+        assert!(took < Duration::from_secs(60), "{bad:?} took {took:?}");
+        println!("{bad:?} ({took:.1?}): {}", out.stderr.trim());
+        assert!(!plans().contains("jira"), "{bad:?}: no plan: {}", plans());
+    }
+    s.jira.fail_next(search, Fault::Bad(BadAnswer::CutShort), 1);
+    let out = s.whilly(&["plan", "import", query, "--json"]);
+    ok(&out, "an import whose answer broke off once");
+    let report: Value = serde_json::from_str(&out.stdout).unwrap();
+    let plan = report["report"]["plan_id"].as_str().unwrap().to_string();
+    assert_eq!(s.repo.tasks(&plan).len(), 1);
+
+    s.jira.fail_next(
+        Matcher::path("/rest/api/3/issue/"),
+        Fault::Bad(BadAnswer::WrongShape(
+            serde_json::json!({"unexpected": true}),
+        )),
+        10_000,
+    );
+    let out = s.whilly(&["run", "--plan", &plan, "--headless"]);
+    ok(&out, "a run while Jira answers nonsense");
+    assert_eq!(s.repo.task(&plan, "JIRA-ABC-1")["status"], "DONE");
+    let failed = s.repo.events_of_type("jira.sync_failed");
+    assert!(
+        failed.iter().any(|e| e["payload"]["error"]
+            .as_str()
+            .is_some_and(|m| m.contains("expected shape"))),
+        "{failed:#?}"
     );
 }

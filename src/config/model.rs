@@ -557,6 +557,9 @@ pub struct GithubConfig {
     /// Longest wait for a rate limit to reset before a GitHub call fails instead.
     #[serde(with = "duration")]
     pub max_wait: Duration,
+    /// Longest time one request may take, its answer read whole, before it counts as a
+    /// network failure (retried when retrying is safe).
+    pub timeout_secs: u64,
     /// The labels an issue moves through.
     pub label_ready: String,
     pub label_in_progress: String,
@@ -628,6 +631,7 @@ impl Default for GithubConfig {
             api_url: "https://api.github.com".into(),
             repo: None,
             max_wait: Duration::from_secs(15 * 60),
+            timeout_secs: 60,
             label_ready: "whilly:ready".into(),
             label_in_progress: "whilly:in-progress".into(),
             label_in_review: "whilly:in-review".into(),
@@ -710,6 +714,8 @@ pub struct JiraConfig {
     /// Longest wait for a 429's `Retry-After` before the call fails instead.
     #[serde(with = "duration")]
     pub max_wait: Duration,
+    /// Longest time one request may take, its answer read whole.
+    pub timeout_secs: u64,
     pub statuses: JiraStatuses,
 }
 
@@ -724,6 +730,7 @@ impl Default for JiraConfig {
             acceptance_field: None,
             transition_on: "merged".into(),
             max_wait: Duration::from_secs(15 * 60),
+            timeout_secs: 60,
             statuses: JiraStatuses::default(),
         }
     }

@@ -14,7 +14,7 @@ pub fn check(config: &Config) -> Vec<(String, String)> {
     const WEEK: u64 = 7 * 24 * HOUR;
     const YEAR: u64 = 365 * 24 * HOUR;
     let q = &config.queue;
-    let bounds: [(&str, u64, u64); 21] = [
+    let bounds: [(&str, u64, u64); 23] = [
         (
             "logging.attempt_log_max_mb",
             config.logging.attempt_log_max_mb,
@@ -64,6 +64,8 @@ pub fn check(config: &Config) -> Vec<(String, String)> {
         ),
         ("delivery.max_file_mb", config.delivery.max_file_mb, 1 << 20),
         ("jira.page_size", u64::from(config.jira.page_size), 100),
+        ("github.timeout_secs", config.github.timeout_secs, HOUR),
+        ("jira.timeout_secs", config.jira.timeout_secs, HOUR),
     ];
     for (key, v) in [
         (
@@ -71,6 +73,8 @@ pub fn check(config: &Config) -> Vec<(String, String)> {
             u64::from(config.http.max_connections),
         ),
         ("http.header_timeout_secs", config.http.header_timeout_secs),
+        ("github.timeout_secs", config.github.timeout_secs),
+        ("jira.timeout_secs", config.jira.timeout_secs),
     ] {
         if v == 0 {
             bad(key, "must be at least 1".into());

@@ -168,6 +168,7 @@ pub fn github_client(cfg: &Config) -> Result<Option<GitHubAccess>, SetupError> {
         token_source: source,
         max_wait: cfg.github.max_wait,
         mutation_interval: Duration::from_secs(1),
+        timeout: Duration::from_secs(cfg.github.timeout_secs),
     })
     .map_err(|e| SetupError::Config(e.to_string()))?;
     Ok(Some(GitHubAccess {
@@ -266,7 +267,13 @@ pub fn jira_client(cfg: &Config) -> Result<Option<crate::forge::jira::Jira>, Set
             j.api
         )));
     }
-    crate::forge::jira::Jira::new(url, user, token, j.max_wait)
-        .map(Some)
-        .map_err(|e| SetupError::Config(e.to_string()))
+    crate::forge::jira::Jira::new(
+        url,
+        user,
+        token,
+        j.max_wait,
+        Duration::from_secs(j.timeout_secs),
+    )
+    .map(Some)
+    .map_err(|e| SetupError::Config(e.to_string()))
 }

@@ -2,6 +2,7 @@
 //! the forge's API (`github`); the rest turns its answers into plans and a task's evidence
 //! into a pull request. Depends only on `domain` and `config` types; the engine and the CLI call it.
 
+pub mod answer;
 pub mod board;
 pub mod compose;
 pub mod github;
@@ -11,11 +12,11 @@ pub mod jira;
 pub mod refs;
 
 /// The HTTP client both forges' API clients use: named, with bounded connect and request
-/// times (a hung forge must not hang a run).
-pub(crate) fn http_client() -> reqwest::Result<reqwest::Client> {
+/// times (a hung forge must not hang a run); `timeout` bounds a request with its answer.
+pub(crate) fn http_client(timeout: std::time::Duration) -> reqwest::Result<reqwest::Client> {
     reqwest::Client::builder()
         .user_agent(concat!("whilly/", env!("CARGO_PKG_VERSION")))
-        .connect_timeout(std::time::Duration::from_secs(10))
-        .timeout(std::time::Duration::from_secs(60))
+        .connect_timeout(timeout.min(std::time::Duration::from_secs(10)))
+        .timeout(timeout)
         .build()
 }

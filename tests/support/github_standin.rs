@@ -54,6 +54,9 @@
 
 #![allow(dead_code)]
 
+#[path = "bad_answers.rs"]
+mod bad_answers;
+pub use bad_answers::BadAnswer;
 #[path = "github_standin/graphql.rs"]
 mod graphql;
 #[path = "github_standin/model.rs"]
@@ -107,6 +110,8 @@ pub enum Fault {
     Slow(Duration),
     /// Close the connection without an answer (recorded with status 0).
     Disconnect,
+    /// A broken or hostile server's answer (see [`BadAnswer`]).
+    Bad(BadAnswer),
 }
 
 /// Which requests a fault applies to: the method (`None` = any) and a prefix of the path. The

@@ -39,6 +39,12 @@
 
 #![allow(dead_code)]
 
+// Shared with the GitHub stand-in; a test that loads both stand-ins compiles it twice, one
+// copy for each, which is what each stand-in's fault type wants.
+#[allow(clippy::duplicate_mod)]
+#[path = "bad_answers.rs"]
+mod bad_answers;
+pub use bad_answers::BadAnswer;
 #[path = "jira_standin/jql.rs"]
 mod jql;
 #[path = "jira_standin/model.rs"]
@@ -87,6 +93,8 @@ pub enum Fault {
     Slow(Duration),
     /// Close the connection without an answer (recorded with status 0).
     Disconnect,
+    /// A broken or hostile server's answer (see [`BadAnswer`]).
+    Bad(BadAnswer),
 }
 
 /// Which requests a fault applies to: the method (`None` = any) and a prefix of the path.

@@ -7,6 +7,7 @@ use super::pace::{self, Answer, Pace};
 use super::token::TokenSource;
 use super::types::{Comment, Issue, NewPull, Opened, PullRequest, Repo};
 use crate::config::SecretString;
+use crate::forge::answer::{self, Unread};
 use crate::forge::refs::RepoRef;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
@@ -68,6 +69,8 @@ pub struct GitHubOptions {
     pub max_wait: Duration,
     /// Least time between two changes sent by this process.
     pub mutation_interval: Duration,
+    /// Longest time one request may take, its answer read whole.
+    pub timeout: Duration,
 }
 
 /// A GitHub client; cheap to clone.
@@ -102,10 +105,12 @@ impl GitHub {
             .and_then(|u| u.host_str().map(str::to_string))
             .ok_or_else(|| GitHubError::Network {
                 host: api.clone(),
+                request: "setting up the client".into(),
                 detail: "[github] api_url is not a URL; write e.g. https://api.github.com".into(),
             })?;
-        let http = crate::forge::http_client().map_err(|e| GitHubError::Network {
+        let http = crate::forge::http_client(opts.timeout).map_err(|e| GitHubError::Network {
             host: host.clone(),
+            request: "setting up the client".into(),
             detail: e.to_string(),
         })?;
         Ok(GitHub {
@@ -182,14 +187,15 @@ impl GitHub {
                 Ok(r) => r,
                 Err(e) => match pace::after_network_error(attempt) {
                     Some(wait) => {
-                        tracing::warn!(host = %i.host, "GitHub unreachable ({e}); retrying in {wait:?}");
+                        tracing::warn!(host = %i.host, "GitHub unreachable ({}); retrying in {wait:?}", answer::error_text(&e));
                         tokio::time::sleep(wait).await;
                         continue;
                     }
                     None => {
                         return Err(GitHubError::Network {
                             host: i.host.clone(),
-                            detail: without_url(&e),
+                            request: format!("{method} {path}"),
+                            detail: answer::error_text(&e),
                         });
                     }
                 },
@@ -214,16 +220,54 @@ impl GitHub {
             {
                 return Ok((value, next_link(link.as_deref())));
             }
-            let text = resp.text().await.map_err(|e| GitHubError::Network {
-                host: i.host.clone(),
-                detail: without_url(&e),
-            })?;
-            let value: Value = if text.trim().is_empty() {
-                Value::Null
-            } else {
-                serde_json::from_str(&text).unwrap_or(Value::String(text.clone()))
+            let request = format!("{method} {path}");
+            let mut resp = resp;
+            let body = match answer::read(&mut resp, answer::MAX_ANSWER_BYTES).await {
+                Ok(body) => body,
+                Err(Unread::Cut { got, detail }) => {
+                    // A read repeats safely; a change whose answer broke off may have been
+                    // made, and its caller looks before it tries again.
+                    if !mutation && let Some(wait) = pace::after_network_error(attempt) {
+                        tracing::warn!(host = %i.host, %request, "GitHub's answer broke off after {got} bytes ({detail}); retrying in {wait:?}");
+                        tokio::time::sleep(wait).await;
+                        continue;
+                    }
+                    return Err(GitHubError::Network {
+                        host: i.host.clone(),
+                        request,
+                        detail: Unread::Cut { got, detail }.to_string(),
+                    });
+                }
+                Err(too_large) => {
+                    return Err(GitHubError::BadAnswer {
+                        what: format!("{what} ({request} at {})", i.host),
+                        detail: too_large.to_string(),
+                    });
+                }
             };
-            let message = error_message(&value);
+            let (value, not_json) = match answer::json(&body) {
+                Ok(v) => (v, None),
+                Err(why) => (Value::Null, Some(why)),
+            };
+            if status.is_success()
+                && let Some(why) = &not_json
+            {
+                // A 2xx that is not JSON is a proxy's or a broken server's page: a read may
+                // find the real answer on another try.
+                if !mutation && let Some(wait) = pace::after_network_error(attempt) {
+                    tracing::warn!(host = %i.host, %request, "GitHub answered {status} with {why}; retrying in {wait:?}");
+                    tokio::time::sleep(wait).await;
+                    continue;
+                }
+                return Err(GitHubError::BadAnswer {
+                    what: format!("{what} ({request} at {})", i.host),
+                    detail: why.clone(),
+                });
+            }
+            let message = match &not_json {
+                Some(why) => why.clone(),
+                None => error_message(&value),
+            };
             let graphql_limited = value["errors"]
                 .as_array()
                 .is_some_and(|errs| errs.iter().any(|e| e["type"] == "RATE_LIMITED"));
@@ -271,6 +315,7 @@ impl GitHub {
                     token: i.source.clone(),
                 }),
                 code => Err(GitHubError::Api {
+                    host: i.host.clone(),
                     status: code,
                     method: method.to_string(),
                     path,
@@ -296,7 +341,11 @@ impl GitHub {
                     .as_array()
                     .cloned()
                     .ok_or_else(|| GitHubError::BadAnswer {
-                        what: what.to_string(),
+                        what: format!(
+                            "{what} (GET {} at {})",
+                            u.strip_prefix(&self.inner.api).unwrap_or(&u),
+                            self.inner.host
+                        ),
                         detail: "expected a list".into(),
                     })?,
                 next,
@@ -324,7 +373,13 @@ impl GitHub {
     /// accepts the token. Returns its login.
     pub async fn viewer(&self) -> Result<String, GitHubError> {
         let v = self.get("/user", "the token's user").await?;
-        Ok(v["login"].as_str().unwrap_or_default().to_string())
+        v["login"]
+            .as_str()
+            .map(str::to_string)
+            .ok_or_else(|| GitHubError::BadAnswer {
+                what: format!("the token's user (GET /user at {})", self.inner.host),
+                detail: "no login".into(),
+            })
     }
 
     pub async fn repo(&self, repo: &RepoRef) -> Result<Repo, GitHubError> {
@@ -498,11 +553,29 @@ impl GitHub {
                         created: false,
                     }),
                     None => Err(GitHubError::Api {
+                        host: self.inner.host.clone(),
                         status: 422,
                         method: "POST".into(),
                         path: format!("/repos/{repo}/pulls"),
                         message,
                     }),
+                }
+            }
+            // The request went out and its answer was lost (a reset mid-body, a timeout, a
+            // proxy's page): GitHub may have opened it. Sending it again could open a second
+            // one; looking can find the first.
+            Err(e)
+                if matches!(
+                    e,
+                    GitHubError::Network { .. } | GitHubError::BadAnswer { .. }
+                ) || matches!(e, GitHubError::Api { status, .. } if status >= 500) =>
+            {
+                match self.find_pull(repo, &repo.owner, &new.head).await {
+                    Ok(Some(pull)) if pull.is_open() => Ok(Opened {
+                        pull,
+                        created: true,
+                    }),
+                    _ => Err(e),
                 }
             }
             Err(e) => Err(e),
@@ -567,6 +640,12 @@ impl GitHub {
             )
             .await?;
         let errors = v["errors"].as_array().cloned().unwrap_or_default();
+        if !v["data"].is_object() && errors.is_empty() {
+            return Err(GitHubError::BadAnswer {
+                what: format!("the GraphQL API (POST /graphql at {})", self.inner.host),
+                detail: "neither data nor errors".into(),
+            });
+        }
         if !v["data"].is_object() && !errors.is_empty() {
             return Err(GitHubError::Graphql {
                 messages: errors
@@ -633,21 +712,6 @@ fn encode(s: &str) -> String {
         }
     }
     out
-}
-
-/// A reqwest error's text without the URL (which may carry query parameters).
-fn without_url(e: &reqwest::Error) -> String {
-    let mut s = e.to_string();
-    if let Some(u) = e.url() {
-        s = s.replace(u.as_str(), "");
-    }
-    let mut cause = std::error::Error::source(e);
-    while let Some(c) = cause {
-        s.push_str(": ");
-        s.push_str(&c.to_string());
-        cause = c.source();
-    }
-    s
 }
 
 fn parse<T: serde::de::DeserializeOwned>(what: &str, v: Value) -> Result<T, GitHubError> {

@@ -14,14 +14,20 @@ pub enum GitHubError {
     Unauthorized { token: TokenSource, message: String },
     #[error("{what} not found (or the token from {token} cannot see it)")]
     NotFound { what: String, token: TokenSource },
-    #[error("cannot reach GitHub at {host}: {detail}")]
-    Network { host: String, detail: String },
+    #[error("cannot reach GitHub at {host} ({request}): {detail}")]
+    Network {
+        host: String,
+        /// `GET /repos/o/r/issues`: the request that failed.
+        request: String,
+        detail: String,
+    },
     #[error(
         "GitHub's rate limit is spent until {until} (local time), longer than [github] max_wait; try again then"
     )]
     RateLimited { until: String },
-    #[error("GitHub answered {status} to {method} {path}: {message}")]
+    #[error("GitHub at {host} answered {status} to {method} {path}: {message}")]
     Api {
+        host: String,
         status: u16,
         method: String,
         path: String,

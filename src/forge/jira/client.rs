@@ -4,6 +4,7 @@
 //! waited out by their `Retry-After` (up to `max_wait`).
 
 use crate::config::SecretString;
+use crate::forge::answer::{self, Unread};
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -18,8 +19,13 @@ pub enum JiraError {
     Unauthorized { user: String },
     #[error("{what} not found in Jira (or {user} cannot see it)")]
     NotFound { what: String, user: String },
-    #[error("cannot reach Jira at {host}: {detail}")]
-    Network { host: String, detail: String },
+    #[error("cannot reach Jira at {host} ({request}): {detail}")]
+    Network {
+        host: String,
+        /// `POST /rest/api/3/search/jql`: the request that failed.
+        request: String,
+        detail: String,
+    },
     #[error("Jira asks to wait {secs} s, longer than [jira] max_wait; try again later")]
     RateLimited { secs: u64 },
     #[error("Jira answered {status} to {what}: {message}")]
@@ -99,6 +105,7 @@ impl Jira {
         user: &str,
         token: SecretString,
         max_wait: Duration,
+        timeout: Duration,
     ) -> Result<Jira, JiraError> {
         let base = url.trim_end_matches('/').to_string();
         let host = reqwest::Url::parse(&base)
@@ -108,8 +115,9 @@ impl Jira {
                 what: "[jira] url".into(),
                 detail: format!("{url:?} is not a URL; write https://YOUR-SITE.atlassian.net"),
             })?;
-        let http = crate::forge::http_client().map_err(|e| JiraError::Network {
+        let http = crate::forge::http_client(timeout).map_err(|e| JiraError::Network {
             host: host.clone(),
+            request: "setting up the client".into(),
             detail: e.to_string(),
         })?;
         Ok(Jira {
@@ -120,6 +128,11 @@ impl Jira {
             token,
             max_wait,
         })
+    }
+
+    /// `what` with the request it came from, for an answer of the wrong shape.
+    fn at(&self, what: &str, method: &str, path: &str) -> String {
+        format!("{what} ({method} /rest/api/3{path} at {})", self.host)
     }
 
     /// The browse URL of an issue.
@@ -135,6 +148,10 @@ impl Jira {
         what: &str,
     ) -> Result<Value, JiraError> {
         let url = format!("{}/rest/api/3{path}", self.base);
+        let request = format!("{method} /rest/api/3{path}");
+        let at = |what: &str| format!("{what} ({request} at {})", self.host);
+        // A read, or a search (a POST that changes nothing), repeats safely.
+        let repeatable = method == Method::GET || path == "/search/jql";
         let mut waited = Duration::ZERO;
         for attempt in 0u32.. {
             let mut req = self
@@ -145,17 +162,18 @@ impl Jira {
             if let Some(b) = body {
                 req = req.json(b);
             }
-            let resp = match req.send().await {
+            let mut resp = match req.send().await {
                 Ok(r) => r,
                 Err(e) if attempt < 3 => {
-                    tracing::warn!(host = %self.host, "Jira unreachable ({e}); retrying");
+                    tracing::warn!(host = %self.host, %request, "Jira unreachable ({}); retrying", answer::error_text(&e));
                     tokio::time::sleep(Duration::from_secs(1 << attempt)).await;
                     continue;
                 }
                 Err(e) => {
                     return Err(JiraError::Network {
                         host: self.host.clone(),
-                        detail: e.without_url().to_string(),
+                        request,
+                        detail: answer::error_text(&e),
                     });
                 }
             };
@@ -177,11 +195,47 @@ impl Jira {
                 waited += wait;
                 continue;
             }
-            let text = resp.text().await.map_err(|e| JiraError::Network {
-                host: self.host.clone(),
-                detail: e.without_url().to_string(),
-            })?;
-            let value: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+            let text = match answer::read(&mut resp, answer::MAX_ANSWER_BYTES).await {
+                Ok(text) => text,
+                Err(Unread::Cut { got, detail }) => {
+                    if repeatable && attempt < 3 {
+                        tracing::warn!(host = %self.host, %request, "Jira's answer broke off after {got} bytes ({detail}); retrying");
+                        tokio::time::sleep(Duration::from_secs(1 << attempt)).await;
+                        continue;
+                    }
+                    return Err(JiraError::Network {
+                        host: self.host.clone(),
+                        request,
+                        detail: Unread::Cut { got, detail }.to_string(),
+                    });
+                }
+                Err(too_large) => {
+                    return Err(JiraError::BadAnswer {
+                        what: at(what),
+                        detail: too_large.to_string(),
+                    });
+                }
+            };
+            let (value, not_json) = match answer::json(&text) {
+                Ok(v) => (v, None),
+                Err(why) => (Value::Null, Some(why)),
+            };
+            if let Some(why) = not_json.as_ref().filter(|_| status.is_success()) {
+                if repeatable && attempt < 3 {
+                    tracing::warn!(host = %self.host, %request, "Jira answered {status} with {why}; retrying");
+                    tokio::time::sleep(Duration::from_secs(1 << attempt)).await;
+                    continue;
+                }
+                return Err(JiraError::BadAnswer {
+                    what: at(what),
+                    detail: why.clone(),
+                });
+            }
+            if status.is_server_error() && repeatable && attempt < 3 {
+                tracing::warn!(host = %self.host, %request, "Jira answered {status}; retrying");
+                tokio::time::sleep(Duration::from_secs(1 << attempt)).await;
+                continue;
+            }
             return match status.as_u16() {
                 200..=299 => Ok(value),
                 401 => Err(JiraError::Unauthorized {
@@ -193,8 +247,10 @@ impl Jira {
                 }),
                 code => Err(JiraError::Api {
                     status: code,
-                    what: what.to_string(),
-                    message: messages(&value).unwrap_or_else(|| text.chars().take(300).collect()),
+                    what: at(what),
+                    message: not_json
+                        .or_else(|| messages(&value))
+                        .unwrap_or_else(|| answer::excerpt(&String::from_utf8_lossy(&text), 300)),
                 }),
             };
         }
@@ -227,11 +283,14 @@ impl Jira {
             let v = self
                 .send(Method::POST, "/search/jql", Some(&body), "the search")
                 .await?;
+            let what = self.at("the search", "POST", "/search/jql");
             let issues = v["issues"].as_array().ok_or_else(|| JiraError::BadAnswer {
-                what: "the search".into(),
+                what: what.clone(),
                 detail: "no issues array".into(),
             })?;
-            out.extend(issues.iter().map(|i| self.issue_of(i)));
+            for i in issues {
+                out.push(self.issue_of(i, &what)?);
+            }
             token = v["nextPageToken"].as_str().map(str::to_string);
             if token.is_none() || v["isLast"].as_bool() == Some(true) {
                 return Ok(out);
@@ -258,21 +317,30 @@ impl Jira {
             fields.push(',');
             fields.push_str(f);
         }
+        let path = format!("/issue/{key}?fields={fields}");
         let v = self
-            .send(
-                Method::GET,
-                &format!("/issue/{key}?fields={fields}"),
-                None,
-                &format!("issue {key}"),
-            )
+            .send(Method::GET, &path, None, &format!("issue {key}"))
             .await?;
-        Ok(self.issue_of(&v))
+        self.issue_of(&v, &self.at(&format!("issue {key}"), "GET", &path))
     }
 
-    fn issue_of(&self, v: &Value) -> JiraIssue {
+    /// An issue of an answer; one without a key, fields or a status is a wrong answer (an
+    /// empty summary or status would be taken for the issue's own).
+    fn issue_of(&self, v: &Value, what: &str) -> Result<JiraIssue, JiraError> {
         let f = &v["fields"];
-        let key = v["key"].as_str().unwrap_or_default().to_string();
-        JiraIssue {
+        let bad = |detail: String| JiraError::BadAnswer {
+            what: what.to_string(),
+            detail,
+        };
+        let key = v["key"]
+            .as_str()
+            .filter(|k| !k.is_empty())
+            .ok_or_else(|| bad("an issue without a key".into()))?
+            .to_string();
+        if !f.is_object() || !f["status"]["name"].is_string() {
+            return Err(bad(format!("issue {key} has no fields.status.name")));
+        }
+        Ok(JiraIssue {
             url: self.browse_url(&key),
             key,
             summary: f["summary"].as_str().unwrap_or_default().to_string(),
@@ -292,7 +360,7 @@ impl Jira {
                 })
                 .unwrap_or_default(),
             fields: f.clone(),
-        }
+        })
     }
 
     pub async fn transitions(&self, key: &str) -> Result<Vec<Transition>, JiraError> {
@@ -304,18 +372,26 @@ impl Jira {
                 &format!("issue {key}"),
             )
             .await?;
-        Ok(v["transitions"]
+        let ts = v["transitions"]
             .as_array()
-            .map(|ts| {
-                ts.iter()
-                    .map(|t| Transition {
-                        id: t["id"].as_str().unwrap_or_default().to_string(),
-                        name: t["name"].as_str().unwrap_or_default().to_string(),
-                        to: t["to"]["name"].as_str().unwrap_or_default().to_string(),
-                    })
-                    .collect()
+            .ok_or_else(|| JiraError::BadAnswer {
+                what: self.at(
+                    &format!("the transitions of {key}"),
+                    "GET",
+                    &format!("/issue/{key}/transitions"),
+                ),
+                detail: "no transitions list".into(),
+            })?;
+        Ok(ts
+            .iter()
+            .filter_map(|t| {
+                Some(Transition {
+                    id: t["id"].as_str()?.to_string(),
+                    name: t["name"].as_str().unwrap_or_default().to_string(),
+                    to: t["to"]["name"].as_str()?.to_string(),
+                })
             })
-            .unwrap_or_default())
+            .collect())
     }
 
     pub async fn transition(&self, key: &str, id: &str) -> Result<(), JiraError> {
@@ -341,7 +417,19 @@ impl Jira {
                     &format!("issue {key}"),
                 )
                 .await?;
-            let page = v["comments"].as_array().cloned().unwrap_or_default();
+            // A page without its list would read as "no comments", and whilly would add its
+            // status comment again.
+            let page = v["comments"]
+                .as_array()
+                .cloned()
+                .ok_or_else(|| JiraError::BadAnswer {
+                    what: self.at(
+                        &format!("the comments of {key}"),
+                        "GET",
+                        &format!("/issue/{key}/comment"),
+                    ),
+                    detail: "no comments list".into(),
+                })?;
             let n = page.len() as u64;
             out.extend(page.iter().map(|c| JiraComment {
                 id: c["id"].as_str().unwrap_or_default().to_string(),
@@ -363,7 +451,17 @@ impl Jira {
                 &format!("a comment on {key}"),
             )
             .await?;
-        Ok(v["id"].as_str().unwrap_or_default().to_string())
+        v["id"]
+            .as_str()
+            .map(str::to_string)
+            .ok_or_else(|| JiraError::BadAnswer {
+                what: self.at(
+                    &format!("the new comment on {key}"),
+                    "POST",
+                    &format!("/issue/{key}/comment"),
+                ),
+                detail: "no comment id".into(),
+            })
     }
 
     pub async fn update_comment(&self, key: &str, id: &str, body: &Value) -> Result<(), JiraError> {

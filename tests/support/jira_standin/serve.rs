@@ -3,7 +3,7 @@
 
 use super::model::Model;
 use super::wire::{self, Answer};
-use super::{Fault, Recorded, Shared, rest};
+use super::{BadAnswer, Fault, Recorded, Shared, bad_answers, rest};
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::Response;
@@ -75,11 +75,29 @@ pub async fn handle(shared: &Shared, req: axum::extract::Request) -> Response {
             record(&mut shared.lock(), &inc, at, 0, fault.clone());
             return disconnect();
         }
+        Some(Fault::Bad(bad)) if *bad != BadAnswer::CutShort => {
+            let status = match bad {
+                BadAnswer::Html(status) => *status,
+                BadAnswer::Hang => 0,
+                _ => 200,
+            };
+            record(&mut shared.lock(), &inc, at, status, fault.clone());
+            return match bad {
+                BadAnswer::Html(status) => bad_answers::html(*status),
+                BadAnswer::WrongShape(v) => bad_answers::wrong_shape(v),
+                BadAnswer::Huge(n) => bad_answers::huge(*n),
+                _ => bad_answers::hang().await,
+            };
+        }
         _ => {}
     }
+    let cut = fault == Some(Fault::Bad(BadAnswer::CutShort));
     let mut m = shared.lock();
     let (status, headers, text) = answer(&mut m, &inc, at, fault);
     drop(m);
+    if cut {
+        return bad_answers::cut_short(status, headers, text);
+    }
     let mut resp = Response::new(text.map_or_else(Body::empty, Body::from));
     *resp.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     for (k, v) in headers {
@@ -196,6 +214,6 @@ fn fault_answer(fault: &Option<Fault>) -> Option<Answer> {
             .header("x-ratelimit-fillrate", "10")
             .header("x-ratelimit-interval-seconds", "1")
             .header("ratelimit-reason", "jira-burst-based"),
-        Fault::Slow(_) | Fault::Disconnect => return None,
+        Fault::Slow(_) | Fault::Disconnect | Fault::Bad(_) => return None,
     })
 }
