@@ -56,3 +56,43 @@ fn a_setting_out_of_range_is_refused_with_its_place() {
         "the file and line: {out}"
     );
 }
+
+/// A plan given as a FIFO that nobody writes is refused at once, not waited for; one fed by a
+/// writer (as `<(generate-plan)` is) is read to its end.
+#[test]
+fn a_plan_given_as_a_fifo_is_never_waited_for() {
+    let repo = Repo::new(&plan("p", vec![task("T-1")]), "true");
+    let fifo = repo.repo.join("plan-fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let out = repo.run(&["plan", "check", "plan-fifo"], Duration::from_secs(20));
+    assert_eq!(out.code, Some(1), "refused, not waited for: {out}");
+    assert!(
+        out.stderr
+            .contains("plan-fifo is a named pipe nobody is writing to"),
+        "{out}"
+    );
+    // A pipe with its writer there, as `<(generate-plan)` gives: read to its end.
+    let text = std::fs::read_to_string(repo.repo.join("plan.json")).unwrap();
+    let mut child = repo
+        .whilly(&["plan", "check", "/dev/stdin"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(text.as_bytes()).unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "a fed pipe is read: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -59,7 +59,13 @@ pub fn on_path(name: &str) -> bool {
 
 /// What the repository in `dir` says about itself.
 pub fn read_repo_files(dir: &Path) -> RepoFiles {
-    let text = |name: &str| std::fs::read_to_string(dir.join(name)).ok();
+    // The worktree is the agent's: a FIFO or a link to a device in place of package.json
+    // must not hang or fill the engine (one that is not a small regular file says nothing).
+    let text = |name: &str| {
+        crate::fsutil::read_untrusted(&dir.join(name), 4 << 20)
+            .ok()
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+    };
     let exists = |name: &str| dir.join(name).is_file();
     RepoFiles {
         cargo_toml: exists("Cargo.toml"),

@@ -79,6 +79,10 @@ pub enum PlanFileError {
     },
     #[error("{path} is not a regular file")]
     NotAFile { path: PathBuf },
+    #[error(
+        "{path} is a named pipe nobody is writing to: give a plan file, or write the plan into the pipe as it is read"
+    )]
+    IdlePipe { path: PathBuf },
 }
 
 /// Checks a plan held in memory. `strict` turns decision-gate warnings into errors.
@@ -270,11 +274,16 @@ pub fn load_plan_file_with(
             limit: MAX_PLAN_BYTES,
         });
     }
-    let file = std::fs::File::open(path).map_err(io)?;
+    let file = open_without_waiting(path).map_err(io)?;
     let mut bytes = Vec::with_capacity(meta.len() as usize);
     file.take(MAX_PLAN_BYTES + 1)
         .read_to_end(&mut bytes)
         .map_err(io)?;
+    if bytes.is_empty() && std::os::unix::fs::FileTypeExt::is_fifo(&meta.file_type()) {
+        return Err(PlanFileError::IdlePipe {
+            path: path.to_path_buf(),
+        });
+    }
     if bytes.len() as u64 > MAX_PLAN_BYTES {
         return Err(PlanFileError::TooLarge {
             path: path.to_path_buf(),
@@ -288,6 +297,26 @@ pub fn load_plan_file_with(
         strict,
         agents,
     ))
+}
+
+/// Opens `path` for reading without waiting for a writer: a plan given as a FIFO nobody
+/// writes reads as empty (and is refused as such) instead of hanging the command, while one
+/// fed by a writer (`<(generate-plan)`) is read to its end as before.
+fn open_without_waiting(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    use std::os::unix::io::AsRawFd;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)?;
+    // Reads block again once open (a slow writer is waited for, as a pipe is).
+    // SAFETY: fcntl on a descriptor we own.
+    let flags = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GETFL) };
+    if flags >= 0 {
+        // SAFETY: as above.
+        unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETFL, flags & !libc::O_NONBLOCK) };
+    }
+    Ok(file)
 }
 
 /// A plan held in memory (edited by the operator, split by an agent) checked exactly as a plan
