@@ -319,6 +319,34 @@ unsafe fn end_descendants() {
     }
 }
 
+/// SIGKILL to every descendant of `leader` outside its process group `leader` (those in it
+/// get the group's signal).
+fn kill_below(leader: i32) {
+    let Ok(root) = u32::try_from(leader) else {
+        return;
+    };
+    // Still the leader of its group (whilly's child, not yet reaped): its pid is not reused.
+    // SAFETY: getpgid has no preconditions.
+    if unsafe { libc::getpgid(leader) } != leader {
+        return;
+    }
+    let mut stack = crate::procinfo::children_of(root);
+    let mut seen = std::collections::HashSet::new();
+    while let Some(p) = stack.pop() {
+        if !seen.insert(p) {
+            continue;
+        }
+        stack.extend(crate::procinfo::children_of(p));
+        let Ok(pid) = i32::try_from(p) else { continue };
+        // SAFETY: getpgid on a pid found below the leader; -1 (gone) is skipped.
+        let pgid = unsafe { libc::getpgid(pid) };
+        if pid > 1 && pgid > 0 && pgid != leader {
+            // SAFETY: a descendant of a process group whilly started.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    }
+}
+
 /// Sends `signal` to every process in group `pgid`: the one way whilly signals a process group
 /// (agents, checks, setup commands and one-shot calls each lead their own). Refuses `pgid <= 1`:
 /// `killpg(0)` is our own group and 1 is init's, and a bad pid must never turn into either (nor,
@@ -331,6 +359,12 @@ pub fn signal_group(pgid: i32, signal: i32) -> std::io::Result<()> {
             std::io::ErrorKind::InvalidInput,
             format!("refusing to signal process group {pgid}"),
         ));
+    }
+    if signal == libc::SIGKILL {
+        // The group's leader is the guard. What it adopted (a `setsid` daemon, say) is outside
+        // the group, and once SIGKILL ends the guard nobody is left to end it: it goes first,
+        // found below the guard while the guard still holds it.
+        kill_below(pgid);
     }
     // SAFETY: plain syscall; pgid > 1 so this never targets our own group (0) or everything (-1).
     let rc = unsafe { libc::killpg(pgid, signal) };

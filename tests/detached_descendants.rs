@@ -101,3 +101,22 @@ fn an_attempt_stopped_at_its_timeout_leaves_no_detached_descendant() {
         sleepers(&repo, &[]).is_empty().then_some(())
     });
 }
+
+/// The same, the detached sleeper ignoring SIGTERM too: whilly's SIGKILL to the group ends
+/// what the guard adopted first, while the guard still holds it.
+#[test]
+fn a_detached_descendant_ignoring_sigterm_is_ended_with_its_attempt() {
+    let mut t = task("T-1");
+    t["timeout"] = 2.into();
+    t["max_attempts"] = 1.into();
+    let repo = Repo::new(
+        &plan("p", vec![t]),
+        "sh -c 'setsid sh -c \"trap \\\"\\\" TERM; sleep 3001\" < /dev/null > /dev/null 2>&1 & trap \"\" TERM; sleep 60'",
+    );
+    let out = repo.run(&["run", "plan.json", "--headless"], Duration::from_secs(60));
+    assert_eq!(out.code, Some(1), "{out}");
+    assert_eq!(repo.task("p", "T-1")["reason"], "task_timeout");
+    wait_for(Duration::from_secs(5), "the sleeper to be gone", || {
+        sleepers(&repo, &[]).is_empty().then_some(())
+    });
+}

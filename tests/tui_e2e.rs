@@ -676,3 +676,92 @@ fn a_second_console_watches_the_background_agent() {
         "nothing of the run is left"
     );
 }
+
+/// An agent that leaves `setsid`, double-forked and `nohup` sleepers behind, writing its pid
+/// first (issue 26, item 4, the console's case); with `linger` it keeps working after.
+fn detaching_agent(repo: &Repo, linger: bool) -> String {
+    let dir = repo.shared.display();
+    let tail = if linger { "sleep 30; " } else { "" };
+    format!(
+        "sh -c 'echo $$ > {dir}/agent-$WHILLY_TASK_ID.pid; \
+         setsid sleep 3001 < /dev/null > /dev/null 2>&1 & \
+         (sh -c \"sleep 3002 < /dev/null > /dev/null 2>&1 &\" &) ; \
+         nohup setsid sh -c \"sleep 3003\" < /dev/null > /dev/null 2>&1 & \
+         sleep 0.3; echo detached on $WHILLY_TASK_ID; {tail}\
+         echo done > out-$WHILLY_TASK_ID.txt; echo \"<promise>COMPLETE</promise>\"'"
+    )
+}
+
+/// The run's processes still alive whose command line is one of the sleepers.
+fn sleepers(repo: &Repo) -> Vec<String> {
+    repo.marked_pids(&[])
+        .into_iter()
+        .filter_map(|p| {
+            let cmd = std::fs::read(format!("/proc/{p}/cmdline")).ok()?;
+            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+            (cmd.contains("sleep 300") && alive(p)).then(|| format!("{p}: {cmd}"))
+        })
+        .collect()
+}
+
+#[test]
+fn a_console_run_leaves_no_detached_descendant() {
+    let repo = Repo::new(&plan("p", vec![task("A")]), "true");
+    repo.write(
+        "whilly.toml",
+        &engine::config(&detaching_agent(&repo, false), &repo.wt_dir),
+    );
+    let script = console_script(&repo);
+    let tmux = Tmux::start("detached", &repo.repo);
+    tmux.literal(&format!("sh {}", script.display()));
+    tmux.keys(&["Enter"]);
+    tmux.wait("run finished", 90, |s| s.contains("Run finished"));
+    wait_for(Duration::from_secs(5), "the sleepers to be gone", || {
+        sleepers(&repo).is_empty().then_some(())
+    });
+    tmux.literal("q");
+    let s = tmux.wait("shell after quit", 30, |s| s.contains("EXIT="));
+    assert!(s.contains("EXIT=0"), "{s}");
+}
+
+#[test]
+fn a_console_killed_with_sigkill_leaves_no_detached_descendant() {
+    let repo = Repo::new(&plan("p", vec![task("A")]), "true");
+    repo.write(
+        "whilly.toml",
+        &engine::config(&detaching_agent(&repo, true), &repo.wt_dir),
+    );
+    let script = console_script(&repo);
+    let tmux = Tmux::start("detached-killed", &repo.repo);
+    tmux.literal(&format!("sh {}", script.display()));
+    tmux.keys(&["Enter"]);
+    tmux.wait("A detached its sleepers", 90, |s| {
+        s.contains("detached on A")
+    });
+    wait_for(Duration::from_secs(10), "three sleepers", || {
+        (sleepers(&repo).len() >= 3).then_some(())
+    });
+    let agent = agent_pid(&repo, "A");
+    let parent_of = |pid: i32| -> i32 {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|st| {
+                st.rsplit_once(')')
+                    .and_then(|(_, rest)| rest.split_whitespace().nth(1).map(str::to_string))
+            })
+            .and_then(|p| p.parse().ok())
+            .expect("a parent")
+    };
+    let console = parent_of(parent_of(agent));
+    // SAFETY: kill(2) on the console this test started (the agent's guard's parent).
+    unsafe { libc::kill(console, libc::SIGKILL) };
+    let s = tmux.wait("shell back", 30, |s| s.contains("EXIT="));
+    assert!(s.contains("EXIT=137"), "{s}");
+    wait_for(Duration::from_secs(10), "the sleepers to be gone", || {
+        sleepers(&repo).is_empty().then_some(())
+    });
+    assert!(
+        repo.marked_pids(&[]).iter().all(|p| !alive(*p)),
+        "nothing of the run is left"
+    );
+}
