@@ -73,16 +73,7 @@ pub fn unlanded_detail(task_id: &str, d: &Delivery) -> String {
     }
 }
 
-/// One task whose work did not land, as the run's summary names it.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct Unlanded {
-    pub task_id: String,
-    pub branch: String,
-    pub files: Vec<String>,
-    /// `base_dirty`, `base_busy`, `conflict` or `not_pushed`.
-    pub kind: String,
-    pub detail: String,
-}
+pub use super::outcome::Unlanded;
 
 /// The parked task's delivery, read from the newest event that parked it.
 pub fn unlanded_of(task: &TaskRecord, events: &[Event]) -> Option<Unlanded> {

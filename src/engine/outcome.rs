@@ -48,6 +48,37 @@ impl RunEnd {
     }
 }
 
+/// What a run did.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct RunSummary {
+    pub end: RunEnd,
+    pub exit_code: i32,
+    pub attempts: u64,
+    pub done: u64,
+    pub failed: u64,
+    pub skipped: u64,
+    pub total: u64,
+    pub cost_usd: f64,
+    pub elapsed_sec: f64,
+    /// Tasks that can never run in this plan (dependencies failed, or waiting for a human).
+    pub stuck: Vec<String>,
+    /// Tasks whose work was done and checked but did not land (see [`super::landing`]).
+    pub unlanded: Vec<Unlanded>,
+    /// DONE tasks whose agent changed nothing (their checks passed on the base as it was).
+    pub unchanged: Vec<String>,
+}
+
+/// One task whose work did not land, as the run's summary names it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Unlanded {
+    pub task_id: String,
+    pub branch: String,
+    pub files: Vec<String>,
+    /// `base_dirty`, `base_busy`, `conflict` or `not_pushed`.
+    pub kind: String,
+    pub detail: String,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
