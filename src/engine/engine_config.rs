@@ -1,8 +1,10 @@
 //! What an engine is set up with: its slots, leases and clocks, the plan or plans it serves,
 //! and the followers that keep forges in step while it runs (the board, Jira, remote panes).
 
+use super::follow::PlanSync;
 use super::outcome::RunSummary;
 use crate::domain::Usd;
+use crate::store::Store;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
@@ -41,10 +43,9 @@ pub struct EngineConfig {
     /// Claims nothing: a console that cannot run the plan's tasks (an agent is missing) and
     /// watches other workers run them.
     pub observer: bool,
-    /// The project board kept in step while the engine runs (`[github.project]`).
-    pub board: Option<BoardSetup>,
-    /// Jira issues transitioned in lock-step with their tasks (`[jira]`).
-    pub jira: Option<JiraSetup>,
+    /// What is kept in step with the queue while the engine runs (the project board, Jira
+    /// issues): each made once the engine runs, from its store.
+    pub followers: Vec<FollowerSetup>,
     /// Remote panes: the sessions whose terminals are published while a console watches.
     pub panes: Option<PanesSetup>,
     /// Agents paused by rate limits, `max_parallel` per agent, fallbacks.
@@ -67,30 +68,22 @@ impl std::fmt::Debug for PanesSetup {
     }
 }
 
-/// What the engine's Jira sync needs.
+/// Makes one thing kept in step with the queue (see [`super::follow`]) from the engine's
+/// store; an error says why it is not kept in step (the run goes on without it).
 #[derive(Clone)]
-pub struct JiraSetup {
-    pub client: crate::forge::jira::Jira,
-    pub config: crate::config::JiraConfig,
+pub struct FollowerSetup {
+    /// For the warning when it cannot be made (`project board`, `Jira`).
+    pub name: &'static str,
+    pub make: MakeFollower,
 }
 
-impl std::fmt::Debug for JiraSetup {
+pub type MakeFollower =
+    Arc<dyn Fn(Arc<dyn Store>) -> Result<Box<dyn PlanSync>, String> + Send + Sync>;
+
+impl std::fmt::Debug for FollowerSetup {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("JiraSetup").finish_non_exhaustive()
-    }
-}
-
-/// What the engine's board sync needs: the client and the board's settings.
-#[derive(Clone)]
-pub struct BoardSetup {
-    pub client: crate::forge::github::GitHub,
-    pub project: crate::config::ProjectConfig,
-}
-
-impl std::fmt::Debug for BoardSetup {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("BoardSetup")
-            .field("project", &self.project)
+        f.debug_struct("FollowerSetup")
+            .field("name", &self.name)
             .finish_non_exhaustive()
     }
 }
@@ -115,8 +108,7 @@ impl EngineConfig {
             offline_after: Duration::from_secs(120),
             idle_reports: None,
             observer: false,
-            board: None,
-            jira: None,
+            followers: Vec::new(),
             panes: None,
             dispatch: super::dispatch::DispatchConfig {
                 cooldown: Duration::from_secs(60),

@@ -26,6 +26,22 @@ pub trait PlanSync: Send + 'static {
     async fn sync_plan(&mut self, plan_id: &str) -> Result<Vec<String>, String>;
 }
 
+/// A sync chosen at run time (the engine knows followers only by this trait).
+#[async_trait::async_trait]
+impl PlanSync for Box<dyn PlanSync> {
+    fn name(&self) -> &'static str {
+        (**self).name()
+    }
+
+    fn store(&self) -> Arc<dyn Store> {
+        (**self).store()
+    }
+
+    async fn sync_plan(&mut self, plan_id: &str) -> Result<Vec<String>, String> {
+        (**self).sync_plan(plan_id).await
+    }
+}
+
 /// A [`PlanSync`] following the events in the background.
 pub struct Follower {
     stop: watch::Sender<bool>,

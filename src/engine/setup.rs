@@ -4,6 +4,8 @@
 
 use super::attempt::{AgentExecutor, ExecutorConfig};
 use super::configure::{self, build_agents, merge_mode, price_table, verification_env};
+use super::engine_config::{FollowerSetup, MakeFollower};
+use super::follow::PlanSync;
 use super::sessions::SessionRegistry;
 use super::worker::{EngineConfig, PanesSetup};
 use crate::agent::{Guards, HandoffDir};
@@ -155,8 +157,10 @@ pub async fn prepare(
     )?;
     let mut engine_cfg = engine_config(cfg, worker_id());
     engine_cfg.dispatch.default_agent = default_agent.clone();
-    engine_cfg.board = board_setup(cfg, access.as_ref());
-    engine_cfg.jira = if has_jira { jira_setup(cfg) } else { None };
+    engine_cfg.followers = board_setup(cfg, access.as_ref())
+        .into_iter()
+        .chain(if has_jira { jira_setup(cfg) } else { None })
+        .collect();
     engine_cfg.plan_id = Some(plan_id.clone());
     engine_cfg.observer = observer.is_some();
     engine_cfg.panes = panes_setup(cfg, &sessions);
@@ -203,8 +207,10 @@ pub fn prepare_worker(
     let mut engine_cfg = engine_config(cfg, worker_id());
     engine_cfg.dispatch.default_agent = default_agent.clone();
     engine_cfg.panes = panes_setup(cfg, &sessions);
-    engine_cfg.board = board_setup(cfg, access.as_ref());
-    engine_cfg.jira = jira_setup(cfg);
+    engine_cfg.followers = board_setup(cfg, access.as_ref())
+        .into_iter()
+        .chain(jira_setup(cfg))
+        .collect();
     engine_cfg.slots = req.parallel.unwrap_or(cfg.run.parallel as usize).max(1);
     Ok((engine_cfg, executor))
 }
@@ -344,12 +350,16 @@ fn github_access(
 
 /// The Jira sync's setup when `[jira]` names a site (a missing token is a warning: the work
 /// runs, its issues do not move).
-fn jira_setup(cfg: &Config) -> Option<crate::engine::worker::JiraSetup> {
+fn jira_setup(cfg: &Config) -> Option<FollowerSetup> {
     match configure::jira_client(cfg) {
-        Ok(Some(client)) => Some(crate::engine::worker::JiraSetup {
-            client,
-            config: cfg.jira.clone(),
-        }),
+        Ok(Some(client)) => {
+            let config = cfg.jira.clone();
+            let make: MakeFollower = Arc::new(move |store| {
+                let sync = super::jira_sync::JiraSync::new(client.clone(), config.clone(), store);
+                Ok(Box::new(sync) as Box<dyn PlanSync>)
+            });
+            Some(FollowerSetup { name: "Jira", make })
+        }
         Ok(None) => None,
         Err(e) => {
             tracing::warn!("Jira issues are not kept in step: {e}");
@@ -359,19 +369,24 @@ fn jira_setup(cfg: &Config) -> Option<crate::engine::worker::JiraSetup> {
 }
 
 /// The board sync's setup when `[github.project]` names a board and there is a token.
-fn board_setup(
-    cfg: &Config,
-    access: Option<&configure::GitHubAccess>,
-) -> Option<crate::engine::worker::BoardSetup> {
+fn board_setup(cfg: &Config, access: Option<&configure::GitHubAccess>) -> Option<FollowerSetup> {
     let p = &cfg.github.project;
     if p.owner.is_none() || p.number.is_none() {
         return None;
     }
     match access {
-        Some(a) => Some(crate::engine::worker::BoardSetup {
-            client: a.client.clone(),
-            project: p.clone(),
-        }),
+        Some(a) => {
+            let (client, project) = (a.client.clone(), p.clone());
+            let make: MakeFollower = Arc::new(move |store| {
+                super::board_sync::BoardSync::new(client.clone(), project.clone(), store)
+                    .map(|sync| Box::new(sync) as Box<dyn PlanSync>)
+                    .map_err(|e| e.to_string())
+            });
+            Some(FollowerSetup {
+                name: "project board",
+                make,
+            })
+        }
         None => {
             tracing::warn!(
                 "[github.project] names a board but no GitHub token was found: the board is not kept in step"

@@ -4,7 +4,7 @@
 
 use super::control::{StopLevel, StopReason, attempt_control};
 use super::dispatch::{Pauses, agent_limits, paused_agents};
-pub use super::engine_config::{BoardSetup, EngineConfig, JiraSetup, PanesSetup};
+pub use super::engine_config::{EngineConfig, FollowerSetup, PanesSetup};
 use super::executor::{AttemptOutcome, Executor};
 use super::outage::Outage;
 use super::outcome::RunEnd;
@@ -50,20 +50,16 @@ impl Engine {
         }
     }
 
-    /// Runs until the plan is done (or the worker idle, or stopped); the project board, when
-    /// one is configured, follows meanwhile and gets a last sync before this returns.
+    /// Runs until the plan is done (or the worker idle, or stopped); what follows the queue (a
+    /// project board, Jira) keeps in step meanwhile and gets a last sync before this returns.
     pub async fn run(self) -> StoreResult<RunSummary> {
         use super::follow::Follower;
         let mut followers: Vec<Follower> = Vec::new();
-        if let Some(b) = self.cfg.board.clone() {
-            match super::board_sync::BoardSync::new(b.client, b.project, self.store.clone()) {
+        for setup in &self.cfg.followers {
+            match (setup.make)(self.store.clone()) {
                 Ok(sync) => followers.push(Follower::spawn(sync, self.cfg.plan_id.clone())),
-                Err(e) => tracing::warn!("project board: {e}"),
+                Err(e) => tracing::warn!("{}: {e}", setup.name),
             }
-        }
-        if let Some(j) = self.cfg.jira.clone() {
-            let sync = super::jira_sync::JiraSync::new(j.client, j.config, self.store.clone());
-            followers.push(Follower::spawn(sync, self.cfg.plan_id.clone()));
         }
         let (stop_panes, panes_stopped) = watch::channel(false);
         let panes = self.cfg.panes.clone().map(|p| {
