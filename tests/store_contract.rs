@@ -339,7 +339,26 @@ contract!(
     split_with_parallel_subtasks_and_all_dependents,
     split_refuses_a_started_task_and_a_stale_split,
     split_dependent_waits_for_the_last_subtask,
+    newest_event_id_and_find_task_across_plans,
 );
+
+/// The newest event's id (0 with none), and a task found by id in one plan or in every plan.
+async fn newest_event_id_and_find_task_across_plans(c: &Ctx) {
+    let s = &*c.store;
+    assert_eq!(s.newest_event_id().await.unwrap(), 0, "no event yet");
+    import(s, &plan("p1", vec![task("A", &[]), task("B", &[])])).await;
+    import(s, &plan("p2", vec![task("A", &[])])).await;
+    assert_eq!(s.newest_event_id().await.unwrap(), last_id(s).await);
+    let both = s.find_task(None, "A").await.unwrap();
+    let plans: Vec<_> = both.iter().map(|t| t.plan_id.as_str()).collect();
+    assert_eq!(plans, ["p1", "p2"]);
+    let one = s.find_task(Some("p2"), "A").await.unwrap();
+    assert_eq!(one.len(), 1);
+    assert_eq!(one[0].plan_id, "p2");
+    assert_eq!(s.find_task(None, "B").await.unwrap().len(), 1);
+    assert!(s.find_task(None, "Z").await.unwrap().is_empty());
+    assert!(s.find_task(Some("p2"), "B").await.unwrap().is_empty());
+}
 
 async fn import_writes_rows_edges_and_events(c: &Ctx) {
     let s = &*c.store;

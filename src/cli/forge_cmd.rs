@@ -233,28 +233,14 @@ fn prd_of(issue_ref: &IssueRef, issue: &UpstreamIssue) -> String {
 async fn compose_task(ctx: &Context, task_id: &str, plan: Option<&str>) -> anyhow::Result<i32> {
     let cfg = ctx.config()?;
     let store = ctx.store().await?;
-    let plans: Vec<String> = match plan {
-        Some(p) => vec![p.to_string()],
-        None => store
-            .list_plans()
-            .await?
-            .into_iter()
-            .map(|p| p.plan.id)
-            .collect(),
-    };
-    let mut found = Vec::new();
-    for p in &plans {
-        if let Ok(t) = store.get_task(p, task_id).await {
-            found.push((p.clone(), t));
-        }
-    }
-    let (plan_id, _) = match found.as_slice() {
-        [one] => one.clone(),
+    let found = store.find_task(plan, task_id).await?;
+    let plan_id = match found.as_slice() {
+        [one] => one.plan_id.clone(),
         [] => anyhow::bail!("no task {task_id:?}; `whilly plan show PLAN` lists the tasks"),
         many => anyhow::bail!(
             "{task_id} is in several plans ({}): name one with --plan",
             many.iter()
-                .map(|(p, _)| p.as_str())
+                .map(|t| t.plan_id.as_str())
                 .collect::<Vec<_>>()
                 .join(", ")
         ),

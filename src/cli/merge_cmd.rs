@@ -52,14 +52,18 @@ pub async fn run(ctx: &Context, args: MergeArgs) -> anyhow::Result<i32> {
                 [one] => targets.push((*one).clone()),
                 [] => {
                     // Say what the task is instead, when it exists.
-                    for plan in &plans {
-                        if let Ok(t) = store.get_task(plan, task).await {
-                            anyhow::bail!(
-                                "{task} (plan {plan}) is not waiting to be merged: it is {}{}",
-                                t.status,
-                                t.reason.map(|r| format!(" ({r})")).unwrap_or_default()
-                            );
-                        }
+                    if let Some(t) = store
+                        .find_task(args.plan.as_deref(), task)
+                        .await?
+                        .into_iter()
+                        .next()
+                    {
+                        anyhow::bail!(
+                            "{task} (plan {}) is not waiting to be merged: it is {}{}",
+                            t.plan_id,
+                            t.status,
+                            t.reason.map(|r| format!(" ({r})")).unwrap_or_default()
+                        );
                     }
                     anyhow::bail!(
                         "no task {task:?} waits to be merged{}; `whilly plan show PLAN` lists the tasks",

@@ -47,15 +47,7 @@ pub async fn run(ctx: &Context, args: ReportArgs) -> anyhow::Result<i32> {
 
 /// The newest event id now: a run's report covers what comes after it.
 pub async fn run_start(store: &Arc<dyn Store>) -> Option<i64> {
-    let newest = store
-        .events(&crate::store::EventFilter {
-            limit: Some(1),
-            newest: true,
-            ..Default::default()
-        })
-        .await
-        .ok()?;
-    Some(newest.last().map_or(0, |e| e.id))
+    store.newest_event_id().await.ok()
 }
 
 /// At the end of a run: the report of what it did, under `.whilly/reports/`; says where on

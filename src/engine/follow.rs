@@ -77,16 +77,7 @@ async fn follow<S: PlanSync>(mut sync: S, plan: Option<String>, mut stop: watch:
     let store = sync.store();
     let own = format!("{}.", sync.name());
     let mut watch = store.watch_events().await;
-    let mut after = store
-        .events(&EventFilter {
-            limit: Some(1),
-            newest: true,
-            ..EventFilter::default()
-        })
-        .await
-        .ok()
-        .and_then(|e| e.last().map(|e| e.id))
-        .unwrap_or(0);
+    let mut after = store.newest_event_id().await.unwrap_or(0);
     let mut dirty: BTreeSet<String> = plan.iter().cloned().collect();
     // Plans whose last sync failed: when to try again, and the wait after that.
     let mut retry: BTreeMap<String, (Instant, Duration)> = BTreeMap::new();

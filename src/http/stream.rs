@@ -51,14 +51,14 @@ impl EventHub {
 
 async fn tail(store: Arc<dyn Store>, hub: std::sync::Weak<EventHub>) {
     let mut watch = store.watch_events().await;
-    let mut last = newest_id(&*store).await;
+    let mut last = store.newest_event_id().await.unwrap_or(0);
     loop {
         let Some(tx) = hub.upgrade().map(|h| h.tx.clone()) else {
             return;
         };
         // Nobody follows: keep up with the table's end without reading the rows.
         if tx.receiver_count() == 0 {
-            last = newest_id(&*store).await.max(last);
+            last = store.newest_event_id().await.unwrap_or(0).max(last);
             watch.changed(Duration::from_secs(5)).await;
             continue;
         }
@@ -84,19 +84,6 @@ async fn tail(store: Arc<dyn Store>, hub: std::sync::Weak<EventHub>) {
             watch.changed(Duration::from_secs(5)).await;
         }
     }
-}
-
-async fn newest_id(store: &dyn Store) -> i64 {
-    store
-        .events(&EventFilter {
-            limit: Some(1),
-            newest: true,
-            ..EventFilter::default()
-        })
-        .await
-        .ok()
-        .and_then(|e| e.last().map(|e| e.id))
-        .unwrap_or(0)
 }
 
 fn after(id: i64, plan: Option<&str>) -> EventFilter {
@@ -160,7 +147,7 @@ async fn feed(
     // No id given: from now on (the newest event is history).
     let mut last = match after {
         Some(a) => a,
-        None => newest_id(&*store).await,
+        None => store.newest_event_id().await.unwrap_or(0),
     };
     let _ = replay_then_follow(&*store, &mut live, &mut last, plan.as_deref(), &tx).await;
 }

@@ -50,6 +50,32 @@ pub trait Store: Send + Sync {
     /// The plan's tasks in import order.
     async fn list_tasks(&self, plan_id: &str) -> StoreResult<Vec<TaskRecord>>;
     async fn get_task(&self, plan_id: &str, task_id: &str) -> StoreResult<TaskRecord>;
+    /// The task with this id in `plan_id`, or (`None`) in every plan that has one, in plan
+    /// order: what a command given a bare task id looks up.
+    async fn find_task(
+        &self,
+        plan_id: Option<&str>,
+        task_id: &str,
+    ) -> StoreResult<Vec<TaskRecord>> {
+        let plans: Vec<String> = match plan_id {
+            Some(p) => vec![p.to_string()],
+            None => self
+                .list_plans()
+                .await?
+                .into_iter()
+                .map(|p| p.plan.id)
+                .collect(),
+        };
+        let mut found = Vec::new();
+        for p in &plans {
+            match self.get_task(p, task_id).await {
+                Ok(t) => found.push(t),
+                Err(StoreError::NotFound { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(found)
+    }
     async fn get_task_by_pk(&self, task_pk: i64) -> StoreResult<TaskRecord>;
     /// The plan's tasks with these ids, in import order; ids the plan does not have are left
     /// out. What a follower of the events reloads: only the tasks they name.
@@ -132,6 +158,18 @@ pub trait Store: Send + Sync {
     // ---- events, workers, wakeups ------------------------------------------------------------
 
     async fn events(&self, filter: &EventFilter) -> StoreResult<Vec<Event>>;
+    /// The id of the newest event, 0 when there is none: what comes after it is news (a
+    /// follower's, a stream's or a run report's starting point).
+    async fn newest_event_id(&self) -> StoreResult<i64> {
+        let newest = self
+            .events(&EventFilter {
+                limit: Some(1),
+                newest: true,
+                ..EventFilter::default()
+            })
+            .await?;
+        Ok(newest.last().map_or(0, |e| e.id))
+    }
     /// Appends an event that is not a task transition (budget warnings, verification evidence, …).
     async fn append_event(&self, event: NewEvent) -> StoreResult<Event>;
     async fn register_worker(&self, worker: &WorkerRecord) -> StoreResult<()>;
