@@ -16,7 +16,7 @@
 //! before the shell prompt returns.
 
 use super::args::{Cli, Command};
-use nix::sys::signal::{SigSet, Signal, kill, killpg};
+use nix::sys::signal::{SigSet, Signal, kill};
 use nix::sys::termios::{SetArg, Termios, tcgetattr, tcsetattr};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
@@ -196,9 +196,11 @@ fn stop_leftovers() {
     );
     let signal_all = |sig: Signal| {
         for p in crate::procinfo::children_of(me) {
-            let pid = Pid::from_raw(p as i32);
-            let _ = killpg(pid, sig);
-            let _ = kill(pid, sig);
+            let Ok(raw) = i32::try_from(p) else { continue };
+            // The one guarded group kill (never group 0 or 1; with SIGKILL, what the group's
+            // guard adopted first), then the child itself in case it leads no group.
+            let _ = crate::procguard::signal_group(raw, sig as i32);
+            let _ = kill(Pid::from_raw(raw), sig);
         }
     };
     signal_all(Signal::SIGTERM);
