@@ -2,8 +2,7 @@
 //! and round-trips byte for byte.
 
 use std::path::{Path, PathBuf};
-use whilly::domain::graph::{pick_batch, ready_set, topo_order};
-use whilly::domain::{PlanFormat, PlanSpec, Priority, Status, TaskSpec, Usd};
+use whilly::domain::{PlanFormat, PlanSpec, Priority, Status, Usd};
 use whilly::plan::{self, Severity, TrizSeverity, Verdict};
 
 fn compat_dir() -> PathBuf {
@@ -132,40 +131,50 @@ fn v4_fixture_reads_plan_id_and_priorities() {
     assert_eq!(p.tasks[2].category.as_deref(), Some("feat"));
 }
 
-#[test]
-fn v4_fixture_batches_as_the_original_documents() {
-    // TASK-002 and TASK-003 share a key file and must not run together; TASK-004 may join TASK-003.
+/// The original's batching rule, held by the queue's real claim on a real SQLite file:
+/// TASK-002 and TASK-003 share a key file and never run together; TASK-004 (after TASK-002)
+/// runs beside TASK-003; the claim hands them out by priority.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn v4_fixture_batches_as_the_original_documents() {
+    use std::time::Duration;
+    use whilly::store::{ClaimRequest, ImportOptions, Outcome, Store};
     let p = load(&compat_dir().join("v4_tasks.json"));
-    let done: std::collections::HashSet<String> = ["TASK-001".to_string()].into();
-    let pending: Vec<TaskSpec> = p
-        .tasks
-        .iter()
-        .filter(|t| !done.contains(&t.id))
-        .cloned()
-        .collect();
-    let ready = ready_set(&pending, &done);
-    let ids = |v: &[&TaskSpec]| v.iter().map(|t| t.id.clone()).collect::<Vec<_>>();
-    assert_eq!(ids(&ready), ["TASK-002", "TASK-003"]);
-    let batch = pick_batch(&ready, &Default::default(), 3);
-    assert_eq!(ids(&batch), ["TASK-002"]);
-
-    let done: std::collections::HashSet<String> = ["TASK-001", "TASK-002"].map(String::from).into();
-    let pending: Vec<TaskSpec> = p
-        .tasks
-        .iter()
-        .filter(|t| !done.contains(&t.id))
-        .cloned()
-        .collect();
-    let ready = ready_set(&pending, &done);
+    let dir = tempfile::tempdir().unwrap();
+    let store = whilly::store::sqlite::SqliteStore::open(&dir.path().join("whilly.db"), None)
+        .await
+        .unwrap();
+    store
+        .import_plan(&p, &ImportOptions::default())
+        .await
+        .unwrap();
+    let store = &store;
+    let claim = || async move {
+        let mut r = ClaimRequest::new("w");
+        r.lease = Duration::from_secs(60);
+        store.claim(&r).await.unwrap()
+    };
+    let done = |lease| async move {
+        store.start(lease, None).await.unwrap();
+        store.complete(lease, &Outcome::default()).await.unwrap();
+    };
+    let first = claim().await.expect("TASK-001 is ready");
+    assert_eq!(first.task.id, "TASK-001");
+    assert!(claim().await.is_none(), "the rest wait for TASK-001");
+    done(first.lease).await;
+    let second = claim().await.expect("TASK-002 and TASK-003 are ready");
+    assert_eq!(second.task.id, "TASK-002", "high before medium");
+    assert!(
+        claim().await.is_none(),
+        "TASK-003 shares TASK-002's key file; TASK-004 waits for TASK-002"
+    );
+    done(second.lease).await;
+    let third = claim().await.expect("TASK-003");
+    let fourth = claim().await.expect("TASK-004 runs beside TASK-003");
     assert_eq!(
-        ids(&pick_batch(&ready, &Default::default(), 3)),
+        [third.task.id.as_str(), fourth.task.id.as_str()],
         ["TASK-003", "TASK-004"]
     );
-
-    assert_eq!(
-        topo_order(&p.tasks).order,
-        ["TASK-001", "TASK-002", "TASK-003", "TASK-004"]
-    );
+    store.close().await;
 }
 
 #[test]

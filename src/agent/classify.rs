@@ -21,8 +21,6 @@ pub enum ErrorClass {
     RateLimited,
     /// 5xx, bare 403, timeouts and connection failures.
     ServerError,
-    /// The process could not be started for lack of resources (EAGAIN, EMFILE…).
-    SpawnFailed,
     /// Anything else: a plain failed attempt, counted against the task's attempts.
     Other,
 }
@@ -32,10 +30,7 @@ impl ErrorClass {
     pub fn is_retryable(self) -> bool {
         matches!(
             self,
-            ErrorClass::Overloaded
-                | ErrorClass::RateLimited
-                | ErrorClass::ServerError
-                | ErrorClass::SpawnFailed
+            ErrorClass::Overloaded | ErrorClass::RateLimited | ErrorClass::ServerError
         )
     }
 
@@ -45,7 +40,6 @@ impl ErrorClass {
             ErrorClass::Overloaded => "overloaded",
             ErrorClass::RateLimited => "rate_limited",
             ErrorClass::ServerError => "server_error",
-            ErrorClass::SpawnFailed => "spawn_failed",
             ErrorClass::Other => "other",
         }
     }
@@ -156,17 +150,6 @@ pub fn classify_outcome(
         .collect();
     let tail = plain[plain.len().saturating_sub(20)..].join("\n");
     Some(classify_text(&tail).unwrap_or(ErrorClass::Other))
-}
-
-/// The class of a failure to start the process at all.
-pub fn classify_spawn_error(err: &std::io::Error) -> ErrorClass {
-    match err.raw_os_error() {
-        Some(code) if [libc::EAGAIN, libc::ENOMEM, libc::EMFILE, libc::ENFILE].contains(&code) => {
-            ErrorClass::SpawnFailed
-        }
-        _ if err.kind() == std::io::ErrorKind::WouldBlock => ErrorClass::SpawnFailed,
-        _ => ErrorClass::Other,
-    }
 }
 
 #[cfg(test)]
@@ -310,14 +293,6 @@ mod tests {
 
     #[test]
     fn spawn_errors() {
-        assert_eq!(
-            classify_spawn_error(&std::io::Error::from_raw_os_error(libc::EAGAIN)),
-            ErrorClass::SpawnFailed
-        );
-        assert_eq!(
-            classify_spawn_error(&std::io::Error::from_raw_os_error(libc::ENOENT)),
-            ErrorClass::Other
-        );
         assert!(
             ErrorClass::Overloaded.is_retryable()
                 && !ErrorClass::Auth.is_retryable()

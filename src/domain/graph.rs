@@ -6,8 +6,7 @@
 //! total on broken plans (the TRIZ report runs on plans that failed validation).
 
 use super::model::{Priority, TaskSpec};
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt;
 
 /// What the scheduler needs to know about a task, so the store's rows can use these helpers too.
@@ -71,13 +70,6 @@ impl fmt::Display for Cycle {
     }
 }
 
-/// Kahn's order, plus the tasks that can never start because they sit on or behind a cycle.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct TopoOrder {
-    pub order: Vec<String>,
-    pub unresolved: Vec<String>,
-}
-
 /// At most this many cycles are reported: past that a plan is broken beyond what a longer list
 /// would help with, and pathological graphs must not make the check slow.
 pub const MAX_REPORTED_CYCLES: usize = 1000;
@@ -86,7 +78,6 @@ pub const MAX_REPORTED_CYCLES: usize = 1000;
 #[derive(Debug, Clone)]
 pub struct DepGraph<'a> {
     ids: Vec<&'a str>,
-    ranks: Vec<i64>,
     /// Known dependencies of each node, without repeats, in node (file) order.
     deps: Vec<Vec<usize>>,
 }
@@ -95,14 +86,12 @@ impl<'a> DepGraph<'a> {
     pub fn new<T: Schedulable>(tasks: &'a [T]) -> DepGraph<'a> {
         let mut index: HashMap<&'a str, usize> = HashMap::with_capacity(tasks.len());
         let mut ids = Vec::with_capacity(tasks.len());
-        let mut ranks = Vec::with_capacity(tasks.len());
         let mut owners = Vec::with_capacity(tasks.len());
         for t in tasks {
             let id = t.task_id();
             if !index.contains_key(id) {
                 index.insert(id, ids.len());
                 ids.push(id);
-                ranks.push(t.task_priority().rank());
                 owners.push(t);
             }
         }
@@ -121,7 +110,7 @@ impl<'a> DepGraph<'a> {
                 known
             })
             .collect();
-        DepGraph { ids, ranks, deps }
+        DepGraph { ids, deps }
     }
 
     pub fn len(&self) -> usize {
@@ -262,69 +251,6 @@ impl<'a> DepGraph<'a> {
         }
         None
     }
-
-    /// Kahn's algorithm: dependencies first; among tasks ready at the same time, higher priority
-    /// first, then the smaller id.
-    pub fn topo_order(&self) -> TopoOrder {
-        let n = self.ids.len();
-        let mut waiting: Vec<usize> = self.deps.iter().map(Vec::len).collect();
-        let mut dependents: Vec<Vec<usize>> = vec![Vec::new(); n];
-        for (v, ds) in self.deps.iter().enumerate() {
-            for &d in ds {
-                dependents[d].push(v);
-            }
-        }
-        let mut heap: BinaryHeap<Reverse<(i64, &str, usize)>> = (0..n)
-            .filter(|&v| waiting[v] == 0)
-            .map(|v| Reverse((self.ranks[v], self.ids[v], v)))
-            .collect();
-        let mut order = Vec::with_capacity(n);
-        let mut emitted = vec![false; n];
-        while let Some(Reverse((_, id, v))) = heap.pop() {
-            order.push(id.to_string());
-            emitted[v] = true;
-            for &u in &dependents[v] {
-                waiting[u] -= 1;
-                if waiting[u] == 0 {
-                    heap.push(Reverse((self.ranks[u], self.ids[u], u)));
-                }
-            }
-        }
-        let unresolved = (0..n)
-            .filter(|&v| !emitted[v])
-            .map(|v| self.ids[v].to_string())
-            .collect();
-        TopoOrder { order, unresolved }
-    }
-}
-
-/// Every dependency cycle of `tasks` (see [`DepGraph::cycles`]).
-pub fn find_cycles<T: Schedulable>(tasks: &[T]) -> Vec<Cycle> {
-    DepGraph::new(tasks).cycles()
-}
-
-/// Topological order of `tasks` (see [`DepGraph::topo_order`]).
-pub fn topo_order<T: Schedulable>(tasks: &[T]) -> TopoOrder {
-    DepGraph::new(tasks).topo_order()
-}
-
-/// Sorts tasks the way the queue hands them out: priority rank, then id.
-pub fn sort_by_priority<T: Schedulable>(tasks: &mut [T]) {
-    tasks.sort_by(|a, b| {
-        (a.task_priority().rank(), a.task_id()).cmp(&(b.task_priority().rank(), b.task_id()))
-    });
-}
-
-/// The tasks that may start once `done` are finished: not done themselves, every dependency
-/// done. The caller filters by live status first. Returned in priority order, then id.
-pub fn ready_set<'a, T: Schedulable>(candidates: &'a [T], done: &HashSet<String>) -> Vec<&'a T> {
-    let mut ready: Vec<&T> = candidates
-        .iter()
-        .filter(|t| !done.contains(t.task_id()))
-        .filter(|t| t.task_dependencies().iter().all(|d| done.contains(d)))
-        .collect();
-    sort_by_priority(&mut ready);
-    ready
 }
 
 /// Key files are compared as paths inside the repository: surrounding whitespace, empty and
@@ -363,12 +289,6 @@ pub fn key_file_problem(path: &str) -> Option<&'static str> {
     }
 }
 
-/// Whether two normalised key files meet: the same path, or one a directory the other lies in.
-pub fn key_files_overlap(a: &str, b: &str) -> bool {
-    let under = |x: &str, dir: &str| x.strip_prefix(dir).is_some_and(|r| r.starts_with('/'));
-    a == b || under(a, b) || under(b, a)
-}
-
 /// The directories above a claim key (`scope\tsrc/a/b.rs` → `scope\tsrc`, `scope\tsrc/a`): a
 /// claimer locks them with the key itself, so two claims of a directory and a file in it, made
 /// at the same moment, cannot both pass.
@@ -398,49 +318,6 @@ pub fn claim_keys(task: &crate::domain::TaskSpec) -> Vec<String> {
     keys
 }
 
-/// The key files held by `running` tasks, normalised.
-pub fn held_key_files<T: Schedulable>(running: &[T]) -> HashSet<String> {
-    running
-        .iter()
-        .flat_map(|t| t.task_key_files().iter())
-        .map(|k| normalize_key_file(k))
-        .filter(|k| !k.is_empty())
-        .collect()
-}
-
-/// The v3 batching rule: walk `ready` (already in priority order) and take a task only if none of
-/// its key files is held by a running task or by a task picked before it, up to `slots` tasks.
-/// Tasks without key files never conflict.
-pub fn pick_batch<'a, T: Schedulable>(
-    ready: &[&'a T],
-    held: &HashSet<String>,
-    slots: usize,
-) -> Vec<&'a T> {
-    let mut taken: Vec<String> = held.iter().map(|k| normalize_key_file(k)).collect();
-    let mut batch = Vec::new();
-    for &t in ready {
-        if batch.len() >= slots {
-            break;
-        }
-        let mut keys: Vec<String> = t
-            .task_key_files()
-            .iter()
-            .map(|k| normalize_key_file(k))
-            .filter(|k| !k.is_empty())
-            .collect();
-        keys.dedup();
-        if keys
-            .iter()
-            .any(|k| taken.iter().any(|t| key_files_overlap(k, t)))
-        {
-            continue;
-        }
-        taken.extend(keys);
-        batch.push(t);
-    }
-    batch
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -466,7 +343,7 @@ mod tests {
     #[test]
     fn acyclic_plan_has_no_cycles() {
         let tasks = vec![m("A", &[]), m("B", &["A"]), m("C", &["A", "B", "missing"])];
-        assert!(find_cycles(&tasks).is_empty());
+        assert!(DepGraph::new(&tasks).cycles().is_empty());
     }
 
     #[test]
@@ -481,10 +358,10 @@ mod tests {
             m("G", &["A"]),
         ];
         assert_eq!(
-            paths(&find_cycles(&tasks)),
+            paths(&DepGraph::new(&tasks).cycles()),
             ["A → B → C → A", "D → D", "E → F → E"]
         );
-        let c = &find_cycles(&tasks)[1];
+        let c = &DepGraph::new(&tasks).cycles()[1];
         assert!(c.is_self_loop());
         assert_eq!(c.members(), ["D"]);
     }
@@ -493,13 +370,19 @@ mod tests {
     fn every_member_of_a_tangled_component_is_on_a_reported_cycle() {
         // A ⇄ B and B ⇄ C form one component; both small cycles must be shown.
         let tasks = vec![m("A", &["B"]), m("B", &["A", "C"]), m("C", &["B"])];
-        assert_eq!(paths(&find_cycles(&tasks)), ["A → B → A", "C → B → C"]);
+        assert_eq!(
+            paths(&DepGraph::new(&tasks).cycles()),
+            ["A → B → A", "C → B → C"]
+        );
     }
 
     #[test]
     fn self_loop_inside_a_larger_cycle_is_reported_too() {
         let tasks = vec![m("A", &["A", "B"]), m("B", &["A"])];
-        assert_eq!(paths(&find_cycles(&tasks)), ["A → A", "A → B → A"]);
+        assert_eq!(
+            paths(&DepGraph::new(&tasks).cycles()),
+            ["A → A", "A → B → A"]
+        );
     }
 
     #[test]
@@ -511,71 +394,9 @@ mod tests {
                 m(&format!("T{i}"), &[prev.as_str()])
             })
             .collect();
-        let cycles = find_cycles(&tasks);
+        let cycles = DepGraph::new(&tasks).cycles();
         assert_eq!(cycles.len(), 1);
         assert_eq!(cycles[0].members().len(), n);
-        assert_eq!(topo_order(&tasks).unresolved.len(), n);
-    }
-
-    #[test]
-    fn topo_order_respects_deps_then_priority_then_id() {
-        let tasks = vec![
-            t("C", Priority::Low, &[], &[]),
-            t("B", Priority::High, &["C"], &[]),
-            t("A", Priority::Medium, &[], &[]),
-            t("Z", Priority::Critical, &[], &[]),
-            t("Y", Priority::Medium, &[], &[]),
-        ];
-        let o = topo_order(&tasks);
-        assert_eq!(o.order, ["Z", "A", "Y", "C", "B"]);
-        assert!(o.unresolved.is_empty());
-    }
-
-    #[test]
-    fn topo_order_leaves_cycles_and_their_dependents_unresolved() {
-        let tasks = vec![m("A", &["B"]), m("B", &["A"]), m("C", &["A"]), m("D", &[])];
-        let o = topo_order(&tasks);
-        assert_eq!(o.order, ["D"]);
-        assert_eq!(o.unresolved, ["A", "B", "C"]);
-    }
-
-    #[test]
-    fn ready_set_needs_all_deps_done() {
-        let tasks = vec![
-            t("A", Priority::Low, &[], &[]),
-            t("B", Priority::High, &["A"], &[]),
-            t("C", Priority::Critical, &["A", "B"], &[]),
-            t("D", Priority::High, &[], &[]),
-        ];
-        let none = HashSet::new();
-        let ids = |v: Vec<&TaskSpec>| v.into_iter().map(|t| t.id.clone()).collect::<Vec<_>>();
-        assert_eq!(ids(ready_set(&tasks, &none)), ["D", "A"]);
-        let done: HashSet<String> = ["A".to_string()].into();
-        assert_eq!(ids(ready_set(&tasks, &done)), ["B", "D"]);
-    }
-
-    #[test]
-    fn batching_skips_overlapping_key_files() {
-        let tasks = [
-            t("T1", Priority::High, &[], &["a.rs", "b.rs"]),
-            t("T2", Priority::High, &[], &["./b.rs"]),
-            t("T3", Priority::Medium, &[], &["c.rs"]),
-            t("T4", Priority::Medium, &[], &[]),
-            t("T5", Priority::Low, &[], &["d.rs"]),
-            t("T6", Priority::Low, &[], &["e.rs"]),
-        ];
-        let ready: Vec<&TaskSpec> = tasks.iter().collect();
-        let none = HashSet::new();
-        let ids = |v: Vec<&TaskSpec>| v.into_iter().map(|t| t.id.clone()).collect::<Vec<_>>();
-        assert_eq!(ids(pick_batch(&ready, &none, 3)), ["T1", "T3", "T4"]);
-        let held: HashSet<String> = ["c.rs".to_string(), "a.rs/".to_string()].into();
-        assert_eq!(ids(pick_batch(&ready, &held, 3)), ["T2", "T4", "T5"]);
-        assert!(pick_batch(&ready, &none, 0).is_empty());
-        let running = [&tasks[0]];
-        assert_eq!(
-            held_key_files(&running),
-            ["a.rs".to_string(), "b.rs".to_string()].into()
-        );
     }
 
     #[test]
@@ -620,30 +441,18 @@ mod tests {
 
     #[test]
     fn a_directory_covers_the_files_under_it() {
-        assert!(key_files_overlap("src", "src/a.rs"));
-        assert!(key_files_overlap("src/a.rs", "src"));
-        assert!(key_files_overlap("src/a.rs", "src/a.rs"));
-        assert!(!key_files_overlap("src/a.rs", "src/b.rs"));
-        assert!(!key_files_overlap("src", "srcx/a.rs"));
         assert_eq!(
             claim_key_ancestors("p\tsrc/a/b.rs"),
             ["p\tsrc".to_string(), "p\tsrc/a".to_string()]
         );
         assert!(claim_key_ancestors("\tREADME.md").is_empty());
-        let spellings = [
-            "src/a.rs",
-            "src//a.rs",
-            "src/./a.rs",
-            "lib/../src/a.rs",
-            "src",
-        ];
-        let tasks: Vec<TaskSpec> = spellings
-            .iter()
-            .enumerate()
-            .map(|(i, k)| t(&format!("T{i}"), Priority::Medium, &[], &[k]))
-            .collect();
-        let ready: Vec<&TaskSpec> = tasks.iter().collect();
-        assert_eq!(pick_batch(&ready, &HashSet::new(), 5).len(), 1);
+        // Every spelling of one file, and the directory above it, is the one claim key or an
+        // ancestor of it (the queue's claim locks both; tests/store_contract.rs holds it).
+        let spellings = ["src/a.rs", "src//a.rs", "src/./a.rs", "lib/../src/a.rs"];
+        for k in spellings {
+            assert_eq!(normalize_key_file(k), "src/a.rs", "{k}");
+        }
+        assert_eq!(claim_key_ancestors("\tsrc/a.rs"), ["\tsrc".to_string()]);
     }
 
     #[test]

@@ -33,15 +33,6 @@ pub struct SourceMap {
 }
 
 impl SourceMap {
-    /// Positions as the canonical export writes them: everything in order.
-    pub fn identity(plan: &PlanSpec) -> SourceMap {
-        SourceMap {
-            plan_id_pointer: "/plan_id".to_string(),
-            task_index: (0..plan.tasks.len()).collect(),
-            repo_target_index: (0..plan.repo_targets.len()).collect(),
-        }
-    }
-
     pub fn task_pointer(&self, task: usize) -> String {
         pointer_index("/tasks", self.task_index.get(task).copied().unwrap_or(task))
     }

@@ -261,11 +261,6 @@ impl PgStore {
         Ok((applied, pending))
     }
 
-    /// Turns NOTIFY on or off at run time (off: pure polling, for tests and benchmarks).
-    pub fn set_notify(&self, on: bool) {
-        self.inner.notify.store(on, Ordering::Relaxed);
-    }
-
     /// The connection pool (benchmarks and tests look at the tables directly).
     pub fn pool(&self) -> &PgPool {
         &self.inner.pool

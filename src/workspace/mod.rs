@@ -423,20 +423,6 @@ impl Workspaces {
         push::remote_url(self, remote)
     }
 
-    /// The default branch of `remote` as the clone knows it (`refs/remotes/<remote>/HEAD`),
-    /// else the current branch.
-    pub fn remote_default_branch(&self, remote: &str) -> Result<Option<String>, WorkspaceError> {
-        let repo = self.open()?;
-        let head = format!("refs/remotes/{remote}/HEAD");
-        if let Ok(r) = repo.find_reference(&head)
-            && let Ok(Some(target)) = r.symbolic_target()
-            && let Some(name) = target.strip_prefix(&format!("refs/remotes/{remote}/"))
-        {
-            return Ok(Some(name.to_string()));
-        }
-        self.current_branch()
-    }
-
     /// Lands a task's committed branch that could not land when its attempt ended (see
     /// [`deliver::land`]), fenced like an attempt's delivery.
     pub fn land(

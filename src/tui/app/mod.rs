@@ -28,7 +28,6 @@ use crate::pty::PtySession;
 use crate::store::{PlanRecord, Store, StoreResult};
 use crate::workspace::Workspaces;
 use crossterm::event::Event;
-use ratatui::layout::Rect;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -1085,14 +1084,6 @@ impl Signals {
         let futs = self.streams.iter_mut().map(|s| Box::pin(s.recv()));
         let _ = futures::future::select_all(futs).await;
     }
-}
-
-/// Exposed for tests: the pane rectangles a frame produced, by task pk.
-pub fn pane_rect(info: &FrameInfo, task_pk: i64) -> Option<Rect> {
-    info.panes
-        .iter()
-        .find(|(pk, _)| *pk == task_pk)
-        .map(|(_, r)| *r)
 }
 
 #[cfg(test)]
