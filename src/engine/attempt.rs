@@ -7,6 +7,7 @@
 //! the outcome in the store; this file never writes task state itself.
 
 use super::control::{AttemptControl, StopLevel, StopReason};
+use super::delivery::delivery_json;
 use super::executor::{AttemptOutcome, Executor};
 use super::fence::StoreFence;
 use super::handoff_runner::{HandoffEnd, HandoffRunner};
@@ -990,7 +991,7 @@ impl AgentExecutor {
         let joined = tokio::task::spawn_blocking(move || {
             let (commit, delivery) =
                 ws.commit_and_deliver(&wt, &message, snapshot.as_ref(), mode, &fence)?;
-            if delivery == Delivery::LeaseLost || super::landing::did_not_land(&delivery) {
+            if delivery == Delivery::LeaseLost || super::delivery::did_not_land(&delivery) {
                 // The task is someone else's now, and so is its worktree; or the work waits
                 // there to be merged.
                 return Ok((commit, delivery));
@@ -1008,8 +1009,8 @@ impl AgentExecutor {
                 tracing::warn!(task = %cx.task.id, "lease lost before delivery; nothing delivered");
                 AttemptOutcome::Abandoned
             }
-            Ok(Ok((commit, delivery))) if super::landing::did_not_land(&delivery) => {
-                let detail = super::landing::unlanded_detail(&cx.task.id, &delivery);
+            Ok(Ok((commit, delivery))) if super::delivery::did_not_land(&delivery) => {
+                let detail = super::delivery::unlanded_detail(&cx.task.id, &delivery);
                 tracing::warn!(task = %cx.task.id, "the work did not land: {detail}");
                 cx.evidence.insert("commit".into(), json!(commit));
                 cx.evidence
@@ -1018,7 +1019,7 @@ impl AgentExecutor {
                 AttemptOutcome::Parked {
                     cost: cx.spent,
                     park: Park::HumanLoop,
-                    reason: super::landing::READY_TO_MERGE.into(),
+                    reason: super::delivery::READY_TO_MERGE.into(),
                     evidence: cx.evidence(),
                 }
             }
@@ -1283,58 +1284,6 @@ fn record_verification(cx: &mut Ctx<'_>, round: u32, v: &Verification) {
         Some(Value::Array(rounds)) => rounds.push(entry),
         _ => {
             cx.evidence.insert("verification".into(), json!([entry]));
-        }
-    }
-}
-
-pub(crate) fn delivery_json(d: &Delivery) -> Value {
-    match d {
-        Delivery::FastForwarded {
-            base_branch,
-            commit,
-        } => json!({"kind": "fast_forwarded", "base_branch": base_branch, "commit": commit}),
-        Delivery::Merged {
-            base_branch,
-            commit,
-            commits,
-        } => {
-            json!({"kind": "merged", "base_branch": base_branch, "commit": commit, "commits": commits})
-        }
-        Delivery::LeftForReview { branch } => json!({"kind": "left_for_review", "branch": branch}),
-        Delivery::Conflict { branch, files } => {
-            json!({"kind": "conflict", "branch": branch, "files": files, "note": "the branch is left for review"})
-        }
-        Delivery::BaseDirty {
-            branch,
-            base_branch,
-            worktree,
-            files,
-        } => {
-            json!({"kind": "base_dirty", "branch": branch, "base_branch": base_branch, "worktree": worktree, "files": files})
-        }
-        Delivery::BaseBusy {
-            branch,
-            base_branch,
-            worktree,
-            operation,
-        } => {
-            json!({"kind": "base_busy", "branch": branch, "base_branch": base_branch, "worktree": worktree, "operation": operation})
-        }
-        Delivery::NothingToDo => json!({"kind": "nothing_to_do"}),
-        Delivery::AlreadyLanded {
-            base_branch,
-            commit,
-            epoch,
-        } => json!({"kind": "already_landed", "base_branch": base_branch, "commit": commit,
-            "landed_by_epoch": epoch, "note": "an earlier attempt landed this work; nothing landed again"}),
-        Delivery::LeaseLost => json!({"kind": "lease_lost"}),
-        Delivery::NotPushed {
-            branch,
-            base_branch,
-            remote,
-            detail,
-        } => {
-            json!({"kind": "not_pushed", "branch": branch, "base_branch": base_branch, "remote": remote, "detail": detail})
         }
     }
 }

@@ -108,8 +108,7 @@ fn recorded(
     }))
 }
 
-/// The key of an approval's payload that names the epoch whose landing it records.
-pub const LANDED_EPOCH: &str = "landed_epoch";
+pub use super::delivery::LANDED_EPOCH;
 
 /// The fence for landing a task parked as ready to merge: no lease is held, so "still ours"
 /// means the task still waits to be merged, as the attempt at `epoch` left it (nobody sent it
@@ -120,7 +119,7 @@ pub struct ParkedFence {
     task_id: String,
     epoch: i64,
     mark: String,
-    /// The reason the task waits with while it is this fence's ([`super::landing::READY_TO_MERGE`]
+    /// The reason the task waits with while it is this fence's ([`super::delivery::READY_TO_MERGE`]
     /// unless made with [`ParkedFence::waiting_as`]).
     reason: &'static str,
     rt: Handle,
@@ -152,7 +151,7 @@ impl ParkedFence {
             plan_id: plan.id.clone(),
             task_id: task.id.clone(),
             epoch: task.epoch,
-            reason: super::landing::READY_TO_MERGE,
+            reason: super::delivery::READY_TO_MERGE,
             rt: Handle::current(),
         }
     }

@@ -12,66 +12,7 @@ use crate::workspace::{Delivery, MergeMode, WorkspaceError, Workspaces};
 use serde_json::{Value, json};
 use std::sync::Arc;
 
-/// The reason a task waits with when its work could not land.
-pub const READY_TO_MERGE: &str = "ready_to_merge";
-
-/// Whether the task waits for the operator to merge its work.
-pub fn waits_to_merge(t: &TaskRecord) -> bool {
-    t.status == Status::HumanLoop && t.reason.as_deref() == Some(READY_TO_MERGE)
-}
-
-/// Whether a delivery means the work did not land and the task must wait for the operator.
-pub fn did_not_land(d: &Delivery) -> bool {
-    matches!(
-        d,
-        Delivery::BaseDirty { .. }
-            | Delivery::Conflict { .. }
-            | Delivery::BaseBusy { .. }
-            | Delivery::NotPushed { .. }
-    )
-}
-
-/// Why the work did not land and what to do, for the task's detail, the inbox and the run's
-/// last lines.
-pub fn unlanded_detail(task_id: &str, d: &Delivery) -> String {
-    let next = format!(
-        "then merge it (m in the console's inbox, or `whilly merge {task_id}`), or send the task back"
-    );
-    match d {
-        Delivery::BaseDirty {
-            branch,
-            base_branch,
-            worktree,
-            files,
-        } => format!(
-            "the work is on {branch}: {base_branch} is checked out in {} with uncommitted changes to {}; commit or stash them there, {next}",
-            worktree.display(),
-            files.join(", ")
-        ),
-        Delivery::BaseBusy {
-            branch,
-            base_branch,
-            worktree,
-            operation,
-        } => format!(
-            "the work is on {branch}: a {operation} of {base_branch} is in progress in {}, and whilly never moves a branch under one; finish it (or abort it) there, {next}",
-            worktree.display()
-        ),
-        Delivery::Conflict { branch, files } => format!(
-            "the work is on {branch}: replaying it onto the base branch conflicts in {}; resolve that (merge or rebase the branch yourself), {next}",
-            files.join(", ")
-        ),
-        Delivery::NotPushed {
-            branch,
-            base_branch,
-            remote,
-            detail,
-        } => format!(
-            "the work is on {branch}: landing it on {remote}'s {base_branch}, which the workers share, failed: {detail}; fix that, {next}"
-        ),
-        other => format!("{other:?}"),
-    }
-}
+pub use super::delivery::{READY_TO_MERGE, did_not_land, unlanded_detail, waits_to_merge};
 
 pub use super::outcome::Unlanded;
 
@@ -214,7 +155,7 @@ pub async fn merge_parked(
     };
     let payload = json!({
         "by": source.as_str(),
-        "delivery": super::attempt::delivery_json(&delivery),
+        "delivery": super::delivery::delivery_json(&delivery),
         LANDED_EPOCH: task.epoch,
     });
     let task = store.approve_task(plan_id, task_id, payload).await?;

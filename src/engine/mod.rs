@@ -10,6 +10,7 @@ pub mod checks;
 pub mod configure;
 pub mod control;
 pub mod decision;
+pub mod delivery;
 pub mod dispatch;
 pub mod doctor;
 mod engine_config;
