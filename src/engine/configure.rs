@@ -2,7 +2,7 @@
 //! settings, check policy. Pure mappings over [`Config`]; building a backend looks for its binary.
 
 use super::publish::{DeliveryKind, RemoteDelivery};
-use super::setup::SetupError;
+use super::setup_error::SetupError;
 use crate::agent::{self, AgentSettings, BackendKind, ModelPrice, PriceTable, Runner};
 use crate::config::{self, Config};
 use crate::forge::github::{GitHub, GitHubOptions, token};

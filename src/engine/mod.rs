@@ -36,6 +36,7 @@ mod schedule;
 pub mod sessions;
 mod settle;
 pub mod setup;
+mod setup_error;
 mod spend;
 mod turn;
 pub mod verify;

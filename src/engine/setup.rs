@@ -13,38 +13,14 @@ use crate::config::Config;
 use crate::domain::Usd;
 use crate::domain::dispatch::{agent_of, fallback_agents};
 use crate::pty::TermSize;
-use crate::store::{PlanRecord, Store, StoreError, TaskRecord};
+use crate::store::{PlanRecord, Store, TaskRecord};
 use crate::workspace::Workspaces;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Why a run could not be set up.
-#[derive(Debug, thiserror::Error)]
-pub enum SetupError {
-    /// Something outside the project is missing: an agent's binary, a usable repository.
-    #[error("{0}")]
-    Environment(String),
-    /// The configuration does not say how to do what was asked.
-    #[error("{0}")]
-    Config(String),
-    #[error(transparent)]
-    Agent(#[from] crate::agent::AgentError),
-    #[error(transparent)]
-    Store(#[from] StoreError),
-}
-
-impl SetupError {
-    /// Environment problems end a command with exit 2, like an unreachable queue.
-    pub fn is_environment(&self) -> bool {
-        match self {
-            SetupError::Environment(_) => true,
-            SetupError::Store(e) => e.is_environment(),
-            SetupError::Config(_) | SetupError::Agent(_) => false,
-        }
-    }
-}
+pub use super::setup_error::SetupError;
 
 /// What the caller says about the run beyond the configuration (the flags of `run` / `tui`).
 pub struct RunRequest<'a> {
