@@ -263,7 +263,14 @@ unsafe fn watch(pid: libc::pid_t, parent: libc::pid_t, chld: &libc::sigset_t) ->
 unsafe fn signal_outside_group(signal: libc::c_int) {
     // SAFETY: getpid and getpgrp have no preconditions.
     let (me, group) = unsafe { (libc::getpid() as u32, libc::getpgrp()) };
-    let mut stack = crate::procinfo::children_of(me);
+    signal_below(me, group, signal);
+}
+
+/// Sends `signal` to every descendant of `root` that is not in process group `group`, found
+/// by walking the process tree down from `root` (adopted processes hang below their
+/// subreaper, wherever they moved their session or group).
+fn signal_below(root: u32, group: libc::pid_t, signal: libc::c_int) {
+    let mut stack = crate::procinfo::children_of(root);
     let mut seen = std::collections::HashSet::new();
     while let Some(p) = stack.pop() {
         if !seen.insert(p) {
@@ -271,10 +278,10 @@ unsafe fn signal_outside_group(signal: libc::c_int) {
         }
         stack.extend(crate::procinfo::children_of(p));
         let Ok(pid) = i32::try_from(p) else { continue };
-        // SAFETY: getpgid on a pid we found below us; -1 (gone) is skipped.
+        // SAFETY: getpgid on a pid found below `root`; -1 (gone) is skipped.
         let pgid = unsafe { libc::getpgid(pid) };
         if pid > 1 && pgid > 0 && pgid != group {
-            // SAFETY: a descendant of ours.
+            // SAFETY: a descendant of `root`, a process of ours or a group whilly started.
             unsafe { libc::kill(pid, signal) };
         }
     }
@@ -330,21 +337,7 @@ fn kill_below(leader: i32) {
     if unsafe { libc::getpgid(leader) } != leader {
         return;
     }
-    let mut stack = crate::procinfo::children_of(root);
-    let mut seen = std::collections::HashSet::new();
-    while let Some(p) = stack.pop() {
-        if !seen.insert(p) {
-            continue;
-        }
-        stack.extend(crate::procinfo::children_of(p));
-        let Ok(pid) = i32::try_from(p) else { continue };
-        // SAFETY: getpgid on a pid found below the leader; -1 (gone) is skipped.
-        let pgid = unsafe { libc::getpgid(pid) };
-        if pid > 1 && pgid > 0 && pgid != leader {
-            // SAFETY: a descendant of a process group whilly started.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-        }
-    }
+    signal_below(root, leader, libc::SIGKILL);
 }
 
 /// Sends `signal` to every process in group `pgid`: the one way whilly signals a process group

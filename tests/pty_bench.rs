@@ -1,7 +1,7 @@
 //! The PTY throughput benchmark, next to tmux. Ignored by default (it is a measurement):
 //! `cargo test --release --test pty_bench -- --ignored --nocapture`.
 
-use whilly::pty::bench::{bench_drain, write_coloured_stream};
+use whilly::bench::pty_drain::{bench_drain, write_coloured_stream};
 
 #[test]
 fn the_coloured_stream_has_the_size_asked_for() {
@@ -26,7 +26,7 @@ async fn a_small_drain_loses_no_byte() {
     );
     let mut stream = Vec::new();
     write_coloured_stream(&mut stream, 1).unwrap();
-    let (rows, cols) = whilly::pty::bench::BENCH_SIZE;
+    let (rows, cols) = whilly::bench::pty_drain::BENCH_SIZE;
     let mut direct = whilly::pty::Emulator::new(whilly::pty::TermSize::new(rows, cols), 0);
     direct.process(&stream);
     assert_eq!(report.whilly_screen, direct.screen_text());

@@ -6,9 +6,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+use whilly::bench::worktrees::{bench_git_cli, bench_prepare_remove};
 use whilly::workspace::{
     Delivery, MergeMode, PruneSelection, WorkspaceConfig, WorkspaceError, Workspaces,
-    bench_git_cli, bench_prepare_remove, commit_message,
+    commit_message,
 };
 
 fn git(dir: &Path, args: &[&str]) -> String {

@@ -3,8 +3,10 @@
 pub mod console;
 pub mod engine;
 pub mod panes;
+pub mod pty_drain;
 pub mod queue;
 pub mod sse;
+pub mod worktrees;
 
 use anyhow::{Context as _, bail};
 use std::path::Path;

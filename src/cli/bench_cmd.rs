@@ -7,7 +7,7 @@ use super::exit;
 pub async fn run(ctx: &Context, cmd: BenchCommand) -> anyhow::Result<i32> {
     match cmd {
         BenchCommand::Pty(args) => {
-            let report = crate::pty::bench::bench_drain(args.mb as u64).await?;
+            let report = crate::bench::pty_drain::bench_drain(args.mb as u64).await?;
             outln!("{report}");
             Ok(exit::OK)
         }

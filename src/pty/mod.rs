@@ -8,7 +8,6 @@
 //! Threads per session: a reader (PTY → log, optional display filter, emulator, query replies), a writer (queue → PTY) and
 //! a waiter (exit status; kills the group's leftovers and reaps when the session is dropped).
 
-pub mod bench;
 mod emulator;
 mod error;
 mod filter;

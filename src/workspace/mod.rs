@@ -26,7 +26,6 @@
 //! - The API is sync and every operation opens its own `git2::Repository` (it is not `Sync`);
 //!   call it from `spawn_blocking`.
 
-mod bench;
 mod branches;
 pub mod busy;
 mod cleanup;
@@ -53,7 +52,6 @@ use std::path::{Path, PathBuf};
 
 use git2::{ErrorCode, Repository};
 
-pub use bench::{bench_git_cli, bench_prepare_remove};
 pub use cleanup::{PruneReport, PruneSelection, WorktreeInfo};
 pub use commit::Snapshot;
 pub use config::{MergeMode, WorkspaceConfig};

@@ -278,7 +278,7 @@ fn write_stream(path: &Path, mb: u64) -> anyhow::Result<u64> {
     let mut file = std::io::BufWriter::new(
         std::fs::File::create(path).with_context(|| format!("cannot create {}", path.display()))?,
     );
-    crate::pty::bench::write_coloured_stream(&mut file, mb)
+    crate::bench::pty_drain::write_coloured_stream(&mut file, mb)
         .with_context(|| format!("cannot write {}", path.display()))
 }
 

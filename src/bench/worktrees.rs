@@ -1,12 +1,12 @@
-//! Timing helpers for `whilly bench engine`: our prepare + remove versus the git CLI's bare
+//! Worktree timing (the ignored `bench_prepare_remove_vs_git_cli` in
+//! `tests/workspace_worktrees.rs`): our prepare + remove versus the git CLI's bare
 //! `git worktree add` + `git worktree remove` on the same repository.
 
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use super::error::WorkspaceError;
-use super::{WorkspaceConfig, Workspaces};
+use crate::workspace::{WorkspaceConfig, WorkspaceError, Workspaces};
 
 /// Total time of `n` rounds of `prepare` + `remove` (branch deleted too), in a temporary base
 /// directory, without include files or a setup command.

@@ -5,7 +5,7 @@ use std::io::Write;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use super::{PtyError, PtySession, SpawnSpec};
+use crate::pty::{PtyError, PtySession, SpawnSpec};
 
 /// Both measurements of one run.
 #[derive(Debug, Clone, PartialEq)]
