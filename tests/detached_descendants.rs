@@ -67,8 +67,21 @@ fn a_worker_leaves_no_detached_descendant() {
 
 #[test]
 fn a_run_killed_with_sigkill_leaves_no_detached_descendant() {
+    killed_with_sigkill_leaves_none(&["run", "plan.json", "--headless"]);
+}
+
+#[test]
+fn a_worker_killed_with_sigkill_leaves_no_detached_descendant() {
+    killed_with_sigkill_leaves_none(&["worker"]);
+}
+
+fn killed_with_sigkill_leaves_none(args: &[&str]) {
     let repo = repo_with(&detaching_agent(true));
-    let run = repo.spawn(&["run", "plan.json", "--headless"]);
+    if args[0] == "worker" {
+        let out = repo.run(&["plan", "import", "plan.json"], Duration::from_secs(30));
+        assert_eq!(out.code, Some(0), "{out}");
+    }
+    let run = repo.spawn(args);
     let pid = run.pid();
     wait_for(Duration::from_secs(30), "the sleepers to start", || {
         (sleepers(&repo, &[pid]).len() >= 3).then_some(())
