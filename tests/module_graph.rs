@@ -10,15 +10,6 @@ use std::path::Path;
 /// The file-level cycles left when this test was written (issue 27), each as its files.
 const KNOWN_CYCLES: &[&[&str]] = &[
     &[
-        "agent/backend.rs",
-        "agent/claude.rs",
-        "agent/codex.rs",
-        "agent/command.rs",
-        "agent/gemini.rs",
-        "agent/opencode.rs",
-        "agent/process_backend.rs",
-    ],
-    &[
         "tui/derived.rs",
         "tui/feed.rs",
         "tui/inbox.rs",
@@ -28,20 +19,7 @@ const KNOWN_CYCLES: &[&[&str]] = &[
         "tui/testkit.rs",
         "tui/views.rs",
     ],
-    &[
-        "prd/error.rs",
-        "prd/interview.rs",
-        "prd/merge.rs",
-        "prd/plan_gen.rs",
-        "prd/prompts.rs",
-    ],
-    &["cli/args.rs", "cli/complete.rs", "cli/context.rs"],
     &["cli/gh_import.rs", "cli/jira_import.rs", "cli/plan_cmd.rs"],
-    &["workspace/push.rs", "workspace/remote_ref.rs"],
-    &["workspace/deliver.rs", "workspace/shared_base.rs"],
-    &["cli/run_cmd.rs", "cli/tui_cmd.rs"],
-    &["pty/io_threads.rs", "pty/session.rs"],
-    &["bench/console/report.rs", "bench/console/scale.rs"],
 ];
 
 /// Top-level modules a module must never import (the arrows run one way).
@@ -335,7 +313,16 @@ fn cycles(g: &Graph) -> Vec<BTreeSet<String>> {
 
 #[test]
 fn no_new_import_cycle_between_files() {
-    let found = cycles(&graph());
+    let g = graph();
+    let found = cycles(&g);
+    for c in &found {
+        // The edges inside each cycle, for whoever breaks it next (`--nocapture`).
+        for from in c {
+            let inside: Vec<&String> = g[from].iter().filter(|t| c.contains(*t)).collect();
+            println!("{from} → {inside:?}");
+        }
+        println!();
+    }
     let known: Vec<BTreeSet<String>> = KNOWN_CYCLES
         .iter()
         .map(|c| c.iter().map(|s| s.to_string()).collect())

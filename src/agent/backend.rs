@@ -1,15 +1,11 @@
-//! The one interface every agent backend implements, its settings, and the factory.
+//! The one interface every agent backend implements and its settings (the factory is
+//! [`super::runner`]).
 //!
 //! A backend turns an [`Invocation`] into an [`AgentCommand`] (argv, env, cwd) for the `pty`
 //! module, and turns the raw PTY bytes back into an [`AgentResult`]. It never spawns anything.
 
-use super::binary::resolve_binary;
 use super::classify::ErrorClass;
-use super::claude::Claude;
-use super::codex::Codex;
 use super::error::AgentError;
-use super::gemini::Gemini;
-use super::opencode::OpenCode;
 use super::result::{AgentResult, PriceTable};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -253,35 +249,6 @@ pub trait Backend: Send + Sync + fmt::Debug {
     ) -> Option<ErrorClass>;
 }
 
-/// Builds the backend for `settings`, resolving its binary now so a missing agent is reported
-/// before any task is claimed. The handoff has none (it is [`super::runner::Runner::Handoff`]).
-pub fn build_backend(settings: &AgentSettings) -> Result<Box<dyn Backend>, AgentError> {
-    use super::process_backend::ProcessBackend;
-    let s = settings.clone();
-    Ok(match settings.kind {
-        BackendKind::Claude => Box::new(ProcessBackend::new(s, resolve(settings)?, Claude)),
-        BackendKind::OpenCode => Box::new(ProcessBackend::new(s, resolve(settings)?, OpenCode)),
-        BackendKind::Codex => Box::new(ProcessBackend::new(s, resolve(settings)?, Codex)),
-        BackendKind::Gemini => Box::new(ProcessBackend::new(s, resolve(settings)?, Gemini)),
-        BackendKind::Command => Box::new(super::command::build(s)?),
-        // A human is no process: see [`super::runner::build_runner`].
-        BackendKind::Handoff => {
-            return Err(AgentError::NotAProcess {
-                backend: settings.name.clone(),
-            });
-        }
-    })
-}
-
-fn resolve(settings: &AgentSettings) -> Result<PathBuf, AgentError> {
-    let configured = if settings.bin.trim().is_empty() {
-        settings.kind.default_binary().unwrap_or_default()
-    } else {
-        settings.bin.as_str()
-    };
-    resolve_binary(&settings.name, configured)
-}
-
 /// One argument may be at most 128 KiB on Linux (MAX_ARG_STRLEN); larger prompts go through
 /// the prompt file and the argument becomes a pointer to it.
 pub const MAX_PROMPT_ARG_BYTES: usize = 100 * 1024;
@@ -366,14 +333,5 @@ mod tests {
             arg.contains("/wt/.whilly/prompt.md") && arg.len() < 300,
             "{arg}"
         );
-    }
-
-    #[test]
-    fn missing_binary_fails_the_build() {
-        let mut s = AgentSettings::new(BackendKind::Codex);
-        s.bin = "/definitely/not/here/codex".into();
-        let err = build_backend(&s).unwrap_err().to_string();
-        assert!(err.contains("agents.codex.bin"), "{err}");
-        assert!(build_backend(&AgentSettings::new(BackendKind::Handoff)).is_err());
     }
 }

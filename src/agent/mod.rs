@@ -39,7 +39,6 @@ pub mod transcript;
 
 pub use backend::{
     AgentCommand, AgentSettings, Backend, BackendKind, Invocation, OutputMode, PermissionMode,
-    build_backend,
 };
 pub use binary::resolve_binary;
 pub use classify::{DEFAULT_BACKOFF_SECS, ErrorClass, backoff, classify_outcome, classify_text};
@@ -49,7 +48,7 @@ pub use handoff::{HandoffDir, HandoffPoll, HandoffResult, HandoffStatus};
 pub use live_usage::{SessionLog, UsageMeter};
 pub use prompt::{PromptInput, Repair, build_prompt};
 pub use result::{AgentResult, COMPLETION_MARKER, CostSource, ModelPrice, PriceTable, Usage};
-pub use runner::{Runner, build_runner};
+pub use runner::{Runner, build_backend, build_runner};
 pub use transcript::{TranscriptFilter, render_stream_line};
 
 /// A real CLI's output kept under `tests/fixtures/agents/`, for the parsers' tests.

@@ -1,6 +1,7 @@
 //! The command line: every subcommand and flag, with examples in `--help`.
 
 use super::complete;
+pub use super::global_args::GlobalArgs;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use clap_complete::engine::ArgValueCompleter;
 use std::path::PathBuf;
@@ -103,19 +104,6 @@ fn stand_in(id: &'static str) -> clap::Arg {
             .long("database-url")
             .value_parser(clap::value_parser!(String)),
     }
-}
-
-#[derive(Debug, Args, Clone)]
-pub struct GlobalArgs {
-    /// Repository to work on (default: the git repository containing the current directory).
-    #[arg(long, global = true, value_name = "DIR")]
-    pub repo: Option<PathBuf>,
-    /// Queue database URL (`sqlite:PATH` or `postgres://…`); overrides config and WHILLY_DATABASE_URL.
-    #[arg(long, global = true, value_name = "URL")]
-    pub database_url: Option<String>,
-    /// Override a config value for this run, e.g. `-c queue.lease_secs=60` (repeatable).
-    #[arg(short = 'c', long = "set", global = true, value_name = "KEY=VALUE")]
-    pub overrides: Vec<String>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -3,8 +3,8 @@
 //! whilly)`). A completion never creates a queue, and a queue that does not answer in a
 //! moment completes nothing rather than hanging the shell.
 
-use super::args::GlobalArgs;
 use super::context::Context;
+use super::global_args::GlobalArgs;
 use crate::store::open::{self, DatabaseTarget};
 use crate::store::{PlanSummary, Store};
 use clap_complete::engine::{CompletionCandidate, PathCompleter, ValueCompleter};

@@ -1,7 +1,7 @@
 //! What every command needs: the repository it works on, the effective config, the store.
 
-use super::args::GlobalArgs;
 use super::exit::EnvironmentError;
+use super::global_args::GlobalArgs;
 use crate::config::{self, Config, LoadOptions};
 use crate::store::Store;
 use crate::store::open::{self, DatabaseTarget};

@@ -69,7 +69,7 @@ pub async fn run(global: super::args::GlobalArgs, args: DemoArgs) -> anyhow::Res
         }
     });
     if interactive {
-        let code = super::run_cmd::run_interactive(&ctx, run_args).await;
+        let code = super::tui_cmd::run_interactive(&ctx, run_args).await;
         review.abort();
         return code;
     }

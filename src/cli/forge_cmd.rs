@@ -118,7 +118,7 @@ pub async fn run(ctx: &Context, args: ForgeArgs) -> anyhow::Result<i32> {
         budget: args.budget,
         ..RunArgs::default()
     };
-    super::run_cmd::run_interactive(ctx, run).await
+    super::tui_cmd::run_interactive(ctx, run).await
 }
 
 /// The plan of a fresh issue, or the exit code when there is none to make.

@@ -39,6 +39,7 @@ pub mod events_cmd;
 pub mod exit;
 pub mod forge_cmd;
 pub mod gh_import;
+pub mod global_args;
 pub mod handoff_cmd;
 mod import_gate;
 pub mod jira_import;
@@ -219,7 +220,7 @@ async fn dispatch_command(cli: Cli) -> anyhow::Result<i32> {
         Command::Events(args) => events_cmd::run(&ctx, args).await,
         Command::Db(cmd) => db_cmd::run(&ctx, cmd).await,
         Command::Config(cmd) => config_cmd::run(&cmd, &ctx.config_load_options()),
-        Command::Run(args) => run_cmd::run_interactive(&ctx, args).await,
+        Command::Run(args) => tui_cmd::run_interactive(&ctx, args).await,
         Command::Tui(args) => tui_cmd::run(&ctx, args).await,
         Command::Worker(args) => run_cmd::worker(&ctx, args).await,
         Command::Handoff(cmd) => handoff_cmd::run(&ctx, cmd).await,

@@ -188,18 +188,6 @@ pub async fn run(ctx: &Context, args: RunArgs) -> anyhow::Result<i32> {
     Ok(summary.exit_code)
 }
 
-/// The console on a terminal (`tui::terminal::available`) unless `--headless`; headless otherwise.
-pub async fn run_interactive(ctx: &Context, args: RunArgs) -> anyhow::Result<i32> {
-    let _http = match &args.http {
-        Some(addr) => Some(super::serve_cmd::beside(ctx, addr).await?),
-        None => None,
-    };
-    if !headless(ctx, &args) && crate::tui::terminal::available() {
-        return super::tui_cmd::run(ctx, args).await;
-    }
-    run(ctx, args).await
-}
-
 /// `--headless`, or `[run] headless = true` in the configuration.
 pub fn headless(ctx: &Context, args: &RunArgs) -> bool {
     args.headless || ctx.config().is_ok_and(|c| c.run.headless)

@@ -1,6 +1,5 @@
 //! Errors of the PRD wizard, plan generation, merging and the challenge.
 
-use super::merge::MergeError;
 use super::oneshot::OneShotError;
 use crate::store::StoreError;
 use std::path::PathBuf;
@@ -44,4 +43,16 @@ pub enum PrdError {
     Decompose(#[from] crate::plan::decompose::DecomposeError),
     #[error("this step needs {0}, which it was not given")]
     Missing(&'static str),
+}
+
+/// Why a plan could not be merged into another.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MergeError {
+    #[error(
+        "task ids already in plan {plan}: {}; rename them or merge with renaming",
+        ids.join(", ")
+    )]
+    Collision { plan: String, ids: Vec<String> },
+    #[error("the merged plan is invalid:\n{0}")]
+    Invalid(String),
 }

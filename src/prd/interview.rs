@@ -3,6 +3,7 @@
 
 use super::error::PrdError;
 use super::oneshot::OneShot;
+pub use super::prompts::QaPair;
 use super::prompts::{self, DONE_SENTINEL, QUESTION_PREFIX};
 use crate::domain::Usd;
 use std::path::Path;
@@ -14,13 +15,6 @@ pub const DEFAULT_MAX_QUESTIONS: usize = 10;
 
 /// Longest question kept; anything longer is an essay, not a question.
 const MAX_QUESTION_CHARS: usize = 2000;
-
-/// One question and the operator's answer (empty: skipped, the agent decides).
-#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
-pub struct QaPair {
-    pub question: String,
-    pub answer: String,
-}
 
 /// What the interview wants next.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,7 +1,7 @@
 //! Putting a generated plan to use: merged into a plan already in the queue (the running one),
 //! or saved as a plan file of its own and imported.
 
-use super::error::PrdError;
+use super::error::{MergeError, PrdError};
 use super::plan_gen::{check_spec, problems_text};
 use crate::domain::{PlanSpec, validate_id};
 use crate::store::{ImportOptions, ImportReport, Store, StoreError};
@@ -17,17 +17,6 @@ pub enum Collisions {
     Rename,
     /// Refuse the merge, naming every colliding id.
     Refuse,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum MergeError {
-    #[error(
-        "task ids already in plan {plan}: {}; rename them or merge with renaming",
-        ids.join(", ")
-    )]
-    Collision { plan: String, ids: Vec<String> },
-    #[error("the merged plan is invalid:\n{0}")]
-    Invalid(String),
 }
 
 /// The merged plan and what happened to the new tasks.

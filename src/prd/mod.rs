@@ -36,12 +36,12 @@ pub mod wizard;
 
 pub use challenge::{Challenge, challenge_plan};
 pub use document::{PrdDraft, save_prd, slug, write_prd};
-pub use error::PrdError;
+pub use error::{MergeError, PrdError};
 pub use interview::{DEFAULT_MAX_QUESTIONS, QaPair, Step, next_question, parse_step};
 pub use jobs::{JobContext, JobDone, Spent, plan_request, run_job};
 pub use merge::{
-    Collisions, MergeError, MergeOutcome, default_plan_path, merge_and_import, merge_into,
-    save_as_new_plan, write_plan_file,
+    Collisions, MergeOutcome, default_plan_path, merge_and_import, merge_into, save_as_new_plan,
+    write_plan_file,
 };
 pub use oneshot::{OneShot, OneShotError};
 pub use plan_gen::{GeneratedPlan, PlanRequest, check_spec, extract_json, generate_plan};

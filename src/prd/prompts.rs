@@ -1,8 +1,14 @@
 //! The prompts of the PRD wizard, plan generation and the challenge, kept together so their
 //! wording (and the sentinels the parsers look for) can be read and changed in one place.
 
-use super::interview::QaPair;
 use std::fmt::Write as _;
+
+/// One question and the operator's answer (empty: skipped, the agent decides).
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub struct QaPair {
+    pub question: String,
+    pub answer: String,
+}
 
 /// The line prefix of an interview question.
 pub const QUESTION_PREFIX: &str = "QUESTION:";

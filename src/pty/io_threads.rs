@@ -10,7 +10,7 @@ use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
 use std::time::Instant;
 
 use super::filter::DisplayPipe;
-use super::session::Shared;
+use super::shared::Shared;
 
 /// Bytes read per `read` call.
 pub(crate) const READ_CHUNK: usize = 64 * 1024;

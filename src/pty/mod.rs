@@ -16,6 +16,7 @@ pub mod keys;
 mod process;
 pub mod queries;
 mod session;
+mod shared;
 mod spec;
 mod stats;
 mod tap;
@@ -27,7 +28,8 @@ pub use keys::{
     InputModes, MouseEncoding, MouseMode, encode_focus, encode_key, encode_mouse, encode_paste,
 };
 pub use process::{ExitInfo, group_alive, group_members, process_group_of, signal_group};
-pub use session::{PtySession, RunState, env_pairs};
+pub use session::{PtySession, env_pairs};
+pub use shared::RunState;
 pub use spec::{DEFAULT_SCROLLBACK, SpawnSpec, TermSize};
 pub use stats::OutputStats;
 pub use tap::{ScreenSnapshot, TapRead};

@@ -4,7 +4,7 @@ use std::ffi::OsString;
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{Sender, SyncSender, TrySendError};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crossterm::event::{KeyEvent, MouseEvent};
@@ -17,6 +17,7 @@ use super::filter::DisplayPipe;
 use super::io_threads::{LogSink, run_reader, run_writer};
 use super::keys::{InputModes, encode_focus, encode_key, encode_mouse, encode_paste};
 use super::process::{ExitInfo, group_alive, process_group_of, run_waiter, signal_group};
+use super::shared::{RunState, Shared};
 use super::spec::{SpawnSpec, TermSize};
 use super::stats::{OutputCounters, OutputStats};
 use super::tap::{ScreenSnapshot, Tap, TapRead};
@@ -30,52 +31,6 @@ const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(1);
 const GROUP_POLL: Duration = Duration::from_millis(20);
 /// How long `terminate` waits for the group to vanish after SIGKILL before giving up.
 const KILL_SETTLE: Duration = Duration::from_secs(5);
-
-/// Where the child is in its life.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct RunState {
-    /// Set once the child has exited.
-    pub exit: Option<ExitInfo>,
-    /// Set once the reader has seen the end of the output (or stopped reading).
-    pub output_closed: bool,
-}
-
-/// State shared with the reader and waiter threads.
-pub(crate) struct Shared {
-    emulator: Mutex<Emulator>,
-    pub(crate) counters: OutputCounters,
-    generation: watch::Sender<u64>,
-    pub(crate) run: watch::Sender<RunState>,
-    /// A copy of the emulator's input for a remote viewer, only while one watches.
-    tap: Mutex<Option<Tap>>,
-}
-
-impl Shared {
-    /// Feeds the emulator (returning its query replies) and, while a viewer watches, the tap,
-    /// under the emulator's lock: a snapshot and the bytes after it never overlap or miss.
-    pub(crate) fn emulate(&self, bytes: &[u8]) -> Vec<u8> {
-        let mut emu = self.lock_emulator();
-        let answer = emu.process(bytes);
-        if let Some(tap) = self.lock_tap().as_mut() {
-            tap.push(bytes);
-        }
-        answer
-    }
-
-    fn lock_tap(&self) -> MutexGuard<'_, Option<Tap>> {
-        self.tap.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    pub(crate) fn lock_emulator(&self) -> MutexGuard<'_, Emulator> {
-        // A panic while holding the lock leaves the emulator usable (vt100 panics are caught
-        // inside), so poisoning is not a reason to stop.
-        self.emulator.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    pub(crate) fn bump_generation(&self) {
-        self.generation.send_modify(|g| *g = g.wrapping_add(1));
-    }
-}
 
 /// A child running in its own PTY and process group, its output logged and emulated.
 ///

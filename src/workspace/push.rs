@@ -11,30 +11,17 @@
 //! Each push is a compare-and-swap: the lease is proved just before it, and the remote's branch
 //! moves only from the tip looked at (see [`super::remote_ref`]).
 
-use git2::{Cred, CredentialType, FetchOptions, Oid, RemoteCallbacks, Repository};
+use git2::{FetchOptions, Oid, Repository};
 
 use super::Workspaces;
+pub use super::credentials::PushAuth;
+use super::credentials::callbacks;
 use super::error::WorkspaceError;
 use super::landed::DeliveryFence;
 use super::trailer::TaskMark;
 
 /// How many alternative names (`-try2` … `-try9`) a push tries before giving up.
 const MAX_TRIES: u32 = 9;
-
-/// What a push needs besides the branch.
-#[derive(Clone, Default)]
-pub struct PushAuth {
-    /// A token for HTTPS remotes (sent as the password of `x-access-token`, as GitHub wants).
-    pub token: Option<String>,
-}
-
-impl std::fmt::Debug for PushAuth {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PushAuth")
-            .field("token", &self.token.as_ref().map(|_| "***"))
-            .finish()
-    }
-}
 
 /// A branch on the remote holding the task's work.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,32 +51,6 @@ pub fn is_task_commit(message: &str, plan_id: &str, task_id: &str) -> bool {
 fn git(context: impl Into<String>) -> impl FnOnce(git2::Error) -> WorkspaceError {
     let context = context.into();
     move |source| WorkspaceError::Git { context, source }
-}
-
-pub(super) fn callbacks<'a>(auth: &'a PushAuth, url: &'a str) -> RemoteCallbacks<'a> {
-    let mut cb = RemoteCallbacks::new();
-    let mut tried = 0u32;
-    cb.credentials(move |_url, username, allowed| {
-        // libgit2 asks again after a refusal; stop instead of looping.
-        tried += 1;
-        if tried > 3 {
-            return Err(git2::Error::from_str(
-                "the remote refused the credentials (a token over HTTPS, or the SSH agent's keys)",
-            ));
-        }
-        if allowed.contains(CredentialType::SSH_KEY) {
-            return Cred::ssh_key_from_agent(username.unwrap_or("git"));
-        }
-        if allowed.contains(CredentialType::USER_PASS_PLAINTEXT)
-            && let Some(token) = &auth.token
-        {
-            return Cred::userpass_plaintext("x-access-token", token);
-        }
-        Err(git2::Error::from_str(&format!(
-            "no credentials for {url}: set a GitHub token (WHILLY_GITHUB_TOKEN) for HTTPS, or load a key into the SSH agent"
-        )))
-    });
-    cb
 }
 
 /// The remote's tip of `branch`, or `None` when it has no such branch.

@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 
 use git2::{Oid, PushOptions, Repository};
 
+use super::credentials::{PushAuth, callbacks};
 use super::error::WorkspaceError;
-use super::push::{PushAuth, callbacks};
 
 fn git(context: impl Into<String>) -> impl FnOnce(git2::Error) -> WorkspaceError {
     WorkspaceError::git(context)

@@ -14,10 +14,10 @@
 
 use git2::{BranchType, FetchOptions, Oid, Repository, Sort};
 
-use super::deliver::{Replay, replay, task_commits, update_base};
+use super::credentials::{PushAuth, callbacks};
 use super::error::WorkspaceError;
 use super::landed::{self, DeliveryFence, Landed};
-use super::push::{PushAuth, callbacks};
+use super::replay::{Replay, replay, task_commits, update_base};
 use super::trailer::TaskMark;
 use super::{Delivery, MergeMode, Workspaces, Worktree};
 

@@ -28,11 +28,11 @@ pub struct ConsoleBenchReport {
     pub idle: Option<IdleFigures>,
     pub first_frame: Option<FirstFrameFigures>,
     /// The console idle on big paused plans (smaller first).
-    pub big_idle: Vec<super::scale::BigIdle>,
+    pub big_idle: Vec<BigIdle>,
     /// The drain with its agents in a plan of `live_big_tasks` tasks.
     pub live_big: Option<DrainFigures>,
     pub live_big_tasks: usize,
-    pub db_load: Option<super::scale::DbLoad>,
+    pub db_load: Option<DbLoad>,
     /// Why the database load was not measured, when it was not.
     pub db_note: Option<String>,
     /// Why tmux was not measured, when it was not.
@@ -80,6 +80,29 @@ pub struct IdleFigures {
     /// instead of polling the queue, so this is the console's own idle cost.
     pub spare_slot: Usage,
     pub tmux: Option<Usage>,
+}
+
+/// The console idle on a big paused plan.
+#[derive(Debug, Clone, Serialize)]
+pub struct BigIdle {
+    pub tasks: usize,
+    /// From process start: the first complete frame, and the first listing the plan's tasks.
+    pub first_frame: Duration,
+    pub tasks_shown: Duration,
+    pub window: Duration,
+    pub usage: Usage,
+    /// Frames drawn during the window.
+    pub frames: u64,
+}
+
+/// Transactions per second of idle processes on their own database.
+#[derive(Debug, Clone, Serialize)]
+pub struct DbLoad {
+    pub window: Duration,
+    /// `whilly worker` with nothing to claim.
+    pub worker_tx_per_s: f64,
+    /// `whilly tui` on a paused plan.
+    pub console_tx_per_s: f64,
 }
 
 #[derive(Debug, Clone, Copy, Serialize)]
@@ -203,11 +226,7 @@ impl fmt::Display for ConsoleBenchReport {
 }
 
 /// `huge`: the 100,000-task case, with its own targets.
-fn write_big_idle(
-    f: &mut fmt::Formatter<'_>,
-    b: &super::scale::BigIdle,
-    huge: bool,
-) -> fmt::Result {
+fn write_big_idle(f: &mut fmt::Formatter<'_>, b: &BigIdle, huge: bool) -> fmt::Result {
     let cpu = b.usage.cpu_pct(b.window);
     let rss = b.usage.rss_mb();
     writeln!(
@@ -295,7 +314,7 @@ fn write_live_big(
     )
 }
 
-fn write_db_load(f: &mut fmt::Formatter<'_>, l: &super::scale::DbLoad) -> fmt::Result {
+fn write_db_load(f: &mut fmt::Formatter<'_>, l: &DbLoad) -> fmt::Result {
     writeln!(
         f,
         "  idle database load (Postgres, fresh database, transactions from pg_stat_database over {:.0} s)",
@@ -547,7 +566,7 @@ mod tests {
                     plan_shown: Duration::from_millis(50),
                 }],
             }),
-            big_idle: vec![super::super::scale::BigIdle {
+            big_idle: vec![super::BigIdle {
                 tasks: 10_000,
                 first_frame: Duration::from_millis(30),
                 tasks_shown: Duration::from_millis(90),
@@ -561,7 +580,7 @@ mod tests {
             }],
             live_big: Some(drain(1000, 2000, vec![1100, 1200])),
             live_big_tasks: 10_000,
-            db_load: Some(super::super::scale::DbLoad {
+            db_load: Some(super::DbLoad {
                 window: Duration::from_secs(30),
                 worker_tx_per_s: 0.4,
                 console_tx_per_s: 0.6,

@@ -10,36 +10,12 @@
 //!   database so the counting is not counted).
 
 use super::host::{HostSpec, TermHost};
-use super::report::{DrainFigures, TmuxRun, Usage};
+use super::report::{BigIdle, DbLoad, DrainFigures, TmuxRun};
 use super::scratch::{self, BenchRepo, DRAIN_AGENT, IDLE_AGENT};
 use super::{ConsoleBenchOptions, end_drain, quiet_window, sample, start_console};
 use crate::domain::{PlanSpec, Priority, Status};
 use anyhow::{Context as _, bail};
-use serde::Serialize;
 use std::time::{Duration, Instant};
-
-/// The console idle on a big paused plan.
-#[derive(Debug, Clone, Serialize)]
-pub struct BigIdle {
-    pub tasks: usize,
-    /// From process start: the first complete frame, and the first listing the plan's tasks.
-    pub first_frame: Duration,
-    pub tasks_shown: Duration,
-    pub window: Duration,
-    pub usage: Usage,
-    /// Frames drawn during the window.
-    pub frames: u64,
-}
-
-/// Transactions per second of idle processes on their own database.
-#[derive(Debug, Clone, Serialize)]
-pub struct DbLoad {
-    pub window: Duration,
-    /// `whilly worker` with nothing to claim.
-    pub worker_tx_per_s: f64,
-    /// `whilly tui` on a paused plan.
-    pub console_tx_per_s: f64,
-}
 
 /// The console on a paused plan of `tasks` tasks: first frames, then CPU and memory while idle.
 pub async fn idle_big(
