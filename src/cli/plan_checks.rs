@@ -4,7 +4,6 @@
 
 use crate::domain::PlanSpec;
 use crate::engine::checks::{CheckPolicy, on_path, task_checks};
-use crate::plan::{Diagnostic, Location};
 use serde_json::{Value, json};
 use std::fmt::Write as _;
 use std::path::Path;
@@ -47,68 +46,4 @@ pub fn checks_section(plan: &PlanSpec, repo: &Path, policy: CheckPolicy) -> (Str
         );
     }
     (text, Value::Object(by_task))
-}
-
-/// Warnings for the checks that cannot pass on this machine (a program they run is not on PATH),
-/// located in the plan file's `text`: a test step at its own line, any other check at its task.
-pub fn missing_program_diagnostics(
-    plan: &PlanSpec,
-    repo: &Path,
-    policy: CheckPolicy,
-    text: Option<&str>,
-) -> Vec<Diagnostic> {
-    let mut out = Vec::new();
-    for (n, task) in plan.tasks.iter().enumerate() {
-        for m in task_checks(task, plan, repo, policy, &on_path).missing {
-            let pointer = match m
-                .check
-                .strip_prefix("test_steps[")
-                .and_then(|r| r.strip_suffix(']'))
-            {
-                Some(i) => format!("/tasks/{n}/test_steps/{i}"),
-                None => format!("/tasks/{n}"),
-            };
-            let programs = m.programs.join("`, `");
-            // A warning: the plan is right, this machine lacks the program. The run refuses.
-            let mut d = Diagnostic::warning(
-                "check_program_missing",
-                Location::Pointer(pointer),
-                format!(
-                    "{} {}: `{programs}` is not on PATH here, so `{}` cannot pass; a run refuses to start until it can",
-                    task.id, m.check, m.command
-                ),
-            );
-            d.hint = Some(crate::engine::checks::remedy(&programs, m.is_profile()));
-            out.push(d);
-        }
-    }
-    if let Some(text) = text {
-        let pointers: Vec<&str> = out.iter().filter_map(Diagnostic::pointer).collect();
-        let found = crate::plan::locate::locate_pointers(text, &pointers);
-        for d in &mut out {
-            if let Location::Pointer(p) = &d.location {
-                d.line_col = found.get(p).copied();
-            }
-        }
-    }
-    out
-}
-
-/// Tasks taken in from a tracker: what the guards will refuse is said now; the text is someone
-/// else's (the decision gate is `import_gate`'s, as for a file).
-pub fn warn_guarded_tasks(
-    tasks: &[crate::domain::TaskSpec],
-    cfg: &crate::config::Config,
-) -> anyhow::Result<()> {
-    let guards = crate::agent::Guards::new(&cfg.guards.injection_patterns)
-        .map_err(|e| anyhow::anyhow!("[guards] injection_patterns: {e}"))?;
-    for t in tasks {
-        if let Err(reason) = guards.check_task(t) {
-            errln!(
-                "warning: {}: {reason}; it will be refused before any agent runs",
-                t.id
-            );
-        }
-    }
-    Ok(())
 }

@@ -5,11 +5,12 @@ use super::args::PlanCommand;
 use super::context::Context;
 use super::exit;
 use super::plan_view;
-use crate::domain::{Usd, validate_id};
+use crate::engine::intake::{self, IntakeOptions};
+use crate::forge::jira::intake::JiraSource;
 use crate::plan;
-use crate::store::{ImportOptions, ImportReport, ResetMode, Store};
+use crate::store::{ImportReport, ResetMode, Store};
 use anyhow::{Context as _, bail};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -32,30 +33,13 @@ pub async fn run(ctx: &Context, cmd: PlanCommand) -> anyhow::Result<i32> {
             json,
             ensure_board_statuses,
         } => {
-            let text = file.to_string_lossy();
-            let forge_source = crate::forge::refs::IssueSource::looks_like(&text)
-                || crate::forge::refs::BoardSource::looks_like(&text);
-            if crate::forge::jira::intake::JiraSource::looks_like(&text) && !file.exists() {
-                if plan_id.is_some() {
-                    bail!("--id: the plan of {text} is always jira-…, so re-imports find it");
-                }
-                return super::jira_import::import(ctx, &text, strict, budget, json).await;
-            }
-            if forge_source && !file.exists() {
-                if plan_id.is_some() {
-                    bail!(
-                        "--id: the plan of {text} is always gh-OWNER-REPO[-LABEL] (ghproject-OWNER-NUMBER for a board), so re-imports find it"
-                    );
-                }
-                let opts = super::gh_import::GhImport {
-                    strict,
-                    budget,
-                    json,
-                    ensure_board_statuses,
-                };
-                return super::gh_import::import(ctx, &text, &opts).await;
-            }
-            import(ctx, &file, strict, budget, plan_id, json).await
+            let opts = IntakeOptions {
+                strict,
+                budget,
+                plan_id,
+                quiet_gate: false,
+            };
+            import(ctx, &file, &opts, json, ensure_board_statuses).await
         }
         PlanCommand::List { json, all } => {
             let store = ctx.store().await?;
@@ -164,7 +148,7 @@ fn check(ctx: &Context, file: &Path, strict: bool, json: bool) -> anyhow::Result
     // A check whose program is missing cannot pass: said now, before any agent is paid.
     if let Some(p) = &report.plan {
         let text = std::fs::read_to_string(file).ok();
-        let missing = super::plan_checks::missing_program_diagnostics(
+        let missing = intake::plan_file::missing_program_diagnostics(
             p,
             &ctx.repo_root,
             policy,
@@ -220,26 +204,73 @@ async fn triz(
     })
 }
 
+/// `plan import SOURCE`: a plan file, the GitHub issues with a label or a board's column, a
+/// Jira search (see [`crate::engine::intake`]).
 async fn import(
     ctx: &Context,
     file: &Path,
-    strict: bool,
-    budget: Option<f64>,
-    plan_id: Option<String>,
+    opts: &IntakeOptions,
     json: bool,
+    ensure_board_statuses: bool,
 ) -> anyhow::Result<i32> {
-    let store = ctx.store().await?;
-    match import_file(ctx, &store, file, strict, budget, plan_id, json).await? {
-        Ok(result) => {
-            if json {
-                outln!("{}", serde_json::to_string_pretty(&result)?);
-            } else {
-                out!("{}", describe_import(&result, store.as_ref()));
-            }
-            Ok(exit::OK)
+    let text = file.to_string_lossy();
+    let tracker = !file.exists()
+        && (JiraSource::looks_like(&text) || intake::github::GitHubSource::looks_like(&text));
+    let source: Box<dyn intake::Source> = if !tracker {
+        Box::new(intake::plan_file::PlanFile(file.to_path_buf()))
+    } else if JiraSource::looks_like(&text) {
+        if opts.plan_id.is_some() {
+            bail!("--id: the plan of {text} is always jira-…, so re-imports find it");
         }
-        Err(code) => Ok(code),
+        Box::new(intake::jira::Jira::parse(&text)?)
+    } else {
+        if opts.plan_id.is_some() {
+            bail!(
+                "--id: the plan of {text} is always gh-OWNER-REPO[-LABEL] (ghproject-OWNER-NUMBER for a board), so re-imports find it"
+            );
+        }
+        Box::new(intake::github::GitHubSource::parse(
+            &text,
+            ensure_board_statuses,
+        )?)
+    };
+    // A tracker needs its configuration; a plan file imports with the defaults.
+    let cfg = if tracker {
+        Some(ctx.config()?)
+    } else {
+        ctx.config().ok()
+    };
+    let store = ctx.store().await?;
+    let done = match run_intake(ctx, &store, cfg.as_ref(), source.as_ref(), opts).await? {
+        Ok(done) => done,
+        Err(code) => return Ok(code),
+    };
+    let report = &done.report;
+    if json && tracker {
+        outln!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "source": source.describe(),
+                "report": report,
+                "refused": done.refused,
+            }))?
+        );
+    } else if json {
+        outln!("{}", serde_json::to_string_pretty(report)?);
+    } else {
+        out!("{}", describe_import(report, store.as_ref()));
+        if let Some(origin) = &done.origin {
+            outln!(
+                "{origin}; run it with `whilly run --plan {}`",
+                report.plan_id
+            );
+        }
     }
+    Ok(if done.refused.is_empty() {
+        exit::OK
+    } else {
+        exit::FAILED
+    })
 }
 
 /// `whilly run FILE`: import (or re-import) the file, report on stderr, return the plan id.
@@ -250,95 +281,59 @@ pub async fn import_for_run(
     budget: Option<f64>,
     plan_id: Option<String>,
 ) -> anyhow::Result<Result<String, i32>> {
+    let opts = IntakeOptions {
+        strict: false,
+        budget,
+        plan_id,
+        quiet_gate: true,
+    };
+    let cfg = ctx.config().ok();
+    let source = intake::plan_file::PlanFile(file.to_path_buf());
     Ok(
-        match import_file(ctx, store, file, false, budget, plan_id, false).await? {
-            Ok(result) => {
-                eprint!("{}", describe_import(&result, store.as_ref()));
-                Ok(result.plan_id)
+        match run_intake(ctx, store, cfg.as_ref(), &source, &opts).await? {
+            Ok(done) => {
+                eprint!("{}", describe_import(&done.report, store.as_ref()));
+                Ok(done.report.plan_id)
             }
             Err(code) => Err(code),
         },
     )
 }
 
-/// Validates and imports `file`; `Err(exit code)` when the file is refused (nothing written).
-async fn import_file(
+/// The import pipeline with its notes on stderr; `Err(exit code)` when nothing was imported
+/// (the reason said).
+async fn run_intake(
     ctx: &Context,
     store: &Arc<dyn Store>,
-    file: &Path,
-    strict: bool,
-    budget: Option<f64>,
-    plan_id: Option<String>,
-    quiet_warnings: bool,
-) -> anyhow::Result<Result<ImportReport, i32>> {
-    // Structural errors refuse the import before anything is written; the decision gate never
-    // does (`import_gate`).
-    let report = plan::load_plan_file(file, false)?;
-    let spec = match (&report.plan, report.has_errors()) {
-        (Some(spec), false) => spec.clone(),
-        _ => {
-            eprint!("{}", plan::render_check(&report, false));
+    cfg: Option<&crate::config::Config>,
+    source: &dyn intake::Source,
+    opts: &IntakeOptions,
+) -> anyhow::Result<Result<intake::Imported, i32>> {
+    let state_dir = ctx.state_dir();
+    let say = |n: intake::Note| errln!("{n}");
+    let env = intake::IntakeEnv {
+        store: store.as_ref(),
+        cfg,
+        repo_root: &ctx.repo_root,
+        state_dir: &state_dir,
+        notes: &say,
+    };
+    match intake::import(source, &env, opts).await {
+        Ok(done) => Ok(Ok(done)),
+        Err(intake::IntakeError::Refused { rendered }) => {
+            eprint!("{rendered}");
             errln!("nothing was imported");
-            return Ok(Err(exit::FAILED));
+            Ok(Err(exit::FAILED))
         }
-    };
-    // Warnings are said on import too (an unknown key that does nothing, a check this machine
-    // cannot run), not only by `plan check`; on stderr, so `--json` output stays one document.
-    let policy = ctx
-        .config()
-        .map(|c| crate::engine::configure::check_policy(&c))
-        .unwrap_or_default();
-    let text = std::fs::read_to_string(file).ok();
-    let missing = super::plan_checks::missing_program_diagnostics(
-        &spec,
-        &ctx.repo_root,
-        policy,
-        text.as_deref(),
-    );
-    for d in report.diagnostics.iter().chain(&missing) {
-        errln!("{}", plan::render_diagnostic(&report.file, d));
+        Err(e) => {
+            let code = e.exit_code();
+            errln!("error: {}", exit::describe(&e.into()));
+            Ok(Err(code))
+        }
     }
-    if let Some(id) = &plan_id {
-        validate_id(id).map_err(|e| anyhow::anyhow!("--id: {e}"))?;
-    }
-    if let Some(b) = budget
-        && (!b.is_finite() || b < 0.0)
-    {
-        bail!("--budget {b}: expected a non-negative number of US dollars");
-    }
-    let mut skip = BTreeMap::new();
-    let verdicts =
-        super::import_gate::decision_gate(ctx, &spec, &mut skip, strict, quiet_warnings).await;
-    // A budget set earlier with --budget is not in the file; re-importing the file without
-    // --budget must keep it rather than silently lifting the limit.
-    let target_id = plan_id.clone().unwrap_or_else(|| spec.id.clone());
-    let budget = match (budget, spec.budget_usd) {
-        (Some(b), _) => Some(Usd::from_f64(b)),
-        (None, Some(_)) => None,
-        (None, None) => match store.get_plan(&target_id).await {
-            Ok(existing) => existing.budget,
-            Err(_) => None,
-        },
-    };
-    let opts = ImportOptions {
-        budget,
-        plan_id,
-        skip,
-        default_max_attempts: ctx
-            .config()
-            .map(|c| c.queue.default_max_attempts)
-            .unwrap_or(3),
-    };
-    let report = store.import_plan(&spec, &opts).await?;
-    verdicts.record(store.as_ref(), &report.plan_id).await;
-    // Where the plan came from, for `whilly doctor`'s ghost plans; a diagnosis aid only.
-    if let Err(e) = plan::sources::record(&ctx.state_dir(), &report.plan_id, file) {
-        tracing::warn!("recording the source of plan {}: {e}", report.plan_id);
-    }
-    Ok(Ok(report))
 }
 
-pub(super) fn describe_import(r: &ImportReport, store: &dyn Store) -> String {
+fn describe_import(r: &ImportReport, store: &dyn Store) -> String {
     let mut out = String::new();
     let backend = store.info();
     if r.created_plan {

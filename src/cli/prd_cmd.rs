@@ -91,23 +91,17 @@ pub fn one_shot(ctx: &Context, args: &OneShotArgs) -> anyhow::Result<OneShot> {
     )
 }
 
-/// The console's way to the same agent: `agent` (default `run.agent`) from `cfg`, read-only,
-/// prompt files under `<repo_root>/.whilly/prd/`. A missing binary is an `EnvironmentError`.
+/// The read-only agent `agent` (default `run.agent`) of `cfg` (see
+/// [`crate::engine::configure::read_only_agent`]).
 pub fn one_shot_from_config(
     cfg: &crate::config::Config,
     repo_root: &Path,
     agent: Option<&str>,
     timeout: std::time::Duration,
 ) -> anyhow::Result<OneShot> {
-    let name = agent.unwrap_or(&cfg.run.agent);
-    let settings = crate::engine::configure::agent_settings(cfg, name)?;
-    let mut agent = OneShot::new(&settings, &repo_root.join(prd::STATE_DIR)).map_err(lift_agent)?;
-    if let Some(s) = crate::engine::configure::read_only_sandbox(cfg, repo_root) {
-        agent = agent.with_sandbox(s);
-    }
-    Ok(agent
-        .with_timeout(timeout)
-        .with_prices(crate::engine::configure::price_table(cfg)))
+    Ok(crate::engine::configure::read_only_agent(
+        cfg, repo_root, agent, timeout,
+    )?)
 }
 
 /// A missing or unstartable agent is an environment problem (exit 2).

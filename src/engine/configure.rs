@@ -124,6 +124,33 @@ pub fn read_only_sandbox(
     })
 }
 
+/// The read-only agent for the calls that only read and answer (the PRD wizard, the plan
+/// challenge, decompose, TRIZ, the decision gate's agent pass): `agent` (default `run.agent`),
+/// its prompt files under `<repo_root>/.whilly/prd/`, the configured prices, under the
+/// read-only sandbox when `[sandbox]` enforces. The one builder for the CLI and the console. A
+/// missing or unstartable binary is an environment problem.
+pub fn read_only_agent(
+    cfg: &Config,
+    repo_root: &std::path::Path,
+    agent: Option<&str>,
+    timeout: Duration,
+) -> Result<crate::prd::OneShot, SetupError> {
+    use crate::prd::OneShotError;
+    let name = agent.unwrap_or(&cfg.run.agent);
+    let settings = agent_settings(cfg, name)?;
+    let mut one = crate::prd::OneShot::new(&settings, &repo_root.join(crate::prd::STATE_DIR))
+        .map_err(|e| match e {
+            OneShotError::Agent(agent::AgentError::BinaryNotFound { .. })
+            | OneShotError::Spawn { .. } => SetupError::Environment(e.to_string()),
+            OneShotError::Agent(a) => SetupError::Agent(a),
+            other => SetupError::Config(other.to_string()),
+        })?;
+    if let Some(s) = read_only_sandbox(cfg, repo_root) {
+        one = one.with_sandbox(s);
+    }
+    Ok(one.with_timeout(timeout).with_prices(price_table(cfg)))
+}
+
 /// How `merge` delivery lands: `[delivery] merge`, else the older `worktrees.merge`.
 pub fn merge_mode(cfg: &Config) -> MergeMode {
     match cfg.delivery.merge.unwrap_or(cfg.worktrees.merge) {

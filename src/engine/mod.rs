@@ -20,6 +20,7 @@ pub mod follow;
 pub mod github_publish;
 pub mod handoff_runner;
 pub mod inbox;
+pub mod intake;
 pub mod jira_sync;
 pub mod landing;
 pub mod live_spend;

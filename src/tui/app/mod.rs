@@ -136,15 +136,13 @@ fn wizard_context(
     store: &Arc<dyn Store>,
     plan_id: &str,
 ) -> Result<WizardContext, String> {
-    let name = cfg.run.agent.clone();
-    let settings =
-        crate::engine::configure::agent_settings(cfg, &name).map_err(|e| e.to_string())?;
-    let mut agent = crate::prd::OneShot::new(&settings, &repo_root.join(crate::prd::STATE_DIR))
-        .map_err(|e| format!("agent {name:?} cannot answer the wizard: {e}"))?
-        .with_prices(crate::engine::configure::price_table(cfg));
-    if let Some(s) = crate::engine::configure::read_only_sandbox(cfg, repo_root) {
-        agent = agent.with_sandbox(s);
-    }
+    let agent = crate::engine::configure::read_only_agent(
+        cfg,
+        repo_root,
+        None,
+        crate::prd::oneshot::DEFAULT_TIMEOUT,
+    )
+    .map_err(|e| format!("agent {:?} cannot answer the wizard: {e}", cfg.run.agent))?;
     Ok(WizardContext {
         agent: Arc::new(agent),
         root: repo_root.to_path_buf(),

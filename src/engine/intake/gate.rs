@@ -1,25 +1,26 @@
-//! The decision gate at import, one for every source (a plan file, GitHub issues or a Projects
-//! board, Jira): each task's deterministic checks (`plan::gate_failures`) and, with `[gate] llm
-//! = true`, the agent's pass, which is advisory and fail-open. The gate never refuses an import:
-//! without `--strict` it warns, with `--strict` the tasks it fails are imported SKIPPED. The
-//! agent's verdicts become `gate.llm_verdict` events once the plan (and so its id) exists.
+//! The decision gate at import, one for every source: each task's deterministic checks
+//! (`plan::gate_failures`) and, with `[gate] llm = true`, the agent's pass, which is advisory
+//! and fail-open. The gate never refuses an import: without `--strict` it warns, with
+//! `--strict` the tasks it fails are imported SKIPPED. The agent's verdicts become
+//! `gate.llm_verdict` events once the plan (and so its id) exists.
 
-use super::context::Context;
+use super::{IntakeEnv, Note};
 use crate::domain::PlanSpec;
 use crate::plan;
+use crate::prd::preflight;
 use crate::store::Store;
 use std::collections::BTreeMap;
 
 /// The agent pass's verdicts, to record as events against the imported plan: (task, payload),
 /// no task for a pass that failed open.
 #[must_use = "the verdicts are recorded with `record` once the plan is imported"]
-pub(super) struct GateVerdicts(Vec<(Option<String>, serde_json::Value)>);
+pub struct GateVerdicts(Vec<(Option<String>, serde_json::Value)>);
 
 /// Runs the gate over the tasks of `spec` not in `skip` already (closed upstream, say). With
-/// `strict` the tasks it fails are added to `skip`; otherwise each is warned about on stderr,
-/// unless `quiet` (`whilly run FILE`, which reports the import itself).
-pub(super) async fn decision_gate(
-    ctx: &Context,
+/// `strict` the tasks it fails are added to `skip`; otherwise each is warned about, unless
+/// `quiet`.
+pub async fn decision_gate(
+    env: &IntakeEnv<'_>,
     spec: &PlanSpec,
     skip: &mut BTreeMap<String, String>,
     strict: bool,
@@ -38,7 +39,7 @@ pub(super) async fn decision_gate(
         if strict {
             skip.insert(id.to_string(), plan::GATE_SKIP_REASON.to_string());
         } else if !quiet {
-            errln!("warning: {id}: decision gate{why}");
+            (env.notes)(Note::Warning(format!("{id}: decision gate{why}")));
         }
     };
     for task in &asked.tasks {
@@ -52,11 +53,13 @@ pub(super) async fn decision_gate(
     if asked.tasks.is_empty() {
         return GateVerdicts(events);
     }
-    match super::plan_preflight::gate_llm_pass(ctx, &asked).await {
+    match agent_pass(env, &asked).await {
         None => {}
         Some(Err(e)) => {
-            let e = super::plan_preflight::first_line(&e);
-            errln!("warning: decision gate: the agent pass failed, every task goes through: {e}");
+            let e = e.lines().next().unwrap_or_default().to_string();
+            (env.notes)(Note::Warning(format!(
+                "decision gate: the agent pass failed, every task goes through: {e}"
+            )));
             events.push((None, serde_json::json!({ "fail_open": true, "error": e })));
         }
         Some(Ok((agent, verdicts))) => {
@@ -78,9 +81,47 @@ pub(super) async fn decision_gate(
     GateVerdicts(events)
 }
 
+/// The agent's pass (`[gate] llm = true`): which tasks of `spec` it finds too vague. Fail-open,
+/// as in the original: no agent, an agent error or an unusable answer lets every task through
+/// with a warning. `None` when the pass is off.
+async fn agent_pass(
+    env: &IntakeEnv<'_>,
+    spec: &PlanSpec,
+) -> Option<Result<(String, plan::agent_review::GateVerdicts), String>> {
+    let cfg = env.cfg?;
+    if !cfg.gate.llm {
+        return None;
+    }
+    let agent = match crate::engine::configure::read_only_agent(
+        cfg,
+        env.repo_root,
+        cfg.gate.agent.as_deref(),
+        crate::prd::oneshot::DEFAULT_TIMEOUT,
+    ) {
+        Ok(a) => a,
+        Err(e) => return Some(Err(e.to_string())),
+    };
+    let raw_dir = env.repo_root.join(crate::prd::STATE_DIR);
+    let call = preflight::Call {
+        agent: &agent,
+        cwd: env.repo_root,
+        raw_dir: &raw_dir,
+    };
+    (env.notes)(Note::Line(format!(
+        "decision gate: asking {} which tasks are too vague…",
+        agent.agent_name()
+    )));
+    Some(
+        preflight::gate_pass(call, spec)
+            .await
+            .map(|a| (agent.agent_name().to_string(), a.value))
+            .map_err(|e| e.to_string()),
+    )
+}
+
 impl GateVerdicts {
     /// Writes the verdicts as `gate.llm_verdict` events of `plan_id`.
-    pub(super) async fn record(self, store: &dyn Store, plan_id: &str) {
+    pub async fn record(self, store: &dyn Store, plan_id: &str) {
         for (task, payload) in self.0 {
             crate::store::record_event(
                 store,
