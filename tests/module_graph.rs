@@ -1,25 +1,10 @@
 //! The module arrows of `docs/architecture.md`, checked on the source: which files of `src/`
 //! name which others (`crate::…`, `super::…`, `self::…` paths outside comments and test modules),
 //! the import cycles among files (Tarjan's strongly connected components), and the tiers no
-//! module may reach back into. Cycles are a ratchet: the groups listed in [`KNOWN_CYCLES`] may
-//! shrink or go, no other may appear.
+//! module may reach back into, and no file imports another that (through others) imports it.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
-
-/// The file-level cycles left when this test was written (issue 27), each as its files.
-const KNOWN_CYCLES: &[&[&str]] = &[
-    &[
-        "tui/derived.rs",
-        "tui/feed.rs",
-        "tui/inbox.rs",
-        "tui/msg.rs",
-        "tui/split.rs",
-        "tui/state.rs",
-        "tui/testkit.rs",
-        "tui/views.rs",
-    ],
-];
 
 /// Top-level modules a module must never import (the arrows run one way).
 const NEVER: &[(&str, &[&str])] = &[
@@ -86,15 +71,88 @@ fn module_of(rel: &str) -> Vec<String> {
     parts
 }
 
-/// The code of a file without its test module and comments.
+/// Whether `line` opens a test-only item (`#[cfg(test)]`, `#[cfg(any(test, …))]`).
+fn is_test_cfg(line: &str) -> bool {
+    let l = line.trim();
+    l.starts_with("#[cfg(test)]") || l.starts_with("#[cfg(any(test")
+}
+
+/// The item after the attributes and comments that follow line `at`.
+fn item_after(lines: &[&str], at: usize) -> Option<(usize, String)> {
+    (at + 1..lines.len())
+        .find(|&k| {
+            let t = lines[k].trim();
+            !(t.starts_with("#[") || t.starts_with("//") || t.is_empty())
+        })
+        .map(|k| (k, lines[k].trim().to_string()))
+}
+
+/// The code of a file without its inline test module and comments.
 fn code(text: &str) -> String {
-    let text = text
-        .find("#[cfg(test)]\nmod ")
-        .map_or(text, |at| &text[..at]);
-    text.lines()
+    let lines: Vec<&str> = text.lines().collect();
+    let end = (0..lines.len())
+        .find(|&i| {
+            is_test_cfg(lines[i])
+                && item_after(&lines, i).is_some_and(|(_, item)| {
+                    let item = item.trim_start_matches("pub ");
+                    item.starts_with("mod ") && item.ends_with('{')
+                })
+        })
+        .unwrap_or(lines.len());
+    lines[..end]
+        .iter()
         .map(|l| l.split("//").next().unwrap_or_default())
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// Files of `files` that only tests compile: declared `mod x;` under a test cfg (with its
+/// `#[path]` when it has one), as paths relative to `src/`.
+fn test_only_files(files: &BTreeMap<String, String>) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for (rel, text) in files {
+        let lines: Vec<&str> = text.lines().collect();
+        let dir = match rel.rsplit_once('/') {
+            Some((d, "mod.rs" | "lib.rs" | "main.rs")) => format!("{d}/"),
+            Some((d, f)) => format!("{d}/{}/", f.trim_end_matches(".rs")),
+            None if matches!(rel.as_str(), "lib.rs" | "main.rs") => String::new(),
+            None => format!("{}/", rel.trim_end_matches(".rs")),
+        };
+        for i in 0..lines.len() {
+            if !is_test_cfg(lines[i]) {
+                continue;
+            }
+            let Some((k, item)) = item_after(&lines, i) else {
+                continue;
+            };
+            let Some(name) = item
+                .trim_start_matches("pub ")
+                .strip_prefix("mod ")
+                .and_then(|r| r.strip_suffix(';'))
+            else {
+                continue;
+            };
+            let path = lines[i..k].iter().find_map(|l| {
+                l.trim()
+                    .strip_prefix("#[path = \"")
+                    .and_then(|r| r.split('"').next())
+            });
+            match path {
+                // `#[path]` is relative to the declaring file's directory.
+                Some(p) => {
+                    let base = rel
+                        .rsplit_once('/')
+                        .map_or(String::new(), |(d, _)| format!("{d}/"));
+                    out.insert(format!("{base}{p}"));
+                }
+                None => {
+                    out.insert(format!("{dir}{name}.rs"));
+                    out.insert(format!("{dir}{name}/mod.rs"));
+                }
+            }
+        }
+    }
+    out
 }
 
 /// Every `crate::a::b`, `super::x`, `self::y` path in `code`, and those inside `use …::{…}`.
@@ -211,7 +269,9 @@ fn split_top(inner: &str) -> Vec<String> {
 
 fn graph() -> Graph {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let files = sources(&root);
+    let mut files = sources(&root);
+    let tests = test_only_files(&files);
+    files.retain(|rel, _| !tests.contains(rel));
     let modules: HashMap<Vec<String>, String> = files
         .keys()
         .map(|rel| (module_of(rel), rel.clone()))
@@ -311,34 +371,22 @@ fn cycles(g: &Graph) -> Vec<BTreeSet<String>> {
 }
 
 #[test]
-fn no_new_import_cycle_between_files() {
+fn no_import_cycle_between_files() {
     let g = graph();
     let found = cycles(&g);
+    let mut shown = String::new();
     for c in &found {
-        // The edges inside each cycle, for whoever breaks it next (`--nocapture`).
+        // The edges inside each cycle, for whoever breaks it.
         for from in c {
             let inside: Vec<&String> = g[from].iter().filter(|t| c.contains(*t)).collect();
-            println!("{from} → {inside:?}");
+            shown.push_str(&format!("  {from} → {inside:?}\n"));
         }
-        println!();
+        shown.push('\n');
     }
-    let known: Vec<BTreeSet<String>> = KNOWN_CYCLES
-        .iter()
-        .map(|c| c.iter().map(|s| s.to_string()).collect())
-        .collect();
-    for c in &found {
-        assert!(
-            known.iter().any(|k| c.is_subset(k)),
-            "a new import cycle among files of src/: {c:?} (break it: move what both sides need \
-             into a module of its own)"
-        );
-    }
-    println!(
-        "{} cycles of {} files (known when written: {} of {})",
-        found.len(),
-        found.iter().map(BTreeSet::len).sum::<usize>(),
-        known.len(),
-        known.iter().map(BTreeSet::len).sum::<usize>()
+    assert!(
+        found.is_empty(),
+        "import cycles among files of src/ (break each: move what both sides need into a \
+         module of its own):\n{shown}"
     );
 }
 
@@ -383,4 +431,21 @@ fn the_checker_sees_paths_groups_and_supers() {
     g.entry("c.rs".into()).or_default().insert("a.rs".into());
     assert_eq!(cycles(&g).len(), 1);
     assert_eq!(cycles(&g)[0].len(), 2);
+    // Test-only files and inline test modules are not part of the graph.
+    let mut files = BTreeMap::new();
+    files.insert(
+        "tui/mod.rs".to_string(),
+        "#[cfg(any(test, feature = \"testkit\"))]\npub mod testkit;\npub mod state;".to_string(),
+    );
+    files.insert(
+        "tui/state.rs".to_string(),
+        "use crate::x;\n#[cfg(test)]\n#[path = \"state_tests.rs\"]\nmod tests;".to_string(),
+    );
+    let tests = test_only_files(&files);
+    assert!(tests.contains("tui/testkit.rs") && tests.contains("tui/state_tests.rs"));
+    assert!(!tests.contains("tui/state.rs"));
+    let c = code(
+        "use crate::a;\n#[cfg(test)]\n#[allow(clippy::unwrap_used)]\nmod tests {\n use crate::b;\n}",
+    );
+    assert!(c.contains("crate::a") && !c.contains("crate::b"));
 }

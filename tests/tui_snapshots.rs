@@ -15,8 +15,9 @@ use whilly::engine::{RunEnd, RunSummary};
 use whilly::pty::{Emulator, PtySession, SpawnSpec};
 use whilly::tui::action::Action;
 use whilly::tui::keymap::Keymap;
+use whilly::tui::model::{Focus, View};
 use whilly::tui::screens::PaneScreens;
-use whilly::tui::state::{AppState, Focus, View};
+use whilly::tui::state::AppState;
 use whilly::tui::testkit::{demo_screens, demo_state, emulator, fixed_now, inbox_state, pane};
 use whilly::tui::theme::Theme;
 use whilly::tui::ui::{self, FrameInfo, UiContext};
@@ -531,7 +532,7 @@ fn inbox_lists_what_waits_for_a_human() {
 
 #[test]
 fn inbox_item_shows_the_task_what_the_agent_said_and_the_coloured_diff() {
-    use whilly::tui::state::InboxDetail;
+    use whilly::tui::model::InboxDetail;
     use whilly::workspace::WorktreeDiff;
     let mut s = inbox_with(&[Action::Inbox, Action::MoveDown, Action::Zoom]);
     s.set_inbox_detail(InboxDetail {
@@ -686,7 +687,7 @@ fn challenge_view_shows_the_critique() {
 
 #[test]
 fn replay_view_shows_a_finished_attempts_log() {
-    use whilly::tui::state::REPLAY_PK;
+    use whilly::tui::model::REPLAY_PK;
     let mut s = demo_state(fixed_now());
     s.handle(Action::Replay);
     s.set_replay(1, Ok("/runs/r1/demo/AUTH-1/1.log".into()));

@@ -2,8 +2,8 @@
 //! decision is recorded as an `operator.decision` event before it is applied, so the audit
 //! trail says who decided what even if applying it fails.
 
-use super::inbox::{Decision, InboxKind};
-use super::state::{InboxDetail, InboxTarget};
+use super::model::{Decision, InboxKind};
+use super::model::{InboxDetail, InboxTarget};
 use crate::agent::{HandoffDir, HandoffStatus};
 use crate::store::{Store, TaskRecord};
 use crate::workspace::{Workspaces, diff_worktree};

@@ -8,8 +8,7 @@
 //! guard against a list replaced behind their back); the small inputs (the filter, the panes' states, the waiting handoffs) are
 //! compared by value, which costs next to nothing.
 
-use super::inbox::{InboxItem, inbox_items};
-use super::state::{Counts, PaneMeta};
+use super::model::{Counts, InboxItem, PaneMeta};
 use crate::domain::Status;
 use crate::engine::sessions::SessionState;
 use crate::store::{Event, TaskRecord};
@@ -204,13 +203,29 @@ pub fn task_matches(t: &TaskRecord, needle: &str) -> bool {
         || t.priority.as_str().contains(needle)
 }
 
+/// The items, in task order: handoffs waiting for a human (this console's sessions, or any
+/// process's handoff directory: `waiting`), then parked tasks.
+pub fn inbox_items(
+    tasks: &[TaskRecord],
+    panes: &[PaneMeta],
+    events: &[Event],
+    waiting: &BTreeSet<String>,
+) -> Vec<InboxItem> {
+    crate::engine::inbox::inbox_items(tasks, events, |t| {
+        waiting.contains(&t.id)
+            || panes
+                .iter()
+                .any(|p| p.task_pk == t.pk && p.state == SessionState::WaitingForHuman)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use crate::domain::Status;
     use crate::store::event_types as et;
     use crate::tui::action::Action;
-    use crate::tui::feed::TaskLoad;
-    use crate::tui::state::MAX_EVENTS;
+    use crate::tui::model::MAX_EVENTS;
+    use crate::tui::msg::TaskLoad;
     use crate::tui::testkit::{demo_state, event, fixed_now, task};
 
     #[test]

@@ -9,12 +9,11 @@
 //! the workers (one query) are reloaded now and then, without reading events or the plan row:
 //! those come with the watch.
 
-use super::msg::Msg;
+use super::msg::{FeedData, Msg, TaskLoad};
 use crate::agent::HandoffDir;
 use crate::domain::Status;
 use crate::store::{
-    Event as StoreEvent, EventFilter, PlanRecord, Store, StoreResult, TaskRecord, WorkerRecord,
-    event_types,
+    Event as StoreEvent, EventFilter, PlanRecord, Store, StoreResult, TaskRecord, event_types,
 };
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
@@ -34,27 +33,6 @@ const BATCH: i64 = 2_000;
 /// a transaction may commit after one with a higher id; its events are not skipped as long as it
 /// commits within this many ids.
 const LOOKBACK: i64 = 256;
-
-#[derive(Debug)]
-pub struct FeedData {
-    pub plan: PlanRecord,
-    pub tasks: TaskLoad,
-    pub events: Vec<StoreEvent>,
-    /// Reloaded now and then ([`WORKERS_RELOAD`]) and with every full load.
-    pub workers: Option<Vec<WorkerRecord>>,
-    /// Likewise ([`HANDOFF_RELOAD`]): this plan's tasks whose handoff waits for a human (any process's: a console
-    /// opened beside a background run answers its handoffs).
-    pub handoffs: Option<BTreeSet<String>>,
-}
-
-/// The tasks a load brings.
-#[derive(Debug)]
-pub enum TaskLoad {
-    /// All the plan's tasks, in import order (the first load, and after a gap).
-    All(Vec<TaskRecord>),
-    /// Only the tasks that changed since the last load.
-    Changed(Vec<TaskRecord>),
-}
 
 /// Follows the store (see the module comment). `reload` asks for a look at once, with the
 /// workers and handoffs (the engine ended, or ran out of work).
@@ -231,7 +209,7 @@ impl Follow {
         let events = store
             .events(&EventFilter {
                 plan_id: Some(plan_id.to_string()),
-                limit: Some(super::state::MAX_EVENTS as i64),
+                limit: Some(super::model::MAX_EVENTS as i64),
                 newest: true,
                 ..Default::default()
             })

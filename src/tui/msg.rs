@@ -3,11 +3,33 @@
 //! Everything goes through [`super::state::AppState::update`], so a reply is tested like a key.
 
 use super::action::Action;
-use super::feed::FeedData;
-use super::state::{InboxDetail, Level};
+use super::model::{InboxDetail, Level};
 use super::wizard::WizardReply;
 use crate::engine::RunSummary;
+use crate::store::{Event as StoreEvent, PlanRecord, TaskRecord, WorkerRecord};
+use std::collections::BTreeSet;
 use std::path::PathBuf;
+
+#[derive(Debug)]
+pub struct FeedData {
+    pub plan: PlanRecord,
+    pub tasks: TaskLoad,
+    pub events: Vec<StoreEvent>,
+    /// Reloaded now and then ([`super::feed::WORKERS_RELOAD`]) and with every full load.
+    pub workers: Option<Vec<WorkerRecord>>,
+    /// Likewise ([`super::feed::HANDOFF_RELOAD`]): this plan's tasks whose handoff waits for a human (any process's: a console
+    /// opened beside a background run answers its handoffs).
+    pub handoffs: Option<BTreeSet<String>>,
+}
+
+/// The tasks a load brings.
+#[derive(Debug)]
+pub enum TaskLoad {
+    /// All the plan's tasks, in import order (the first load, and after a gap).
+    All(Vec<TaskRecord>),
+    /// Only the tasks that changed since the last load.
+    Changed(Vec<TaskRecord>),
+}
 
 #[derive(Debug)]
 pub enum Msg {

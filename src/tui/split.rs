@@ -4,26 +4,11 @@
 //! and the write run off the UI thread (`app/effects.rs`, through `prd::decompose`).
 
 use super::action::Action;
-use super::state::{AppState, Effect, Level, Popup};
+use super::model::{Effect, Level, Popup};
+use super::model::{Proposal, SplitView};
+use super::state::AppState;
 use crate::domain::Status;
 use crate::prd::decompose::Decomposition;
-
-/// The split dialog.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SplitView {
-    pub task_id: String,
-    /// `None` while the agent works.
-    pub proposal: Option<Box<Proposal>>,
-    /// Lines scrolled down the diff.
-    pub scroll: u16,
-}
-
-/// The agent's split, ready to be written.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Proposal {
-    pub decomposition: Decomposition,
-    pub diff: String,
-}
 
 /// Lines a page key scrolls.
 const PAGE: i32 = 10;
@@ -257,8 +242,8 @@ mod tests {
         let keys = crate::tui::keymap::Keymap::default().keys_for(Action::SplitTask);
         assert_eq!(keys, ["X"]);
         for view in [
-            crate::tui::state::View::Main,
-            crate::tui::state::View::Tasks,
+            crate::tui::model::View::Main,
+            crate::tui::model::View::Tasks,
         ] {
             assert!(view.actions().contains(&Action::SplitTask), "{view:?}");
         }

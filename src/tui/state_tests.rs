@@ -1,7 +1,8 @@
 //! The state machine, driven with actions only: no terminal, no IO.
 
 use super::*;
-use crate::domain::Status;
+use crate::domain::{Status, Usd};
+use crate::engine::budget::BudgetState;
 use crate::tui::testkit::{demo_state, fixed_now};
 
 fn state() -> AppState {
@@ -286,7 +287,7 @@ fn counts_group_statuses() {
 
 mod inbox {
     use super::*;
-    use crate::tui::inbox::{Decision, InboxKind};
+    use crate::tui::model::{Decision, InboxKind};
     use crate::tui::testkit::inbox_state;
 
     fn inbox() -> AppState {
@@ -601,8 +602,8 @@ fn skip_and_kill_ask_first() {
 /// notifies, and notes land in the status bar.
 #[test]
 fn replies_are_messages_the_state_answers() {
-    use crate::tui::feed::{FeedData, TaskLoad};
     use crate::tui::msg::Msg;
+    use crate::tui::msg::{FeedData, TaskLoad};
     use crate::tui::testkit::event;
     let mut s = state();
     let plan = s.plan.clone().expect("demo plan");
@@ -719,8 +720,8 @@ fn n_adds_one_gate_checked_task_a_field_at_a_time() {
 #[test]
 fn sync_events_show_cards_issues_pulls_and_trouble() {
     use crate::store::event_types as et;
-    use crate::tui::feed::{FeedData, TaskLoad};
     use crate::tui::msg::Msg;
+    use crate::tui::msg::{FeedData, TaskLoad};
     use crate::tui::testkit::event;
     let mut s = state();
     let plan = s.plan.clone().expect("demo plan");

@@ -1,7 +1,8 @@
 //! Hand-built console states for tests and snapshots: fake tasks, a plan, events, sessions and
 //! emulators fed with fixed bytes, all with fixed clocks so renders are deterministic.
 
-use super::state::{AppState, PaneMeta};
+use super::model::PaneMeta;
+use super::state::AppState;
 use crate::domain::{PlanSpec, Priority, Status, TaskSpec, Usd};
 use crate::engine::sessions::SessionState;
 use crate::pty::{Emulator, TermSize};

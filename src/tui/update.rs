@@ -1,8 +1,9 @@
 //! [`AppState::update`]: every input of the console's state in one place, keys and replies
 //! alike, each answered with the effects the event loop carries out.
 
+use super::model::{Effect, Level};
 use super::msg::Msg;
-use super::state::{AppState, Effect, Level};
+use super::state::AppState;
 use crate::notify::notices_for_events;
 
 impl AppState {
@@ -63,7 +64,7 @@ impl AppState {
     /// The queue's news: notices for what happened since the first load, and the open inbox
     /// item's detail reloaded with every look at the handoffs (the human may be working in the
     /// worktree being read: the diff follows).
-    fn take_feed(&mut self, d: super::feed::FeedData) -> Vec<Effect> {
+    fn take_feed(&mut self, d: super::msg::FeedData) -> Vec<Effect> {
         let mut effects = Vec::new();
         if self.seen_history {
             effects.extend(

@@ -4,8 +4,8 @@
 //! pass on reaches the console-wide bindings. A view's key handling is tested on its own.
 
 use super::action::Action;
-use super::inbox::InboxItem;
-use super::state::InboxDetail;
+use super::model::InboxDetail;
+use super::model::InboxItem;
 use std::collections::BTreeSet;
 
 /// The task list's filter and whether it is being typed.
@@ -154,7 +154,7 @@ impl InboxView {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tui::inbox::InboxKind;
+    use crate::tui::model::InboxKind;
 
     fn item(pk: i64) -> InboxItem {
         InboxItem {

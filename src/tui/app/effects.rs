@@ -5,8 +5,8 @@
 use super::Console;
 use crate::engine::StopLevel;
 use crate::tui::decide;
+use crate::tui::model::{Effect, Level};
 use crate::tui::msg::Msg;
-use crate::tui::state::{Effect, Level};
 use crate::tui::wizard::WizardReply;
 use crate::tui::wizard::run as wizard_run;
 

@@ -5,8 +5,8 @@ use super::Console;
 use crate::pty::MouseMode;
 use crate::tui::action::Action;
 use crate::tui::keymap::{Key, KeyChord};
+use crate::tui::model::{Focus, Level};
 use crate::tui::msg::Msg;
-use crate::tui::state::{Focus, Level};
 use crossterm::event::{Event, KeyEvent, MouseButton, MouseEvent, MouseEventKind};
 use ratatui::layout::Position;
 use std::time::Instant;
@@ -65,7 +65,7 @@ impl Console {
             }
             return;
         }
-        if self.state.view == crate::tui::state::View::Wizard
+        if self.state.view == crate::tui::model::View::Wizard
             && self.state.wizard.is_some()
             && self.state.popups.is_empty()
         {
@@ -136,7 +136,7 @@ impl Console {
     }
 
     fn on_paste(&mut self, text: &str) {
-        if self.state.view == crate::tui::state::View::Wizard
+        if self.state.view == crate::tui::model::View::Wizard
             && let Some(w) = self.state.wizard.as_mut()
         {
             if w.editing() {

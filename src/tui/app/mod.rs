@@ -9,9 +9,10 @@ mod pulls;
 
 use super::action::Action;
 use super::keymap::{Keymap, KeymapError};
+use super::model::{Level, PaneMeta};
 use super::msg::Msg;
 use super::resize::ResizeCoalescer;
-use super::state::{AppState, Level, PaneMeta};
+use super::state::AppState;
 use super::terminal::{ConsoleTerminal, TerminalGuard, draw_synchronized};
 use super::theme::Theme;
 use super::ui::{self, FrameInfo, UiContext};
@@ -337,7 +338,7 @@ struct Console {
 /// A replay's log, replayed into an emulator, for task pk.
 type ReplayScreen = (i64, std::path::PathBuf, crate::pty::Emulator);
 
-/// The live panes plus the replay view's screen under [`super::state::REPLAY_PK`].
+/// The live panes plus the replay view's screen under [`super::model::REPLAY_PK`].
 struct ConsoleScreens<'a> {
     ptys: &'a BTreeMap<i64, Arc<PtySession>>,
     replay: Option<&'a crate::pty::Emulator>,
@@ -346,7 +347,7 @@ struct ConsoleScreens<'a> {
 
 impl super::screens::PaneScreens for ConsoleScreens<'_> {
     fn with_screen(&self, task_pk: i64, f: &mut dyn FnMut(&vt100::Screen)) -> bool {
-        if task_pk == super::state::REPLAY_PK {
+        if task_pk == super::model::REPLAY_PK {
             return match self.replay {
                 Some(emu) => {
                     f(emu.screen());
@@ -550,7 +551,7 @@ impl Console {
             .as_ref()
             .and_then(|p| std::fs::metadata(p).ok())
             .map(|m| m.len());
-        if self.state.view == super::state::View::Replay
+        if self.state.view == super::model::View::Replay
             && at_bottom
             && self.state.running_elsewhere(r.task_pk)
             && (len.is_none() || len != self.replay_len)
@@ -832,7 +833,7 @@ impl Console {
         if self.frozen_now.is_none() {
             self.state.wall = chrono::Utc::now();
         }
-        if self.state.view != super::state::View::Replay {
+        if self.state.view != super::model::View::Replay {
             self.replay_screen = None;
         }
         let screens = ConsoleScreens {

@@ -5,7 +5,8 @@ use super::fmt::{money, rough};
 use crate::engine::budget::BudgetState;
 use crate::engine::sessions::SessionState;
 use crate::store::TaskRecord;
-use crate::tui::state::{AppState, BudgetFigures, PaneMeta};
+use crate::tui::model::{BudgetFigures, PaneMeta};
+use crate::tui::state::AppState;
 use crate::tui::theme::Theme;
 use crate::tui::usage::{short_count, usage_by_task};
 use ratatui::Frame;
@@ -177,7 +178,7 @@ fn projection_text(b: &BudgetFigures, spending: usize) -> String {
 mod tests {
     use super::*;
     use crate::domain::{Status, Usd};
-    use crate::tui::state::budget_figures;
+    use crate::tui::model::budget_figures;
     use crate::tui::testkit::{fixed_now, pane, task};
     use std::time::Duration;
 

@@ -4,7 +4,8 @@
 use super::UiContext;
 use super::fmt::{Part, clock, fit_parts, money};
 use crate::tui::action::Action;
-use crate::tui::state::{AppState, Level};
+use crate::tui::model::Level;
+use crate::tui::state::AppState;
 use crate::tui::theme::Theme;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};

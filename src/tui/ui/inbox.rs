@@ -24,7 +24,7 @@ pub fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme, ke
     let key = |a: Action| keys.keys_for(a).first().cloned().unwrap_or_default();
     let merge = if items
         .iter()
-        .any(|i| i.kind == crate::tui::inbox::InboxKind::ReadyToMerge)
+        .any(|i| i.kind == crate::tui::model::InboxKind::ReadyToMerge)
     {
         format!(" · {} merge", key(Action::Merge))
     } else {

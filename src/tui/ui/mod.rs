@@ -20,8 +20,9 @@ pub use fmt::{clock, money};
 
 use super::grid::MAX_PANES;
 use super::keymap::Keymap;
+use super::model::View;
 use super::screens::PaneScreens;
-use super::state::{AppState, View};
+use super::state::AppState;
 use super::theme::Theme;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -130,10 +131,10 @@ fn main_view(
 
 /// The panes the grid shows: the first [`MAX_PANES`], with the focused one swapped into the last
 /// slot when it would otherwise be hidden.
-fn shown_panes(state: &AppState) -> Vec<super::state::PaneMeta> {
+fn shown_panes(state: &AppState) -> Vec<super::model::PaneMeta> {
     let mut panes = state.panes.clone();
     if panes.len() > MAX_PANES
-        && let super::state::Focus::Pane(pk) = state.focus
+        && let super::model::Focus::Pane(pk) = state.focus
         && let Some(i) = panes.iter().position(|p| p.task_pk == pk)
         && i >= MAX_PANES
     {

@@ -5,7 +5,8 @@ use super::UiContext;
 use super::fmt::{clock, money};
 use crate::engine::sessions::SessionState;
 use crate::tui::grid::{MAX_PANES, pane_rects};
-use crate::tui::state::{AppState, Focus, PaneMeta};
+use crate::tui::model::{Focus, PaneMeta};
+use crate::tui::state::AppState;
 use crate::tui::theme::{Theme, badge_text};
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -276,7 +277,7 @@ pub fn render_replay(
     let inner = block.inner(area);
     let drawn = ui
         .screens
-        .with_screen(crate::tui::state::REPLAY_PK, &mut |screen| {
+        .with_screen(crate::tui::model::REPLAY_PK, &mut |screen| {
             frame.render_widget(
                 PseudoTerminal::new(screen)
                     .block(block.clone())

@@ -3,7 +3,8 @@
 use super::fmt::money;
 use crate::domain::Status;
 use crate::store::TaskRecord;
-use crate::tui::state::{AppState, Focus};
+use crate::tui::model::Focus;
+use crate::tui::state::AppState;
 use crate::tui::theme::Theme;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Rect};
