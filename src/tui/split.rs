@@ -245,7 +245,10 @@ mod tests {
             crate::tui::model::View::Main,
             crate::tui::model::View::Tasks,
         ] {
-            assert!(view.actions().contains(&Action::SplitTask), "{view:?}");
+            assert!(
+                crate::tui::views::help(view).contains(&Action::SplitTask),
+                "{view:?}"
+            );
         }
     }
 }

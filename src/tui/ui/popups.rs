@@ -38,8 +38,8 @@ fn centred(area: Rect, w: u16, h: u16) -> Rect {
 fn help(frame: &mut Frame, area: Rect, state: &AppState, ui: &UiContext) {
     let theme = ui.theme;
     let mut entries: Vec<(String, &'static str)> = Vec::new();
-    for a in state.view.actions() {
-        let keys = ui.keymap.keys_for(*a);
+    for a in crate::tui::views::help(state.view) {
+        let keys = ui.keymap.keys_for(a);
         if !keys.is_empty() {
             entries.push((keys.join(" "), a.describe()));
         }

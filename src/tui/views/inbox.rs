@@ -1,65 +1,22 @@
-//! The state of the views that take keys of their own, each a type that says whether it
-//! consumed a key: [`AppState::handle`](super::state::AppState::handle) offers a key to the
-//! open popup, then to the filter being typed, then to the view on screen, and only what they
-//! pass on reaches the console-wide bindings. A view's key handling is tested on its own.
+//! The inbox view: the selection, the marks for a batch decision, the item being read. It takes
+//! the keys that move and mark; the decisions themselves are console-wide (they act on the
+//! selection wherever it is).
 
-use super::action::Action;
-use super::model::InboxDetail;
-use super::model::InboxItem;
+use crate::tui::action::Action;
+use crate::tui::model::{InboxDetail, InboxItem};
 use std::collections::BTreeSet;
 
-/// The task list's filter and whether it is being typed.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct FilterEditor {
-    pub text: String,
-    pub editing: bool,
-}
-
-/// What the filter did with a key.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FilterKey {
-    /// The text changed (the selection starts again at the top).
-    Edited,
-    /// Typing ended; the filter stays.
-    Closed,
-    /// Not the filter's key (typing ends, the key goes on).
-    Passed,
-}
-
-impl FilterEditor {
-    pub fn key(&mut self, action: &Action) -> FilterKey {
-        if !self.editing {
-            return FilterKey::Passed;
-        }
-        match action {
-            Action::FilterChar(c) => {
-                self.text.push(*c);
-                FilterKey::Edited
-            }
-            Action::FilterBackspace => {
-                self.text.pop();
-                FilterKey::Edited
-            }
-            Action::FilterDone => {
-                self.editing = false;
-                FilterKey::Closed
-            }
-            Action::Back => {
-                self.editing = false;
-                self.text.clear();
-                FilterKey::Edited
-            }
-            _ => {
-                self.editing = false;
-                FilterKey::Passed
-            }
-        }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.text.is_empty()
-    }
-}
+/// The keys the inbox answers itself.
+pub const OWN: &[Action] = &[
+    Action::MoveUp,
+    Action::MoveDown,
+    Action::First,
+    Action::Last,
+    Action::Zoom,
+    Action::Mark,
+    Action::ScrollUp,
+    Action::ScrollDown,
+];
 
 /// The inbox: the selected item, the marked ones, the item being read and its detail.
 #[derive(Debug, Clone, Default)]
@@ -155,6 +112,7 @@ impl InboxView {
 mod tests {
     use super::*;
     use crate::tui::model::InboxKind;
+    use crate::tui::views::filter::{FilterEditor, FilterKey};
 
     fn item(pk: i64) -> InboxItem {
         InboxItem {

@@ -1,0 +1,108 @@
+//! What each view answers, beside its key handling: [`AppState::handle`](super::state::AppState::handle)
+//! offers a key to the open popup, then to the filter being typed, then to the view on screen
+//! (its own keys: [`own`]), and what they pass on reaches the console-wide bindings
+//! ([`CONSOLE_WIDE`]), which mean the same in every view. The help lists exactly these two
+//! (`help`), and `tests/tui_keys_and_help.rs` holds them to what the keys do: a key the help
+//! does not list for a view changes nothing there, and every key it lists answers.
+
+pub mod filter;
+pub mod inbox;
+
+pub use filter::{FilterEditor, FilterKey};
+pub use inbox::{InboxKey, InboxView};
+
+use super::action::Action;
+use super::model::View;
+
+/// Keys that mean the same whatever view is on screen: switching views, deciding on the
+/// selected task or inbox items, the plan's controls.
+pub const CONSOLE_WIDE: &[Action] = &[
+    Action::Quit,
+    Action::Help,
+    Action::Back,
+    Action::Inbox,
+    Action::Workers,
+    Action::TaskDetail,
+    Action::Events,
+    Action::Tasks,
+    Action::Stats,
+    Action::Budget,
+    Action::Triz,
+    Action::Challenge,
+    Action::NewPrd,
+    Action::AddTask,
+    Action::Replay,
+    Action::Diff,
+    Action::Approve,
+    Action::ApproveAll,
+    Action::Merge,
+    Action::Reject,
+    Action::SendBack,
+    Action::ResetTask,
+    Action::SkipTask,
+    Action::SplitTask,
+    Action::KillAttempt,
+    Action::TogglePause,
+];
+
+/// The main view: the task list beside the agents' panes.
+const MAIN: &[Action] = &[
+    Action::MoveUp,
+    Action::MoveDown,
+    Action::First,
+    Action::Last,
+    Action::Filter,
+    Action::FocusNext,
+    Action::FocusPrev,
+    Action::Zoom,
+    Action::Takeover,
+    Action::Release,
+    Action::ScrollUp,
+    Action::ScrollDown,
+];
+
+/// The task lists (all tasks, the budget's): a selection and its filter.
+const LIST: &[Action] = &[
+    Action::MoveUp,
+    Action::MoveDown,
+    Action::First,
+    Action::Last,
+    Action::Filter,
+];
+
+/// The views that are read: moving scrolls them.
+const READING: &[Action] = &[
+    Action::MoveUp,
+    Action::MoveDown,
+    Action::First,
+    Action::Last,
+    Action::ScrollUp,
+    Action::ScrollDown,
+];
+
+/// The keys `view` answers itself.
+pub fn own(view: View) -> &'static [Action] {
+    match view {
+        View::Main => MAIN,
+        View::Tasks | View::Budget => LIST,
+        View::Inbox => inbox::OWN,
+        View::TaskDetail
+        | View::Events
+        | View::Stats
+        | View::Triz
+        | View::Workers
+        | View::Challenge
+        | View::Replay
+        | View::Diff => READING,
+        // The wizard takes every key itself; its hints are on its screen.
+        View::Wizard => &[],
+    }
+}
+
+/// What the help lists in `view`, in order: the view's own keys, then the console-wide ones.
+pub fn help(view: View) -> Vec<Action> {
+    if view == View::Wizard {
+        return vec![Action::Quit];
+    }
+    own(view).iter().chain(CONSOLE_WIDE).copied().collect()
+}
