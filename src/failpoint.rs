@@ -12,7 +12,7 @@
 
 /// Dies here with SIGKILL when `WHILLY_FAILPOINT` names `point`, or stops with SIGSTOP when
 /// it names `stop:point`.
-pub fn crash_if(point: &str) {
+pub(crate) fn crash_if(point: &str) {
     let Some(wanted) = std::env::var_os("WHILLY_FAILPOINT") else {
         return;
     };

@@ -6,7 +6,7 @@ use std::path::Path;
 /// Creates `dir` (and missing parents) readable by this user only (0700), and narrows it to
 /// 0700 when it exists wider: what whilly keeps under `.whilly/` (the queue, its events, attempt
 /// logs, prompts, handoffs, logs) is the user's alone, whatever each file's own mode.
-pub fn private_dir(dir: &Path) -> std::io::Result<()> {
+pub(crate) fn private_dir(dir: &Path) -> std::io::Result<()> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
@@ -27,7 +27,7 @@ pub fn private_dir(dir: &Path) -> std::io::Result<()> {
 }
 
 /// Opens `path` for appending, creating it readable by this user only (0600).
-pub fn private_append(path: &Path) -> std::io::Result<std::fs::File> {
+pub(crate) fn private_append(path: &Path) -> std::io::Result<std::fs::File> {
     let mut o = std::fs::OpenOptions::new();
     o.create(true).append(true);
     #[cfg(unix)]
@@ -39,7 +39,7 @@ pub fn private_append(path: &Path) -> std::io::Result<std::fs::File> {
 }
 
 /// Narrows an existing file to 0600 (files made by libraries that do not take a mode).
-pub fn make_private(path: &Path) -> std::io::Result<()> {
+pub(crate) fn make_private(path: &Path) -> std::io::Result<()> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
@@ -50,7 +50,7 @@ pub fn make_private(path: &Path) -> std::io::Result<()> {
 
 /// Writes `bytes` to `path` atomically: a temporary file in the same directory, fsync, rename.
 /// A crash leaves either the old file or the new one, never half of either.
-pub fn atomic_write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+pub(crate) fn atomic_write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -80,7 +80,7 @@ mod tests {
 
 /// Why a file written by someone else was not read.
 #[derive(Debug, thiserror::Error)]
-pub enum UntrustedRead {
+pub(crate) enum UntrustedRead {
     #[error("not found")]
     Missing,
     #[error("it is not a regular file (a {0}); only a regular file is read")]
@@ -95,7 +95,7 @@ pub enum UntrustedRead {
 /// without trusting it: opened without blocking (a FIFO in its place cannot hang the caller),
 /// read only when it is a regular file (not a device such as `/dev/zero`, even through a
 /// symlink), and never more than `max` bytes.
-pub fn read_untrusted(path: &Path, max: u64) -> Result<Vec<u8>, UntrustedRead> {
+pub(crate) fn read_untrusted(path: &Path, max: u64) -> Result<Vec<u8>, UntrustedRead> {
     use std::io::Read;
     use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
     let file = std::fs::OpenOptions::new()

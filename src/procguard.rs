@@ -32,7 +32,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 /// The hidden subcommand.
-pub const GUARD_ARG: &str = "__guard";
+pub(crate) const GUARD_ARG: &str = "__guard";
 
 /// How long the group has between SIGTERM and SIGKILL once whilly is gone.
 const GRACE: Duration = Duration::from_secs(3);
@@ -42,7 +42,7 @@ const TICK: Duration = Duration::from_millis(100);
 static GUARD_EXE: OnceLock<PathBuf> = OnceLock::new();
 
 /// Turns guarding on for this process: programs are started through `exe __guard`.
-pub fn enable(exe: PathBuf) {
+pub(crate) fn enable(exe: PathBuf) {
     // Set once per process; a second call has nothing to change.
     let _ = GUARD_EXE.set(exe);
 }
@@ -50,7 +50,7 @@ pub fn enable(exe: PathBuf) {
 /// The argv that runs `argv` under the guard, when guarding is on and the program can be found
 /// (`path`: the PATH the program will be looked up in; `cwd`: where a relative program is).
 /// Otherwise `argv` itself, so that a missing program fails to spawn exactly as before.
-pub fn guarded_argv(argv: &[OsString], path: Option<&OsStr>, cwd: &Path) -> Vec<OsString> {
+pub(crate) fn guarded_argv(argv: &[OsString], path: Option<&OsStr>, cwd: &Path) -> Vec<OsString> {
     let (Some(exe), Some(program)) = (GUARD_EXE.get(), argv.first()) else {
         return argv.to_vec();
     };
@@ -70,12 +70,12 @@ pub fn guarded_argv(argv: &[OsString], path: Option<&OsStr>, cwd: &Path) -> Vec<
 /// A tokio command for `program` (looked up on this process's PATH), through the guard when
 /// guarding is on and the program exists. Arguments, cwd, env and process group are set on it
 /// as usual.
-pub fn tokio_command(program: impl AsRef<OsStr>) -> tokio::process::Command {
+pub(crate) fn tokio_command(program: impl AsRef<OsStr>) -> tokio::process::Command {
     tokio::process::Command::from(std_command(program))
 }
 
 /// A std command for `program`, through the guard when guarding is on and the program exists.
-pub fn std_command(program: impl AsRef<OsStr>) -> std::process::Command {
+pub(crate) fn std_command(program: impl AsRef<OsStr>) -> std::process::Command {
     let program = program.as_ref();
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
     let argv = guarded_argv(&[program.to_os_string()], None, &cwd);
@@ -117,7 +117,7 @@ fn is_executable(p: &Path) -> bool {
 
 /// `whilly __guard PID -- PROGRAM ARGS…`: runs the guard; never returns. Must be called before
 /// the process starts any thread (it forks).
-pub fn run(args: &[OsString]) -> ! {
+pub(crate) fn run(args: &[OsString]) -> ! {
     let parent: Option<i32> = args.first().and_then(|a| a.to_str()?.parse().ok());
     let rest = match args.get(1).map(|a| a.as_bytes()) {
         Some(b"--") => &args[2..],
@@ -376,7 +376,7 @@ pub fn signal_group(pgid: i32, signal: i32) -> std::io::Result<()> {
 /// started dies with it. Call it while the child is unreaped or right after it ends: its group id
 /// stays reserved while any member lives, so it does not name a stranger's group in practice.
 /// What cannot be done is logged; the caller has nothing better to do about it.
-pub fn kill_group(pid: u32) {
+pub(crate) fn kill_group(pid: u32) {
     let result = i32::try_from(pid)
         .map_err(|_| {
             std::io::Error::new(

@@ -3,13 +3,13 @@
 
 /// The parent pid (field 4) of a `/proc/<pid>/stat` line. The command name (field 2) may hold
 /// spaces and parentheses, so fields are counted after its last `)`.
-pub fn parent_pid(stat: &str) -> Option<u32> {
+pub(crate) fn parent_pid(stat: &str) -> Option<u32> {
     let rest = &stat[stat.rfind(')')? + 1..];
     rest.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// The live direct children of `pid` (zombies included: they still need reaping).
-pub fn children_of(pid: u32) -> Vec<u32> {
+pub(crate) fn children_of(pid: u32) -> Vec<u32> {
     let Ok(read) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
@@ -56,7 +56,7 @@ pub fn group_members(pgid: i32) -> Vec<i32> {
 }
 
 /// Whether any process this user can see has `path` open (its `/proc/<pid>/fd` links).
-pub fn held_open(path: &std::path::Path) -> bool {
+pub(crate) fn held_open(path: &std::path::Path) -> bool {
     let path = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
     let Ok(procs) = std::fs::read_dir("/proc") else {
         return false;
@@ -75,7 +75,7 @@ pub fn held_open(path: &std::path::Path) -> bool {
 }
 
 /// True when `pid`'s working directory is `dir` or inside it (false when it cannot be read).
-pub fn cwd_within(pid: i32, dir: &std::path::Path) -> bool {
+pub(crate) fn cwd_within(pid: i32, dir: &std::path::Path) -> bool {
     let Ok(cwd) = std::fs::read_link(format!("/proc/{pid}/cwd")) else {
         return false;
     };
@@ -130,7 +130,7 @@ const READ_CALLS: &[i64] = &[];
 /// `/proc/<pid>/syscall` (the call it is blocked in and its first argument, the fd) and the fd's
 /// link, never from what is on its screen. A program that waits in `poll`/`select`/`epoll`
 /// (readline, event loops) is not seen: which fds those wait for is in its memory, not in /proc.
-pub fn blocked_reading(pid: i32, tty: &std::path::Path) -> bool {
+pub(crate) fn blocked_reading(pid: i32, tty: &std::path::Path) -> bool {
     let Ok(call) = std::fs::read_to_string(format!("/proc/{pid}/syscall")) else {
         return false;
     };
@@ -145,7 +145,7 @@ pub fn blocked_reading(pid: i32, tty: &std::path::Path) -> bool {
 
 /// The call number and first argument of a `/proc/<pid>/syscall` line (`running` and `-1` for
 /// a process not in a call give `None`).
-pub fn read_call(line: &str) -> Option<(i64, u64)> {
+pub(crate) fn read_call(line: &str) -> Option<(i64, u64)> {
     let mut f = line.split_whitespace();
     let nr: i64 = f.next()?.parse().ok()?;
     if nr < 0 {

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 /// The environment variable carrying the policy (JSON) from whilly to its guard.
-pub const ENV: &str = "WHILLY_SANDBOX";
+pub(crate) const ENV: &str = "WHILLY_SANDBOX";
 
 /// Where a sandboxed program may write; everything else is read-only to it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -28,7 +28,7 @@ impl Policy {
 
 /// What the kernel offers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Support {
+pub(crate) enum Support {
     /// Landlock with this ABI version.
     Landlock(i32),
     /// No Landlock (kernel before 5.13, or not enabled at boot): programs run unconfined.
@@ -37,7 +37,7 @@ pub enum Support {
 
 impl Support {
     /// Asks the kernel which Landlock ABI it has.
-    pub fn probe() -> Support {
+    pub(crate) fn probe() -> Support {
         const LANDLOCK_CREATE_RULESET_VERSION: libc::c_long = 1;
         // SAFETY: with a null attribute, size 0 and the VERSION flag the call only returns the
         // ABI version (or an error); it reads and writes no memory of ours.
@@ -57,7 +57,7 @@ impl Support {
     }
 
     /// One line for `doctor` and the run's start.
-    pub fn describe(self) -> String {
+    pub(crate) fn describe(self) -> String {
         match self {
             Support::Landlock(abi) => format!(
                 "Landlock ABI {abi}: agents write only in their worktree, the temp directory and their own config"
@@ -70,11 +70,11 @@ impl Support {
 /// Why the sandbox could not be put in place (the guard then starts nothing: fail closed).
 #[derive(Debug, thiserror::Error)]
 #[error("sandbox: {0}")]
-pub struct SandboxError(String);
+pub(crate) struct SandboxError(String);
 
 /// Restricts this process (and what it starts from now on) to `policy`. Paths that do not exist
 /// are skipped. On a kernel without Landlock nothing is restricted and `Ok(false)` is returned.
-pub fn restrict_self(policy: &Policy) -> Result<bool, SandboxError> {
+pub(crate) fn restrict_self(policy: &Policy) -> Result<bool, SandboxError> {
     use landlock::{
         ABI, AccessFs, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus, path_beneath_rules,
     };
@@ -104,7 +104,7 @@ pub fn restrict_self(policy: &Policy) -> Result<bool, SandboxError> {
 /// the `protected` paths (the repository itself lives under `/tmp`) is left out: Landlock
 /// cannot allow a tree minus a subtree, so the program then gets a private temp directory
 /// instead (see [`private_tmp`]).
-pub fn common_write_paths(
+pub(crate) fn common_write_paths(
     env: &dyn Fn(&str) -> Option<String>,
     protected: &[&Path],
 ) -> (Vec<PathBuf>, bool) {
@@ -136,7 +136,7 @@ pub fn common_write_paths(
 
 /// A temporary directory of this whilly process's own (mode 0700), for sandboxed programs when
 /// the shared one cannot be opened to them.
-pub fn private_tmp() -> std::io::Result<PathBuf> {
+pub(crate) fn private_tmp() -> std::io::Result<PathBuf> {
     static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     if let Some(d) = DIR.get() {
         return Ok(d.clone());
@@ -199,7 +199,10 @@ impl SandboxSettings {
 /// The places a backend's CLI keeps its own state (config, sessions, caches, its npm cache), from
 /// the environment the agent runs with; the CLI's own ones ([`backend_own_paths`]) are created
 /// first when missing.
-pub fn backend_write_paths(backend: &str, env: &dyn Fn(&str) -> Option<String>) -> Vec<PathBuf> {
+pub(crate) fn backend_write_paths(
+    backend: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Vec<PathBuf> {
     let Some(home) = env("HOME").map(PathBuf::from) else {
         return Vec::new();
     };
@@ -228,7 +231,10 @@ pub fn backend_write_paths(backend: &str, env: &dyn Fn(&str) -> Option<String>) 
 
 /// The places the backend's CLI keeps its own config and sessions (a subset of
 /// [`backend_write_paths`]): the ones whilly creates when missing, never the build caches.
-pub fn backend_own_paths(backend: &str, env: &dyn Fn(&str) -> Option<String>) -> Vec<PathBuf> {
+pub(crate) fn backend_own_paths(
+    backend: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Vec<PathBuf> {
     let Some(home) = env("HOME").map(PathBuf::from) else {
         return Vec::new();
     };

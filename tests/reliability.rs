@@ -37,6 +37,12 @@ struct Ledger {
     overlaps: usize,
 }
 
+/// `kill(2)`: 0 when the signal was delivered (with 0: the process exists).
+fn kill(pid: i32, sig: i32) -> i32 {
+    // SAFETY: kill takes plain integers and touches no memory of ours.
+    unsafe { libc::kill(pid, sig) }
+}
+
 fn read_ledger(path: &Path) -> Ledger {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let mut runs: Vec<Run> = Vec::new();
@@ -873,10 +879,7 @@ fn sigkill_of_a_worker_and_of_an_agent_loses_nothing() {
     let victim_agents: Vec<i32> = first.iter().map(|r| r.pid).collect();
     // Its agents do not outlive it by more than a few seconds.
     wait_for(Duration::from_secs(6), "the victim's agents to die", || {
-        victim_agents
-            .iter()
-            .all(|p| unsafe { libc::kill(*p, 0) } != 0)
-            .then_some(())
+        victim_agents.iter().all(|p| kill(*p, 0) != 0).then_some(())
     });
     let agents_gone = killed_at.elapsed();
     // One agent of the survivor dies too (SIGKILL): the attempt fails and is retried.
@@ -886,7 +889,7 @@ fn sigkill_of_a_worker_and_of_an_agent_loses_nothing() {
             .into_iter()
             .find(|r| r.end.is_none() && !victim_agents.contains(&r.pid))
     });
-    unsafe { libc::kill(survivor_agent.pid, libc::SIGKILL) };
+    kill(survivor_agent.pid, libc::SIGKILL);
     // The victim's tasks run again once their leases expire.
     let rerun = wait_for(
         Duration::from_secs(60),
@@ -1172,10 +1175,7 @@ fn resume_after_sigkill_never_runs_two_agents_in_one_worktree() {
         Duration::from_secs(60),
     );
     assert_eq!(out.code, Some(0), "{out}");
-    assert!(
-        unsafe { libc::kill(first.pid, 0) } != 0,
-        "the first agent is gone"
-    );
+    assert!(kill(first.pid, 0) != 0, "the first agent is gone");
     let ledger = read_ledger(&ledger_path);
     assert_eq!(
         ledger.overlaps, 0,
@@ -1248,11 +1248,7 @@ fn a_lasting_outage_stops_the_agents_and_exits_2_naming_the_database() {
     rt.block_on(pg::terminate_backends(&db.admin_url(), db.name()));
     // The agent keeps running through the first seconds of the outage.
     std::thread::sleep(Duration::from_secs(2));
-    assert_eq!(
-        unsafe { libc::kill(run.pid, 0) },
-        0,
-        "the agent runs on meanwhile"
-    );
+    assert_eq!(kill(run.pid, 0), 0, "the agent runs on meanwhile");
     let out = worker.wait(Duration::from_secs(60));
     let gave_up = cut.elapsed();
     assert_eq!(out.code, Some(2), "{out}");
@@ -1261,7 +1257,7 @@ fn a_lasting_outage_stops_the_agents_and_exits_2_naming_the_database() {
         "the message names the database: {out}"
     );
     wait_for(Duration::from_secs(5), "the agent to be stopped", || {
-        (unsafe { libc::kill(run.pid, 0) } != 0).then_some(())
+        (kill(run.pid, 0) != 0).then_some(())
     });
     let log = logs_text(&repo.repo);
     assert!(

@@ -291,7 +291,7 @@ pub(crate) fn is_root() -> bool {
 pub(crate) mod test_support {
     use super::*;
 
-    pub fn inv<'a>(prompt: &'a str) -> Invocation<'a> {
+    pub(crate) fn inv<'a>(prompt: &'a str) -> Invocation<'a> {
         Invocation {
             prompt,
             prompt_file: Path::new("/wt/.whilly/prompt.md"),

@@ -14,7 +14,7 @@ pub fn resolve_binary(name: &str, configured: &str) -> Result<PathBuf, AgentErro
 
 /// [`resolve_binary`] with an explicit PATH value, for tests and for callers that run agents
 /// with a different environment.
-pub fn resolve_binary_in(
+pub(crate) fn resolve_binary_in(
     name: &str,
     configured: &str,
     path_var: Option<&OsStr>,

@@ -90,7 +90,7 @@ static SERVER: LazyLock<Regex> = LazyLock::new(|| {
 
 /// The class of an HTTP status from a provider API, or `None` for codes that say nothing
 /// about retrying (2xx, 404, …).
-pub fn class_for_status(code: u16) -> Option<ErrorClass> {
+pub(crate) fn class_for_status(code: u16) -> Option<ErrorClass> {
     match code {
         401 | 402 => Some(ErrorClass::Auth),
         529 => Some(ErrorClass::Overloaded),

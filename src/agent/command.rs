@@ -14,19 +14,19 @@ use super::result::{AgentResult, COMPLETION_MARKER, PriceTable, apply_prices, ta
 use super::shellwords;
 
 /// The placeholders a template may use.
-pub const PLACEHOLDERS: [&str; 4] = ["prompt_file", "prompt", "workdir", "task_id"];
+pub(crate) const PLACEHOLDERS: [&str; 4] = ["prompt_file", "prompt", "workdir", "task_id"];
 
 /// A command line template, split into words.
 #[derive(Debug, Clone)]
-pub struct Template {
+pub(crate) struct Template {
     /// Every word after the program.
     words: Vec<String>,
 }
 
-pub type CommandBackend = ProcessBackend<Template>;
+pub(crate) type CommandBackend = ProcessBackend<Template>;
 
 /// Parses and checks `settings.command` and resolves its program (the first word).
-pub fn build(settings: AgentSettings) -> Result<CommandBackend, AgentError> {
+pub(crate) fn build(settings: AgentSettings) -> Result<CommandBackend, AgentError> {
     let bad = |message: String| AgentError::BadTemplate {
         backend: settings.name.clone(),
         message,
@@ -150,7 +150,11 @@ fn substitute<'a>(word: &str, value: impl Fn(&str) -> Option<&'a str>) -> String
     out
 }
 
-pub fn parse_command_output(clean: &str, model: Option<&str>, prices: &PriceTable) -> AgentResult {
+pub(crate) fn parse_command_output(
+    clean: &str,
+    model: Option<&str>,
+    prices: &PriceTable,
+) -> AgentResult {
     if json_objects(clean).iter().any(|v| v["type"] == "result") {
         return parse_claude_output(clean, model, prices);
     }

@@ -75,7 +75,7 @@ pub struct SessionLog {
 
 /// The subfolders of `dir`, greatest name first (dated names: newest first); none when it
 /// cannot be read.
-pub fn subdirs_newest_first(dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn subdirs_newest_first(dir: &Path) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
@@ -89,7 +89,7 @@ pub fn subdirs_newest_first(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// The first file in `dir` whose name `matches`.
-pub fn file_in(dir: &Path, matches: impl Fn(&str) -> bool) -> Option<PathBuf> {
+pub(crate) fn file_in(dir: &Path, matches: impl Fn(&str) -> bool) -> Option<PathBuf> {
     std::fs::read_dir(dir).ok()?.flatten().find_map(|e| {
         let name = e.file_name();
         matches(name.to_str()?).then(|| e.path())

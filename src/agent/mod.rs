@@ -18,23 +18,23 @@
 //! - [`binary`]: finding an agent's executable on PATH with an actionable error.
 
 pub mod backend;
-pub mod binary;
-pub mod classify;
+pub(crate) mod binary;
+pub(crate) mod classify;
 pub mod claude;
 pub mod codex;
-pub mod command;
-pub mod error;
+pub(crate) mod command;
+pub(crate) mod error;
 pub mod gemini;
 pub mod guards;
 pub mod handoff;
 pub mod jsonscan;
-pub mod live_usage;
+pub(crate) mod live_usage;
 pub mod opencode;
-pub mod process_backend;
-pub mod prompt;
+pub(crate) mod process_backend;
+pub(crate) mod prompt;
 pub mod result;
-pub mod runner;
-pub mod shellwords;
+pub(crate) mod runner;
+pub(crate) mod shellwords;
 pub mod transcript;
 
 pub use backend::{

@@ -54,7 +54,7 @@ const REPAIR_TAIL_LINES: usize = 150;
 const REPAIR_TAIL_BYTES: usize = 16 * 1024;
 
 /// The first 12 hex digits of sha256(plan id, task id, description), NUL-separated.
-pub fn desc_nonce(plan_id: &str, task_id: &str, description: &str) -> String {
+pub(crate) fn desc_nonce(plan_id: &str, task_id: &str, description: &str) -> String {
     let mut h = Sha256::new();
     for part in [plan_id, task_id, description] {
         h.update(part.as_bytes());
@@ -65,7 +65,7 @@ pub fn desc_nonce(plan_id: &str, task_id: &str, description: &str) -> String {
 
 /// Whether the task's text came from outside (a GitHub or Jira import): `extra.source`, the
 /// `github_*`/`jira_*` keys of v3 imports, or an explicit `extra.untrusted: true`.
-pub fn is_untrusted(task: &TaskSpec) -> bool {
+pub(crate) fn is_untrusted(task: &TaskSpec) -> bool {
     let e = &task.extra;
     if e.get("untrusted").and_then(Value::as_bool) == Some(true) {
         return true;

@@ -2,7 +2,7 @@
 
 /// An unterminated quote or a trailing backslash.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum SplitError {
+pub(crate) enum SplitError {
     #[error("unterminated {0} quote starting at character {1}")]
     UnterminatedQuote(&'static str, usize),
     #[error("trailing backslash")]
@@ -12,7 +12,7 @@ pub enum SplitError {
 /// Words of `line`: whitespace separates words; `'…'` is literal; `"…"` allows `\"`, `\\`,
 /// `\$` and `` \` `` escapes; a backslash outside quotes escapes the next character. No
 /// expansion of any kind happens: `$HOME` stays `$HOME`.
-pub fn split(line: &str) -> Result<Vec<String>, SplitError> {
+pub(crate) fn split(line: &str) -> Result<Vec<String>, SplitError> {
     let mut words = Vec::new();
     let mut word = String::new();
     let mut in_word = false;

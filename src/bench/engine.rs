@@ -28,14 +28,14 @@ use std::time::{Duration, Instant};
 
 /// Targets on a 2-core machine: engine per-task cost at most twice the bare cost, and at least
 /// this many tasks per second end to end.
-pub const TARGET_RATIO: f64 = 2.0;
-pub const TARGET_TASKS_PER_SEC: f64 = 20.0;
+pub(crate) const TARGET_RATIO: f64 = 2.0;
+pub(crate) const TARGET_TASKS_PER_SEC: f64 = 20.0;
 
 /// The agent: prints the marker and exits (no shell, no file changes).
 const INSTANT_AGENT: &str = "echo <promise>COMPLETE</promise>";
 
 #[derive(Debug, Clone, Serialize)]
-pub struct EngineBenchReport {
+pub(crate) struct EngineBenchReport {
     pub tasks: usize,
     pub slots: usize,
     /// Importing the plan into the queue (not part of the per-task figures).
@@ -52,7 +52,7 @@ pub struct EngineBenchReport {
 
 /// Mean time of each step of a task, in milliseconds (from event timestamps).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
-pub struct Phases {
+pub(crate) struct Phases {
     /// Claim → the attempt is IN_PROGRESS (store start, guards, prompt).
     pub claim_to_start_ms: f64,
     /// IN_PROGRESS → DONE: worktree, PTY spawn, agent exit, result, commit, merge, cleanup.
@@ -60,7 +60,7 @@ pub struct Phases {
 }
 
 /// Mean claim→start and start→done over every task that has all three events.
-pub fn phase_means(events: &[Event]) -> Phases {
+pub(crate) fn phase_means(events: &[Event]) -> Phases {
     let mut at: HashMap<&str, [Option<i64>; 3]> = HashMap::new();
     for e in events {
         let Some(task) = e.task_id.as_deref() else {
@@ -93,25 +93,25 @@ pub fn phase_means(events: &[Event]) -> Phases {
 }
 
 impl EngineBenchReport {
-    pub fn engine_tasks_per_sec(&self) -> f64 {
+    pub(crate) fn engine_tasks_per_sec(&self) -> f64 {
         per_sec(self.tasks, self.engine)
     }
 
-    pub fn bare_tasks_per_sec(&self) -> f64 {
+    pub(crate) fn bare_tasks_per_sec(&self) -> f64 {
         per_sec(self.tasks, self.bare)
     }
 
     /// Wall time per task (`slots` run at once, so this is throughput, not latency).
-    pub fn engine_per_task(&self) -> Duration {
+    pub(crate) fn engine_per_task(&self) -> Duration {
         per_task(self.engine, self.tasks)
     }
 
-    pub fn bare_per_task(&self) -> Duration {
+    pub(crate) fn bare_per_task(&self) -> Duration {
         per_task(self.bare, self.tasks)
     }
 
     /// Engine cost over bare cost (1.0: no overhead at all).
-    pub fn ratio(&self) -> f64 {
+    pub(crate) fn ratio(&self) -> f64 {
         let bare = self.bare.as_secs_f64();
         if bare > 0.0 {
             self.engine.as_secs_f64() / bare
@@ -120,7 +120,7 @@ impl EngineBenchReport {
         }
     }
 
-    pub fn meets_targets(&self) -> bool {
+    pub(crate) fn meets_targets(&self) -> bool {
         self.ratio() <= TARGET_RATIO && self.engine_tasks_per_sec() >= TARGET_TASKS_PER_SEC
     }
 }
@@ -182,7 +182,7 @@ impl fmt::Display for EngineBenchReport {
 }
 
 /// Runs both measurements in a scratch repository under the temp dir and removes it after.
-pub async fn run(tasks: usize, slots: usize) -> anyhow::Result<EngineBenchReport> {
+pub(crate) async fn run(tasks: usize, slots: usize) -> anyhow::Result<EngineBenchReport> {
     if tasks == 0 {
         bail!("--tasks must be at least 1");
     }
@@ -331,7 +331,6 @@ async fn engine_rounds(
     let mut agents = BTreeMap::new();
     agents.insert("bench".to_string(), agent::build_runner(&settings)?);
     let exec_cfg = ExecutorConfig {
-        repo_root: repo.to_path_buf(),
         run_dir: state_dir(repo).join("runs").join("bench"),
         default_agent: "bench".into(),
         agents,

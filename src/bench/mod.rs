@@ -1,11 +1,11 @@
 //! Benchmarks behind `whilly bench`: each measures its own baseline in the same run and reports the ratio.
 
 pub mod console;
-pub mod engine;
-pub mod panes;
+pub(crate) mod engine;
+pub(crate) mod panes;
 pub mod pty_drain;
-pub mod queue;
-pub mod sse;
+pub(crate) mod queue;
+pub(crate) mod sse;
 pub mod worktrees;
 
 use anyhow::{Context as _, bail};

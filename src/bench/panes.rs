@@ -19,7 +19,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-pub struct PanesBenchOptions {
+pub(crate) struct PanesBenchOptions {
     pub whilly: PathBuf,
     /// Postgres server the scratch database is made on.
     pub postgres: String,
@@ -29,7 +29,7 @@ pub struct PanesBenchOptions {
     pub mb: u64,
 }
 
-pub struct PanesFigures {
+pub(crate) struct PanesFigures {
     pub samples: usize,
     pub p50_ms: f64,
     pub p99_ms: f64,
@@ -88,7 +88,7 @@ enum Viewer {
     Stalled,
 }
 
-pub async fn run(opts: &PanesBenchOptions) -> anyhow::Result<PanesFigures> {
+pub(crate) async fn run(opts: &PanesBenchOptions) -> anyhow::Result<PanesFigures> {
     let scratch = Scratch::create(&opts.postgres).await?;
     let result = measure(opts, &scratch.url).await;
     scratch.drop_db().await;

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 #[derive(Debug, Clone)]
-pub struct QueueBenchOptions {
+pub(crate) struct QueueBenchOptions {
     pub tasks: usize,
     pub workers: usize,
     pub wake_samples: usize,
@@ -32,7 +32,7 @@ pub struct QueueBenchOptions {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct BackendFigures {
+pub(crate) struct BackendFigures {
     pub backend: &'static str,
     pub tasks: usize,
     pub workers: usize,
@@ -87,7 +87,7 @@ impl fmt::Display for BackendFigures {
     }
 }
 
-pub async fn run(opts: &QueueBenchOptions) -> anyhow::Result<Vec<BackendFigures>> {
+pub(crate) async fn run(opts: &QueueBenchOptions) -> anyhow::Result<Vec<BackendFigures>> {
     let mut out = Vec::new();
     if opts.sqlite {
         let dir = tempfile::tempdir()?;

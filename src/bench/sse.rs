@@ -15,7 +15,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-pub struct SseBenchOptions {
+pub(crate) struct SseBenchOptions {
     pub clients: usize,
     pub events: usize,
     pub sqlite: bool,
@@ -24,7 +24,7 @@ pub struct SseBenchOptions {
 }
 
 /// One backend's figures.
-pub struct SseFigures {
+pub(crate) struct SseFigures {
     pub backend: &'static str,
     pub clients: usize,
     pub events: usize,
@@ -45,7 +45,7 @@ pub struct SseFigures {
 impl SseFigures {
     /// Each client's delivery rate against the table's insert rate alone (1.0: every client
     /// keeps up with a writer that has the database to itself).
-    pub fn ratio(&self) -> f64 {
+    pub(crate) fn ratio(&self) -> f64 {
         self.per_client / self.insert_alone.max(f64::MIN_POSITIVE)
     }
 }
@@ -91,7 +91,7 @@ impl fmt::Display for SseFigures {
     }
 }
 
-pub async fn run(opts: &SseBenchOptions) -> anyhow::Result<Vec<SseFigures>> {
+pub(crate) async fn run(opts: &SseBenchOptions) -> anyhow::Result<Vec<SseFigures>> {
     anyhow::ensure!(opts.clients > 0, "--clients must be at least 1");
     anyhow::ensure!(opts.events > 0, "--events must be at least 1");
     let mut out = Vec::new();

@@ -4,7 +4,7 @@ use super::args::BenchCommand;
 use super::context::Context;
 use super::exit;
 
-pub async fn run(ctx: &Context, cmd: BenchCommand) -> anyhow::Result<i32> {
+pub(crate) async fn run(ctx: &Context, cmd: BenchCommand) -> anyhow::Result<i32> {
     match cmd {
         BenchCommand::Pty(args) => {
             let report = crate::bench::pty_drain::bench_drain(args.mb as u64).await?;

@@ -9,7 +9,7 @@ use crate::forge::intake::source_of;
 use crate::store::Store;
 use std::sync::Arc;
 
-pub async fn run(ctx: &Context, cmd: BoardCommand) -> anyhow::Result<i32> {
+pub(crate) async fn run(ctx: &Context, cmd: BoardCommand) -> anyhow::Result<i32> {
     match board(ctx, cmd).await {
         Err(e) => match e.downcast_ref::<BoardError>() {
             // GitHub's errors say what and where; their exit code says whose fault.

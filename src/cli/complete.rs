@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// Ids of the imported plans that are not archived.
-pub fn plan_ids(current: &OsStr) -> Vec<CompletionCandidate> {
+pub(crate) fn plan_ids(current: &OsStr) -> Vec<CompletionCandidate> {
     let prefix = current.to_string_lossy();
     read_queue(|store| async move { store.list_plans().await })
         .into_iter()
@@ -23,14 +23,14 @@ pub fn plan_ids(current: &OsStr) -> Vec<CompletionCandidate> {
 }
 
 /// A PLAN: a plan file, or an imported plan's id.
-pub fn plan_or_file(current: &OsStr) -> Vec<CompletionCandidate> {
+pub(crate) fn plan_or_file(current: &OsStr) -> Vec<CompletionCandidate> {
     let mut out = plan_ids(current);
     out.extend(PathCompleter::any().complete(current));
     out
 }
 
 /// Ids of the tasks of the plans that are not archived; the plan is the candidate's help.
-pub fn task_ids(current: &OsStr) -> Vec<CompletionCandidate> {
+pub(crate) fn task_ids(current: &OsStr) -> Vec<CompletionCandidate> {
     let prefix = current.to_string_lossy().into_owned();
     let tasks = read_queue(|store| async move {
         let mut out = Vec::new();

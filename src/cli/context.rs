@@ -9,7 +9,7 @@ use anyhow::Context as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-pub struct Context {
+pub(crate) struct Context {
     /// The repository's top directory; outside one, the directory the command started in.
     pub repo_root: PathBuf,
     /// Whether `repo_root` is a git repository (see [`Context::require_repo`]).
@@ -22,7 +22,7 @@ pub struct Context {
 }
 
 impl Context {
-    pub fn new(global: GlobalArgs) -> anyhow::Result<Context> {
+    pub(crate) fn new(global: GlobalArgs) -> anyhow::Result<Context> {
         let start = match &global.repo {
             Some(dir) => dir.clone(),
             None => std::env::current_dir().context("cannot read the current directory")?,
@@ -52,7 +52,7 @@ impl Context {
     /// Refuses a command that works on a repository (its queue, worktrees, handoffs and logs
     /// live in it) when there is none: it would otherwise make `.whilly/` wherever it was
     /// started, or find an empty queue there and say nothing.
-    pub fn require_repo(&self) -> Result<(), EnvironmentError> {
+    pub(crate) fn require_repo(&self) -> Result<(), EnvironmentError> {
         if self.in_repo {
             return Ok(());
         }
@@ -62,12 +62,12 @@ impl Context {
         )))
     }
 
-    pub fn config_load_options(&self) -> LoadOptions {
+    pub(crate) fn config_load_options(&self) -> LoadOptions {
         self.load_options.clone()
     }
 
     /// The effective configuration; an invalid file is an error naming the file, key and line.
-    pub fn config(&self) -> anyhow::Result<Config> {
+    pub(crate) fn config(&self) -> anyhow::Result<Config> {
         if let Some(cfg) = self.config.get() {
             return Ok(cfg.clone());
         }
@@ -79,7 +79,7 @@ impl Context {
     }
 
     /// The database URL: the flag, else the config (whose env layer holds `WHILLY_DATABASE_URL`).
-    pub fn database_url(&self) -> anyhow::Result<Option<String>> {
+    pub(crate) fn database_url(&self) -> anyhow::Result<Option<String>> {
         if let Some(url) = &self.global.database_url {
             return Ok(Some(url.clone()));
         }
@@ -89,12 +89,12 @@ impl Context {
         }
     }
 
-    pub fn database_target(&self) -> anyhow::Result<DatabaseTarget> {
+    pub(crate) fn database_target(&self) -> anyhow::Result<DatabaseTarget> {
         let url = self.database_url()?;
         Ok(open::target_from(url.as_deref(), &self.repo_root)?)
     }
 
-    pub async fn store(&self) -> anyhow::Result<Arc<dyn Store>> {
+    pub(crate) async fn store(&self) -> anyhow::Result<Arc<dyn Store>> {
         let target = self.database_target()?;
         let queue = self.config()?.queue;
         let wakeups = open::Wakeups {
@@ -104,14 +104,14 @@ impl Context {
         Ok(open::open_with(&target, &self.repo_root, wakeups).await?)
     }
 
-    pub fn state_dir(&self) -> PathBuf {
+    pub(crate) fn state_dir(&self) -> PathBuf {
         open::state_dir(&self.repo_root)
     }
 }
 
 /// The top of the git repository containing `start` (through worktrees too); `None` outside
 /// one (or in a bare repository, which has no work tree to run tasks in).
-pub fn find_repo_root(start: &Path) -> Option<PathBuf> {
+pub(crate) fn find_repo_root(start: &Path) -> Option<PathBuf> {
     let repo = git2::Repository::discover(start).ok()?;
     let dir = repo.workdir()?;
     // Absolute, so that commands printed for later (the detach message) work from anywhere.

@@ -4,7 +4,7 @@ use super::args::DbCommand;
 use super::context::Context;
 use super::exit;
 
-pub async fn run(ctx: &Context, cmd: DbCommand) -> anyhow::Result<i32> {
+pub(crate) async fn run(ctx: &Context, cmd: DbCommand) -> anyhow::Result<i32> {
     // Opening a store applies pending migrations, so `migrate` is opening and reporting.
     let store = ctx.store().await?;
     let info = store.info();

@@ -11,7 +11,7 @@ use std::time::Duration;
 const PLAN: &str = include_str!("../../assets/demo/plan.json");
 const AGENT: &str = include_str!("../../assets/demo/agent.sh");
 
-pub async fn run(global: super::args::GlobalArgs, args: DemoArgs) -> anyhow::Result<i32> {
+pub(crate) async fn run(global: super::args::GlobalArgs, args: DemoArgs) -> anyhow::Result<i32> {
     let dir = match &args.dir {
         Some(d) => d.clone(),
         None => std::env::temp_dir().join(format!("whilly-demo-{}", std::process::id())),
@@ -79,7 +79,7 @@ pub async fn run(global: super::args::GlobalArgs, args: DemoArgs) -> anyhow::Res
 }
 
 /// Writes the demo repository: plan, agent script, config, one commit.
-pub fn create_demo_repo(dir: &Path, agent: Option<&str>) -> anyhow::Result<PathBuf> {
+pub(crate) fn create_demo_repo(dir: &Path, agent: Option<&str>) -> anyhow::Result<PathBuf> {
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let dir = dir.canonicalize()?;
     if dir.join(".git").exists() && dir.join("plan.json").exists() {

@@ -6,7 +6,7 @@ use crate::domain::doctor::{self, Finding, Severity};
 use crate::engine::doctor::{self as checks, DoctorEnv, files};
 use crate::store::redact_url;
 
-pub async fn run(ctx: &Context, args: DoctorArgs) -> anyhow::Result<i32> {
+pub(crate) async fn run(ctx: &Context, args: DoctorArgs) -> anyhow::Result<i32> {
     let cfg = ctx.config()?;
     let state_dir = ctx.state_dir();
     // Before the queue is opened: opening a SQLite queue narrows `.whilly/` itself.

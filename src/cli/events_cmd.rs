@@ -7,7 +7,7 @@ use crate::store::{Event, EventFilter};
 use std::io::Write;
 use std::time::Duration;
 
-pub async fn run(ctx: &Context, args: EventsArgs) -> anyhow::Result<i32> {
+pub(crate) async fn run(ctx: &Context, args: EventsArgs) -> anyhow::Result<i32> {
     let store = ctx.store().await?;
     let mut filter = EventFilter {
         plan_id: args.plan.clone(),
@@ -49,7 +49,7 @@ pub async fn run(ctx: &Context, args: EventsArgs) -> anyhow::Result<i32> {
 }
 
 /// One event per line: JSON, or a readable line.
-pub fn format_event(e: &Event, json: bool) -> String {
+pub(crate) fn format_event(e: &Event, json: bool) -> String {
     if json {
         return serde_json::to_string(e).unwrap_or_default();
     }

@@ -2,27 +2,27 @@
 
 use crate::store::StoreError;
 
-pub const OK: i32 = 0;
+pub(crate) const OK: i32 = 0;
 /// Invalid input or failed work.
-pub const FAILED: i32 = 1;
+pub(crate) const FAILED: i32 = 1;
 /// Environment error: database unreachable, missing binary.
-pub const ENVIRONMENT: i32 = 2;
-pub const INTERRUPTED: i32 = 130;
+pub(crate) const ENVIRONMENT: i32 = 2;
+pub(crate) const INTERRUPTED: i32 = 130;
 
 /// Marks an error as an environment problem (exit 2) when it is not a `StoreError`.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
-pub struct EnvironmentError(pub String);
+pub(crate) struct EnvironmentError(pub String);
 
 /// The user pressed Ctrl-C.
 #[derive(Debug, thiserror::Error)]
 #[error("interrupted")]
-pub struct Interrupted;
+pub(crate) struct Interrupted;
 
 /// The error and its causes on one line, each cause once: many of our errors already name their
 /// source in their own message (`cannot read plan file x: No such file…`), which `{:#}` would
 /// repeat.
-pub fn describe(err: &anyhow::Error) -> String {
+pub(crate) fn describe(err: &anyhow::Error) -> String {
     let mut out = err.to_string();
     for cause in err.chain().skip(1) {
         let text = cause.to_string();
@@ -35,7 +35,7 @@ pub fn describe(err: &anyhow::Error) -> String {
 }
 
 /// True when the error is a write to a reader that went away (`whilly … | head`).
-pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
+pub(crate) fn is_broken_pipe(err: &anyhow::Error) -> bool {
     err.chain().any(|c| {
         c.downcast_ref::<std::io::Error>()
             .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
@@ -43,7 +43,7 @@ pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
 }
 
 /// The exit code an error that reached `main` should end the process with.
-pub fn code_for(err: &anyhow::Error) -> i32 {
+pub(crate) fn code_for(err: &anyhow::Error) -> i32 {
     for cause in err.chain() {
         if cause.downcast_ref::<Interrupted>().is_some() {
             return INTERRUPTED;

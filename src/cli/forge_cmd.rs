@@ -22,14 +22,14 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// The plan an issue maps to.
-pub fn plan_id_of(issue: &IssueRef) -> String {
+pub(crate) fn plan_id_of(issue: &IssueRef) -> String {
     slug(&format!(
         "gh-{}-{}-{}",
         issue.repo.owner, issue.repo.name, issue.number
     ))
 }
 
-pub async fn run(ctx: &Context, args: ForgeArgs) -> anyhow::Result<i32> {
+pub(crate) async fn run(ctx: &Context, args: ForgeArgs) -> anyhow::Result<i32> {
     if let Some(task) = &args.compose {
         return compose_task(ctx, task, args.plan.as_deref()).await;
     }

@@ -8,7 +8,7 @@ use crate::agent::handoff::{complete, poll_dir, read_meta, read_prompt};
 use crate::agent::{HandoffDir, HandoffPoll, HandoffStatus};
 use crate::domain::Usd;
 
-pub async fn run(ctx: &Context, cmd: HandoffCommand) -> anyhow::Result<i32> {
+pub(crate) async fn run(ctx: &Context, cmd: HandoffCommand) -> anyhow::Result<i32> {
     let dir = HandoffDir::in_project(&ctx.repo_root);
     match cmd {
         HandoffCommand::List { json, plan } => {

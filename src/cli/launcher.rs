@@ -25,13 +25,13 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 /// Set in the console's environment to the launcher's pid.
-pub use crate::tui::detach::LAUNCHER_ENV;
+pub(crate) use crate::tui::detach::LAUNCHER_ENV;
 /// Set (to anything) to run the console in the process the shell started, without a launcher
 /// (and without the background option when quitting).
-pub const NO_LAUNCHER_ENV: &str = "WHILLY_NO_LAUNCHER";
+pub(crate) const NO_LAUNCHER_ENV: &str = "WHILLY_NO_LAUNCHER";
 
 /// Whether this command line opens the console on this terminal, with no launcher yet.
-pub fn wanted(cli: &Cli) -> bool {
+pub(crate) fn wanted(cli: &Cli) -> bool {
     if std::env::var_os(LAUNCHER_ENV).is_some() || std::env::var_os(NO_LAUNCHER_ENV).is_some() {
         return false;
     }
@@ -62,7 +62,7 @@ fn relayed() -> SigSet {
 /// In the console started by a launcher: unblocks the signals the launcher blocked (a child
 /// inherits its parent's mask), before any thread starts, so SIGTERM and friends reach the
 /// console and its agents.
-pub fn unblock_inherited() {
+pub(crate) fn unblock_inherited() {
     if std::env::var_os(LAUNCHER_ENV).is_some()
         && let Err(e) = relayed().thread_unblock()
     {
@@ -72,7 +72,7 @@ pub fn unblock_inherited() {
 
 /// Runs this command line again as a child and waits for it; `None` when the child cannot be
 /// started (the caller then runs the console itself).
-pub fn launch() -> Option<ExitCode> {
+pub(crate) fn launch() -> Option<ExitCode> {
     let exe = match std::env::current_exe() {
         Ok(p) => p,
         Err(e) => {

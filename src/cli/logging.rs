@@ -7,7 +7,7 @@ use tracing_subscriber::EnvFilter;
 /// Where logs go and at what level: `[logging] dir` (relative to the repository root) and
 /// `level`; the defaults (`.whilly/logs`, `info`) when the configuration does not load (the
 /// command says why on its own).
-pub fn settings(ctx: &super::context::Context) -> (std::path::PathBuf, String) {
+pub(crate) fn settings(ctx: &super::context::Context) -> (std::path::PathBuf, String) {
     let default = crate::config::LoggingConfig::default();
     let logging = ctx.config().map(|c| c.logging).unwrap_or(default);
     let dir = if logging.dir.is_absolute() {
@@ -21,7 +21,7 @@ pub fn settings(ctx: &super::context::Context) -> (std::path::PathBuf, String) {
 /// Starts file logging. `WHILLY_LOG` (an env-filter directive such as `debug` or
 /// `whilly=trace`) overrides `default_level`. Returns the guard that flushes on drop; `None` when
 /// the log directory cannot be created (logging is then off rather than failing the command).
-pub fn init(dir: &Path, default_level: &str) -> Option<WorkerGuard> {
+pub(crate) fn init(dir: &Path, default_level: &str) -> Option<WorkerGuard> {
     if crate::fsutil::private_dir(dir).is_err() {
         return None;
     }

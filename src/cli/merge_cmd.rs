@@ -10,7 +10,7 @@ use crate::engine::landing::{self, LandError};
 use crate::workspace::Workspaces;
 use std::sync::Arc;
 
-pub async fn run(ctx: &Context, args: MergeArgs) -> anyhow::Result<i32> {
+pub(crate) async fn run(ctx: &Context, args: MergeArgs) -> anyhow::Result<i32> {
     let cfg = ctx.config()?;
     let store = ctx.store().await?;
     let workspaces = Arc::new(

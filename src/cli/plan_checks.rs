@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 /// The section as text and as JSON (`{"TASK": {"run": [...], "prose": [...]}}`).
-pub fn checks_section(plan: &PlanSpec, repo: &Path, policy: CheckPolicy) -> (String, Value) {
+pub(crate) fn checks_section(plan: &PlanSpec, repo: &Path, policy: CheckPolicy) -> (String, Value) {
     let mut text = String::from("\nChecks after each agent finishes:\n");
     let mut by_task = serde_json::Map::new();
     for task in &plan.tasks {

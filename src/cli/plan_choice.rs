@@ -6,7 +6,7 @@ use std::path::Path;
 
 /// What the run works on.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Choice {
+pub(crate) enum Choice {
     /// Import (or re-import) this file, as `--plan`'s id when given.
     File,
     /// The imported plan with this id.
@@ -15,7 +15,7 @@ pub enum Choice {
 
 /// `arg` is the positional PLAN, `flag` the `--plan ID`; `known` the ids of the imported plans
 /// that are not archived (`archived` those that are: named explicitly they still run).
-pub fn choose(
+pub(crate) fn choose(
     arg: Option<&Path>,
     arg_is_file: bool,
     flag: Option<&str>,

@@ -14,7 +14,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::Arc;
 
-pub async fn run(ctx: &Context, cmd: PlanCommand) -> anyhow::Result<i32> {
+pub(crate) async fn run(ctx: &Context, cmd: PlanCommand) -> anyhow::Result<i32> {
     match cmd {
         PlanCommand::Check { file, strict, json } => check(ctx, &file, strict, json),
         PlanCommand::Triz {
@@ -274,7 +274,7 @@ async fn import(
 }
 
 /// `whilly run FILE`: import (or re-import) the file, report on stderr, return the plan id.
-pub async fn import_for_run(
+pub(crate) async fn import_for_run(
     ctx: &Context,
     store: &Arc<dyn Store>,
     file: &Path,

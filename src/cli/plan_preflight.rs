@@ -44,7 +44,7 @@ pub(super) async fn load(ctx: &Context, target: &str) -> anyhow::Result<(PlanSpe
     Ok((spec, Source::Queue))
 }
 
-pub async fn decompose(ctx: &Context, a: DecomposeArgs) -> anyhow::Result<i32> {
+pub(crate) async fn decompose(ctx: &Context, a: DecomposeArgs) -> anyhow::Result<i32> {
     let (spec, source) = load(ctx, &a.target).await?;
     // Where a yes writes: the --out file, else the plan file, else the queue the plan is in.
     let file_dest = match (&a.out, &source) {
@@ -194,7 +194,7 @@ fn confirm(diff: &str, to_queue: bool) -> anyhow::Result<bool> {
 }
 
 /// `whilly plan triz TARGET --agent[=NAME]`: the deterministic report, then the agent's.
-pub async fn triz_with_agent(
+pub(crate) async fn triz_with_agent(
     ctx: &Context,
     spec: &PlanSpec,
     report: &plan::TrizReport,

@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 /// One line per plan: id, progress, budget.
 /// What a plan is doing, in a word: `archived` (hidden from lists), `done` (every task ended:
 /// DONE, FAILED or SKIPPED), `paused` or `active`.
-pub fn plan_state(p: &PlanSummary) -> &'static str {
+pub(crate) fn plan_state(p: &PlanSummary) -> &'static str {
     if p.plan.archived_at.is_some() {
         "archived"
     } else if p.counts.all_terminal() {
@@ -22,7 +22,7 @@ pub fn plan_state(p: &PlanSummary) -> &'static str {
 }
 
 /// The plans table; `hidden` archived plans were left out (a line says how to see them).
-pub fn render_plan_list(plans: &[PlanSummary], hidden: usize) -> String {
+pub(crate) fn render_plan_list(plans: &[PlanSummary], hidden: usize) -> String {
     let more = match hidden {
         0 => String::new(),
         1 => "(1 archived plan not shown: `whilly plan list --all`)\n".to_string(),
@@ -60,7 +60,7 @@ pub fn render_plan_list(plans: &[PlanSummary], hidden: usize) -> String {
 }
 
 /// `spent (+reserved) / limit`.
-pub fn budget_text(plan: &PlanRecord) -> String {
+pub(crate) fn budget_text(plan: &PlanRecord) -> String {
     let reserved = if plan.reserved > Usd::ZERO {
         format!(" (+{} reserved)", plan.reserved)
     } else {
@@ -80,7 +80,7 @@ pub fn budget_text(plan: &PlanRecord) -> String {
 }
 
 /// How a task's readiness reads in a table.
-pub fn task_state_text(t: &TaskRecord) -> String {
+pub(crate) fn task_state_text(t: &TaskRecord) -> String {
     match t.status {
         Status::Pending if t.pending_deps > 0 => format!("PENDING (waits on {})", t.pending_deps),
         Status::Pending => "PENDING (ready)".to_string(),
@@ -95,7 +95,7 @@ pub fn task_state_text(t: &TaskRecord) -> String {
     }
 }
 
-pub fn render_task_table(tasks: &[TaskRecord]) -> String {
+pub(crate) fn render_task_table(tasks: &[TaskRecord]) -> String {
     let mut rows = vec![vec![
         "TASK".to_string(),
         "STATUS".into(),
@@ -123,7 +123,7 @@ pub fn render_task_table(tasks: &[TaskRecord]) -> String {
 
 /// The dependency graph drawn as a tree from the roots (tasks with no dependencies). A task with
 /// several parents is drawn in full under the first and referenced as `(↑ shown above)` after.
-pub fn render_dep_tree(tasks: &[TaskRecord]) -> String {
+pub(crate) fn render_dep_tree(tasks: &[TaskRecord]) -> String {
     let ids: HashSet<&str> = tasks.iter().map(|t| t.id.as_str()).collect();
     let status: HashMap<&str, Status> = tasks.iter().map(|t| (t.id.as_str(), t.status)).collect();
     let mut children: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
@@ -216,7 +216,7 @@ fn draw<'a>(
 }
 
 /// A one-character status mark that reads without colour.
-pub fn mark(s: Status) -> &'static str {
+pub(crate) fn mark(s: Status) -> &'static str {
     match s {
         Status::Done => "✔",
         Status::Failed => "✘",
@@ -228,7 +228,7 @@ pub fn mark(s: Status) -> &'static str {
 }
 
 /// Left-aligned columns separated by two spaces.
-pub fn table(rows: &[Vec<String>]) -> String {
+pub(crate) fn table(rows: &[Vec<String>]) -> String {
     let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
     let mut widths = vec![0usize; cols];
     for row in rows {

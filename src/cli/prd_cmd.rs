@@ -15,7 +15,7 @@ use std::collections::VecDeque;
 use std::io::{BufRead, IsTerminal};
 use std::path::{Path, PathBuf};
 
-pub async fn run(ctx: &Context, cmd: PrdCommand) -> anyhow::Result<i32> {
+pub(crate) async fn run(ctx: &Context, cmd: PrdCommand) -> anyhow::Result<i32> {
     match cmd {
         PrdCommand::New {
             idea,
@@ -80,7 +80,7 @@ fn plan_options(out: &PlanOutArgs) -> PlanOptions {
 }
 
 /// The agent for one-shot calls: `--agent` or `run.agent`, read-only, with the configured prices.
-pub fn one_shot(ctx: &Context, args: &OneShotArgs) -> anyhow::Result<OneShot> {
+pub(crate) fn one_shot(ctx: &Context, args: &OneShotArgs) -> anyhow::Result<OneShot> {
     let timeout = humantime::parse_duration(&args.agent_timeout)
         .with_context(|| format!("--agent-timeout {:?}", args.agent_timeout))?;
     one_shot_from_config(
@@ -93,7 +93,7 @@ pub fn one_shot(ctx: &Context, args: &OneShotArgs) -> anyhow::Result<OneShot> {
 
 /// The read-only agent `agent` (default `run.agent`) of `cfg` (see
 /// [`crate::engine::configure::read_only_agent`]).
-pub fn one_shot_from_config(
+pub(crate) fn one_shot_from_config(
     cfg: &crate::config::Config,
     repo_root: &Path,
     agent: Option<&str>,
@@ -401,7 +401,7 @@ async fn read_terminal_line() -> anyhow::Result<Option<String>> {
 }
 
 /// `whilly plan challenge`: the agent's critique of a plan file or an imported plan, on stdout.
-pub async fn challenge(
+pub(crate) async fn challenge(
     ctx: &Context,
     plan_file: Option<PathBuf>,
     plan_id: Option<String>,

@@ -8,7 +8,7 @@ use crate::engine::report;
 use crate::store::Store;
 use std::sync::Arc;
 
-pub async fn run(ctx: &Context, args: ReportArgs) -> anyhow::Result<i32> {
+pub(crate) async fn run(ctx: &Context, args: ReportArgs) -> anyhow::Result<i32> {
     let store = ctx.store().await?;
     let plans = store.list_plans().await?;
     let (archived, known): (Vec<_>, Vec<_>) =
@@ -46,14 +46,14 @@ pub async fn run(ctx: &Context, args: ReportArgs) -> anyhow::Result<i32> {
 }
 
 /// The newest event id now: a run's report covers what comes after it.
-pub async fn run_start(store: &Arc<dyn Store>) -> Option<i64> {
+pub(crate) async fn run_start(store: &Arc<dyn Store>) -> Option<i64> {
     store.newest_event_id().await.ok()
 }
 
 /// At the end of a run: the report of what it did, under `.whilly/reports/`; says where on
 /// stderr (stdout's last line belongs to the headless `complete` line). A report that cannot be
 /// written never changes how the run ended.
-pub async fn write_run_report(
+pub(crate) async fn write_run_report(
     ctx: &Context,
     store: &Arc<dyn Store>,
     plan_id: &str,

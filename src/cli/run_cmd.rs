@@ -20,7 +20,10 @@ use std::time::Duration;
 
 /// Imports the plan file if given, resumes if asked, builds agents and the executor.
 /// `Err(code)` when the plan file was refused (the problems are already printed).
-pub async fn prepare_run(ctx: &Context, args: &RunArgs) -> anyhow::Result<Result<RunSetup, i32>> {
+pub(crate) async fn prepare_run(
+    ctx: &Context,
+    args: &RunArgs,
+) -> anyhow::Result<Result<RunSetup, i32>> {
     let store = patiently("opening the queue", || ctx.store()).await?;
     let plan_id = match resolve_plan(ctx, &store, args).await? {
         Ok(id) => id,
@@ -34,7 +37,7 @@ pub async fn prepare_run(ctx: &Context, args: &RunArgs) -> anyhow::Result<Result
 /// The plan a run works on (see [`super::plan_choice`]): the file imported (`Err(code)` when
 /// refused, problems printed), or the imported plan named (its budget updated), or the only plan
 /// imported; with `--resume`, tasks held by dead local processes are released first.
-pub async fn resolve_plan(
+pub(crate) async fn resolve_plan(
     ctx: &Context,
     store: &Arc<dyn Store>,
     args: &RunArgs,
@@ -83,7 +86,7 @@ pub async fn resolve_plan(
 }
 
 /// Everything else a run needs once its plan is known (see [`setup::prepare`]).
-pub async fn prepare_run_in(
+pub(crate) async fn prepare_run_in(
     ctx: &Context,
     args: &RunArgs,
     store: Arc<dyn Store>,
@@ -126,7 +129,7 @@ fn run_request<'a>(
     })
 }
 
-pub async fn run(ctx: &Context, args: RunArgs) -> anyhow::Result<i32> {
+pub(crate) async fn run(ctx: &Context, args: RunArgs) -> anyhow::Result<i32> {
     let RunSetup {
         store,
         plan_id,
@@ -189,11 +192,11 @@ pub async fn run(ctx: &Context, args: RunArgs) -> anyhow::Result<i32> {
 }
 
 /// `--headless`, or `[run] headless = true` in the configuration.
-pub fn headless(ctx: &Context, args: &RunArgs) -> bool {
+pub(crate) fn headless(ctx: &Context, args: &RunArgs) -> bool {
     args.headless || ctx.config().is_ok_and(|c| c.run.headless)
 }
 
-pub async fn worker(ctx: &Context, args: WorkerArgs) -> anyhow::Result<i32> {
+pub(crate) async fn worker(ctx: &Context, args: WorkerArgs) -> anyhow::Result<i32> {
     let cfg = ctx.config()?;
     let _http = match &args.http {
         Some(addr) => Some(super::serve_cmd::beside(ctx, addr).await?),
@@ -400,7 +403,7 @@ where
 
 /// Lines on stderr for the operator about work that is not what a DONE promises: done but not
 /// landed (what to do about it), and done without the agent changing anything.
-pub fn report_unfinished(summary: &crate::engine::RunSummary) {
+pub(crate) fn report_unfinished(summary: &crate::engine::RunSummary) {
     for u in &summary.unlanded {
         errln!(
             "whilly: {} did not land ({}; files: {}; branch {}): {}",

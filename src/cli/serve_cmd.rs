@@ -6,7 +6,7 @@ use super::exit;
 use crate::http::{HttpError, HttpOptions, Server, start};
 use std::time::Duration;
 
-pub async fn run(ctx: &Context, addr: Option<&str>) -> anyhow::Result<i32> {
+pub(crate) async fn run(ctx: &Context, addr: Option<&str>) -> anyhow::Result<i32> {
     let server = match bind(ctx, addr, async {
         let _ = tokio::signal::ctrl_c().await;
     })
@@ -31,7 +31,7 @@ pub async fn run(ctx: &Context, addr: Option<&str>) -> anyhow::Result<i32> {
 }
 
 /// `--http ADDR` of run, tui and worker: the server lives as long as the value.
-pub async fn beside(ctx: &Context, addr: &str) -> anyhow::Result<Server> {
+pub(crate) async fn beside(ctx: &Context, addr: &str) -> anyhow::Result<Server> {
     let server = bind(ctx, Some(addr), std::future::pending()).await??;
     errln!("serving http://{} ({})", server.addr, what(&server));
     tracing::info!("serving http://{}", server.addr);

@@ -5,7 +5,7 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::watch;
 
 /// Installs the handlers and returns the channel the engine watches.
-pub fn shutdown_channel() -> watch::Receiver<StopLevel> {
+pub(crate) fn shutdown_channel() -> watch::Receiver<StopLevel> {
     let (tx, rx) = watch::channel(StopLevel::Run);
     tokio::spawn(async move {
         let mut term = match signal(SignalKind::terminate()) {

@@ -13,7 +13,7 @@ use std::io::Write;
 
 /// `whilly run`: the console on a terminal (`tui::terminal::available`) unless `--headless`;
 /// headless otherwise. With `--http`, the HTTP surface beside it for the run's length.
-pub async fn run_interactive(ctx: &Context, args: RunArgs) -> anyhow::Result<i32> {
+pub(crate) async fn run_interactive(ctx: &Context, args: RunArgs) -> anyhow::Result<i32> {
     let _http = match &args.http {
         Some(addr) => Some(super::serve_cmd::beside(ctx, addr).await?),
         None => None,
@@ -21,7 +21,7 @@ pub async fn run_interactive(ctx: &Context, args: RunArgs) -> anyhow::Result<i32
     run(ctx, args).await
 }
 
-pub async fn run(ctx: &Context, args: RunArgs) -> anyhow::Result<i32> {
+pub(crate) async fn run(ctx: &Context, args: RunArgs) -> anyhow::Result<i32> {
     if run_cmd::headless(ctx, &args) || !crate::tui::terminal::available() {
         return run_cmd::run(ctx, args).await;
     }

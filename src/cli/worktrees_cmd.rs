@@ -9,7 +9,7 @@ use crate::engine::configure::workspace_config;
 use crate::workspace::{PruneSelection, Workspaces, WorktreeInfo};
 use std::collections::HashSet;
 
-pub async fn run(ctx: &Context, cmd: WorktreesCommand) -> anyhow::Result<i32> {
+pub(crate) async fn run(ctx: &Context, cmd: WorktreesCommand) -> anyhow::Result<i32> {
     let cfg = ctx.config()?;
     let ws = Workspaces::new(&ctx.repo_root, workspace_config(&cfg))
         .map_err(|e| EnvironmentError(e.to_string()))?;

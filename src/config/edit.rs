@@ -8,7 +8,11 @@ use toml_edit::{DocumentMut, Item, Table};
 
 /// Returns `text` with `path` set to `value`. Comments and formatting elsewhere are untouched;
 /// a value that is replaced keeps its trailing comment.
-pub fn set_value(text: &str, path: &[String], value: &toml::Value) -> Result<String, String> {
+pub(crate) fn set_value(
+    text: &str,
+    path: &[String],
+    value: &toml::Value,
+) -> Result<String, String> {
     let mut doc: DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| {
         format!(
             "the file is not valid TOML, fix it first: {}",
@@ -81,7 +85,7 @@ fn table_exists(doc: &DocumentMut, path: &[String]) -> bool {
 
 /// Writes `contents` to `path` through a temporary file in the same directory, calls `check` on
 /// the temporary file, and only then renames it over `path`. A failed check leaves `path` as it was.
-pub fn write_atomic(
+pub(crate) fn write_atomic(
     path: &Path,
     contents: &str,
     check: impl FnOnce(&Path) -> Result<(), ConfigError>,

@@ -86,7 +86,7 @@ impl ParsedFile {
 
 /// Parses `text` (the contents of `path`) as a config file and checks it against the typed
 /// config, so an unknown key or a wrong type is reported with this file, the key and the line.
-pub fn parse_config_file(path: &Path, text: String) -> Result<ParsedFile, Problem> {
+pub(super) fn parse_config_file(path: &Path, text: String) -> Result<ParsedFile, Problem> {
     let at = |offset: usize| {
         let (line, col) = line_col(&text, offset);
         Origin::File {

@@ -3,7 +3,7 @@
 //! every value recorded and secrets kept as references (`env:`, `keyring:`, `file:`) or redacted
 //! literals.
 
-pub mod edit;
+pub(crate) mod edit;
 mod error;
 mod load;
 mod locate;

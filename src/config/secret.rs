@@ -265,7 +265,7 @@ pub fn keyring_delete(service: &str, user: &str) -> Result<(), ConfigError> {
 }
 
 /// Turns a keyring failure into an error that says what to do next.
-pub fn keyring_error(err: keyring::Error, service: &str, user: &str) -> ConfigError {
+pub(super) fn keyring_error(err: keyring::Error, service: &str, user: &str) -> ConfigError {
     match err {
         keyring::Error::PlatformFailure(why) | keyring::Error::NoStorageAccess(why) => {
             ConfigError::KeyringUnavailable {

@@ -6,7 +6,7 @@ use super::VerificationCommand;
 
 /// A test step, as whilly will treat it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum StepKind {
+pub(crate) enum StepKind {
     /// Runs in the worktree as a required check; the text is the command (a `$ ` prompt or
     /// surrounding backticks taken off).
     Command(String),
@@ -125,7 +125,7 @@ const STOPWORDS: &[&str] = &[
 /// Classifies one step by its shape. `is_program(name)`: whether `name` is an executable on
 /// PATH; it only ever makes a step a command, never prose: a step that reads as a command line
 /// whose program is missing stays a command (and fails its check, see [`missing_programs`]).
-pub fn classify_step(step: &str, is_program: impl Fn(&str) -> bool) -> StepKind {
+pub(crate) fn classify_step(step: &str, is_program: impl Fn(&str) -> bool) -> StepKind {
     let text = strip_decoration(step);
     if text.is_empty() {
         return StepKind::Prose;
@@ -235,7 +235,7 @@ fn looks_like_a_command_line(first: &str, rest: &[&str]) -> bool {
 /// `&&`/`||`/`;`/`|` list, past `VAR=value` assignments, that is no builtin, no path (a script
 /// the task may write) and no expansion. A check whose program is missing cannot pass: it is
 /// reported before any agent runs, and run anyway it fails (`sh` exits 127).
-pub fn missing_programs(command: &str, is_program: impl Fn(&str) -> bool) -> Vec<String> {
+pub(crate) fn missing_programs(command: &str, is_program: impl Fn(&str) -> bool) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     let mut at_start = true;
     for word in command.split_whitespace() {
@@ -312,7 +312,7 @@ fn reads_like_a_sentence(text: &str, words: &[&str]) -> bool {
 
 /// The checks a task's test steps add, named `test_steps[i]`, required, with `repair_max_attempts`
 /// repair rounds; and the steps that stay prose, with their index.
-pub fn step_checks(
+pub(crate) fn step_checks(
     steps: &[String],
     repair_max_attempts: u32,
     is_program: impl Fn(&str) -> bool,
@@ -335,7 +335,7 @@ pub fn step_checks(
 
 /// The changed `files` that no key file covers (a key file names a file, or a directory and
 /// everything under it). Key files are advisory: this is what the agent wrote beyond them.
-pub fn outside_key_files(files: &[String], key_files: &[String]) -> Vec<String> {
+pub(crate) fn outside_key_files(files: &[String], key_files: &[String]) -> Vec<String> {
     use super::graph::normalize_key_file;
     let keys: Vec<String> = key_files
         .iter()
@@ -359,7 +359,7 @@ pub fn outside_key_files(files: &[String], key_files: &[String]) -> Vec<String> 
 
 /// What a repository says about itself, read by the caller.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RepoFiles {
+pub(crate) struct RepoFiles {
     pub cargo_toml: bool,
     /// `pyproject.toml`'s text, if there is one.
     pub pyproject: Option<String>,
@@ -374,14 +374,14 @@ pub struct RepoFiles {
 /// One check the repository's profile proposes; `program` is what must be on PATH for it to
 /// run (a missing one fails the check: the repository has checks, this machine cannot run them).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ProfileCheck {
+pub(crate) struct ProfileCheck {
     pub name: String,
     pub command: String,
     pub program: String,
 }
 
 /// The repository's own checks, in the order they should run.
-pub fn profile_checks(files: &RepoFiles) -> Vec<ProfileCheck> {
+pub(crate) fn profile_checks(files: &RepoFiles) -> Vec<ProfileCheck> {
     let mut out = Vec::new();
     let mut add = |name: &str, command: &str, program: &str| {
         out.push(ProfileCheck {

@@ -7,7 +7,7 @@ use super::{PlanSpec, TaskSpec};
 use std::collections::BTreeMap;
 
 /// The agent a task names: its own, else its plan's, else `default`.
-pub fn agent_of(task: &TaskSpec, plan: &PlanSpec, default: &str) -> String {
+pub(crate) fn agent_of(task: &TaskSpec, plan: &PlanSpec, default: &str) -> String {
     task.agent
         .clone()
         .or_else(|| plan.agent.clone())
@@ -15,7 +15,7 @@ pub fn agent_of(task: &TaskSpec, plan: &PlanSpec, default: &str) -> String {
 }
 
 /// The plan's `fallback_agents`: agents its tasks may run on when their own is blocked.
-pub fn fallback_agents(plan: &PlanSpec) -> Vec<String> {
+pub(crate) fn fallback_agents(plan: &PlanSpec) -> Vec<String> {
     plan.extra
         .get("fallback_agents")
         .map(fallbacks_from_json)
@@ -23,7 +23,7 @@ pub fn fallback_agents(plan: &PlanSpec) -> Vec<String> {
 }
 
 /// The string items of a `fallback_agents` value (anything else names no agent).
-pub fn fallbacks_from_json(v: &serde_json::Value) -> Vec<String> {
+pub(crate) fn fallbacks_from_json(v: &serde_json::Value) -> Vec<String> {
     v.as_array()
         .map(|a| {
             a.iter()
@@ -35,7 +35,7 @@ pub fn fallbacks_from_json(v: &serde_json::Value) -> Vec<String> {
 
 /// The agent a claimed task runs on: its own unless blocked, else the first fallback that is
 /// not (its own when none is free: the claim only hands out tasks one of them can take).
-pub fn choose_agent(own: &str, fallbacks: &[String], blocked: &[String]) -> String {
+pub(crate) fn choose_agent(own: &str, fallbacks: &[String], blocked: &[String]) -> String {
     if !blocked.iter().any(|b| b == own) {
         return own.to_string();
     }
@@ -48,7 +48,7 @@ pub fn choose_agent(own: &str, fallbacks: &[String], blocked: &[String]) -> Stri
 
 /// `blocked` plus every agent running as many tasks as its limit allows (`running`: live
 /// leases per agent across the queue, as the claim counted them), sorted, each once.
-pub fn with_full_agents(
+pub(crate) fn with_full_agents(
     blocked: &[String],
     running: &[(String, i64)],
     limits: &BTreeMap<String, i64>,

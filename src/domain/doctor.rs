@@ -8,14 +8,14 @@ use std::path::PathBuf;
 /// How bad a finding is. Only a `Problem` makes doctor exit 1.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Severity {
+pub(crate) enum Severity {
     Ok,
     Warn,
     Problem,
 }
 
 impl Severity {
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             Severity::Ok => "ok",
             Severity::Warn => "warn",
@@ -26,7 +26,7 @@ impl Severity {
 
 /// One thing doctor looked at and what it found.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Finding {
+pub(crate) struct Finding {
     /// The group of checks (`database`, `agents`, `tokens`, `keyring`, `plans`, `worktrees`,
     /// `leases`, `workers`, `files`, `disk`).
     pub check: &'static str,
@@ -44,7 +44,7 @@ pub struct Finding {
 }
 
 impl Finding {
-    pub fn ok(check: &'static str, what: impl Into<String>) -> Finding {
+    pub(crate) fn ok(check: &'static str, what: impl Into<String>) -> Finding {
         Finding {
             check,
             severity: Severity::Ok,
@@ -55,7 +55,7 @@ impl Finding {
         }
     }
 
-    pub fn warn(
+    pub(crate) fn warn(
         check: &'static str,
         what: impl Into<String>,
         why: impl Into<String>,
@@ -69,7 +69,7 @@ impl Finding {
         }
     }
 
-    pub fn problem(
+    pub(crate) fn problem(
         check: &'static str,
         what: impl Into<String>,
         why: impl Into<String>,
@@ -81,7 +81,7 @@ impl Finding {
         }
     }
 
-    pub fn fixable(mut self, fix: Fix) -> Finding {
+    pub(crate) fn fixable(mut self, fix: Fix) -> Finding {
         self.fixable = Some(fix);
         self
     }
@@ -90,7 +90,7 @@ impl Finding {
 /// A fix doctor applies itself with `--fix`: only what cannot lose work.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Fix {
+pub(crate) enum Fix {
     /// Directories to 0700 and files to 0600.
     NarrowPermissions {
         dirs: Vec<PathBuf>,
@@ -116,7 +116,7 @@ pub enum Fix {
 }
 
 /// Doctor's exit code: 1 when a problem is left, 0 otherwise (warnings allowed).
-pub fn exit_code(findings: &[Finding]) -> i32 {
+pub(crate) fn exit_code(findings: &[Finding]) -> i32 {
     if findings.iter().any(|f| f.severity == Severity::Problem) {
         1
     } else {
@@ -125,7 +125,7 @@ pub fn exit_code(findings: &[Finding]) -> i32 {
 }
 
 /// The fixes to apply, in the order the findings came, each once.
-pub fn fixes(findings: &[Finding]) -> Vec<Fix> {
+pub(crate) fn fixes(findings: &[Finding]) -> Vec<Fix> {
     let mut out: Vec<Fix> = Vec::new();
     for f in findings {
         if let Some(fix) = &f.fixable
@@ -139,7 +139,7 @@ pub fn fixes(findings: &[Finding]) -> Vec<Fix> {
 
 /// A size in bytes from `20G`, `500M`, `1.5T`, `64K`, `1024` (binary units; an optional `B`,
 /// `iB`, any case). What `[worktrees] max_disk` takes.
-pub fn parse_size(text: &str) -> Result<u64, String> {
+pub(crate) fn parse_size(text: &str) -> Result<u64, String> {
     let t = text.trim();
     let bad = || format!("expected a size like 20G, 500M or 1.5T, got {text:?}");
     let split = t
@@ -168,7 +168,7 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
 }
 
 /// `1.5 GiB`, `512 B`: sizes as doctor and `worktrees list` print them.
-pub fn human_size(bytes: u64) -> String {
+pub(crate) fn human_size(bytes: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
     let mut v = bytes as f64;
     let mut i = 0;

@@ -5,30 +5,22 @@
 //! reports them); a duplicated id is one node, its first occurrence, so every function stays
 //! total on broken plans (the TRIZ report runs on plans that failed validation).
 
-use super::model::{Priority, TaskSpec};
+use super::model::TaskSpec;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt;
 
 /// What the scheduler needs to know about a task, so the store's rows can use these helpers too.
-pub trait Schedulable {
+pub(crate) trait Schedulable {
     fn task_id(&self) -> &str;
-    fn task_priority(&self) -> Priority;
     fn task_dependencies(&self) -> &[String];
-    fn task_key_files(&self) -> &[String];
 }
 
 impl Schedulable for TaskSpec {
     fn task_id(&self) -> &str {
         &self.id
     }
-    fn task_priority(&self) -> Priority {
-        self.priority
-    }
     fn task_dependencies(&self) -> &[String] {
         &self.dependencies
-    }
-    fn task_key_files(&self) -> &[String] {
-        &self.key_files
     }
 }
 
@@ -36,30 +28,24 @@ impl<T: Schedulable + ?Sized> Schedulable for &T {
     fn task_id(&self) -> &str {
         (**self).task_id()
     }
-    fn task_priority(&self) -> Priority {
-        (**self).task_priority()
-    }
     fn task_dependencies(&self) -> &[String] {
         (**self).task_dependencies()
-    }
-    fn task_key_files(&self) -> &[String] {
-        (**self).task_key_files()
     }
 }
 
 /// One dependency cycle, closed: the first id is repeated at the end (`[A, B, A]`, `[A, A]`).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Cycle {
+pub(crate) struct Cycle {
     pub path: Vec<String>,
 }
 
 impl Cycle {
     /// The distinct tasks on the cycle, in path order.
-    pub fn members(&self) -> &[String] {
+    pub(crate) fn members(&self) -> &[String] {
         &self.path[..self.path.len().saturating_sub(1)]
     }
 
-    pub fn is_self_loop(&self) -> bool {
+    pub(crate) fn is_self_loop(&self) -> bool {
         self.path.len() == 2
     }
 }
@@ -72,18 +58,18 @@ impl fmt::Display for Cycle {
 
 /// At most this many cycles are reported: past that a plan is broken beyond what a longer list
 /// would help with, and pathological graphs must not make the check slow.
-pub const MAX_REPORTED_CYCLES: usize = 1000;
+pub(crate) const MAX_REPORTED_CYCLES: usize = 1000;
 
 /// The graph, indexed: node `i` is the first task with id `ids[i]`.
 #[derive(Debug, Clone)]
-pub struct DepGraph<'a> {
+pub(crate) struct DepGraph<'a> {
     ids: Vec<&'a str>,
     /// Known dependencies of each node, without repeats, in node (file) order.
     deps: Vec<Vec<usize>>,
 }
 
 impl<'a> DepGraph<'a> {
-    pub fn new<T: Schedulable>(tasks: &'a [T]) -> DepGraph<'a> {
+    pub(crate) fn new<T: Schedulable>(tasks: &'a [T]) -> DepGraph<'a> {
         let mut index: HashMap<&'a str, usize> = HashMap::with_capacity(tasks.len());
         let mut ids = Vec::with_capacity(tasks.len());
         let mut owners = Vec::with_capacity(tasks.len());
@@ -113,17 +99,9 @@ impl<'a> DepGraph<'a> {
         DepGraph { ids, deps }
     }
 
-    pub fn len(&self) -> usize {
-        self.ids.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.ids.is_empty()
-    }
-
     /// Strongly connected components (Tarjan, iterative so a 10,000-task chain cannot overflow
     /// the stack). Each component's nodes are returned in ascending node order.
-    pub fn components(&self) -> Vec<Vec<usize>> {
+    pub(crate) fn components(&self) -> Vec<Vec<usize>> {
         let n = self.ids.len();
         const UNSEEN: usize = usize::MAX;
         let mut index = vec![UNSEEN; n];
@@ -183,7 +161,7 @@ impl<'a> DepGraph<'a> {
     /// Every cycle, each with a concrete path: self-loops, and for each larger strongly connected
     /// component the shortest cycle through its first uncovered task, until each of its tasks is
     /// on some reported cycle. Ordered by the file position of the cycle's first task.
-    pub fn cycles(&self) -> Vec<Cycle> {
+    pub(crate) fn cycles(&self) -> Vec<Cycle> {
         let mut found: Vec<(usize, Cycle)> = Vec::new();
         for comp in self.components() {
             for &v in &comp {
@@ -257,7 +235,7 @@ impl<'a> DepGraph<'a> {
 /// `.` components and trailing `/` dropped, `..` taken back lexically (`src//a.rs`,
 /// `src/./a.rs` and `lib/../src/a.rs` are all `src/a.rs`). A path that climbs out of the
 /// repository keeps its leading `..` (the plan check refuses it, see [`key_file_problem`]).
-pub fn normalize_key_file(path: &str) -> String {
+pub(crate) fn normalize_key_file(path: &str) -> String {
     let mut parts: Vec<&str> = Vec::new();
     for part in path.trim().split('/') {
         match part {
@@ -272,7 +250,7 @@ pub fn normalize_key_file(path: &str) -> String {
 }
 
 /// Why a key file cannot name a place in the repository: absolute, or climbing out of it.
-pub fn key_file_problem(path: &str) -> Option<&'static str> {
+pub(crate) fn key_file_problem(path: &str) -> Option<&'static str> {
     let t = path.trim();
     if t.starts_with('/')
         || t.starts_with('\\')
@@ -292,7 +270,7 @@ pub fn key_file_problem(path: &str) -> Option<&'static str> {
 /// The directories above a claim key (`scope\tsrc/a/b.rs` → `scope\tsrc`, `scope\tsrc/a`): a
 /// claimer locks them with the key itself, so two claims of a directory and a file in it, made
 /// at the same moment, cannot both pass.
-pub fn claim_key_ancestors(key: &str) -> Vec<String> {
+pub(crate) fn claim_key_ancestors(key: &str) -> Vec<String> {
     let (scope, path) = key.split_once('\t').unwrap_or(("", key));
     path.match_indices('/')
         .map(|(i, _)| format!("{scope}\t{}", &path[..i]))
@@ -304,7 +282,7 @@ pub fn claim_key_ancestors(key: &str) -> Vec<String> {
 /// so two plans run from the same checkout keep apart on `src/main.rs`; a queue shared by many
 /// repositories only over-serialises identical paths, never lets two writers meet. Sorted and
 /// deduplicated, so stores can lock them in one order.
-pub fn claim_keys(task: &crate::domain::TaskSpec) -> Vec<String> {
+pub(crate) fn claim_keys(task: &crate::domain::TaskSpec) -> Vec<String> {
     let scope = task.repo_target_id.as_deref().unwrap_or("");
     let mut keys: Vec<String> = task
         .key_files
@@ -321,6 +299,7 @@ pub fn claim_keys(task: &crate::domain::TaskSpec) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::Priority;
 
     fn t(id: &str, prio: Priority, deps: &[&str], keys: &[&str]) -> TaskSpec {
         TaskSpec {

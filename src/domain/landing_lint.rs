@@ -59,7 +59,7 @@ pub struct LandingLimits {
 
 /// The problems of one changed file of `size` bytes whose content is `bytes` (read only when
 /// the size allows; `None` when it was not read).
-pub fn judge_file(
+pub(crate) fn judge_file(
     path: &str,
     size: u64,
     bytes: Option<&[u8]>,

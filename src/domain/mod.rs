@@ -1,22 +1,22 @@
 //! Pure domain logic: no IO, no async. Everything here is tested directly.
 
-pub mod checks;
-pub mod dispatch;
-pub mod doctor;
-pub mod graph;
-pub mod ids;
-pub mod landing_lint;
-pub mod model;
-pub mod money;
-pub mod payload_caps;
+pub(crate) mod checks;
+pub(crate) mod dispatch;
+pub(crate) mod doctor;
+pub(crate) mod graph;
+pub(crate) mod ids;
+pub(crate) mod landing_lint;
+pub(crate) mod model;
+pub(crate) mod money;
+pub(crate) mod payload_caps;
 pub mod rate_limit;
-pub mod reap;
-pub mod resources;
-pub mod retry;
-pub mod sandbox_report;
+pub(crate) mod reap;
+pub(crate) mod resources;
+pub(crate) mod retry;
+pub(crate) mod sandbox_report;
 pub mod secrets;
-pub mod split;
-pub mod status;
+pub(crate) mod split;
+pub(crate) mod status;
 
 pub use ids::{IdError, safe_id, validate_id};
 pub use model::{PlanFormat, PlanSpec, Priority, RepoTarget, TaskSpec, VerificationCommand};

@@ -5,20 +5,20 @@
 use serde_json::Value;
 
 /// The most items a list in a payload keeps; the rest are counted in `<key>_omitted`.
-pub const MAX_ITEMS: usize = 200;
+pub(crate) const MAX_ITEMS: usize = 200;
 /// The most bytes a text in a payload keeps.
-pub const MAX_TEXT: usize = 64 * 1024;
+pub(crate) const MAX_TEXT: usize = 64 * 1024;
 
 /// Redacts secrets ([`super::secrets::redact_json`]) and applies the caps, in place: the one
 /// step every event payload passes before it is written.
-pub fn prepare(v: &mut Value) {
+pub(crate) fn prepare(v: &mut Value) {
     super::secrets::redact_json(v);
     cap(v);
 }
 
 /// Cuts lists to [`MAX_ITEMS`] (an object member gains `<key>_omitted` with the count; a list
 /// inside a list ends in a note) and texts to [`MAX_TEXT`] bytes (ending in a note).
-pub fn cap(v: &mut Value) {
+pub(crate) fn cap(v: &mut Value) {
     match v {
         Value::String(s) => cap_text(s),
         Value::Array(items) => {

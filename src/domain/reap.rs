@@ -10,13 +10,13 @@ use super::{Action, Status};
 
 /// Why the reaper took the task back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Why {
+pub(crate) enum Why {
     DeadlinePassed,
     LeaseExpired,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ReapDecision {
+pub(crate) struct ReapDecision {
     pub to: Status,
     pub action: Action,
     pub why: Why,
@@ -25,20 +25,20 @@ pub struct ReapDecision {
 }
 
 /// How many lost leases a task may have before it fails: three times its attempts.
-pub fn lost_lease_limit(max_attempts: i64) -> i64 {
+pub(crate) fn lost_lease_limit(max_attempts: i64) -> i64 {
     max_attempts.max(1).saturating_mul(3)
 }
 
 /// Whether a spawn the system refused for lack of resources ends the task: such refusals do
 /// not count as attempts, and have the lost-lease limit of their own. `refused_before`: the
 /// task's earlier refusals.
-pub fn resource_refusal_ends(refused_before: i64, max_attempts: i64) -> bool {
+pub(crate) fn resource_refusal_ends(refused_before: i64, max_attempts: i64) -> bool {
     refused_before + 1 >= lost_lease_limit(max_attempts)
 }
 
 /// `attempts`: counted so far, the reaped one included; `leases_lost_before`: the task's
 /// earlier `task.lease_expired`.
-pub fn reap_decision(
+pub(crate) fn reap_decision(
     past_deadline: bool,
     attempts: i64,
     max_attempts: i64,

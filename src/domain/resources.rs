@@ -14,15 +14,15 @@ const TEXTS: [&str; 5] = [
     "out of memory",
 ];
 
-pub fn is_resource_errno(errno: i32) -> bool {
+pub(crate) fn is_resource_errno(errno: i32) -> bool {
     ERRNOS.contains(&errno)
 }
 
-pub fn is_resource_text(text: &str) -> bool {
+pub(crate) fn is_resource_text(text: &str) -> bool {
     TEXTS.iter().any(|t| text.contains(t))
 }
 
-pub fn is_resource_io(e: &std::io::Error) -> bool {
+pub(crate) fn is_resource_io(e: &std::io::Error) -> bool {
     e.raw_os_error().is_some_and(is_resource_errno)
 }
 

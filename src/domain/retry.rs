@@ -23,7 +23,7 @@ pub fn backoff(retry: u32, schedule: &[u64]) -> Duration {
 
 /// [`backoff`] after a task's `attempts` so far (the store's count, which includes the attempt
 /// that just failed): a negative count is treated as none, a huge one as the schedule's end.
-pub fn backoff_after(attempts: i64, schedule: &[u64]) -> Duration {
+pub(crate) fn backoff_after(attempts: i64, schedule: &[u64]) -> Duration {
     backoff(u32::try_from(attempts.max(0)).unwrap_or(u32::MAX), schedule)
 }
 

@@ -3,7 +3,7 @@
 
 /// `path` as the agent meant it from `dir`: absolute as it is, relative joined to `dir`, with
 /// `.` and `..` taken lexically (the path may not exist).
-pub fn resolve(dir: &std::path::Path, path: &str) -> std::path::PathBuf {
+pub(crate) fn resolve(dir: &std::path::Path, path: &str) -> std::path::PathBuf {
     use std::path::{Component, PathBuf};
     let joined = dir.join(path);
     let mut out = PathBuf::new();
@@ -21,7 +21,7 @@ pub fn resolve(dir: &std::path::Path, path: &str) -> std::path::PathBuf {
 
 /// The paths named on lines that report a refused write (absolute, or relative with a `/`),
 /// in order, each once.
-pub fn refused_paths(output: &str) -> Vec<String> {
+pub(crate) fn refused_paths(output: &str) -> Vec<String> {
     const DENIED: &[&str] = &[
         "permission denied",
         "read-only file system",

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 const CARDS_FRESH: Duration = Duration::from_secs(300);
 
 #[derive(Debug, thiserror::Error)]
-pub enum BoardError {
+pub(crate) enum BoardError {
     #[error("no project board is configured: set [github.project] owner and number")]
     NotConfigured,
     #[error("{0}")]
@@ -33,7 +33,7 @@ pub enum BoardError {
 
 /// Where one task's card is and where it belongs.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CardState {
+pub(crate) struct CardState {
     pub task_id: String,
     pub issue: String,
     /// The card's id; `None`: the issue is not on the board.
@@ -47,7 +47,7 @@ pub struct CardState {
 }
 
 impl CardState {
-    pub fn drifted(&self) -> bool {
+    pub(crate) fn drifted(&self) -> bool {
         self.card.is_none()
             || !self
                 .column
@@ -58,7 +58,7 @@ impl CardState {
 
 /// What a sync did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct SyncReport {
+pub(crate) struct SyncReport {
     pub added: Vec<String>,
     /// (issue, from, to).
     pub moved: Vec<(String, Option<String>, String)>,
@@ -68,7 +68,7 @@ pub struct SyncReport {
     pub redacted: usize,
 }
 
-pub struct BoardSync {
+pub(crate) struct BoardSync {
     client: GitHub,
     cfg: ProjectConfig,
     store: Arc<dyn Store>,
@@ -80,7 +80,7 @@ pub struct BoardSync {
 }
 
 impl BoardSync {
-    pub fn new(
+    pub(crate) fn new(
         client: GitHub,
         cfg: ProjectConfig,
         store: Arc<dyn Store>,
@@ -100,7 +100,7 @@ impl BoardSync {
     }
 
     /// The board (read once).
-    pub async fn board(&mut self) -> Result<Board, BoardError> {
+    pub(crate) async fn board(&mut self) -> Result<Board, BoardError> {
         if let Some(b) = &self.board {
             return Ok(b.clone());
         }
@@ -144,7 +144,7 @@ impl BoardSync {
     /// Adds the columns the mapping uses that the board lacks; every card is put back in its
     /// column after (GitHub clears them all when the columns change): what was added and how
     /// many cards were put back.
-    pub async fn ensure(&mut self) -> Result<ColumnsAdded, BoardError> {
+    pub(crate) async fn ensure(&mut self) -> Result<ColumnsAdded, BoardError> {
         let board = self.board().await?;
         let missing: Vec<String> = columns_used(&self.cfg.columns)
             .into_iter()
@@ -166,7 +166,7 @@ impl BoardSync {
     }
 
     /// Each task from an issue in `plan_id`: its card and its column, read fresh from GitHub.
-    pub async fn status(&mut self, plan_id: &str) -> Result<Vec<CardState>, BoardError> {
+    pub(crate) async fn status(&mut self, plan_id: &str) -> Result<Vec<CardState>, BoardError> {
         self.read_cards().await?;
         self.states(plan_id, true).await
     }
@@ -223,7 +223,11 @@ impl BoardSync {
     }
 
     /// Puts every task's card in its column; `fresh`: read the cards from GitHub first.
-    pub async fn sync(&mut self, plan_id: &str, fresh: bool) -> Result<SyncReport, BoardError> {
+    pub(crate) async fn sync(
+        &mut self,
+        plan_id: &str,
+        fresh: bool,
+    ) -> Result<SyncReport, BoardError> {
         let stale = self.cards_read.is_none_or(|at| at.elapsed() > CARDS_FRESH);
         if fresh || stale {
             self.read_cards().await?;

@@ -14,7 +14,7 @@ pub enum BudgetState {
 }
 
 /// `spent` against `limit`; the warning threshold is 80 %.
-pub fn budget_state(limit: Option<Usd>, spent: Usd) -> BudgetState {
+pub(crate) fn budget_state(limit: Option<Usd>, spent: Usd) -> BudgetState {
     match limit {
         None => BudgetState::Ok,
         Some(limit) if spent >= limit => BudgetState::Exhausted,
@@ -26,7 +26,7 @@ pub fn budget_state(limit: Option<Usd>, spent: Usd) -> BudgetState {
 }
 
 /// Whether one running attempt has gone over its own task budget.
-pub fn task_over_budget(task_limit: Option<Usd>, spent_so_far: Usd) -> bool {
+pub(crate) fn task_over_budget(task_limit: Option<Usd>, spent_so_far: Usd) -> bool {
     matches!(task_limit, Some(limit) if spent_so_far >= limit)
 }
 

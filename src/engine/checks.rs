@@ -9,7 +9,7 @@ use std::path::Path;
 
 /// Which of the optional sources run (`[verification]` in the config).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CheckPolicy {
+pub(crate) struct CheckPolicy {
     /// Test steps that are shell commands run as required checks.
     pub test_steps: bool,
     /// The repository's own checks run when the plan has no verification commands.
@@ -27,7 +27,7 @@ impl Default for CheckPolicy {
 
 /// A task's checks, and what was left out and why.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct TaskChecks {
+pub(crate) struct TaskChecks {
     pub checks: Vec<VerificationCommand>,
     /// Test steps that stay prose (prompt only), with their index.
     pub prose_steps: Vec<(usize, String)>,
@@ -38,7 +38,7 @@ pub struct TaskChecks {
 
 /// A check and the programs it runs that this machine does not have.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MissingProgram {
+pub(crate) struct MissingProgram {
     /// The check's name: `test_steps[0]`, `profile: pytest`, or a verification command's name.
     pub check: String,
     pub command: String,
@@ -47,18 +47,18 @@ pub struct MissingProgram {
 
 impl MissingProgram {
     /// A repository's own check (`profile: pytest`), not one the plan wrote.
-    pub fn is_profile(&self) -> bool {
+    pub(crate) fn is_profile(&self) -> bool {
         self.check.starts_with("profile: ")
     }
 }
 
 /// Whether `name` is an executable on this process's PATH.
-pub fn on_path(name: &str) -> bool {
+pub(crate) fn on_path(name: &str) -> bool {
     crate::agent::binary::resolve_binary(name, "").is_ok()
 }
 
 /// What the repository in `dir` says about itself.
-pub fn read_repo_files(dir: &Path) -> RepoFiles {
+pub(crate) fn read_repo_files(dir: &Path) -> RepoFiles {
     // The worktree is the agent's: a FIFO or a link to a device in place of package.json
     // must not hang or fill the engine (one that is not a small regular file says nothing).
     let text = |name: &str| {
@@ -79,7 +79,7 @@ pub fn read_repo_files(dir: &Path) -> RepoFiles {
 
 /// The plan-level verification commands plus the task's own (`verification_commands` in the
 /// task), as written.
-pub fn declared_checks(task: &TaskSpec, plan: &PlanSpec) -> Vec<VerificationCommand> {
+pub(crate) fn declared_checks(task: &TaskSpec, plan: &PlanSpec) -> Vec<VerificationCommand> {
     let mut out = plan.verification_commands.clone();
     if let Some(v) = task.extra.get("verification_commands")
         && let Ok(extra) = serde_json::from_value::<Vec<VerificationCommand>>(v.clone())
@@ -90,7 +90,7 @@ pub fn declared_checks(task: &TaskSpec, plan: &PlanSpec) -> Vec<VerificationComm
 }
 
 /// Every check of `task`, run in `dir` (its worktree, or the repository for `plan check`).
-pub fn task_checks(
+pub(crate) fn task_checks(
     task: &TaskSpec,
     plan: &PlanSpec,
     dir: &Path,
@@ -149,7 +149,7 @@ pub fn task_checks(
 }
 
 /// Every check of every task in `tasks` that cannot pass on this machine, by task id.
-pub fn plan_missing_programs<'a>(
+pub(crate) fn plan_missing_programs<'a>(
     tasks: impl IntoIterator<Item = &'a TaskSpec>,
     plan: &PlanSpec,
     dir: &Path,
@@ -166,7 +166,7 @@ pub fn plan_missing_programs<'a>(
 
 /// The lines an operator reads about missing programs: one per program, with its tasks and
 /// the fix.
-pub fn describe_missing(missing: &[(String, MissingProgram)]) -> Vec<String> {
+pub(crate) fn describe_missing(missing: &[(String, MissingProgram)]) -> Vec<String> {
     // Per program: where it is needed, and whether only profile checks need it.
     let mut by_program: std::collections::BTreeMap<&str, (Vec<String>, bool)> = Default::default();
     for (task, m) in missing {
@@ -192,7 +192,7 @@ pub fn describe_missing(missing: &[(String, MissingProgram)]) -> Vec<String> {
 }
 
 /// What the operator can do about a missing program, in one line.
-pub fn remedy(program: &str, profile_only: bool) -> String {
+pub(crate) fn remedy(program: &str, profile_only: bool) -> String {
     if profile_only {
         format!(
             "install {program} or put it on PATH, give the plan verification_commands of its own, or set [verification] profile = \"off\""

@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 /// The settings of agent `name` from `[agents.<name>]` (`handoff` is built in: a human).
-pub fn agent_settings(cfg: &Config, name: &str) -> Result<AgentSettings, SetupError> {
+pub(crate) fn agent_settings(cfg: &Config, name: &str) -> Result<AgentSettings, SetupError> {
     if name == "handoff" {
         return Ok(AgentSettings::new(BackendKind::Handoff));
     }
@@ -51,7 +51,7 @@ pub fn agent_settings(cfg: &Config, name: &str) -> Result<AgentSettings, SetupEr
 }
 
 /// Why agent `name` cannot be built here, or `None` when it can.
-pub fn unavailable(cfg: &Config, name: &str) -> Option<String> {
+pub(crate) fn unavailable(cfg: &Config, name: &str) -> Option<String> {
     match agent_settings(cfg, name) {
         Ok(settings) => agent::build_runner(&settings).err().map(|e| e.to_string()),
         Err(e) => Some(e.to_string()),
@@ -59,7 +59,7 @@ pub fn unavailable(cfg: &Config, name: &str) -> Option<String> {
 }
 
 /// Builds every named agent now, so a missing binary stops the run before any claim (exit 2).
-pub fn build_agents(
+pub(crate) fn build_agents(
     cfg: &Config,
     names: &BTreeSet<String>,
 ) -> Result<BTreeMap<String, Runner>, SetupError> {
@@ -75,7 +75,7 @@ pub fn build_agents(
     Ok(out)
 }
 
-pub fn price_table(cfg: &Config) -> PriceTable {
+pub(crate) fn price_table(cfg: &Config) -> PriceTable {
     let mut t = PriceTable::new();
     for (model, p) in &cfg.prices {
         t.insert(
@@ -91,7 +91,7 @@ pub fn price_table(cfg: &Config) -> PriceTable {
     t
 }
 
-pub fn workspace_config(cfg: &Config) -> WorkspaceConfig {
+pub(crate) fn workspace_config(cfg: &Config) -> WorkspaceConfig {
     WorkspaceConfig {
         base_dir: Some(cfg.worktrees.dir.clone()),
         include: cfg.worktrees.include.clone(),
@@ -114,7 +114,7 @@ pub fn workspace_config(cfg: &Config) -> WorkspaceConfig {
 
 /// The sandbox for the calls that only read and answer (the PRD wizard, challenge, decompose,
 /// TRIZ): under `[sandbox] mode = "enforce"`, no write to the repository at all.
-pub fn read_only_sandbox(
+pub(crate) fn read_only_sandbox(
     cfg: &Config,
     repo_root: &std::path::Path,
 ) -> Option<crate::sandbox::SandboxSettings> {
@@ -129,7 +129,7 @@ pub fn read_only_sandbox(
 /// its prompt files under `<repo_root>/.whilly/prd/`, the configured prices, under the
 /// read-only sandbox when `[sandbox]` enforces. The one builder for the CLI and the console. A
 /// missing or unstartable binary is an environment problem.
-pub fn read_only_agent(
+pub(crate) fn read_only_agent(
     cfg: &Config,
     repo_root: &std::path::Path,
     agent: Option<&str>,
@@ -152,7 +152,7 @@ pub fn read_only_agent(
 }
 
 /// How `merge` delivery lands: `[delivery] merge`, else the older `worktrees.merge`.
-pub fn merge_mode(cfg: &Config) -> MergeMode {
+pub(crate) fn merge_mode(cfg: &Config) -> MergeMode {
     match cfg.delivery.merge.unwrap_or(cfg.worktrees.merge) {
         config::MergeMode::Ff => MergeMode::Ff,
         config::MergeMode::CherryPick => MergeMode::CherryPick,
@@ -161,7 +161,7 @@ pub fn merge_mode(cfg: &Config) -> MergeMode {
 }
 
 /// `[delivery]` as the engine runs it; `token` authenticates pushes over HTTPS.
-pub fn remote_delivery(cfg: &Config, token: Option<String>) -> RemoteDelivery {
+pub(crate) fn remote_delivery(cfg: &Config, token: Option<String>) -> RemoteDelivery {
     RemoteDelivery {
         mode: cfg.delivery.mode.map(|m| match m {
             config::DeliveryMode::Merge => DeliveryKind::Merge,
@@ -174,18 +174,18 @@ pub fn remote_delivery(cfg: &Config, token: Option<String>) -> RemoteDelivery {
 }
 
 /// What `whilly` says when a GitHub command finds no token anywhere.
-pub const NO_GITHUB_TOKEN: &str = "no GitHub token was found: set WHILLY_GITHUB_TOKEN, or [github] token in whilly.toml (e.g. \"keyring:whilly/github.token\" after `whilly config set github.token VALUE --secret`), or log in with `gh auth login`";
+pub(crate) const NO_GITHUB_TOKEN: &str = "no GitHub token was found: set WHILLY_GITHUB_TOKEN, or [github] token in whilly.toml (e.g. \"keyring:whilly/github.token\" after `whilly config set github.token VALUE --secret`), or log in with `gh auth login`";
 
 /// A GitHub client with the token it uses (also for pushes over HTTPS).
 #[derive(Clone)]
-pub struct GitHubAccess {
+pub(crate) struct GitHubAccess {
     pub client: GitHub,
     pub token: String,
 }
 
 /// The GitHub client `[github]` describes, with the token found by the documented chain;
 /// `None` when there is no token anywhere.
-pub fn github_client(cfg: &Config) -> Result<Option<GitHubAccess>, SetupError> {
+pub(crate) fn github_client(cfg: &Config) -> Result<Option<GitHubAccess>, SetupError> {
     let Some((token, source)) = github_token(cfg)? else {
         return Ok(None);
     };
@@ -205,7 +205,7 @@ pub fn github_client(cfg: &Config) -> Result<Option<GitHubAccess>, SetupError> {
 }
 
 /// The GitHub token the documented chain finds, and where it came from (`config show` says).
-pub fn github_token(
+pub(crate) fn github_token(
     cfg: &Config,
 ) -> Result<Option<(crate::config::SecretString, token::TokenSource)>, SetupError> {
     let configured = match &cfg.github.token {
@@ -222,7 +222,7 @@ pub fn github_token(
 }
 
 /// The publisher of pull requests, labels and status comments on GitHub.
-pub fn github_publisher(
+pub(crate) fn github_publisher(
     cfg: &Config,
     access: GitHubAccess,
     store: std::sync::Arc<dyn crate::store::Store>,
@@ -245,7 +245,7 @@ pub fn github_publisher(
 }
 
 /// The variables verification commands see: the allow-list, taken from this environment.
-pub fn verification_env(cfg: &Config) -> Vec<(String, String)> {
+pub(crate) fn verification_env(cfg: &Config) -> Vec<(String, String)> {
     cfg.verification
         .env_allowlist
         .iter()
@@ -254,7 +254,7 @@ pub fn verification_env(cfg: &Config) -> Vec<(String, String)> {
 }
 
 /// `[verification]`'s say over test steps and the repository's own checks.
-pub fn check_policy(cfg: &Config) -> super::checks::CheckPolicy {
+pub(crate) fn check_policy(cfg: &Config) -> super::checks::CheckPolicy {
     super::checks::CheckPolicy {
         test_steps: cfg.verification.test_steps,
         profile: cfg.verification.profile == config::ProfileMode::Auto,
@@ -263,7 +263,7 @@ pub fn check_policy(cfg: &Config) -> super::checks::CheckPolicy {
 
 /// The Jira client `[jira]` describes (`None` when no site is configured). The token is
 /// `[jira] token` (or `WHILLY_JIRA_TOKEN`), else the keyring's `whilly/jira.token`.
-pub fn jira_client(cfg: &Config) -> Result<Option<crate::forge::jira::Jira>, SetupError> {
+pub(crate) fn jira_client(cfg: &Config) -> Result<Option<crate::forge::jira::Jira>, SetupError> {
     let j = &cfg.jira;
     let Some(url) = j.url.as_deref().filter(|u| !u.trim().is_empty()) else {
         return Ok(None);

@@ -8,13 +8,13 @@ use serde_json::json;
 
 /// Who decided.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Source {
+pub(crate) enum Source {
     Console,
     Cli,
 }
 
 impl Source {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Source::Console => "console",
             Source::Cli => "cli",
@@ -24,7 +24,7 @@ impl Source {
 
 /// Records one decision. `verb`: `approve`, `reject`, `send_back`, `block`, `human_loop`;
 /// `waited_as`: what the task was waiting as (a handoff, HUMAN_LOOP, BLOCKED).
-pub async fn record(
+pub(crate) async fn record(
     store: &dyn Store,
     plan_id: &str,
     task_id: &str,

@@ -9,18 +9,18 @@ use crate::workspace::Delivery;
 use serde_json::{Value, json};
 
 /// The key of an approval's payload that names the epoch whose landing it records.
-pub const LANDED_EPOCH: &str = "landed_epoch";
+pub(crate) const LANDED_EPOCH: &str = "landed_epoch";
 
 /// The reason a task waits with when its work could not land.
-pub const READY_TO_MERGE: &str = "ready_to_merge";
+pub(crate) const READY_TO_MERGE: &str = "ready_to_merge";
 
 /// Whether the task waits for the operator to merge its work.
-pub fn waits_to_merge(t: &TaskRecord) -> bool {
+pub(crate) fn waits_to_merge(t: &TaskRecord) -> bool {
     t.status == Status::HumanLoop && t.reason.as_deref() == Some(READY_TO_MERGE)
 }
 
 /// Whether a delivery means the work did not land and the task must wait for the operator.
-pub fn did_not_land(d: &Delivery) -> bool {
+pub(crate) fn did_not_land(d: &Delivery) -> bool {
     matches!(
         d,
         Delivery::BaseDirty { .. }
@@ -32,7 +32,7 @@ pub fn did_not_land(d: &Delivery) -> bool {
 
 /// Why the work did not land and what to do, for the task's detail, the inbox and the run's
 /// last lines.
-pub fn unlanded_detail(task_id: &str, d: &Delivery) -> String {
+pub(crate) fn unlanded_detail(task_id: &str, d: &Delivery) -> String {
     let next = format!(
         "then merge it (m in the console's inbox, or `whilly merge {task_id}`), or send the task back"
     );
@@ -73,7 +73,7 @@ pub fn unlanded_detail(task_id: &str, d: &Delivery) -> String {
 }
 
 /// A delivery as the `delivery` field of a `task.done` (or a park) says it.
-pub fn delivery_json(d: &Delivery) -> Value {
+pub(crate) fn delivery_json(d: &Delivery) -> Value {
     match d {
         Delivery::FastForwarded {
             base_branch,

@@ -29,7 +29,7 @@ pub struct DispatchConfig {
 
 /// The backends paused by rate limits, as the audit trail says.
 #[derive(Debug, Default)]
-pub struct Pauses {
+pub(crate) struct Pauses {
     by_agent: HashMap<String, PauseNote>,
     /// Events up to this id have been read.
     cursor: Option<i64>,
@@ -38,7 +38,7 @@ pub struct Pauses {
 
 impl Pauses {
     /// Records a pause (the later one wins for an agent paused twice).
-    pub fn note(&mut self, note: PauseNote) {
+    pub(crate) fn note(&mut self, note: PauseNote) {
         match self.by_agent.get(&note.agent) {
             Some(old) if old.until >= note.until => {}
             _ => {
@@ -48,14 +48,14 @@ impl Pauses {
     }
 
     /// The pauses still running at `now`.
-    pub fn active(&self, now: DateTime<Utc>) -> Vec<&PauseNote> {
+    pub(crate) fn active(&self, now: DateTime<Utc>) -> Vec<&PauseNote> {
         let mut v: Vec<&PauseNote> = self.by_agent.values().filter(|p| p.until > now).collect();
         v.sort_by(|a, b| a.agent.cmp(&b.agent));
         v
     }
 
     /// When the next running pause ends.
-    pub fn next_end(&self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    pub(crate) fn next_end(&self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
         self.active(now).iter().map(|p| p.until).min()
     }
 
@@ -73,7 +73,7 @@ impl Pauses {
     /// Reads the pauses recorded since the last look (all recent ones the first time), at most
     /// every [`REFRESH_EVERY`]. The cursor follows the newest event of any kind, so later looks
     /// read only the events written since.
-    pub async fn refresh(&mut self, store: &dyn Store) -> StoreResult<()> {
+    pub(crate) async fn refresh(&mut self, store: &dyn Store) -> StoreResult<()> {
         if self.next_refresh.is_some_and(|at| Instant::now() < at) {
             return Ok(());
         }
@@ -104,7 +104,7 @@ impl Pauses {
 
 /// The agents no task may start on now because a rate limit paused them. Agents running their
 /// `max_parallel` are added by the claim itself, which counts the queue's live leases.
-pub fn paused_agents(pauses: &Pauses, now: DateTime<Utc>) -> Vec<String> {
+pub(crate) fn paused_agents(pauses: &Pauses, now: DateTime<Utc>) -> Vec<String> {
     pauses
         .active(now)
         .into_iter()
@@ -113,7 +113,7 @@ pub fn paused_agents(pauses: &Pauses, now: DateTime<Utc>) -> Vec<String> {
 }
 
 /// `[agents.<name>] max_parallel` as the claim takes it.
-pub fn agent_limits(cfg: &DispatchConfig) -> BTreeMap<String, i64> {
+pub(crate) fn agent_limits(cfg: &DispatchConfig) -> BTreeMap<String, i64> {
     cfg.max_parallel
         .iter()
         .map(|(a, n)| (a.clone(), i64::try_from(*n).unwrap_or(i64::MAX)))

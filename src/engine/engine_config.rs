@@ -77,7 +77,7 @@ pub struct FollowerSetup {
     pub make: MakeFollower,
 }
 
-pub type MakeFollower =
+pub(super) type MakeFollower =
     Arc<dyn Fn(Arc<dyn Store>) -> Result<Box<dyn PlanSync>, String> + Send + Sync>;
 
 impl std::fmt::Debug for FollowerSetup {

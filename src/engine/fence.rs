@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::runtime::Handle;
 
-pub struct StoreFence {
+pub(crate) struct StoreFence {
     store: Arc<dyn Store>,
     lease: Lease,
     /// What a heartbeat extends the lease by (the engine's lease length).
@@ -28,7 +28,7 @@ pub struct StoreFence {
 
 impl StoreFence {
     /// Must be made on the runtime (it keeps its handle) and used off it.
-    pub fn new(
+    pub(crate) fn new(
         store: Arc<dyn Store>,
         lease: Lease,
         extend: Duration,
@@ -108,12 +108,12 @@ fn recorded(
     }))
 }
 
-pub use super::delivery::LANDED_EPOCH;
+pub(crate) use super::delivery::LANDED_EPOCH;
 
 /// The fence for landing a task parked as ready to merge: no lease is held, so "still ours"
 /// means the task still waits to be merged, as the attempt at `epoch` left it (nobody sent it
 /// back, approved or ran it meanwhile).
-pub struct ParkedFence {
+pub(crate) struct ParkedFence {
     store: Arc<dyn Store>,
     plan_id: String,
     task_id: String,
@@ -127,7 +127,7 @@ pub struct ParkedFence {
 
 impl ParkedFence {
     /// The fence for a task parked with `reason` (`not_published`: pushed by `forge --compose`).
-    pub fn waiting_as(
+    pub(crate) fn waiting_as(
         store: Arc<dyn Store>,
         plan: &crate::store::PlanRecord,
         task: &crate::store::TaskRecord,
@@ -140,7 +140,7 @@ impl ParkedFence {
     }
 
     /// Must be made on the runtime (it keeps its handle) and used off it.
-    pub fn new(
+    pub(crate) fn new(
         store: Arc<dyn Store>,
         plan: &crate::store::PlanRecord,
         task: &crate::store::TaskRecord,

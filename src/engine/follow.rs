@@ -43,7 +43,7 @@ impl PlanSync for Box<dyn PlanSync> {
 }
 
 /// A [`PlanSync`] following the events in the background.
-pub struct Follower {
+pub(crate) struct Follower {
     stop: watch::Sender<bool>,
     handle: JoinHandle<()>,
     name: &'static str,
@@ -52,7 +52,7 @@ pub struct Follower {
 impl Follower {
     /// Follows the events of `plan` (every plan when `None`) from now on, and syncs `plan`
     /// once at the start.
-    pub fn spawn<S: PlanSync>(sync: S, plan: Option<String>) -> Follower {
+    pub(crate) fn spawn<S: PlanSync>(sync: S, plan: Option<String>) -> Follower {
         let (stop, stop_rx) = watch::channel(false);
         let name = sync.name();
         let handle = tokio::spawn(follow(sync, plan, stop_rx));
@@ -60,7 +60,7 @@ impl Follower {
     }
 
     /// One last sync of what changed, then stops (waiting at most a minute).
-    pub async fn finish(self) {
+    pub(crate) async fn finish(self) {
         let _ = self.stop.send(true);
         let mut handle = self.handle;
         if tokio::time::timeout(FINAL_SYNC, &mut handle).await.is_err() {

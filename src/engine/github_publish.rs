@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 /// What the publisher was configured with.
 #[derive(Debug, Clone)]
-pub struct GitHubPublishing {
+pub(crate) struct GitHubPublishing {
     /// Open pull requests as drafts.
     pub draft: bool,
     /// Mark the draft ready when every required check passed.
@@ -30,14 +30,18 @@ pub struct GitHubPublishing {
     pub label_failed: String,
 }
 
-pub struct GitHubPublisher {
+pub(crate) struct GitHubPublisher {
     client: GitHub,
     store: Arc<dyn Store>,
     cfg: GitHubPublishing,
 }
 
 impl GitHubPublisher {
-    pub fn new(client: GitHub, store: Arc<dyn Store>, cfg: GitHubPublishing) -> GitHubPublisher {
+    pub(crate) fn new(
+        client: GitHub,
+        store: Arc<dyn Store>,
+        cfg: GitHubPublishing,
+    ) -> GitHubPublisher {
         GitHubPublisher { client, store, cfg }
     }
 

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 /// How a handoff ended.
 #[derive(Debug, Clone, PartialEq)]
-pub enum HandoffEnd {
+pub(crate) enum HandoffEnd {
     /// Someone answered; the handoff directory is gone.
     Answered(HandoffResult),
     /// Nobody answered within the handoff timeout (or the task's deadline, when sooner).
@@ -26,7 +26,7 @@ pub enum HandoffEnd {
 }
 
 /// One handoff's settings and the queue its notices go to.
-pub struct HandoffRunner<'a> {
+pub(crate) struct HandoffRunner<'a> {
     pub dir: &'a HandoffDir,
     /// How long a human has to answer.
     pub timeout: Duration,
@@ -38,7 +38,7 @@ pub struct HandoffRunner<'a> {
 impl HandoffRunner<'_> {
     /// Hands the task over: clears what an earlier attempt of it left, writes `prompt.md` and
     /// `meta.json`; returns the handoff directory.
-    pub fn start(&self, meta: &HandoffMeta, prompt: &str) -> Result<PathBuf, HandoffError> {
+    pub(crate) fn start(&self, meta: &HandoffMeta, prompt: &str) -> Result<PathBuf, HandoffError> {
         // `start` also sets aside a stale `result.json`, so a directory that cannot be removed
         // here still cannot answer this attempt: worth a line in the log, not the attempt.
         if let Err(e) = self.dir.remove(&meta.plan_id, &meta.task_id) {
@@ -50,7 +50,7 @@ impl HandoffRunner<'_> {
     /// Waits for the answer in `dir` (from [`HandoffRunner::start`]), until the handoff timeout
     /// or `deadline_at`, whichever is sooner, or until the attempt is told to stop. `epoch` is
     /// the attempt's lease epoch, for the malformed-result events.
-    pub async fn wait(
+    pub(crate) async fn wait(
         &self,
         dir: &Path,
         meta: &HandoffMeta,

@@ -43,7 +43,7 @@ pub struct InboxItem {
 /// The items, in task order. `waiting_handoff` says whether a leased task is a handoff that
 /// waits for its human (what counts as waiting depends on what the caller can see: a console
 /// its sessions and the handoff directory, a server the task's agent).
-pub fn inbox_items(
+pub(crate) fn inbox_items(
     tasks: &[TaskRecord],
     events: &[Event],
     waiting_handoff: impl Fn(&TaskRecord) -> bool,
@@ -73,7 +73,7 @@ pub fn inbox_items(
 }
 
 /// The event types [`inbox_items`] reads its notes from.
-pub const NOTE_EVENTS: [&str; 2] = [et::TASK_HUMAN_LOOP, et::TASK_BLOCKED];
+pub(crate) const NOTE_EVENTS: [&str; 2] = [et::TASK_HUMAN_LOOP, et::TASK_BLOCKED];
 
 /// The task's reason plus the message of the event that parked it.
 fn park_note(task: &TaskRecord, events: &[Event]) -> String {

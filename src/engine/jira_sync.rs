@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-pub struct JiraSync {
+pub(crate) struct JiraSync {
     client: Jira,
     cfg: JiraConfig,
     store: Arc<dyn Store>,
@@ -31,7 +31,7 @@ pub struct JiraSync {
 
 /// The statuses to pass through from `now` to `target`: the lifecycle's steps between them
 /// when both are on it (To Do → In Progress → In Review → Done), else just the target.
-pub fn lifecycle_steps(c: &JiraConfig, now: &str, target: &str) -> Vec<String> {
+pub(crate) fn lifecycle_steps(c: &JiraConfig, now: &str, target: &str) -> Vec<String> {
     let s = &c.statuses;
     let life = [&s.todo, &s.in_progress, &s.in_review, &s.done];
     let pos = |x: &str| life.iter().position(|l| l.eq_ignore_ascii_case(x));
@@ -42,7 +42,7 @@ pub fn lifecycle_steps(c: &JiraConfig, now: &str, target: &str) -> Vec<String> {
 }
 
 /// The Jira status a task's state maps to; `None`: leave the issue as it is.
-pub fn status_for<'c>(
+pub(crate) fn status_for<'c>(
     t: &TaskRecord,
     paused: bool,
     pull: Option<PrState>,
@@ -70,7 +70,7 @@ pub fn status_for<'c>(
 }
 
 impl JiraSync {
-    pub fn new(client: Jira, cfg: JiraConfig, store: Arc<dyn Store>) -> JiraSync {
+    pub(crate) fn new(client: Jira, cfg: JiraConfig, store: Arc<dyn Store>) -> JiraSync {
         JiraSync {
             client,
             cfg,
@@ -86,7 +86,10 @@ impl JiraSync {
     }
 
     /// Brings every Jira task of the plan in step; returns what failed.
-    pub async fn sync(&mut self, plan_id: &str) -> Result<Vec<String>, crate::store::StoreError> {
+    pub(crate) async fn sync(
+        &mut self,
+        plan_id: &str,
+    ) -> Result<Vec<String>, crate::store::StoreError> {
         let plan = self.store.get_plan(plan_id).await?;
         let tasks = self.store.list_tasks(plan_id).await?;
         if !tasks.iter().any(|t| source_of(&t.spec).is_some()) {

@@ -12,12 +12,12 @@ use crate::workspace::{Delivery, MergeMode, WorkspaceError, Workspaces};
 use serde_json::{Value, json};
 use std::sync::Arc;
 
-pub use super::delivery::{READY_TO_MERGE, did_not_land, unlanded_detail, waits_to_merge};
+pub(crate) use super::delivery::{READY_TO_MERGE, did_not_land, unlanded_detail, waits_to_merge};
 
-pub use super::outcome::Unlanded;
+pub(crate) use super::outcome::Unlanded;
 
 /// The parked task's delivery, read from the newest event that parked it.
-pub fn unlanded_of(task: &TaskRecord, events: &[Event]) -> Option<Unlanded> {
+pub(crate) fn unlanded_of(task: &TaskRecord, events: &[Event]) -> Option<Unlanded> {
     if !waits_to_merge(task) {
         return None;
     }
@@ -50,7 +50,7 @@ pub fn unlanded_of(task: &TaskRecord, events: &[Event]) -> Option<Unlanded> {
 }
 
 #[derive(Debug, thiserror::Error)]
-pub enum LandError {
+pub(crate) enum LandError {
     #[error("{task} is not waiting to be merged (it is {status}{})", reason.as_deref().map(|r| format!(", {r}")).unwrap_or_default())]
     NotWaiting {
         task: String,
@@ -70,16 +70,15 @@ pub enum LandError {
 
 /// What a merge did: the task is DONE, its work on the base branch.
 #[derive(Debug, Clone)]
-pub struct Merged {
+pub(crate) struct Merged {
     pub task: TaskRecord,
-    pub delivery: Delivery,
     /// One line for a status bar or a terminal.
     pub text: String,
 }
 
 /// Lands the parked task's work and approves it (DONE), recording the operator's decision
 /// first. The base must be clean where the task's files are, and the replay must apply.
-pub async fn merge_parked(
+pub(crate) async fn merge_parked(
     store: &Arc<dyn Store>,
     workspaces: &Arc<Workspaces>,
     plan_id: &str,
@@ -159,9 +158,5 @@ pub async fn merge_parked(
         LANDED_EPOCH: task.epoch,
     });
     let task = store.approve_task(plan_id, task_id, payload).await?;
-    Ok(Merged {
-        task,
-        delivery,
-        text,
-    })
+    Ok(Merged { task, text })
 }

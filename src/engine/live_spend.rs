@@ -38,7 +38,7 @@ impl Spend {
 /// The pane's view of a stream-json agent, metering its spend on the way: each complete line is
 /// priced (running total reported to the attempt control, for the budget checks) and rendered.
 /// Runs on the PTY reader thread.
-pub struct MeteredView {
+pub(crate) struct MeteredView {
     view: Box<dyn LineFilter>,
     spend: Option<Spend>,
     /// Where the CLI also writes its usage, until the output names the session.
@@ -48,7 +48,7 @@ pub struct MeteredView {
 
 impl MeteredView {
     /// `base` is the attempt's spend before this round.
-    pub fn new(
+    pub(crate) fn new(
         view: Box<dyn LineFilter>,
         meter: Option<UsageMeter>,
         log: Option<SessionLog>,
@@ -131,7 +131,7 @@ fn follow(log: &SessionLog, id: &str, spend: &Spend, stop: &AtomicBool) {
 /// the agent can write: it is opened only when it is a regular file (a FIFO there cannot hang
 /// the follower, a link to a device cannot feed it forever), read at most [`TAIL_CHUNK`] at a
 /// time, and a line longer than [`TAIL_LINE_MAX`] is dropped, not kept growing.
-pub struct Tail {
+pub(crate) struct Tail {
     file: File,
     offset: u64,
     partial: Vec<u8>,
@@ -143,7 +143,7 @@ const TAIL_CHUNK: u64 = 1024 * 1024;
 const TAIL_LINE_MAX: usize = 1024 * 1024;
 
 impl Tail {
-    pub fn open(path: &Path) -> Option<Tail> {
+    pub(crate) fn open(path: &Path) -> Option<Tail> {
         use std::os::unix::fs::OpenOptionsExt;
         let file = std::fs::OpenOptions::new()
             .read(true)
@@ -162,7 +162,7 @@ impl Tail {
     }
 
     /// The lines completed since the last call (a line still being written waits).
-    pub fn read_lines(&mut self) -> Vec<String> {
+    pub(crate) fn read_lines(&mut self) -> Vec<String> {
         let mut buf = Vec::new();
         let read = self
             .file

@@ -13,10 +13,10 @@ const FIRST_BACKOFF: Duration = Duration::from_millis(100);
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
 
 /// How long the store may keep failing before the engine gives up, by default.
-pub const DEFAULT_OUTAGE_LIMIT: Duration = Duration::from_secs(300);
+pub(crate) const DEFAULT_OUTAGE_LIMIT: Duration = Duration::from_secs(300);
 
 #[derive(Debug)]
-pub struct Outage {
+pub(crate) struct Outage {
     limit: Duration,
     backend: &'static str,
     location: String,
@@ -30,7 +30,7 @@ pub struct Outage {
 }
 
 impl Outage {
-    pub fn new(limit: Duration, info: &StoreInfo) -> Outage {
+    pub(crate) fn new(limit: Duration, info: &StoreInfo) -> Outage {
         Outage {
             limit,
             backend: info.backend,
@@ -44,7 +44,7 @@ impl Outage {
     }
 
     /// The store answered.
-    pub fn ok(&mut self) {
+    pub(crate) fn ok(&mut self) {
         self.last_ok = Instant::now();
         if let Some(since) = self.since.take() {
             tracing::warn!(
@@ -61,7 +61,7 @@ impl Outage {
     /// Takes a store error from `what`. A transient one is logged and absorbed (`Ok`: try again
     /// after [`Outage::next_try`]; [`Outage::exceeded`] tells when to stop trying); any other
     /// error is an answer and comes back as `Err`.
-    pub fn absorb(&mut self, what: &str, e: StoreError) -> Result<(), StoreError> {
+    pub(crate) fn absorb(&mut self, what: &str, e: StoreError) -> Result<(), StoreError> {
         if !e.is_transient() {
             return Err(e);
         }
@@ -80,26 +80,26 @@ impl Outage {
     }
 
     /// True while the last failure's backoff runs: store calls that can wait should.
-    pub fn waiting(&self) -> bool {
+    pub(crate) fn waiting(&self) -> bool {
         self.since.is_some() && Instant::now() < self.next_try
     }
 
-    pub fn in_outage(&self) -> bool {
+    pub(crate) fn in_outage(&self) -> bool {
         self.since.is_some()
     }
 
     /// When the store may be tried again (now when it answers).
-    pub fn next_try(&self) -> Instant {
+    pub(crate) fn next_try(&self) -> Instant {
         self.next_try
     }
 
     /// True once the outage has lasted longer than the limit.
-    pub fn exceeded(&self) -> bool {
+    pub(crate) fn exceeded(&self) -> bool {
         self.since.is_some_and(|s| s.elapsed() >= self.limit)
     }
 
     /// The error that ends the engine.
-    pub fn gave_up(&self) -> StoreError {
+    pub(crate) fn gave_up(&self) -> StoreError {
         StoreError::Outage {
             backend: self.backend,
             location: self.location.clone(),
@@ -112,7 +112,7 @@ impl Outage {
 /// Tries `f` up to `tries` times while it fails with a transient store error, waiting the
 /// backoff in between (about 3 s for 6 tries): for the calls in the middle of an attempt, where
 /// one dropped connection must not cost the attempt its work.
-pub async fn retry_transient<T, F, Fut>(tries: u32, mut f: F) -> Result<T, StoreError>
+pub(crate) async fn retry_transient<T, F, Fut>(tries: u32, mut f: F) -> Result<T, StoreError>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T, StoreError>>,
@@ -132,7 +132,7 @@ where
 
 /// Exponential backoff with jitter: `jitter` in [0, 1) spreads the wait over [½, 1] of the
 /// step so that workers cut off together do not come back together.
-pub fn backoff(failures: u32, jitter: f64) -> Duration {
+pub(crate) fn backoff(failures: u32, jitter: f64) -> Duration {
     let step = FIRST_BACKOFF
         .saturating_mul(1u32 << failures.saturating_sub(1).min(10))
         .min(MAX_BACKOFF);

@@ -1,8 +1,8 @@
 //! This process on the queue's worker list while it works: registered, heartbeating, removed
 //! when it stops (the workers view of every console sharing the queue shows it).
 
+use super::engine_config::EngineConfig;
 use super::setup::host_name;
-use super::worker::EngineConfig;
 use crate::store::{Store, StoreResult, WorkerRecord};
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,21 +15,24 @@ const MAX_BEAT: Duration = Duration::from_secs(30);
 /// age column; leases have heartbeats of their own in the engine loop. A quarter of the
 /// threshold leaves three missed beats of margin, capped at [`MAX_BEAT`]; never more often
 /// than the lease heartbeat, as before.
-pub fn beat_every(cfg: &EngineConfig) -> Duration {
+pub(crate) fn beat_every(cfg: &EngineConfig) -> Duration {
     if cfg.offline_after.is_zero() {
         return cfg.heartbeat.max(MAX_BEAT);
     }
     cfg.heartbeat.max((cfg.offline_after / 4).min(MAX_BEAT))
 }
 
-pub struct WorkerPresence {
+pub(crate) struct WorkerPresence {
     store: Arc<dyn Store>,
     id: String,
     beat: tokio::task::JoinHandle<()>,
 }
 
 impl WorkerPresence {
-    pub async fn start(store: Arc<dyn Store>, cfg: &EngineConfig) -> StoreResult<WorkerPresence> {
+    pub(crate) async fn start(
+        store: Arc<dyn Store>,
+        cfg: &EngineConfig,
+    ) -> StoreResult<WorkerPresence> {
         let record = WorkerRecord {
             id: cfg.worker_id.clone(),
             host: host_name(),
@@ -56,7 +59,7 @@ impl WorkerPresence {
         })
     }
 
-    pub async fn stop(self) {
+    pub(crate) async fn stop(self) {
         self.beat.abort();
         // A queue that does not answer must not hold the exit up: the row then goes offline.
         let removed =

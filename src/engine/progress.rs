@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The JSON line for one event, or `None` for events that are not task transitions.
-pub fn transition_line(e: &Event) -> Option<Value> {
+pub(crate) fn transition_line(e: &Event) -> Option<Value> {
     let to = e.to_status?;
     let mut line = json!({
         "event": "task",
@@ -44,7 +44,7 @@ pub fn transition_line(e: &Event) -> Option<Value> {
 }
 
 /// One human line: how the run ended, task counts, cost, time, exit code.
-pub fn summary_line(plan_id: &str, s: &RunSummary) -> String {
+pub(crate) fn summary_line(plan_id: &str, s: &RunSummary) -> String {
     // The phrase, not the JSON name: this line is for the person at the prompt.
     let end = s.end.describe();
     let mut line = format!(
@@ -57,7 +57,7 @@ pub fn summary_line(plan_id: &str, s: &RunSummary) -> String {
     line
 }
 
-pub fn complete_line(s: &RunSummary) -> Value {
+pub(crate) fn complete_line(s: &RunSummary) -> Value {
     json!({
         "event": "complete",
         "end": s.end,
@@ -78,7 +78,7 @@ pub fn complete_line(s: &RunSummary) -> Value {
 /// The `complete` line of a headless run that never got to run, or was ended by an error: how
 /// (`environment`, `invalid_input`, `interrupted`), the exit code and the error. A script reads
 /// the same last line whatever happened.
-pub fn failed_line(end: super::RunEnd, error: &str) -> Value {
+pub(crate) fn failed_line(end: super::RunEnd, error: &str) -> Value {
     json!({
         "event": "complete",
         "end": end,
@@ -88,7 +88,7 @@ pub fn failed_line(end: super::RunEnd, error: &str) -> Value {
 }
 
 /// Follows the plan's events until `stop` resolves, printing JSON lines to `out`.
-pub struct HeadlessPrinter {
+pub(crate) struct HeadlessPrinter {
     store: Arc<dyn Store>,
     plan_id: String,
     after_id: i64,
@@ -99,7 +99,11 @@ pub struct HeadlessPrinter {
 
 impl HeadlessPrinter {
     /// Starts after the events that already exist, so a resumed run prints only what it does.
-    pub async fn new(store: Arc<dyn Store>, plan_id: String, every: Duration) -> StoreResult<Self> {
+    pub(crate) async fn new(
+        store: Arc<dyn Store>,
+        plan_id: String,
+        every: Duration,
+    ) -> StoreResult<Self> {
         let existing = store
             .events(&EventFilter {
                 plan_id: Some(plan_id.clone()),
@@ -118,7 +122,7 @@ impl HeadlessPrinter {
     }
 
     /// Prints what happened since the last call; a progress line when it is due (or `force`).
-    pub async fn pump(&mut self, out: &mut impl Write, force: bool) -> StoreResult<()> {
+    pub(crate) async fn pump(&mut self, out: &mut impl Write, force: bool) -> StoreResult<()> {
         let events = self
             .store
             .events(&EventFilter {

@@ -15,16 +15,16 @@ use std::sync::Arc;
 
 /// The reason a task waits with when its work is committed on its branch but the push or the
 /// pull request failed.
-pub const NOT_PUBLISHED: &str = "not_published";
+pub(crate) const NOT_PUBLISHED: &str = "not_published";
 
 /// Whether a task waits for its work to be published.
-pub fn waits_to_publish(t: &TaskRecord) -> bool {
+pub(crate) fn waits_to_publish(t: &TaskRecord) -> bool {
     t.status == crate::domain::Status::HumanLoop && t.reason.as_deref() == Some(NOT_PUBLISHED)
 }
 
 /// How work leaves the worktree.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DeliveryKind {
+pub(crate) enum DeliveryKind {
     /// Into the base branch of this clone.
     Merge,
     /// Pushed as a branch.
@@ -35,7 +35,7 @@ pub enum DeliveryKind {
 
 /// Settings of remote delivery.
 #[derive(Debug, Clone)]
-pub struct RemoteDelivery {
+pub(crate) struct RemoteDelivery {
     /// `None`: merge for local plans, pull requests for plans made from GitHub issues.
     pub mode: Option<DeliveryKind>,
     pub remote: String,
@@ -54,7 +54,7 @@ impl Default for RemoteDelivery {
 
 impl RemoteDelivery {
     /// The delivery a task gets.
-    pub fn kind_for(&self, task: &TaskSpec) -> DeliveryKind {
+    pub(crate) fn kind_for(&self, task: &TaskSpec) -> DeliveryKind {
         self.mode.unwrap_or_else(|| {
             if crate::forge::intake::source_of(task).is_some() {
                 DeliveryKind::PullRequest
@@ -72,7 +72,7 @@ impl RemoteDelivery {
 
 /// What the pull request step needs.
 #[derive(Debug, Clone)]
-pub struct PublishRequest {
+pub(crate) struct PublishRequest {
     pub plan_id: String,
     pub task: TaskSpec,
     pub pushed: Pushed,
@@ -85,7 +85,7 @@ pub struct PublishRequest {
 
 /// A pull request as the forge answered.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Published {
+pub(crate) struct Published {
     pub number: u64,
     pub url: String,
     pub draft: bool,
@@ -94,14 +94,14 @@ pub struct Published {
 }
 
 impl Published {
-    pub fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         json!({"number": self.number, "url": self.url, "draft": self.draft, "created": self.created})
     }
 }
 
 /// Where a failed task's issue is told about it.
 #[derive(Debug, Clone)]
-pub struct FailureNote {
+pub(crate) struct FailureNote {
     pub plan_id: String,
     pub task: TaskSpec,
     pub reason: String,
@@ -113,7 +113,7 @@ pub struct FailureNote {
 /// The forge side of delivery: pull requests, labels and status comments. Errors are text for
 /// the task's detail; the caller keeps the work either way.
 #[async_trait]
-pub trait Publisher: Send + Sync {
+pub(crate) trait Publisher: Send + Sync {
     /// An attempt on a task from an issue started: label it in progress, say so once.
     async fn started(&self, plan_id: &str, task: &TaskSpec, worker: &str, run: &RunFacts);
     /// Opens (or updates) the pull request of a pushed branch and moves the issue to review.
@@ -123,7 +123,7 @@ pub trait Publisher: Send + Sync {
 }
 
 /// Pushes the branch, off the async runtime (git2 blocks).
-pub async fn push(
+pub(crate) async fn push(
     ws: &Arc<Workspaces>,
     delivery: &RemoteDelivery,
     branch: &str,
@@ -150,7 +150,7 @@ pub async fn push(
 }
 
 /// Run facts from an attempt's evidence, for the PR body and the status comment.
-pub fn run_facts(plan_id: &str, t: &TaskRecord, evidence: &Value, branch: &str) -> RunFacts {
+pub(crate) fn run_facts(plan_id: &str, t: &TaskRecord, evidence: &Value, branch: &str) -> RunFacts {
     let usage = &evidence["usage"];
     RunFacts {
         plan_id: plan_id.to_string(),
@@ -168,7 +168,7 @@ pub fn run_facts(plan_id: &str, t: &TaskRecord, evidence: &Value, branch: &str) 
 }
 
 #[derive(Debug, thiserror::Error)]
-pub enum ComposeError {
+pub(crate) enum ComposeError {
     #[error("{task} is not waiting to be published (it is {status}{})", reason.as_deref().map(|r| format!(", {r}")).unwrap_or_default())]
     NotWaiting {
         task: String,
@@ -191,8 +191,7 @@ pub enum ComposeError {
 
 /// What `whilly forge --compose` did.
 #[derive(Debug, Clone)]
-pub struct Composed {
-    pub task: TaskRecord,
+pub(crate) struct Composed {
     pub pushed: Pushed,
     pub pull: Option<Published>,
 }
@@ -200,7 +199,7 @@ pub struct Composed {
 /// Finishes a task that waits as [`NOT_PUBLISHED`]: pushes its branch (again: a push that
 /// reached the remote before is not repeated), opens or updates its pull request, and approves
 /// it DONE with the publication as evidence. Nothing changes when a step fails.
-pub async fn compose_parked(
+pub(crate) async fn compose_parked(
     store: &Arc<dyn crate::store::Store>,
     ws: &Arc<Workspaces>,
     delivery: &RemoteDelivery,
@@ -286,8 +285,8 @@ pub async fn compose_parked(
         "pushed": {"remote": pushed.remote, "branch": pushed.branch, "commit": pushed.commit},
         "pull_request": pull.as_ref().map(Published::to_json),
     });
-    let task = store.approve_task(plan_id, task_id, payload).await?;
-    Ok(Composed { task, pushed, pull })
+    store.approve_task(plan_id, task_id, payload).await?;
+    Ok(Composed { pushed, pull })
 }
 
 #[cfg(test)]

@@ -20,14 +20,14 @@ pub struct TaskPull {
 }
 
 /// The event types that tell of a task's pull request.
-pub const PULL_EVENTS: [&str; 3] = [
+pub(crate) const PULL_EVENTS: [&str; 3] = [
     et::GITHUB_PR_OPENED,
     et::GITHUB_PR_UPDATED,
     et::GITHUB_PR_READY,
 ];
 
 /// Folds `events` (oldest first) into `pulls`, by task id: the newest word on each wins.
-pub fn apply_events<'a>(
+pub(crate) fn apply_events<'a>(
     pulls: &mut BTreeMap<String, TaskPull>,
     events: impl IntoIterator<Item = &'a Event>,
 ) {
@@ -80,7 +80,7 @@ fn repo_of_url(url: &str) -> String {
 }
 
 /// Every pull request of the plan's tasks, from its events (only those types are read).
-pub async fn plan_pulls(
+pub(crate) async fn plan_pulls(
     store: &dyn Store,
     plan_id: &str,
 ) -> StoreResult<BTreeMap<String, TaskPull>> {
@@ -98,7 +98,10 @@ pub async fn plan_pulls(
 
 /// Asks GitHub where each open (or draft) pull request stands now; returns what could not be
 /// asked, one line per pull request. Merged and closed ones are left alone.
-pub async fn refresh(client: &GitHub, pulls: &mut BTreeMap<String, TaskPull>) -> Vec<String> {
+pub(crate) async fn refresh(
+    client: &GitHub,
+    pulls: &mut BTreeMap<String, TaskPull>,
+) -> Vec<String> {
     let mut failed = Vec::new();
     for pull in pulls.values_mut() {
         if matches!(pull.state, PrState::Merged | PrState::Closed) {
@@ -116,7 +119,7 @@ pub async fn refresh(client: &GitHub, pulls: &mut BTreeMap<String, TaskPull>) ->
 }
 
 /// How the console names a pull request's state.
-pub fn state_label(state: PrState) -> &'static str {
+pub(crate) fn state_label(state: PrState) -> &'static str {
     match state {
         PrState::Draft => "draft",
         PrState::Open => "ready",

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct RunReport {
+pub(crate) struct RunReport {
     pub plan_id: String,
     pub project: String,
     pub generated_at: DateTime<Utc>,
@@ -25,7 +25,7 @@ pub struct RunReport {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct TaskLine {
+pub(crate) struct TaskLine {
     pub id: String,
     /// The task's status now.
     pub status: Status,
@@ -44,7 +44,7 @@ pub struct TaskLine {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ChecksLine {
+pub(crate) struct ChecksLine {
     pub passed: u64,
     pub total: u64,
     /// Names of the checks that failed.
@@ -52,7 +52,7 @@ pub struct ChecksLine {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Totals {
+pub(crate) struct Totals {
     pub tasks: u64,
     pub by_status: BTreeMap<Status, u64>,
     pub attempts: u64,
@@ -91,7 +91,7 @@ const SPENDS: &[&str] = &[
 
 /// The report over `events` (the plan's, oldest first). A plan deleted and imported again
 /// under the same id continues its trail: only what follows the last `plan.deleted` counts.
-pub fn build(
+pub(crate) fn build(
     plan: &PlanRecord,
     tasks: &[TaskRecord],
     events: &[Event],
@@ -231,7 +231,7 @@ fn cell(s: &str) -> String {
     s.replace('|', "\\|").replace(['\n', '\r'], " ")
 }
 
-pub fn render_md(r: &RunReport) -> String {
+pub(crate) fn render_md(r: &RunReport) -> String {
     let mut out = format!(
         "# Run report: plan {} ({})\n\n",
         cell(&r.plan_id),
@@ -306,7 +306,7 @@ pub fn render_md(r: &RunReport) -> String {
 }
 
 /// `<state dir>/reports/<safe plan id>-<UTC timestamp>.md`, private; returns the path.
-pub fn write(state_dir: &Path, r: &RunReport) -> std::io::Result<PathBuf> {
+pub(crate) fn write(state_dir: &Path, r: &RunReport) -> std::io::Result<PathBuf> {
     let dir = state_dir.join("reports");
     crate::fsutil::private_dir(&dir)?;
     let path = dir.join(format!(
@@ -321,7 +321,7 @@ pub fn write(state_dir: &Path, r: &RunReport) -> std::io::Result<PathBuf> {
 
 /// Reads what [`build`] needs from the store: the plan, its tasks, its events after
 /// `after_event` (all of them with `None`).
-pub async fn load(
+pub(crate) async fn load(
     store: &dyn crate::store::Store,
     plan_id: &str,
     after_event: Option<i64>,

@@ -126,7 +126,7 @@ pub(super) struct Scheduler {
 }
 
 impl Scheduler {
-    pub fn new(t: Timing, now: Instant) -> Scheduler {
+    pub(super) fn new(t: Timing, now: Instant) -> Scheduler {
         Scheduler {
             next_heartbeat: now + t.heartbeat,
             next_reap: now,
@@ -148,18 +148,18 @@ impl Scheduler {
 
     /// How the run ends, once decided.
     #[cfg(test)]
-    pub fn end(&self) -> Option<RunEnd> {
+    pub(crate) fn end(&self) -> Option<RunEnd> {
         self.end
     }
 
     #[cfg(test)]
-    pub fn gave_up(&self) -> bool {
+    pub(crate) fn gave_up(&self) -> bool {
         self.fatal
     }
 
     /// The start of a turn: the operator's stop requests (`level`), the run's clock, the
     /// store's outage, and what is due.
-    pub fn tick(&mut self, now: Instant, level: StopLevel, v: &View) -> Vec<Command> {
+    pub(super) fn tick(&mut self, now: Instant, level: StopLevel, v: &View) -> Vec<Command> {
         let mut out = Vec::new();
         if level >= StopLevel::Drain && !self.stop_claiming {
             self.stop_claiming = true;
@@ -217,7 +217,7 @@ impl Scheduler {
 
     /// The reaper ran; `returned`: it gave tasks back to the queue. Answers whether marking
     /// silent workers offline is due now.
-    pub fn reaped(&mut self, now: Instant, returned: bool, outage_waiting: bool) -> bool {
+    pub(super) fn reaped(&mut self, now: Instant, returned: bool, outage_waiting: bool) -> bool {
         if returned {
             self.work_changed();
         }
@@ -234,14 +234,14 @@ impl Scheduler {
     }
 
     /// Outcomes were written: slots are free, the plan changed.
-    pub fn settled(&mut self) {
+    pub(super) fn settled(&mut self) {
         self.claim_due = true;
         self.news = true;
     }
 
     /// A run of one plan whose budget is spent: it ends; answers whether its attempts must be
     /// stopped now (the first time).
-    pub fn budget_spent(&mut self) -> bool {
+    pub(super) fn budget_spent(&mut self) -> bool {
         if self.end == Some(RunEnd::BudgetExhausted) {
             return false;
         }
@@ -251,13 +251,13 @@ impl Scheduler {
     }
 
     /// A task sent back for a retry may not be claimed again before `until`.
-    pub fn back_off(&mut self, task_pk: i64, until: Instant) {
+    pub(super) fn back_off(&mut self, task_pk: i64, until: Instant) {
         self.not_before.insert(task_pk, until);
     }
 
     /// Before the claims of a turn: backoffs that ended, a pause that ended, or the safety
     /// poll make a claim due.
-    pub fn before_claims(&mut self, now: Instant) {
+    pub(super) fn before_claims(&mut self, now: Instant) {
         let backoffs = self.not_before.len();
         self.not_before.retain(|_, nb| *nb > now);
         let pause_over = self.pause_wake.is_some_and(|at| now >= at);
@@ -271,34 +271,34 @@ impl Scheduler {
     }
 
     /// Whether to claim a task now.
-    pub fn may_claim(&self, v: &View) -> bool {
+    pub(super) fn may_claim(&self, v: &View) -> bool {
         self.claim_due && !self.stop_claiming && v.busy() < self.t.slots && !v.outage_waiting
     }
 
     /// The tasks a claim must pass over now: those backing off.
-    pub fn backing_off(&mut self, now: Instant) -> Vec<i64> {
+    pub(super) fn backing_off(&mut self, now: Instant) -> Vec<i64> {
         self.not_before.retain(|_, nb| *nb > now);
         self.not_before.keys().copied().collect()
     }
 
     /// Whether a task sent back for a retry waits for its backoff (the work is not done).
-    pub fn backs_off_any(&self) -> bool {
+    pub(super) fn backs_off_any(&self) -> bool {
         !self.not_before.is_empty()
     }
 
     /// When the earliest rate-limit pause ends (the claim is tried again then).
-    pub fn pause_ends(&mut self, at: Option<Instant>) {
+    pub(super) fn pause_ends(&mut self, at: Option<Instant>) {
         self.pause_wake = at;
     }
 
     /// The queue had nothing to claim: no claim until work may have come.
-    pub fn nothing_to_claim(&mut self, now: Instant) {
+    pub(super) fn nothing_to_claim(&mut self, now: Instant) {
         self.claim_due = false;
         self.next_safety_claim = now + self.t.safety_poll;
     }
 
     /// What to do once the claims of the turn are made. `claimed`: this turn claimed a task.
-    pub fn idle(&mut self, now: Instant, v: &View, claimed: bool) -> Idle {
+    pub(super) fn idle(&mut self, now: Instant, v: &View, claimed: bool) -> Idle {
         if self.fatal && v.running == 0 {
             return Idle::Exit;
         }
@@ -333,7 +333,7 @@ impl Scheduler {
     }
 
     /// The store's answer to [`Idle::CheckFinished`]: `Ok(Some(end))` ends the run.
-    pub fn finished(&mut self, answer: Result<Option<RunEnd>, ()>) -> Idle {
+    pub(super) fn finished(&mut self, answer: Result<Option<RunEnd>, ()>) -> Idle {
         match answer {
             Ok(Some(end)) => {
                 self.end = Some(end);
@@ -348,7 +348,7 @@ impl Scheduler {
     }
 
     /// A report was made at `now` (or, `None`, could not be: try again).
-    pub fn reported(&mut self, now: Option<Instant>) {
+    pub(super) fn reported(&mut self, now: Option<Instant>) {
         match now {
             Some(at) => self.last_report = Some(at),
             None => self.news = true,
@@ -356,19 +356,19 @@ impl Scheduler {
     }
 
     /// An attempt ended: its slot is free and the plan changed.
-    pub fn attempt_ended(&mut self) {
+    pub(super) fn attempt_ended(&mut self) {
         self.idle_check = true;
         self.work_changed();
     }
 
     /// The store says work may have come.
-    pub fn work_changed(&mut self) {
+    pub(super) fn work_changed(&mut self) {
         self.claim_due = true;
         self.news = true;
     }
 
     /// When to wake next.
-    pub fn wake(&self, now: Instant, v: &View) -> Wake {
+    pub(super) fn wake(&self, now: Instant, v: &View) -> Wake {
         let mut at = self.next_heartbeat.min(self.next_reap);
         let fill = self.claim_due && !self.stop_claiming && v.busy() < self.t.slots;
         let idle_checks = self.t.exit_when_idle || self.t.serving;
@@ -401,12 +401,12 @@ impl Scheduler {
 
     /// Whether the run's end is for the plan's state to say (a serving engine stopped while
     /// idle): the loop asks the store, and hands the answer to [`Scheduler::outcome`].
-    pub fn ends_as_the_plan_stands(&self) -> bool {
+    pub(super) fn ends_as_the_plan_stands(&self) -> bool {
         self.end.is_none() && self.t.serving
     }
 
     /// How the run ended, once its loop is over (`plan_state`: see above).
-    pub fn outcome(&self, plan_state: Option<RunEnd>) -> RunEnd {
+    pub(super) fn outcome(&self, plan_state: Option<RunEnd>) -> RunEnd {
         match self.end {
             Some(end) => end,
             None if self.t.serving => plan_state.unwrap_or(RunEnd::Interrupted),

@@ -4,10 +4,10 @@
 
 use super::attempt::{AgentExecutor, ExecutorConfig};
 use super::configure::{self, build_agents, merge_mode, price_table, verification_env};
+use super::engine_config::{EngineConfig, PanesSetup};
 use super::engine_config::{FollowerSetup, MakeFollower};
 use super::follow::PlanSync;
 use super::sessions::SessionRegistry;
-use super::worker::{EngineConfig, PanesSetup};
 use crate::agent::{Guards, HandoffDir};
 use crate::config::Config;
 use crate::domain::Usd;
@@ -20,10 +20,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use super::setup_error::SetupError;
+pub(crate) use super::setup_error::SetupError;
 
 /// What the caller says about the run beyond the configuration (the flags of `run` / `tui`).
-pub struct RunRequest<'a> {
+pub(crate) struct RunRequest<'a> {
     pub repo_root: PathBuf,
     /// `.whilly/` of the repository: run directories go under it.
     pub state_dir: PathBuf,
@@ -37,7 +37,7 @@ pub struct RunRequest<'a> {
 }
 
 /// Everything a run needs, ready to start: the console embeds the same engine.
-pub struct RunSetup {
+pub(crate) struct RunSetup {
     pub store: Arc<dyn Store>,
     pub plan_id: String,
     pub engine_cfg: EngineConfig,
@@ -58,7 +58,7 @@ pub struct RunSetup {
 /// console may have taken the terminal already and watch them). `may_observe`: an agent the
 /// plan's tasks need that cannot be built makes an observer (the console watches other workers
 /// run the plan) instead of an error.
-pub async fn prepare(
+pub(crate) async fn prepare(
     req: RunRequest<'_>,
     store: Arc<dyn Store>,
     plan_id: String,
@@ -158,7 +158,7 @@ pub async fn prepare(
 
 /// What a worker (`whilly worker`) runs with: any plan on the queue, so every configured agent
 /// whose binary exists here is offered (the default one is required).
-pub fn prepare_worker(
+pub(crate) fn prepare_worker(
     req: RunRequest<'_>,
     store: Arc<dyn Store>,
 ) -> Result<(EngineConfig, AgentExecutor), SetupError> {
@@ -265,7 +265,6 @@ fn build_executor(
         .with_secret_lint(cfg.guards.secret_lint);
     let run_id = chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ").to_string();
     let exec_cfg = ExecutorConfig {
-        repo_root: req.repo_root.clone(),
         run_dir: req.state_dir.join("runs").join(run_id),
         default_agent: default_agent.to_string(),
         agents,
@@ -373,7 +372,7 @@ fn board_setup(cfg: &Config, access: Option<&configure::GitHubAccess>) -> Option
 }
 
 /// The engine's settings from `[queue]`, `[run]` and `[retry]`.
-pub fn engine_config(cfg: &Config, worker_id: String) -> EngineConfig {
+pub(crate) fn engine_config(cfg: &Config, worker_id: String) -> EngineConfig {
     let mut e = EngineConfig::new(worker_id);
     e.lease = Duration::from_secs(cfg.queue.lease_secs.max(1));
     e.heartbeat = Duration::from_secs(cfg.queue.heartbeat_secs.max(1));
@@ -397,7 +396,7 @@ pub fn engine_config(cfg: &Config, worker_id: String) -> EngineConfig {
 }
 
 /// `host/pid/random`: unique per process, and tells `--resume` which dead process held a task.
-pub fn worker_id() -> String {
+pub(crate) fn worker_id() -> String {
     let nonce: u32 = rand::random();
     format!(
         "{}/{}/{:06x}",
@@ -408,7 +407,7 @@ pub fn worker_id() -> String {
 }
 
 /// This machine's name as worker ids and the workers list show it.
-pub fn host_name() -> String {
+pub(crate) fn host_name() -> String {
     hostname::get()
         .map(|h| h.to_string_lossy().into_owned())
         .unwrap_or_else(|_| "host".into())

@@ -5,7 +5,7 @@ use crate::store::StoreError;
 
 /// Why a run could not be set up.
 #[derive(Debug, thiserror::Error)]
-pub enum SetupError {
+pub(crate) enum SetupError {
     /// Something outside the project is missing: an agent's binary, a usable repository.
     #[error("{0}")]
     Environment(String),
@@ -20,7 +20,7 @@ pub enum SetupError {
 
 impl SetupError {
     /// Environment problems end a command with exit 2, like an unreachable queue.
-    pub fn is_environment(&self) -> bool {
+    pub(crate) fn is_environment(&self) -> bool {
         match self {
             SetupError::Environment(_) => true,
             SetupError::Store(e) => e.is_environment(),

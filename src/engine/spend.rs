@@ -20,7 +20,7 @@ pub(super) struct Budgets<'a> {
 impl Budgets<'_> {
     /// A plan's budget is spent: a run of that plan stops; a worker serving many plans stops
     /// only that plan's attempts (the claim no longer offers its tasks) and goes on with the rest.
-    pub fn exhausted(&self, s: &mut Scheduler, t: &mut Turn, plan_id: &str) {
+    pub(super) fn exhausted(&self, s: &mut Scheduler, t: &mut Turn, plan_id: &str) {
         if self.one_plan {
             if s.budget_spent() {
                 t.stop_all(StopLevel::Now, StopReason::BudgetExhausted);
@@ -40,7 +40,7 @@ impl Budgets<'_> {
     }
 
     /// Writes running spend to the store and checks both budgets (the task's, the plan's).
-    pub async fn watch(&self, s: &mut Scheduler, t: &mut Turn) -> StoreResult<()> {
+    pub(super) async fn watch(&self, s: &mut Scheduler, t: &mut Turn) -> StoreResult<()> {
         let mut exhausted: Vec<String> = Vec::new();
         for r in t.running.values_mut() {
             if r.abandoned {
@@ -80,7 +80,11 @@ impl Budgets<'_> {
     }
 
     /// Emits the 80 % warning once per plan; true when the plan is exhausted.
-    pub async fn note(&self, plan: &PlanRecord, warned: &mut HashSet<String>) -> StoreResult<bool> {
+    pub(super) async fn note(
+        &self,
+        plan: &PlanRecord,
+        warned: &mut HashSet<String>,
+    ) -> StoreResult<bool> {
         match budget_state(plan.budget, plan.spent) {
             BudgetState::Ok => Ok(false),
             BudgetState::Warning => {

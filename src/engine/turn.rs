@@ -43,7 +43,7 @@ pub(super) struct Turn {
 }
 
 impl Turn {
-    pub fn stop_all(&self, level: StopLevel, reason: StopReason) {
+    pub(super) fn stop_all(&self, level: StopLevel, reason: StopReason) {
         for r in self.running.values() {
             r.handle.stop(level, reason);
         }

@@ -12,7 +12,7 @@ use tokio::io::AsyncReadExt;
 const MAX_OUTPUT: usize = 256 * 1024;
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct CheckResult {
+pub(crate) struct CheckResult {
     pub name: String,
     pub command: String,
     pub required: bool,
@@ -25,18 +25,18 @@ pub struct CheckResult {
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq, Default)]
-pub struct Verification {
+pub(crate) struct Verification {
     pub checks: Vec<CheckResult>,
 }
 
 impl Verification {
     /// Every required check passed (optional ones may fail).
-    pub fn passed(&self) -> bool {
+    pub(crate) fn passed(&self) -> bool {
         self.checks.iter().all(|c| c.passed || !c.required)
     }
 
     /// The required checks that failed, for the repair prompt and the failure reason.
-    pub fn failures(&self) -> Vec<&CheckResult> {
+    pub(crate) fn failures(&self) -> Vec<&CheckResult> {
         self.checks
             .iter()
             .filter(|c| c.required && !c.passed)
@@ -44,7 +44,7 @@ impl Verification {
     }
 
     /// A short text of the failures to hand back to the agent.
-    pub fn failure_report(&self) -> String {
+    pub(crate) fn failure_report(&self) -> String {
         let mut out = String::new();
         for c in self.failures() {
             let status = if c.timed_out {
@@ -81,7 +81,7 @@ fn tail(s: &str, max: usize) -> &str {
 /// Runs `commands` one after another in `dir` with `sh -c`. `env` is the whole environment the
 /// commands see (an allow-list chosen by the caller, so secrets in the orchestrator's environment
 /// are not handed to arbitrary scripts).
-pub async fn run_checks(
+pub(crate) async fn run_checks(
     commands: &[VerificationCommand],
     dir: &Path,
     env: &[(String, String)],

@@ -4,7 +4,7 @@
 
 use super::control::{StopLevel, StopReason, attempt_control};
 use super::dispatch::{Pauses, agent_limits, paused_agents};
-pub use super::engine_config::{EngineConfig, FollowerSetup, PanesSetup};
+use super::engine_config::EngineConfig;
 use super::executor::{AttemptOutcome, Executor};
 use super::outage::Outage;
 use super::outcome::RunEnd;

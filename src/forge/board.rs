@@ -7,7 +7,7 @@ use crate::forge::github::PrState;
 
 /// What decides a task's column.
 #[derive(Debug, Clone, Copy)]
-pub struct CardFacts<'a> {
+pub(crate) struct CardFacts<'a> {
     pub status: Status,
     pub reason: Option<&'a str>,
     /// The plan is paused.
@@ -19,7 +19,7 @@ pub struct CardFacts<'a> {
 /// The column for a task: PENDING → todo, CLAIMED / IN_PROGRESS → in progress, DONE with an
 /// open PR → in review, DONE merged (or landed without a PR) → done, FAILED → failed, SKIPPED
 /// by the gate or the guards → refused, paused or BLOCKED → on hold, HUMAN_LOOP → human loop.
-pub fn column_for<'c>(f: &CardFacts<'_>, c: &'c ProjectColumns) -> &'c str {
+pub(crate) fn column_for<'c>(f: &CardFacts<'_>, c: &'c ProjectColumns) -> &'c str {
     if f.paused && !f.status.is_terminal() {
         return &c.on_hold;
     }
@@ -42,7 +42,7 @@ pub fn column_for<'c>(f: &CardFacts<'_>, c: &'c ProjectColumns) -> &'c str {
 }
 
 /// Every column the mapping may use, once each, in the board's natural order.
-pub fn columns_used(c: &ProjectColumns) -> Vec<String> {
+pub(crate) fn columns_used(c: &ProjectColumns) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for name in [
         &c.todo,

@@ -16,7 +16,7 @@ const MAX_BODY_CHARS: usize = 60_000;
 
 /// Facts about the run that produced the work.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct RunFacts {
+pub(crate) struct RunFacts {
     pub plan_id: String,
     pub agent: String,
     pub model: Option<String>,
@@ -33,7 +33,7 @@ pub struct RunFacts {
 }
 
 /// The PR's title: `<task-id>: <first line of the description>`, at most 120 characters.
-pub fn pr_title(task: &TaskSpec) -> String {
+pub(crate) fn pr_title(task: &TaskSpec) -> String {
     let first = task.description.lines().next().unwrap_or_default().trim();
     let mut title = format!("{}: {first}", task.id);
     if title.chars().count() > 120 {
@@ -44,7 +44,7 @@ pub fn pr_title(task: &TaskSpec) -> String {
 
 /// One check of the last verification round, as the evidence records it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct CheckEvidence {
+pub(crate) struct CheckEvidence {
     pub name: String,
     pub command: String,
     pub required: bool,
@@ -56,7 +56,7 @@ pub struct CheckEvidence {
 }
 
 /// The checks of the newest verification round in an attempt's evidence.
-pub fn last_checks(evidence: &Value) -> Vec<CheckEvidence> {
+pub(crate) fn last_checks(evidence: &Value) -> Vec<CheckEvidence> {
     let Some(round) = evidence
         .get("verification")
         .and_then(Value::as_array)
@@ -86,7 +86,7 @@ pub fn last_checks(evidence: &Value) -> Vec<CheckEvidence> {
 }
 
 /// Whether every required check of the newest round passed (and there was a round).
-pub fn verified(evidence: &Value) -> bool {
+pub(crate) fn verified(evidence: &Value) -> bool {
     let checks = last_checks(evidence);
     !checks.is_empty() && checks.iter().filter(|c| c.required).all(|c| c.passed)
 }
@@ -126,7 +126,12 @@ fn secs_text(ms: u64) -> String {
 
 /// The PR's body: what closes, what was asked, the evidence, the run, and that a human must
 /// review it. Every piece of agent or check output goes through the secret redaction.
-pub fn pr_body(task: &TaskSpec, issue: Option<u64>, evidence: &Value, run: &RunFacts) -> String {
+pub(crate) fn pr_body(
+    task: &TaskSpec,
+    issue: Option<u64>,
+    evidence: &Value,
+    run: &RunFacts,
+) -> String {
     let mut b = String::new();
     if let Some(n) = issue {
         let _ = writeln!(b, "Closes #{n}\n");
@@ -222,18 +227,18 @@ pub fn pr_body(task: &TaskSpec, issue: Option<u64>, evidence: &Value, run: &RunF
 
 /// The hidden line that marks Whilly's status comment on an issue, so it is found and edited
 /// again rather than repeated.
-pub fn status_marker(plan_id: &str) -> String {
+pub(crate) fn status_marker(plan_id: &str) -> String {
     format!("<!-- whilly:status plan={plan_id} -->")
 }
 
 /// Whether a comment is the status comment of `plan_id`.
-pub fn is_status_comment(body: &str, plan_id: &str) -> bool {
+pub(crate) fn is_status_comment(body: &str, plan_id: &str) -> bool {
     body.lines().next().map(str::trim) == Some(status_marker(plan_id).as_str())
 }
 
 /// Where a task stands, as the status comment says it.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Progress {
+pub(crate) enum Progress {
     Started {
         worker: String,
     },
@@ -251,7 +256,7 @@ pub enum Progress {
 }
 
 /// The status comment's body: the marker, one headline, the facts.
-pub fn status_comment(task_id: &str, progress: &Progress, run: &RunFacts) -> String {
+pub(crate) fn status_comment(task_id: &str, progress: &Progress, run: &RunFacts) -> String {
     let mut b = status_marker(&run.plan_id);
     b.push('\n');
     match progress {
@@ -319,7 +324,7 @@ pub fn status_comment(task_id: &str, progress: &Progress, run: &RunFacts) -> Str
 
 /// The status comment on an issue too vague to work on: what is missing and how to add it.
 /// Nothing runs until the issue says more.
-pub fn needs_more(plan_id: &str, missing: &[String]) -> String {
+pub(crate) fn needs_more(plan_id: &str, missing: &[String]) -> String {
     let mut b = status_marker(plan_id);
     b.push_str("\n**Whilly needs more before it can work on this issue.** Nothing was run.\n\n");
     for m in missing {

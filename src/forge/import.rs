@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 /// What is known when the plan is built.
 #[derive(Debug, Clone, Default)]
-pub struct IssueSet {
+pub(crate) struct IssueSet {
     /// The open issues carrying the label.
     pub open: Vec<UpstreamIssue>,
     /// Issues of tasks already in the plan that are no longer in `open`, and issues named by a
@@ -23,7 +23,7 @@ pub struct IssueSet {
 
 /// Why an issue's task was left out.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Refusal {
+pub(crate) enum Refusal {
     Intake(IntakeError),
     /// It depends on an open issue that is not part of the import.
     OpenDependency {
@@ -46,7 +46,7 @@ impl std::fmt::Display for Refusal {
 
 /// The plan, and what the store's import needs besides it.
 #[derive(Debug, Clone)]
-pub struct IssuePlan {
+pub(crate) struct IssuePlan {
     pub spec: PlanSpec,
     /// Tasks to import as SKIPPED, with the reason.
     pub skip: BTreeMap<String, String>,
@@ -56,7 +56,7 @@ pub struct IssuePlan {
 }
 
 /// The plan of `source` from `set`.
-pub fn plan_from_issues(source: &IssueSource, set: &IssueSet) -> IssuePlan {
+pub(crate) fn plan_from_issues(source: &IssueSource, set: &IssueSet) -> IssuePlan {
     let plan_id = source.plan_id();
     let mut refused = Vec::new();
     let mut satisfied = Vec::new();
@@ -163,7 +163,7 @@ pub fn plan_from_issues(source: &IssueSource, set: &IssueSet) -> IssuePlan {
 
 /// The issue numbers the plan's import must also ask GitHub about: stored tasks gone from the
 /// open list (closed, or unlabelled) and dependencies outside it.
-pub fn numbers_to_look_up(open: &[UpstreamIssue], stored: &[TaskSpec]) -> Vec<u64> {
+pub(crate) fn numbers_to_look_up(open: &[UpstreamIssue], stored: &[TaskSpec]) -> Vec<u64> {
     let open_set: BTreeSet<u64> = open.iter().map(|i| i.number).collect();
     let mut want = BTreeSet::new();
     for t in stored {

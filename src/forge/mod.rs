@@ -3,10 +3,10 @@
 //! into a pull request. Depends only on `domain` and `config` types; the engine and the CLI call it.
 
 pub mod answer;
-pub mod board;
-pub mod compose;
+pub(crate) mod board;
+pub(crate) mod compose;
 pub mod github;
-pub mod import;
+pub(crate) mod import;
 pub mod intake;
 pub mod jira;
 pub mod refs;

@@ -9,10 +9,10 @@ use axum::http::{HeaderMap, header};
 use base64::Engine;
 
 /// The challenge that makes a browser ask for the token.
-pub const BASIC_CHALLENGE: &str = r#"Basic realm="whilly", charset="UTF-8""#;
+pub(super) const BASIC_CHALLENGE: &str = r#"Basic realm="whilly", charset="UTF-8""#;
 
 /// The token in the request's `Authorization` header, Bearer or Basic; `None` without one.
-pub fn presented_token(headers: &HeaderMap) -> Option<String> {
+pub(super) fn presented_token(headers: &HeaderMap) -> Option<String> {
     let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?.trim();
     let (scheme, rest) = value.split_once(' ')?;
     if scheme.eq_ignore_ascii_case("bearer") {

@@ -18,7 +18,7 @@ use tokio::sync::Semaphore;
 
 /// What one listener allows.
 #[derive(Debug, Clone, Copy)]
-pub struct Limits {
+pub(crate) struct Limits {
     pub max_connections: usize,
     pub header_timeout: Duration,
 }
@@ -34,7 +34,7 @@ impl Default for Limits {
 
 /// Serves `app` on `listener` until `stop` resolves; open connections then get a few seconds
 /// to finish.
-pub async fn serve(
+pub(crate) async fn serve(
     listener: TcpListener,
     app: Router,
     limits: Limits,

@@ -5,9 +5,9 @@
 //! which every route but `/health/live` then requires.
 
 mod auth;
-pub mod listener;
+pub(crate) mod listener;
 mod metrics;
-pub mod status;
+pub(crate) mod status;
 mod stream;
 
 use crate::config::SecretString;
@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 #[derive(Debug, thiserror::Error)]
-pub enum HttpError {
+pub(crate) enum HttpError {
     #[error("`{0}` is not an address to listen on; write HOST:PORT, e.g. 127.0.0.1:8787")]
     BadAddr(String),
     #[error(
@@ -38,7 +38,7 @@ pub enum HttpError {
 
 /// Where and how to listen.
 #[derive(Clone)]
-pub struct HttpOptions {
+pub(crate) struct HttpOptions {
     pub addr: SocketAddr,
     pub token: Option<SecretString>,
     /// The configured `[run] agent`, named on the status page for tasks that name none.
@@ -49,7 +49,7 @@ pub struct HttpOptions {
 
 impl HttpOptions {
     /// `addr` from `[http] addr` or a flag; off loopback a token is required.
-    pub fn new(addr: &str, token: Option<SecretString>) -> Result<HttpOptions, HttpError> {
+    pub(crate) fn new(addr: &str, token: Option<SecretString>) -> Result<HttpOptions, HttpError> {
         let addr: SocketAddr = addr
             .trim()
             .parse()
@@ -78,7 +78,7 @@ pub(crate) struct AppCtx {
 }
 
 /// A bound server: its address (the port may have been 0) and the task serving it.
-pub struct Server {
+pub(crate) struct Server {
     pub addr: SocketAddr,
     handle: tokio::task::JoinHandle<Result<(), HttpError>>,
     tail: tokio::task::JoinHandle<()>,
@@ -87,12 +87,12 @@ pub struct Server {
 
 impl Server {
     /// Whether requests must carry the bearer token.
-    pub fn has_token(&self) -> bool {
+    pub(crate) fn has_token(&self) -> bool {
         self.token
     }
 
     /// Waits for the server to end (it ends only with an error, or when `stop` resolves).
-    pub async fn wait(mut self) -> Result<(), HttpError> {
+    pub(crate) async fn wait(mut self) -> Result<(), HttpError> {
         (&mut self.handle)
             .await
             .map_err(|e| HttpError::Serve(e.to_string()))?
@@ -108,7 +108,7 @@ impl Drop for Server {
 }
 
 /// Binds and serves until `stop` resolves.
-pub async fn start(
+pub(crate) async fn start(
     store: Arc<dyn Store>,
     opts: &HttpOptions,
     offline_after: Duration,

@@ -7,17 +7,17 @@
 //! over SSH to the operator's terminal; and the bell. [`rules`] decides what deserves a notice
 //! (pure); [`terminal`] builds the escape bytes (pure); [`Notifier`] sends.
 
-pub mod rules;
-pub mod terminal;
+pub(crate) mod rules;
+pub(crate) mod terminal;
 
-pub use rules::{Notice, NoticeKind, notices_for_events};
+pub(crate) use rules::{Notice, NoticeKind, notices_for_events};
 
 use crate::config::NotificationsConfig;
 use std::io::Write;
 
 /// Where this process runs, as far as notifications care.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct NotifyEnv {
+pub(crate) struct NotifyEnv {
     /// A desktop session this process can reach (X11 or Wayland plus a session bus), and not
     /// an SSH session (a desktop there would be the remote machine's, not the operator's).
     pub desktop: bool,
@@ -28,7 +28,7 @@ pub struct NotifyEnv {
 }
 
 impl NotifyEnv {
-    pub fn from_process() -> NotifyEnv {
+    pub(crate) fn from_process() -> NotifyEnv {
         let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
         let graphical = var("DISPLAY").is_some() || var("WAYLAND_DISPLAY").is_some();
         let bus = var("DBUS_SESSION_BUS_ADDRESS").is_some();
@@ -46,18 +46,18 @@ impl NotifyEnv {
 
 /// Sends notices on the configured channels.
 #[derive(Debug, Clone)]
-pub struct Notifier {
+pub(crate) struct Notifier {
     cfg: NotificationsConfig,
     env: NotifyEnv,
 }
 
 impl Notifier {
-    pub fn new(cfg: NotificationsConfig, env: NotifyEnv) -> Notifier {
+    pub(crate) fn new(cfg: NotificationsConfig, env: NotifyEnv) -> Notifier {
         Notifier { cfg, env }
     }
 
     /// The bytes for the terminal (escape and/or bell); empty when both are off.
-    pub fn terminal_bytes(&self, notice: &Notice) -> Vec<u8> {
+    pub(crate) fn terminal_bytes(&self, notice: &Notice) -> Vec<u8> {
         let mut out = Vec::new();
         if self.cfg.terminal {
             out.extend(terminal::notification(
@@ -74,7 +74,7 @@ impl Notifier {
 
     /// Writes the terminal part to `out` (the console's terminal, between frames) and shows the
     /// desktop part in the background. Failures are logged: a notice is never worth an error.
-    pub fn send(&self, notice: &Notice, out: &mut dyn Write) {
+    pub(crate) fn send(&self, notice: &Notice, out: &mut dyn Write) {
         let bytes = self.terminal_bytes(notice);
         if !bytes.is_empty()
             && let Err(e) = out.write_all(&bytes).and_then(|()| out.flush())

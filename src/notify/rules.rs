@@ -40,7 +40,7 @@ impl Notice {
 }
 
 /// The notices a batch of new events calls for, in order.
-pub fn notices_for_events(plan_id: &str, events: &[Event]) -> Vec<Notice> {
+pub(crate) fn notices_for_events(plan_id: &str, events: &[Event]) -> Vec<Notice> {
     events
         .iter()
         .filter_map(|e| {

@@ -8,12 +8,12 @@
 use super::Notice;
 
 /// Whether the terminal wants OSC 777 rather than OSC 9, from `TERM` and `TERM_PROGRAM`.
-pub fn prefers_osc777(term: &str, term_program: &str) -> bool {
+pub(crate) fn prefers_osc777(term: &str, term_program: &str) -> bool {
     term.starts_with("rxvt") || term_program.eq_ignore_ascii_case("urxvt")
 }
 
 /// The escape for `notice`, wrapped for tmux when `tmux`.
-pub fn notification(notice: &Notice, osc777: bool, tmux: bool) -> Vec<u8> {
+pub(crate) fn notification(notice: &Notice, osc777: bool, tmux: bool) -> Vec<u8> {
     let title = clean(&notice.title);
     let body = clean(&notice.body);
     let seq = if osc777 {

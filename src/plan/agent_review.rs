@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 /// The agent's contradiction analysis of a plan.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct AgentTriz {
+pub(crate) struct AgentTriz {
     pub verdict: Verdict,
     #[serde(default)]
     pub summary: String,
@@ -20,7 +20,7 @@ pub struct AgentTriz {
 /// One technical contradiction: improving one parameter worsens another.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Contradiction {
+pub(crate) struct Contradiction {
     pub task_ids: Vec<String>,
     pub improving: String,
     pub worsening: String,
@@ -31,7 +31,7 @@ pub struct Contradiction {
 }
 
 /// Every problem of `answer` against `plan` (empty when it can be shown), for the repair round.
-pub fn triz_problems(plan: &PlanSpec, answer: &AgentTriz) -> Vec<String> {
+pub(crate) fn triz_problems(plan: &PlanSpec, answer: &AgentTriz) -> Vec<String> {
     let mut out = Vec::new();
     for (i, c) in answer.contradictions.iter().enumerate() {
         let at = format!("contradictions[{i}]");
@@ -57,7 +57,7 @@ fn unknown_ids(plan: &PlanSpec, ids: &[String], at: &str, out: &mut Vec<String>)
 }
 
 /// The agent's analysis as text, under a heading that says whose it is.
-pub fn render_agent_triz(agent: &str, a: &AgentTriz) -> String {
+pub(crate) fn render_agent_triz(agent: &str, a: &AgentTriz) -> String {
     let mut out = format!(
         "\nAgent's analysis ({agent})\nverdict: {}   contradictions: {}\n",
         a.verdict,
@@ -86,13 +86,13 @@ pub fn render_agent_triz(agent: &str, a: &AgentTriz) -> String {
 /// The decision gate's LLM pass over a plan.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct GateVerdicts {
+pub(crate) struct GateVerdicts {
     pub verdicts: Vec<GateVerdict>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct GateVerdict {
+pub(crate) struct GateVerdict {
     pub task_id: String,
     pub vague: bool,
     #[serde(default)]
@@ -101,7 +101,7 @@ pub struct GateVerdict {
 
 /// Every problem of the gate pass against `plan`: unknown ids (a task the agent left out simply
 /// passes; the pass is advisory and fails open).
-pub fn gate_problems(plan: &PlanSpec, answer: &GateVerdicts) -> Vec<String> {
+pub(crate) fn gate_problems(plan: &PlanSpec, answer: &GateVerdicts) -> Vec<String> {
     let mut out = Vec::new();
     for (i, v) in answer.verdicts.iter().enumerate() {
         unknown_ids(

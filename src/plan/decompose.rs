@@ -17,17 +17,17 @@ use std::collections::BTreeSet;
 
 /// More key files than this: the task touches too much for one session. Stricter than the TRIZ
 /// over-engineering finding, which flags a plan problem rather than a split candidate.
-pub const MAX_KEY_FILES: usize = 5;
+pub(crate) const MAX_KEY_FILES: usize = 5;
 /// More acceptance criteria than this: several tasks in one.
-pub const MAX_CRITERIA: usize = 6;
+pub(crate) const MAX_CRITERIA: usize = 6;
 /// A description longer than this (characters) describes more than one change.
-pub const MAX_DESCRIPTION_CHARS: usize = 1200;
+pub(crate) const MAX_DESCRIPTION_CHARS: usize = 1200;
 /// Fewest and most subtasks a split may have (ids `<id>a` … `<id>e`).
-pub const MIN_SUBTASKS: usize = 2;
-pub const MAX_SUBTASKS: usize = 5;
+pub(crate) const MIN_SUBTASKS: usize = 2;
+pub(crate) const MAX_SUBTASKS: usize = 5;
 
 /// Why `task` looks too big for one agent session, or `None`.
-pub fn too_big(task: &TaskSpec) -> Option<String> {
+pub(crate) fn too_big(task: &TaskSpec) -> Option<String> {
     let mut why = Vec::new();
     if task.key_files.len() > MAX_KEY_FILES {
         why.push(format!(
@@ -52,7 +52,10 @@ pub fn too_big(task: &TaskSpec) -> Option<String> {
 
 /// Tasks to split: the named ones (each must exist), or every task the heuristic flags.
 /// Finished tasks are never split. Each comes with the reason it was picked.
-pub fn candidates(plan: &PlanSpec, named: &[String]) -> Result<Vec<(String, String)>, String> {
+pub(crate) fn candidates(
+    plan: &PlanSpec,
+    named: &[String],
+) -> Result<Vec<(String, String)>, String> {
     if named.is_empty() {
         return Ok(plan
             .tasks
@@ -117,7 +120,7 @@ pub struct Split {
 
 /// Options of the validation.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct SplitRules {
+pub(crate) struct SplitRules {
     /// Subtasks may name key files the parent did not list.
     pub allow_new_key_files: bool,
 }
@@ -128,7 +131,7 @@ fn suffix_letter(i: usize) -> String {
 
 /// Every problem of `split` as an answer for `parent` in `plan` (empty when it can be applied),
 /// worded for the agent's repair round.
-pub fn split_problems(
+pub(crate) fn split_problems(
     plan: &PlanSpec,
     parent: &TaskSpec,
     split: &Split,
@@ -242,7 +245,7 @@ pub enum DecomposeError {
 /// The plan with `parent_id` replaced, in place, by the subtasks of `split`, dependencies
 /// rewired (see the module doc). The split is validated first; the new plan is checked like a
 /// plan file (ids, references, cycles).
-pub fn apply(
+pub(crate) fn apply(
     plan: &PlanSpec,
     parent_id: &str,
     split: &Split,
@@ -325,7 +328,7 @@ pub fn apply(
 /// What splitting `parent_id` changed between `before` and `after` (one [`apply`] apart), as the
 /// queue writes it: the tasks `after` added, and each task of `before` that depended on the
 /// parent with its dependencies in `after`.
-pub fn task_split(before: &PlanSpec, after: &PlanSpec, parent_id: &str) -> TaskSplit {
+pub(crate) fn task_split(before: &PlanSpec, after: &PlanSpec, parent_id: &str) -> TaskSplit {
     let old: BTreeSet<&str> = before.tasks.iter().map(|t| t.id.as_str()).collect();
     let subtasks = after
         .tasks
@@ -348,7 +351,7 @@ pub fn task_split(before: &PlanSpec, after: &PlanSpec, parent_id: &str) -> TaskS
 }
 
 /// The gate results of the subtasks that came from `parent_id` (only failures), for the report.
-pub fn subtask_gate(spec: &PlanSpec, parent_id: &str) -> Vec<GateResult> {
+pub(crate) fn subtask_gate(spec: &PlanSpec, parent_id: &str) -> Vec<GateResult> {
     spec.tasks
         .iter()
         .filter(|t| t.extra.get("decomposed_from").and_then(|v| v.as_str()) == Some(parent_id))

@@ -137,7 +137,7 @@ impl fmt::Display for Diagnostic {
 }
 
 /// Builds JSON pointers, escaping `~` and `/` in keys as RFC 6901 says.
-pub fn pointer_join(base: &str, key: &str) -> String {
+pub(crate) fn pointer_join(base: &str, key: &str) -> String {
     let mut p = String::with_capacity(base.len() + key.len() + 1);
     p.push_str(base);
     p.push('/');
@@ -151,7 +151,7 @@ pub fn pointer_join(base: &str, key: &str) -> String {
     p
 }
 
-pub fn pointer_index(base: &str, index: usize) -> String {
+pub(crate) fn pointer_index(base: &str, index: usize) -> String {
     format!("{base}/{index}")
 }
 

@@ -10,7 +10,7 @@ use serde::Serialize;
 use std::fmt;
 
 /// Shortest description (in characters, after trimming) the gate accepts.
-pub const MIN_DESCRIPTION_CHARS: usize = 20;
+pub(crate) const MIN_DESCRIPTION_CHARS: usize = 20;
 
 /// The reason recorded on tasks the strict gate skips.
 pub const GATE_SKIP_REASON: &str = "decision_gate_failed";
@@ -98,7 +98,7 @@ pub fn gate_failures(task: &TaskSpec) -> Vec<GateFailure> {
 }
 
 /// Whether the description rule fails (the TRIZ report grades on it).
-pub fn description_fails(task: &TaskSpec) -> bool {
+pub(crate) fn description_fails(task: &TaskSpec) -> bool {
     task.description.trim().chars().count() < MIN_DESCRIPTION_CHARS
 }
 

@@ -9,7 +9,7 @@ use std::collections::{HashMap, HashSet};
 
 /// 1-based line and column (in characters) of each wanted pointer that exists in `text`: the
 /// start of the member's key for object members, the start of the value otherwise.
-pub fn locate_pointers(text: &str, wanted: &[&str]) -> HashMap<String, (usize, usize)> {
+pub(crate) fn locate_pointers(text: &str, wanted: &[&str]) -> HashMap<String, (usize, usize)> {
     let mut out = HashMap::new();
     if wanted.is_empty() {
         return out;

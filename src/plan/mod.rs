@@ -5,18 +5,18 @@
 //! cycles) → [`gate_failures`] per task; [`check_plan`] / [`load_plan_file`] run all three and
 //! collect every problem in a [`CheckReport`].
 
-pub mod agent_review;
+pub(crate) mod agent_review;
 pub mod check;
-pub mod decompose;
-pub mod diagnostic;
+pub(crate) mod decompose;
+pub(crate) mod diagnostic;
 pub mod export;
-pub mod gate;
-pub mod locate;
-pub mod parse;
+pub(crate) mod gate;
+pub(crate) mod locate;
+pub(crate) mod parse;
 pub mod render;
-pub mod sources;
+pub(crate) mod sources;
 pub mod triz;
-pub mod validate;
+pub(crate) mod validate;
 
 pub use check::{
     CheckReport, MAX_PLAN_BYTES, PlanFileError, check_plan, check_plan_with, check_spec,

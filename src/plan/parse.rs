@@ -49,7 +49,7 @@ impl SourceMap {
 }
 
 /// Top-level keys the model holds in its own fields; everything else goes to `extra`.
-pub const PLAN_KEYS: &[&str] = &[
+pub(crate) const PLAN_KEYS: &[&str] = &[
     "project",
     "plan_id",
     "budget_usd",
@@ -60,7 +60,7 @@ pub const PLAN_KEYS: &[&str] = &[
 ];
 
 /// Task keys the model holds in its own fields.
-pub const TASK_KEYS: &[&str] = &[
+pub(crate) const TASK_KEYS: &[&str] = &[
     "id",
     "status",
     "priority",
@@ -82,7 +82,7 @@ pub const TASK_KEYS: &[&str] = &[
 
 /// Plan keys kept as they are and read elsewhere, or written by the original and by whilly's
 /// own importers: known, so never warned about.
-pub const CARRIED_PLAN_KEYS: &[&str] = &[
+pub(crate) const CARRIED_PLAN_KEYS: &[&str] = &[
     "prd_file",
     "created_at",
     "updated_at",
@@ -94,7 +94,7 @@ pub const CARRIED_PLAN_KEYS: &[&str] = &[
 ];
 
 /// Task keys kept as they are (the original's tracker links, whilly's own records).
-pub const CARRIED_TASK_KEYS: &[&str] = &[
+pub(crate) const CARRIED_TASK_KEYS: &[&str] = &[
     "github_issue",
     "github_url",
     "jira_key",
@@ -108,7 +108,7 @@ pub const CARRIED_TASK_KEYS: &[&str] = &[
     "notes",
 ];
 
-pub const REPO_TARGET_KEYS: &[&str] = &[
+pub(crate) const REPO_TARGET_KEYS: &[&str] = &[
     "id",
     "provider",
     "repo_full_name",
@@ -117,7 +117,7 @@ pub const REPO_TARGET_KEYS: &[&str] = &[
     "default_branch",
 ];
 
-pub const VERIFICATION_KEYS: &[&str] = &[
+pub(crate) const VERIFICATION_KEYS: &[&str] = &[
     "name",
     "command",
     "required",
@@ -127,7 +127,7 @@ pub const VERIFICATION_KEYS: &[&str] = &[
 
 /// Budgets beyond a billion dollars are typos; refusing them also keeps every accepted amount
 /// exactly representable, so the canonical export round-trips.
-pub const MAX_BUDGET_USD: f64 = 1e9;
+pub(crate) const MAX_BUDGET_USD: f64 = 1e9;
 
 /// Parses a plan file's bytes. `file` names the file in diagnostics' hints.
 pub fn parse_plan(bytes: &[u8], file: &str) -> Parsed {
@@ -911,7 +911,7 @@ impl Walker {
 }
 
 /// A timeout: whole seconds as a number, or a duration string (`"30m"`, `"1h30m"`, `"90"`).
-pub fn parse_timeout(v: &Value) -> Result<Option<u64>, String> {
+pub(crate) fn parse_timeout(v: &Value) -> Result<Option<u64>, String> {
     let secs = match v {
         Value::Null => return Ok(None),
         Value::Number(n) => {

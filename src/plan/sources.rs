@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 /// One plan's source file, as of its last import from this checkout.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PlanSource {
+pub(crate) struct PlanSource {
     pub plan_id: String,
     /// The file, absolute.
     pub file: PathBuf,
@@ -18,12 +18,12 @@ pub struct PlanSource {
 }
 
 /// The directory the records live in.
-pub fn sources_dir(state_dir: &Path) -> PathBuf {
+pub(crate) fn sources_dir(state_dir: &Path) -> PathBuf {
     state_dir.join("plans")
 }
 
 /// Records that `plan_id` was imported from `file` (made absolute), replacing an older record.
-pub fn record(state_dir: &Path, plan_id: &str, file: &Path) -> std::io::Result<()> {
+pub(crate) fn record(state_dir: &Path, plan_id: &str, file: &Path) -> std::io::Result<()> {
     let dir = sources_dir(state_dir);
     crate::fsutil::private_dir(&dir)?;
     let file = std::path::absolute(file)?;
@@ -38,7 +38,7 @@ pub fn record(state_dir: &Path, plan_id: &str, file: &Path) -> std::io::Result<(
 }
 
 /// Every record that can be read (an unreadable one is skipped: it only serves a diagnosis).
-pub fn read_all(state_dir: &Path) -> Vec<PlanSource> {
+pub(crate) fn read_all(state_dir: &Path) -> Vec<PlanSource> {
     let Ok(rd) = std::fs::read_dir(sources_dir(state_dir)) else {
         return Vec::new();
     };

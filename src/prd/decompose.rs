@@ -46,7 +46,7 @@ impl Decomposition {
 /// Asks the agent to split each of `picked` (task id, why it was picked), in order, each split
 /// applied before the next is asked, so later splits see earlier ones. `asking` is told before
 /// each call (the command line prints it).
-pub async fn decompose_tasks(
+pub(crate) async fn decompose_tasks(
     call: Call<'_>,
     spec: &PlanSpec,
     picked: &[(String, String)],
@@ -81,7 +81,7 @@ pub async fn decompose_tasks(
 /// Writes the splits into the imported plan `plan_id`, in the order they were made (one
 /// transaction each). Stops at the first the queue refuses: the earlier ones stay written and
 /// are returned with the error.
-pub async fn write_to_queue(
+pub(crate) async fn write_to_queue(
     store: &dyn Store,
     plan_id: &str,
     d: &Decomposition,
@@ -97,7 +97,7 @@ pub async fn write_to_queue(
 }
 
 /// One line per written split: `M → Ma, Mb (C, D now wait for Mb)`.
-pub fn describe(r: &SplitReport) -> String {
+pub(crate) fn describe(r: &SplitReport) -> String {
     let mut line = format!("{} → {}", r.parent, r.subtasks.join(", "));
     if !r.dependents.is_empty() {
         let deps: Vec<String> = r
@@ -111,7 +111,7 @@ pub fn describe(r: &SplitReport) -> String {
 }
 
 /// A unified diff of two texts (three lines of context), headed by `name`.
-pub fn unified_diff(before: &str, after: &str, name: &str) -> String {
+pub(crate) fn unified_diff(before: &str, after: &str, name: &str) -> String {
     similar::TextDiff::from_lines(before, after)
         .unified_diff()
         .context_radius(3)

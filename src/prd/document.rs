@@ -11,10 +11,10 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 /// Longest slug; with `PRD-` and `.md` the file name stays well under every limit.
-pub const MAX_SLUG_CHARS: usize = 48;
+pub(crate) const MAX_SLUG_CHARS: usize = 48;
 
 /// The directory PRDs are written to, relative to the project root.
-pub const PRD_DIR: &str = "docs";
+pub(crate) const PRD_DIR: &str = "docs";
 
 /// A PRD the agent wrote, not yet saved.
 #[derive(Debug, Clone, PartialEq)]
@@ -50,7 +50,7 @@ pub async fn write_prd(
 }
 
 /// The document without a fence around all of it and without chatter before its first heading.
-pub fn clean_markdown(reply: &str) -> String {
+pub(crate) fn clean_markdown(reply: &str) -> String {
     let mut text = reply.trim();
     if let Some(rest) = text.strip_prefix("```") {
         // ```markdown … ``` around the whole reply.
@@ -72,7 +72,7 @@ pub fn clean_markdown(reply: &str) -> String {
 }
 
 /// The text of the first level-one heading.
-pub fn title_of(markdown: &str) -> Option<String> {
+pub(crate) fn title_of(markdown: &str) -> Option<String> {
     markdown
         .lines()
         .find_map(|l| l.strip_prefix("# "))
@@ -162,7 +162,7 @@ pub fn save_prd(root: &Path, slug_text: &str, markdown: &str) -> Result<PathBuf,
 }
 
 /// Reads a PRD back (after the operator edited it).
-pub fn read_prd(path: &Path) -> Result<String, PrdError> {
+pub(crate) fn read_prd(path: &Path) -> Result<String, PrdError> {
     std::fs::read_to_string(path).map_err(|source| PrdError::Io {
         path: path.to_path_buf(),
         source,
@@ -170,7 +170,7 @@ pub fn read_prd(path: &Path) -> Result<String, PrdError> {
 }
 
 /// The slug of a saved PRD file (`docs/PRD-foo-2.md` → `foo-2`), else of its stem.
-pub fn slug_of_file(path: &Path) -> String {
+pub(crate) fn slug_of_file(path: &Path) -> String {
     let stem = path
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())

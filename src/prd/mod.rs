@@ -21,18 +21,18 @@
 //!
 //! The prompts live in [`prompts`].
 
-pub mod challenge;
-pub mod decompose;
-pub mod document;
-pub mod error;
-pub mod interview;
-pub mod jobs;
-pub mod merge;
-pub mod oneshot;
-pub mod plan_gen;
-pub mod preflight;
-pub mod prompts;
-pub mod wizard;
+pub(crate) mod challenge;
+pub(crate) mod decompose;
+pub(crate) mod document;
+pub(crate) mod error;
+pub(crate) mod interview;
+pub(crate) mod jobs;
+pub(crate) mod merge;
+pub(crate) mod oneshot;
+pub(crate) mod plan_gen;
+pub(crate) mod preflight;
+pub(crate) mod prompts;
+pub(crate) mod wizard;
 
 pub use challenge::{Challenge, challenge_plan};
 pub use document::{PrdDraft, save_prd, slug, write_prd};

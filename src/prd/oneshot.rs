@@ -21,7 +21,7 @@ use tokio::io::AsyncReadExt;
 const MAX_CAPTURE: usize = 16 * 1024 * 1024;
 
 /// The default limit for one call.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// Why a one-shot call produced no answer.
 #[derive(Debug, thiserror::Error)]

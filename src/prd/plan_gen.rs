@@ -10,7 +10,7 @@ use crate::plan::{self, CheckReport, GateResult};
 use std::path::{Path, PathBuf};
 
 /// Repair rounds after the first reply when the caller does not say.
-pub const DEFAULT_REPAIR_ROUNDS: u32 = 1;
+pub(crate) const DEFAULT_REPAIR_ROUNDS: u32 = 1;
 
 /// What the plan is about and where it came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -76,7 +76,7 @@ pub async fn generate_plan(
 }
 
 /// The plan in one reply, normalised for our use, or the problems as text for the agent.
-pub fn plan_from_reply(reply: &str, req: &PlanRequest) -> Result<GeneratedPlan, String> {
+pub(crate) fn plan_from_reply(reply: &str, req: &PlanRequest) -> Result<GeneratedPlan, String> {
     let Some(json) = extract_json(reply) else {
         return Err(
             "no JSON object with a \"tasks\" array was found in the reply (reply with the JSON \
@@ -120,7 +120,7 @@ fn normalise(spec: &mut PlanSpec, req: &PlanRequest) {
 pub use crate::plan::check_spec;
 
 /// Every error of a check, one per line, as the agent (and the operator) should read them.
-pub fn problems_text(report: &CheckReport) -> String {
+pub(crate) fn problems_text(report: &CheckReport) -> String {
     report
         .diagnostics
         .iter()
@@ -131,7 +131,7 @@ pub fn problems_text(report: &CheckReport) -> String {
 }
 
 /// Every warning of a check (the decision gate's among them), one line each.
-pub fn warnings_text(report: &CheckReport) -> Vec<String> {
+pub(crate) fn warnings_text(report: &CheckReport) -> Vec<String> {
     report
         .diagnostics
         .iter()
@@ -148,7 +148,7 @@ pub fn extract_json(reply: &str) -> Option<String> {
 
 /// The JSON object inside an agent reply whose member `key` is an array, found as
 /// [`extract_json`] finds a plan (decomposition and TRIZ answers use it with their own key).
-pub fn extract_json_with(reply: &str, key: &str) -> Option<String> {
+pub(crate) fn extract_json_with(reply: &str, key: &str) -> Option<String> {
     let quoted_key = format!("\"{key}\"");
     let trimmed = reply.trim();
     let is_plan = |text: &str| {
@@ -211,7 +211,11 @@ fn fenced_blocks(text: &str) -> Vec<&str> {
 }
 
 /// Writes the raw reply to `<raw_dir>/plan-reply-<plan>-<utc time>.txt` and returns the path.
-pub fn keep_raw_reply(raw_dir: &Path, plan_id: &str, reply: &str) -> Result<PathBuf, PrdError> {
+pub(crate) fn keep_raw_reply(
+    raw_dir: &Path,
+    plan_id: &str,
+    reply: &str,
+) -> Result<PathBuf, PrdError> {
     let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ");
     let path = raw_dir.join(format!(
         "plan-reply-{}-{stamp}.txt",

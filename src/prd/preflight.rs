@@ -17,11 +17,11 @@ use serde::de::DeserializeOwned;
 use std::path::Path;
 
 /// Repair rounds after a first answer that fails its checks.
-pub const REPAIR_ROUNDS: u32 = 1;
+pub(crate) const REPAIR_ROUNDS: u32 = 1;
 
 /// An answer that passed its checks, with what it took.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Answer<T> {
+pub(crate) struct Answer<T> {
     pub value: T,
     pub calls: u32,
     pub cost: Usd,
@@ -29,7 +29,7 @@ pub struct Answer<T> {
 
 /// Where the agent is asked and where a failed reply is kept.
 #[derive(Debug, Clone, Copy)]
-pub struct Call<'a> {
+pub(crate) struct Call<'a> {
     pub agent: &'a OneShot,
     pub cwd: &'a Path,
     /// `.whilly/prd/`: the raw reply of an answer that never passed its checks.
@@ -89,7 +89,7 @@ async fn ask_json<T: DeserializeOwned>(
 }
 
 /// The agent's split of `task_id` (picked for `reason`), checked against the plan.
-pub async fn decompose_task(
+pub(crate) async fn decompose_task(
     call: Call<'_>,
     spec: &PlanSpec,
     task_id: &str,
@@ -112,7 +112,10 @@ pub async fn decompose_task(
 }
 
 /// The agent's contradiction analysis of `spec`, building on the deterministic report.
-pub async fn triz_analysis(call: Call<'_>, spec: &PlanSpec) -> Result<Answer<AgentTriz>, PrdError> {
+pub(crate) async fn triz_analysis(
+    call: Call<'_>,
+    spec: &PlanSpec,
+) -> Result<Answer<AgentTriz>, PrdError> {
     let deterministic = plan::render_triz(&plan::triz_report(spec), false);
     let prompt = prompts::triz(&canonical_json(spec), &deterministic);
     ask_json(
@@ -127,7 +130,10 @@ pub async fn triz_analysis(call: Call<'_>, spec: &PlanSpec) -> Result<Answer<Age
 }
 
 /// The decision gate's LLM pass: which tasks the agent finds too vague to act on.
-pub async fn gate_pass(call: Call<'_>, spec: &PlanSpec) -> Result<Answer<GateVerdicts>, PrdError> {
+pub(crate) async fn gate_pass(
+    call: Call<'_>,
+    spec: &PlanSpec,
+) -> Result<Answer<GateVerdicts>, PrdError> {
     let prompt = prompts::gate_llm(&canonical_json(spec));
     ask_json(
         call,

@@ -11,9 +11,9 @@ pub struct QaPair {
 }
 
 /// The line prefix of an interview question.
-pub const QUESTION_PREFIX: &str = "QUESTION:";
+pub(crate) const QUESTION_PREFIX: &str = "QUESTION:";
 /// The interview's end sentinel.
-pub const DONE_SENTINEL: &str = "DONE";
+pub(crate) const DONE_SENTINEL: &str = "DONE";
 
 /// Operator text quoted inside a prompt, fenced so it reads as data.
 fn quoted(out: &mut String, tag: &str, text: &str) {
@@ -41,7 +41,7 @@ fn interview_so_far(out: &mut String, qa: &[QaPair]) {
     }
 }
 
-pub fn interview(idea: &str, qa: &[QaPair], max_questions: usize) -> String {
+pub(crate) fn interview(idea: &str, qa: &[QaPair], max_questions: usize) -> String {
     let mut p = String::from(
         "You are helping an operator turn an idea into a product requirements document (PRD) for \
 a change to the software in your working directory (you may read it; do not change anything).\n\n\
@@ -61,7 +61,7 @@ or, when you know enough to write the PRD (at most {max_questions} questions in 
     p
 }
 
-pub fn write_prd(idea: &str, qa: &[QaPair]) -> String {
+pub(crate) fn write_prd(idea: &str, qa: &[QaPair]) -> String {
     let mut p = String::from(
         "Write a product requirements document (PRD) in Markdown for the idea below, using the \
 operator's interview answers. You may read the repository in your working directory for context; \
@@ -104,7 +104,7 @@ task of this plan; no dependency cycles; every task has a description of at leas
 at least one acceptance criterion and at least one test step; tasks small enough for one agent
 session; order tasks so that foundations come first."#;
 
-pub fn plan(prd: &str, prd_file: &str, plan_id: &str, project: &str) -> String {
+pub(crate) fn plan(prd: &str, prd_file: &str, plan_id: &str, project: &str) -> String {
     let mut p = String::from(
         "Turn the product requirements document (PRD) below into an implementation plan of tasks \
 for AI coding agents. You may read the repository in your working directory for context; do not \
@@ -120,7 +120,7 @@ change anything.\n\n",
     p
 }
 
-pub fn plan_repair(original_prompt: &str, reply: &str, problems: &str) -> String {
+pub(crate) fn plan_repair(original_prompt: &str, reply: &str, problems: &str) -> String {
     repair(
         original_prompt,
         reply,
@@ -130,7 +130,7 @@ code fence.",
     )
 }
 
-pub fn challenge(plan_json: &str, triz_summary: &str) -> String {
+pub(crate) fn challenge(plan_json: &str, triz_summary: &str) -> String {
     let mut p = String::from(
         "You are a sceptical senior engineer reviewing an implementation plan that AI coding \
 agents will carry out task by task in the repository in your working directory (you may read it; \
@@ -173,7 +173,7 @@ only the parent's key files; each subtask has a description of at least 20 chara
 one acceptance criterion and at least one test step; "dependents_on" says whether the tasks that
 waited for the parent need only the last subtask ("last") or every subtask ("all")."#;
 
-pub fn decompose(plan_json: &str, task_id: &str, reason: &str) -> String {
+pub(crate) fn decompose(plan_json: &str, task_id: &str, reason: &str) -> String {
     let mut p = String::from(
         "You are splitting one task of an implementation plan that AI coding agents carry out in \
 the repository in your working directory (you may read it; do not change anything). The task is \
@@ -208,7 +208,7 @@ const TRIZ_FORMAT: &str = r#"Reply with one JSON object in this format:
 }
 Every task id must be a task of the plan; every contradiction names at least one principle."#;
 
-pub fn triz(plan_json: &str, deterministic: &str) -> String {
+pub(crate) fn triz(plan_json: &str, deterministic: &str) -> String {
     let mut p = String::from(
         "You are a TRIZ analyst reviewing an implementation plan that AI coding agents will \
 carry out in the repository in your working directory (you may read it; do not change anything). \
@@ -235,7 +235,7 @@ const GATE_FORMAT: &str = r#"Reply with one JSON object in this format:
 One verdict for every task of the plan; "vague": true when an AI coding agent could not do the
 task without asking, or could not tell when it is done."#;
 
-pub fn gate_llm(plan_json: &str) -> String {
+pub(crate) fn gate_llm(plan_json: &str) -> String {
     let mut p = String::from(
         "You are the decision gate of a plan that AI coding agents will carry out in the \
 repository in your working directory (you may read it; do not change anything). Judge each task: \
@@ -250,7 +250,7 @@ checked?\n\n",
 }
 
 /// A JSON answer that failed its checks, sent back once with its problems.
-pub fn json_repair(original_prompt: &str, reply: &str, problems: &str) -> String {
+pub(crate) fn json_repair(original_prompt: &str, reply: &str, problems: &str) -> String {
     repair(
         original_prompt,
         reply,

@@ -5,11 +5,11 @@
 use std::time::Instant;
 
 /// What this terminal calls itself in XTVERSION replies.
-pub const XTVERSION: &str = concat!("whilly ", env!("CARGO_PKG_VERSION"));
+pub(crate) const XTVERSION: &str = concat!("whilly ", env!("CARGO_PKG_VERSION"));
 
 /// Colours reported for OSC 10/11 queries: a light grey on black, like most dark terminals.
-pub const DEFAULT_FG_RGB: (u8, u8, u8) = (0xd0, 0xd0, 0xd0);
-pub const DEFAULT_BG_RGB: (u8, u8, u8) = (0x00, 0x00, 0x00);
+pub(crate) const DEFAULT_FG_RGB: (u8, u8, u8) = (0xd0, 0xd0, 0xd0);
+pub(crate) const DEFAULT_BG_RGB: (u8, u8, u8) = (0x00, 0x00, 0x00);
 
 /// Mode numbers tracked here because vt100 ignores them.
 const MODE_FOCUS: u16 = 1004;
@@ -17,7 +17,7 @@ const MODE_SYNC: u16 = 2026;
 
 /// Callbacks given to vt100: collect replies and the state vt100 drops.
 #[derive(Debug, Default)]
-pub struct Responder {
+pub(crate) struct Responder {
     /// Replies not yet written to the child, in order.
     pub(crate) replies: Vec<u8>,
     pub(crate) title: String,

@@ -8,25 +8,21 @@ use super::types::Event;
 use chrono::SecondsFormat;
 use serde_json::{Value, json};
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// Appends committed events to a JSONL file.
 #[derive(Debug, Clone)]
-pub struct JsonlMirror {
+pub(crate) struct JsonlMirror {
     path: PathBuf,
 }
 
 impl JsonlMirror {
-    pub fn new(path: impl Into<PathBuf>) -> Self {
+    pub(crate) fn new(path: impl Into<PathBuf>) -> Self {
         JsonlMirror { path: path.into() }
     }
 
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     /// Appends `events` (in order) and logs a warning on failure.
-    pub fn append(&self, events: &[Event]) {
+    pub(crate) fn append(&self, events: &[Event]) {
         if let Err(e) = self.try_append(events) {
             tracing::warn!(
                 path = %self.path.display(),
@@ -39,7 +35,7 @@ impl JsonlMirror {
 
     /// Appends `events` in ONE `write` call on an `O_APPEND` descriptor, so lines from concurrent
     /// processes never interleave mid-line.
-    pub fn try_append(&self, events: &[Event]) -> std::io::Result<()> {
+    pub(crate) fn try_append(&self, events: &[Event]) -> std::io::Result<()> {
         if events.is_empty() {
             return Ok(());
         }
@@ -62,7 +58,7 @@ impl JsonlMirror {
 }
 
 /// One event as a mirror line's JSON object.
-pub fn event_line(e: &Event) -> Value {
+pub(crate) fn event_line(e: &Event) -> Value {
     json!({
         "id": e.id,
         "ts": e.ts.to_rfc3339_opts(SecondsFormat::Millis, true),
@@ -78,7 +74,7 @@ pub fn event_line(e: &Event) -> Value {
 }
 
 /// All events as newline-terminated JSON lines.
-pub fn render_lines(events: &[Event]) -> String {
+pub(crate) fn render_lines(events: &[Event]) -> String {
     let mut buf = String::new();
     for e in events {
         buf.push_str(&event_line(e).to_string());
@@ -133,7 +129,7 @@ mod tests {
         m.try_append(&[ev(1)]).unwrap();
         m.try_append(&[]).unwrap();
         m.try_append(&[ev(2), ev(3)]).unwrap();
-        let text = std::fs::read_to_string(m.path()).unwrap();
+        let text = std::fs::read_to_string(&m.path).unwrap();
         assert_eq!(text.lines().count(), 3);
     }
 }

@@ -4,14 +4,14 @@
 //! Every state change happens in one transaction together with its event; every transition is
 //! checked by [`crate::domain::transition`] first.
 
-pub mod error;
+pub(crate) mod error;
 pub mod event_types;
-pub mod mirror;
+pub(crate) mod mirror;
 pub mod open;
 pub mod postgres;
-pub mod sql_common;
+pub(crate) mod sql_common;
 pub mod sqlite;
-pub mod types;
+pub(crate) mod types;
 
 pub use error::{StoreError, StoreResult};
 pub use types::*;

@@ -14,11 +14,11 @@ use serde_json::{Map, Value, json};
 use std::collections::{HashMap, HashSet};
 
 /// Attempts allowed when neither the task nor the options say.
-pub const DEFAULT_MAX_ATTEMPTS: i64 = 3;
+pub(crate) const DEFAULT_MAX_ATTEMPTS: i64 = 3;
 
 /// The status a task gets when it is first imported, from the status its file declared:
 /// anything in flight in the file (claimed, in progress) starts over as PENDING.
-pub fn status_from_file(declared: Option<Status>) -> Status {
+pub(crate) fn status_from_file(declared: Option<Status>) -> Status {
     match declared {
         None | Some(Status::Pending | Status::Claimed | Status::InProgress) => Status::Pending,
         Some(s) => s,
@@ -26,7 +26,7 @@ pub fn status_from_file(declared: Option<Status>) -> Status {
 }
 
 /// `task.max_attempts`, else the options' default, else 3; never below 1.
-pub fn max_attempts_for(task: &TaskSpec, default_max_attempts: u32) -> i64 {
+pub(crate) fn max_attempts_for(task: &TaskSpec, default_max_attempts: u32) -> i64 {
     let n = task.max_attempts.unwrap_or(default_max_attempts);
     if n == 0 {
         DEFAULT_MAX_ATTEMPTS
@@ -36,18 +36,18 @@ pub fn max_attempts_for(task: &TaskSpec, default_max_attempts: u32) -> i64 {
 }
 
 /// The plan id an import writes to.
-pub fn effective_plan_id(plan: &PlanSpec, opts: &ImportOptions) -> String {
+pub(crate) fn effective_plan_id(plan: &PlanSpec, opts: &ImportOptions) -> String {
     opts.plan_id.clone().unwrap_or_else(|| plan.id.clone())
 }
 
 /// The budget an import sets: the options override the file.
-pub fn effective_budget(plan: &PlanSpec, opts: &ImportOptions) -> Option<Usd> {
+pub(crate) fn effective_budget(plan: &PlanSpec, opts: &ImportOptions) -> Option<Usd> {
     opts.budget.or(plan.budget_usd)
 }
 
 /// The spec stored on the plan row: tasks removed (they live in their own rows), the effective id
 /// and budget set, so export gives back what the queue actually runs.
-pub fn plan_row_spec(plan: &PlanSpec, opts: &ImportOptions) -> PlanSpec {
+pub(crate) fn plan_row_spec(plan: &PlanSpec, opts: &ImportOptions) -> PlanSpec {
     PlanSpec {
         id: effective_plan_id(plan, opts),
         budget_usd: effective_budget(plan, opts),
@@ -58,7 +58,7 @@ pub fn plan_row_spec(plan: &PlanSpec, opts: &ImportOptions) -> PlanSpec {
 
 /// Names of the top-level fields that differ between two serialisable values, in field order,
 /// leaving out `ignore`. New fields added to the specs are compared automatically.
-pub fn changed_fields<T: Serialize>(old: &T, new: &T, ignore: &[&str]) -> Vec<String> {
+pub(crate) fn changed_fields<T: Serialize>(old: &T, new: &T, ignore: &[&str]) -> Vec<String> {
     let (Ok(Value::Object(a)), Ok(Value::Object(b))) =
         (serde_json::to_value(old), serde_json::to_value(new))
     else {
@@ -80,7 +80,7 @@ pub fn changed_fields<T: Serialize>(old: &T, new: &T, ignore: &[&str]) -> Vec<St
 
 /// Fields of a task spec that changed. The declared `status` is not compared: it only seeds a
 /// new row, after which the queue's live status rules (export writes live statuses back).
-pub fn task_changes(old: &TaskSpec, new: &TaskSpec) -> Vec<String> {
+pub(crate) fn task_changes(old: &TaskSpec, new: &TaskSpec) -> Vec<String> {
     // The common case (nothing changed) without serialising both sides.
     let mut same = old.clone();
     same.status = new.status;
@@ -91,29 +91,28 @@ pub fn task_changes(old: &TaskSpec, new: &TaskSpec) -> Vec<String> {
 }
 
 /// Fields of the stored plan spec that changed (both already in `plan_row_spec` form).
-pub fn plan_changes(old: &PlanSpec, new: &PlanSpec) -> Vec<String> {
+pub(crate) fn plan_changes(old: &PlanSpec, new: &PlanSpec) -> Vec<String> {
     changed_fields(old, new, &["tasks", "format"])
 }
 
 /// A task that has not started may be rewritten by a re-import: PENDING or SKIPPED and never
 /// claimed (an operator's or the gate's skip of untouched work).
-pub fn is_unstarted(status: Status, attempts: i64) -> bool {
+pub(crate) fn is_unstarted(status: Status, attempts: i64) -> bool {
     attempts == 0 && matches!(status, Status::Pending | Status::Skipped)
 }
 
 /// A stored task as the importer needs to see it.
 #[derive(Debug, Clone)]
-pub struct ExistingTask {
+pub(crate) struct ExistingTask {
     pub pk: i64,
     pub status: Status,
     pub attempts: i64,
-    pub reason: Option<String>,
     pub spec: TaskSpec,
 }
 
 /// What to do with one task of the file.
 #[derive(Debug, Clone, PartialEq)]
-pub enum TaskPlan {
+pub(crate) enum TaskPlan {
     /// A new row with this status. `created_as` is the status the `task.created` event shows;
     /// when the gate skips the task, a `task.skipped` event follows from it to `status`.
     Create {
@@ -136,7 +135,7 @@ pub enum TaskPlan {
 }
 
 impl TaskPlan {
-    pub fn gate_skipped(&self) -> bool {
+    pub(crate) fn gate_skipped(&self) -> bool {
         matches!(self, TaskPlan::Create { created_as, status: Status::Skipped, .. } if *created_as != Status::Skipped)
             || matches!(
                 self,
@@ -150,7 +149,7 @@ impl TaskPlan {
 
 /// Decides, per task of the file (in file order), what an import does. Refuses duplicate ids and
 /// dependencies that name a task neither in the file nor already stored.
-pub fn plan_import(
+pub(crate) fn plan_import(
     plan: &PlanSpec,
     opts: &ImportOptions,
     existing: &HashMap<String, ExistingTask>,
@@ -226,7 +225,7 @@ pub fn plan_import(
 
 /// How a move from `from` to `to` changes the `pending_deps` of the task's children: moving into
 /// DONE unblocks them (-1), moving out of DONE re-blocks them (+1).
-pub fn children_delta(from: Status, to: Status) -> i64 {
+pub(crate) fn children_delta(from: Status, to: Status) -> i64 {
     match (from == Status::Done, to == Status::Done) {
         (false, true) => -1,
         (true, false) => 1,
@@ -236,18 +235,18 @@ pub fn children_delta(from: Status, to: Status) -> i64 {
 
 /// Whether moving `t` (as it is before the move) out of its lease lets go of key files that
 /// another task's claim may be waiting for.
-pub fn frees_keys(t: &TaskRecord) -> bool {
+pub(crate) fn frees_keys(t: &TaskRecord) -> bool {
     t.status.is_leased() && !t.spec.key_files.is_empty()
 }
 
 /// A money amount as an event field.
-pub fn usd_json(v: Usd) -> Value {
+pub(crate) fn usd_json(v: Usd) -> Value {
     json!(v.as_f64())
 }
 
 /// `{cost_usd, reason, ...outcome.payload}`: an object payload is merged in (our keys win), any
 /// other non-null payload is kept under `data`.
-pub fn outcome_payload(o: &Outcome, extra: &[(&str, Value)]) -> Value {
+pub(crate) fn outcome_payload(o: &Outcome, extra: &[(&str, Value)]) -> Value {
     let mut m = Map::new();
     match &o.payload {
         Value::Object(p) => m.extend(p.clone()),
@@ -269,29 +268,29 @@ pub fn outcome_payload(o: &Outcome, extra: &[(&str, Value)]) -> Value {
 
 /// Event payloads, built in one place so both stores write the same shapes. Readers (TUI,
 /// headless printer, web) may rely on the keys documented here.
-pub mod payload {
+pub(crate) mod payload {
     use super::usd_json;
     use crate::domain::{TaskSpec, Usd};
     use crate::store::types::TaskRecord;
     use serde_json::{Value, json};
 
     /// `plan.created`: `{project, tasks, budget_usd}`.
-    pub fn plan_created(project: &str, tasks: usize, budget: Option<Usd>) -> Value {
+    pub(crate) fn plan_created(project: &str, tasks: usize, budget: Option<Usd>) -> Value {
         json!({ "project": project, "tasks": tasks, "budget_usd": budget.map(usd_json) })
     }
 
     /// `plan.updated` / `task.updated`: `{fields: [names of the changed spec fields]}`.
-    pub fn fields_changed(fields: &[String]) -> Value {
+    pub(crate) fn fields_changed(fields: &[String]) -> Value {
         json!({ "fields": fields })
     }
 
     /// `task.created`: `{priority, dependencies, max_attempts}`.
-    pub fn task_created(t: &TaskSpec, max_attempts: i64) -> Value {
+    pub(crate) fn task_created(t: &TaskSpec, max_attempts: i64) -> Value {
         json!({ "priority": t.priority, "dependencies": t.dependencies, "max_attempts": max_attempts })
     }
 
     /// `task.split`: `{subtasks: [ids in order], dependents: {id: [dependencies after]}}`.
-    pub fn task_split(
+    pub(crate) fn task_split(
         subtasks: &[String],
         dependents: &std::collections::BTreeMap<String, Vec<String>>,
     ) -> Value {
@@ -299,12 +298,12 @@ pub mod payload {
     }
 
     /// `task.skipped` written by an import for the decision gate: `{reason, gate: true}`.
-    pub fn gate_skip(reason: Option<&str>) -> Value {
+    pub(crate) fn gate_skip(reason: Option<&str>) -> Value {
         json!({ "reason": reason, "gate": true })
     }
 
     /// `task.claimed`: `{attempt, reserved_usd, lease_ms, agent}`.
-    pub fn claimed(attempt: i64, reserved: Usd, lease_ms: i64, agent: &str) -> Value {
+    pub(crate) fn claimed(attempt: i64, reserved: Usd, lease_ms: i64, agent: &str) -> Value {
         json!({
             "attempt": attempt, "reserved_usd": usd_json(reserved), "lease_ms": lease_ms,
             "agent": agent,
@@ -312,12 +311,12 @@ pub mod payload {
     }
 
     /// `task.started`: `{deadline_ms}` (null without a deadline).
-    pub fn started(deadline_ms: Option<i64>) -> Value {
+    pub(crate) fn started(deadline_ms: Option<i64>) -> Value {
         json!({ "deadline_ms": deadline_ms })
     }
 
     /// Extra keys of `task.retry` / `task.failed` from `fail`: the attempt that failed.
-    pub fn attempt_extra(t: &TaskRecord) -> [(&'static str, Value); 2] {
+    pub(crate) fn attempt_extra(t: &TaskRecord) -> [(&'static str, Value); 2] {
         [
             ("attempt", json!(t.attempts)),
             ("max_attempts", json!(t.max_attempts)),
@@ -325,7 +324,7 @@ pub mod payload {
     }
 
     /// `task.cost`: `{cost_usd, task_cost_usd, plan_spent_usd}`.
-    pub fn cost(cost: Usd, task_cost: Usd, plan_spent: Usd) -> Value {
+    pub(crate) fn cost(cost: Usd, task_cost: Usd, plan_spent: Usd) -> Value {
         json!({
             "cost_usd": usd_json(cost),
             "task_cost_usd": usd_json(task_cost),
@@ -335,7 +334,7 @@ pub mod payload {
 
     /// `task.lease_expired` / `task.deadline_passed`: `{reason, attempt, max_attempts,
     /// lease_expires_at, deadline_at}` of the row as the reaper found it.
-    pub fn reaped(reason: &str, t: &TaskRecord) -> Value {
+    pub(crate) fn reaped(reason: &str, t: &TaskRecord) -> Value {
         json!({
             "reason": reason,
             "attempt": t.attempts,
@@ -346,28 +345,28 @@ pub mod payload {
     }
 
     /// `task.skipped` / `task.reset` by an operator: `{reason}`.
-    pub fn operator(reason: &str) -> Value {
+    pub(crate) fn operator(reason: &str) -> Value {
         json!({ "reason": reason })
     }
 
     /// `task.reset` written for each task a plan reset moves: `{reason: "plan reset"}`.
-    pub fn plan_reset_task() -> Value {
+    pub(crate) fn plan_reset_task() -> Value {
         json!({ "reason": "plan reset" })
     }
 
     /// `plan.reset`: `{hard, tasks}` (tasks reset or deleted).
-    pub fn plan_reset(hard: bool, tasks: usize) -> Value {
+    pub(crate) fn plan_reset(hard: bool, tasks: usize) -> Value {
         json!({ "hard": hard, "tasks": tasks })
     }
 
     /// `plan.paused` / `plan.resumed`: `{}`.
-    pub fn empty() -> Value {
+    pub(crate) fn empty() -> Value {
         json!({})
     }
 }
 
 /// A status column's text; `what` names the row in the error.
-pub fn parse_status(s: &str, what: &str) -> StoreResult<Status> {
+pub(crate) fn parse_status(s: &str, what: &str) -> StoreResult<Status> {
     s.parse::<Status>()
         .map_err(|e| StoreError::Corrupt(format!("{what}: stored status {s:?}: {e}")))
 }
@@ -402,7 +401,7 @@ pub(crate) use event_cols;
 
 /// An event about to be written inside a transaction (either store's `event` / bulk insert).
 #[derive(Debug, Clone, Default)]
-pub struct Ev {
+pub(crate) struct Ev {
     pub event_type: String,
     pub plan_id: Option<String>,
     pub task_id: Option<String>,
@@ -414,7 +413,7 @@ pub struct Ev {
 }
 
 impl Ev {
-    pub fn plan(event_type: &str, plan_id: &str, payload: Value) -> Ev {
+    pub(crate) fn plan(event_type: &str, plan_id: &str, payload: Value) -> Ev {
         Ev {
             event_type: event_type.to_string(),
             plan_id: Some(plan_id.to_string()),
@@ -424,7 +423,7 @@ impl Ev {
     }
 
     /// A transition of `t` to `to`, attributed to the task's current worker and epoch.
-    pub fn task(event_type: &str, t: &TaskRecord, to: Status, payload: Value) -> Ev {
+    pub(crate) fn task(event_type: &str, t: &TaskRecord, to: Status, payload: Value) -> Ev {
         Ev {
             event_type: event_type.to_string(),
             plan_id: Some(t.plan_id.clone()),
@@ -439,7 +438,7 @@ impl Ev {
 
     /// What [`crate::store::Store::append_event`] writes: an event that is not a transition.
     /// Refuses an empty event type.
-    pub fn appended(e: NewEvent) -> StoreResult<Ev> {
+    pub(crate) fn appended(e: NewEvent) -> StoreResult<Ev> {
         if e.event_type.trim().is_empty() {
             return Err(StoreError::Invalid(
                 "an event needs a non-empty event_type".into(),
@@ -459,22 +458,22 @@ impl Ev {
 }
 
 /// A JSON column decoded, with the column named in the error.
-pub fn decode_json<T: DeserializeOwned>(text: &str, what: &str) -> StoreResult<T> {
+pub(crate) fn decode_json<T: DeserializeOwned>(text: &str, what: &str) -> StoreResult<T> {
     serde_json::from_str(text).map_err(|e| StoreError::Corrupt(format!("{what}: {e}")))
 }
 
 /// A value as JSON text for a column.
-pub fn encode_json<T: Serialize>(v: &T, what: &str) -> StoreResult<String> {
+pub(crate) fn encode_json<T: Serialize>(v: &T, what: &str) -> StoreResult<String> {
     serde_json::to_string(v).map_err(|e| StoreError::Invalid(format!("{what}: {e}")))
 }
 
 /// A `Duration` in whole milliseconds, saturating.
-pub fn millis(d: std::time::Duration) -> i64 {
+pub(crate) fn millis(d: std::time::Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }
 
 /// The event and reason a reaped task is written with.
-pub fn reaped_as(why: crate::domain::reap::Why) -> (&'static str, &'static str) {
+pub(crate) fn reaped_as(why: crate::domain::reap::Why) -> (&'static str, &'static str) {
     match why {
         crate::domain::reap::Why::LeaseExpired => {
             (super::event_types::TASK_LEASE_EXPIRED, "lease_expired")
@@ -488,7 +487,7 @@ pub fn reaped_as(why: crate::domain::reap::Why) -> (&'static str, &'static str) 
 /// How a task row changes in one move (`apply_move` of either store's transaction): the new
 /// status, the event recorded with it, and the counters it touches.
 #[derive(Debug, Clone)]
-pub struct Move {
+pub(crate) struct Move {
     pub to: Status,
     pub event_type: String,
     pub payload: Value,
@@ -504,7 +503,7 @@ pub struct Move {
 }
 
 impl Move {
-    pub fn new(to: Status, event_type: &str, payload: Value) -> Move {
+    pub(crate) fn new(to: Status, event_type: &str, payload: Value) -> Move {
         Move {
             to,
             event_type: event_type.to_string(),
@@ -521,7 +520,7 @@ impl Move {
 
 /// A stored task of the plan as a split sees it (`Store::split_task`).
 #[derive(Debug, Clone)]
-pub struct SplitRow {
+pub(crate) struct SplitRow {
     pub pk: i64,
     pub status: Status,
     pub spec: TaskSpec,
@@ -529,7 +528,7 @@ pub struct SplitRow {
 
 /// What a split writes, decided the same way by both stores.
 #[derive(Debug, Clone)]
-pub struct SplitPlan {
+pub(crate) struct SplitPlan {
     /// The subtasks, in order; they take the parent's place (`ord`), the tasks after it move
     /// down by `subtasks.len() - 1`.
     pub subtasks: Vec<TaskSpec>,
@@ -544,7 +543,7 @@ pub struct SplitPlan {
 
 /// Refuses to split a task that has started: only a PENDING task never claimed can be
 /// replaced, since a worker may hold it and its history (attempts, cost) belongs to it.
-pub fn split_refusal(parent: &TaskRecord) -> Option<StoreError> {
+pub(crate) fn split_refusal(parent: &TaskRecord) -> Option<StoreError> {
     if parent.status == Status::Pending && parent.attempts == 0 {
         return None;
     }
@@ -566,7 +565,7 @@ pub fn split_refusal(parent: &TaskRecord) -> Option<StoreError> {
 }
 
 /// Checks `split` against the stored plan (`rows`: every task of it) and decides the writes.
-pub fn plan_split(
+pub(crate) fn plan_split(
     plan_id: &str,
     parent: &TaskRecord,
     rows: &[SplitRow],
@@ -655,7 +654,6 @@ mod tests {
             pk: 1,
             status,
             attempts,
-            reason: None,
             spec,
         }
     }

@@ -6,7 +6,7 @@ use crate::store::{Event, event_types as et};
 use serde_json::{Map, Value};
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct AttemptLine {
+pub(crate) struct AttemptLine {
     /// `done`, `failed`, `retry`, …
     pub ended: String,
     pub reason: Option<String>,
@@ -20,7 +20,7 @@ pub struct AttemptLine {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CheckLine {
+pub(crate) struct CheckLine {
     pub name: String,
     pub passed: bool,
     pub exit_code: Option<i64>,
@@ -38,7 +38,7 @@ const SETTLED: &[&str] = &[
 ];
 
 /// The attempts of one task's events (oldest first), one per settle event.
-pub fn attempts(events: &[&Event]) -> Vec<AttemptLine> {
+pub(crate) fn attempts(events: &[&Event]) -> Vec<AttemptLine> {
     events
         .iter()
         .filter(|e| SETTLED.contains(&e.event_type.as_str()))
@@ -125,7 +125,7 @@ fn checks(round: &Value) -> Vec<CheckLine> {
 
 /// What the newest ending of an attempt says that a DONE alone would hide: work that did not
 /// land and why, an agent that changed nothing, files written beyond the key files.
-pub fn outcome_notes(events: &[&Event]) -> Vec<String> {
+pub(crate) fn outcome_notes(events: &[&Event]) -> Vec<String> {
     let Some(e) = events.iter().rev().find(|e| {
         [et::TASK_DONE, et::TASK_HUMAN_LOOP, et::TASK_FAILED].contains(&e.event_type.as_str())
     }) else {
@@ -156,7 +156,7 @@ pub fn outcome_notes(events: &[&Event]) -> Vec<String> {
 }
 
 /// The commit that landed the task's newest DONE, from its delivery evidence.
-pub fn landed_commit(events: &[&Event]) -> Option<String> {
+pub(crate) fn landed_commit(events: &[&Event]) -> Option<String> {
     let e = events
         .iter()
         .rev()
@@ -171,7 +171,7 @@ pub fn landed_commit(events: &[&Event]) -> Option<String> {
 
 /// What the agent (or the human of a handoff) said at the end of the newest attempt: its final
 /// answer (its last lines), else the attempt's message or detail.
-pub fn last_words(events: &[&Event]) -> Option<String> {
+pub(crate) fn last_words(events: &[&Event]) -> Option<String> {
     let e = events
         .iter()
         .rev()

@@ -11,10 +11,10 @@ use serde_json::json;
 use std::sync::Arc;
 
 /// The patch shown in the inbox is cut here: enough to review, bounded in memory.
-pub const MAX_DIFF_BYTES: usize = 256 * 1024;
+pub(super) const MAX_DIFF_BYTES: usize = 256 * 1024;
 
 /// Applies `decision` to one item; the text is a note for the status line.
-pub async fn apply(
+pub(super) async fn apply(
     store: &Arc<dyn Store>,
     handoff: &HandoffDir,
     workspaces: &Arc<Workspaces>,
@@ -121,7 +121,7 @@ fn unreachable_merge<T>() -> Result<T, String> {
 /// What the inbox shows for one item: the task itself (not the agent's prompt, whose envelope
 /// is for the agent), what the agent said (`said`, from its last events), where a handoff's
 /// files are, and the diff of the task's worktree against the commit it started from.
-pub fn load_detail(
+pub(super) fn load_detail(
     workspaces: &Workspaces,
     handoff: &HandoffDir,
     target: &InboxTarget,

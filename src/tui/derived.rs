@@ -16,7 +16,7 @@ use std::collections::{BTreeSet, HashMap};
 
 /// Which version of the task list and events a part was derived from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct DataKey {
+pub(super) struct DataKey {
     /// Bumped whenever the task list changes.
     pub tasks_generation: u64,
     pub tasks_len: usize,
@@ -26,7 +26,11 @@ pub struct DataKey {
 }
 
 impl DataKey {
-    pub fn of(tasks_generation: u64, events_generation: u64, tasks: &[TaskRecord]) -> DataKey {
+    pub(super) fn of(
+        tasks_generation: u64,
+        events_generation: u64,
+        tasks: &[TaskRecord],
+    ) -> DataKey {
         DataKey {
             tasks_generation,
             tasks_len: tasks.len(),
@@ -45,14 +49,14 @@ impl DataKey {
 }
 
 #[derive(Default)]
-pub struct Derived {
+pub(super) struct Derived {
     tasks: Option<TasksPart>,
     visible: Option<VisiblePart>,
     inbox: Option<InboxPart>,
 }
 
 /// Derived from the task list alone.
-pub struct TasksPart {
+pub(super) struct TasksPart {
     key: DataKey,
     pub counts: Counts,
     by_pk: HashMap<i64, usize>,
@@ -61,26 +65,26 @@ pub struct TasksPart {
 }
 
 impl TasksPart {
-    pub fn index_of(&self, pk: i64) -> Option<usize> {
+    pub(super) fn index_of(&self, pk: i64) -> Option<usize> {
         self.by_pk.get(&pk).copied()
     }
 }
 
 /// The filtered list: indices into the tasks, `None` when no filter is set (all of them, in
 /// order, without a list of 100,000 indices).
-pub struct VisiblePart {
+pub(super) struct VisiblePart {
     key: DataKey,
     filter: String,
     pub rows: Option<Vec<usize>>,
 }
 
 impl VisiblePart {
-    pub fn len(&self, tasks: &[TaskRecord]) -> usize {
+    pub(super) fn len(&self, tasks: &[TaskRecord]) -> usize {
         self.rows.as_ref().map_or(tasks.len(), Vec::len)
     }
 
     /// The task index of visible row `row`.
-    pub fn index(&self, row: usize, tasks_len: usize) -> Option<usize> {
+    pub(super) fn index(&self, row: usize, tasks_len: usize) -> Option<usize> {
         match &self.rows {
             Some(rows) => rows.get(row).copied(),
             None => (row < tasks_len).then_some(row),
@@ -88,7 +92,7 @@ impl VisiblePart {
     }
 }
 
-pub struct InboxPart {
+pub(super) struct InboxPart {
     key: DataKey,
     panes: Vec<(i64, SessionState)>,
     waiting: BTreeSet<String>,
@@ -96,7 +100,7 @@ pub struct InboxPart {
 }
 
 impl Derived {
-    pub fn tasks(&mut self, key: DataKey, tasks: &[TaskRecord]) -> &TasksPart {
+    pub(super) fn tasks(&mut self, key: DataKey, tasks: &[TaskRecord]) -> &TasksPart {
         let key = key.tasks_only();
         if self.tasks.as_ref().is_some_and(|p| p.key != key) {
             self.tasks = None;
@@ -104,7 +108,12 @@ impl Derived {
         self.tasks.get_or_insert_with(|| tasks_part(key, tasks))
     }
 
-    pub fn visible(&mut self, key: DataKey, tasks: &[TaskRecord], filter: &str) -> &VisiblePart {
+    pub(super) fn visible(
+        &mut self,
+        key: DataKey,
+        tasks: &[TaskRecord],
+        filter: &str,
+    ) -> &VisiblePart {
         let key = key.tasks_only();
         let needle = filter.trim().to_lowercase();
         if self
@@ -131,7 +140,7 @@ impl Derived {
         })
     }
 
-    pub fn inbox(
+    pub(super) fn inbox(
         &mut self,
         key: DataKey,
         tasks: &[TaskRecord],
@@ -192,7 +201,7 @@ fn tasks_part(key: DataKey, tasks: &[TaskRecord]) -> TasksPart {
 }
 
 /// Whether the task matches a (lower-case) filter: id, status, description, agent, priority.
-pub fn task_matches(t: &TaskRecord, needle: &str) -> bool {
+pub(super) fn task_matches(t: &TaskRecord, needle: &str) -> bool {
     t.id.to_lowercase().contains(needle)
         || t.status.as_str().to_lowercase().contains(needle)
         || t.spec.description.to_lowercase().contains(needle)
@@ -205,7 +214,7 @@ pub fn task_matches(t: &TaskRecord, needle: &str) -> bool {
 
 /// The items, in task order: handoffs waiting for a human (this console's sessions, or any
 /// process's handoff directory: `waiting`), then parked tasks.
-pub fn inbox_items(
+pub(super) fn inbox_items(
     tasks: &[TaskRecord],
     panes: &[PaneMeta],
     events: &[Event],

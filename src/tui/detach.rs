@@ -8,19 +8,19 @@ use std::fs::OpenOptions;
 use std::io;
 
 /// Set by the launcher for the console it starts: the launcher's pid.
-pub const LAUNCHER_ENV: &str = "WHILLY_CONSOLE_LAUNCHER";
+pub(crate) const LAUNCHER_ENV: &str = "WHILLY_CONSOLE_LAUNCHER";
 
 /// The launcher this console was started by, if any: only then can the terminal go back to the
 /// shell while the console process lives on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Launcher {
+pub(crate) struct Launcher {
     pid: Pid,
 }
 
 impl Launcher {
     /// The launcher named in the environment, if it really is this process's parent (an agent
     /// inherits the variable; a `whilly` it runs must not take its parent for a launcher).
-    pub fn from_env() -> Option<Launcher> {
+    pub(crate) fn from_env() -> Option<Launcher> {
         let pid: i32 = std::env::var(LAUNCHER_ENV).ok()?.trim().parse().ok()?;
         (pid > 1 && getppid().as_raw() == pid).then_some(Launcher {
             pid: Pid::from_raw(pid),
@@ -32,7 +32,7 @@ impl Launcher {
     /// up), standard input and output on `/dev/null`, and the launcher told to exit.
     ///
     /// On error the process may still hold the terminal; the caller stops the agents.
-    pub fn detach(self, message: &str) -> io::Result<()> {
+    pub(crate) fn detach(self, message: &str) -> io::Result<()> {
         eprintln!("{message}");
         setsid().map_err(io::Error::from)?;
         let null = OpenOptions::new()
@@ -48,7 +48,7 @@ impl Launcher {
 
 /// What the operator reads when the prompt comes back: what still runs, how to follow it and how
 /// to stop it.
-pub fn message(
+pub(crate) fn message(
     running: &[String],
     whole_plan: bool,
     pid: u32,

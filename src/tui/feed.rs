@@ -36,7 +36,7 @@ const LOOKBACK: i64 = 256;
 
 /// Follows the store (see the module comment). `reload` asks for a look at once, with the
 /// workers and handoffs (the engine ended, or ran out of work).
-pub async fn load_loop(
+pub(crate) async fn load_loop(
     store: Arc<dyn Store>,
     plan_id: String,
     handoff: HandoffDir,

@@ -4,10 +4,10 @@
 
 use ratatui::layout::Rect;
 
-pub const MAX_PANES: usize = 8;
+pub(crate) const MAX_PANES: usize = 8;
 
 /// (columns, rows) of the grid for `n` panes in a `width`×`height` cell area.
-pub fn grid_shape(n: usize, width: u16, height: u16) -> (u16, u16) {
+pub(crate) fn grid_shape(n: usize, width: u16, height: u16) -> (u16, u16) {
     // A cell is about twice as tall as wide: compare in "visual" units.
     let visual_w = f64::from(width);
     let visual_h = f64::from(height) * 2.0;
@@ -24,7 +24,7 @@ pub fn grid_shape(n: usize, width: u16, height: u16) -> (u16, u16) {
 
 /// The rectangles of `n` panes (at most [`MAX_PANES`]) in `area`; a short last row is spread
 /// over the full width. Never extends past `area`.
-pub fn pane_rects(area: Rect, n: usize) -> Vec<Rect> {
+pub(crate) fn pane_rects(area: Rect, n: usize) -> Vec<Rect> {
     let n = n.min(MAX_PANES);
     let (cols, _) = grid_shape(n, area.width, area.height);
     // Only as many rows as the panes fill: 5 panes in a 2-wide grid take 3 rows, not 4.

@@ -6,29 +6,29 @@
 //! [`terminal`] (raw mode, alternate screen, restore on every exit path).
 
 pub mod action;
-pub mod app;
-pub mod attempts;
+pub(crate) mod app;
+pub(crate) mod attempts;
 mod decide;
 mod derived;
-pub mod detach;
-pub mod feed;
-pub mod grid;
+pub(crate) mod detach;
+pub(crate) mod feed;
+pub(crate) mod grid;
 pub mod keymap;
 pub mod model;
 pub mod msg;
 pub mod replay;
-pub mod resize;
+pub(crate) mod resize;
 pub mod screens;
-pub mod split;
+pub(crate) mod split;
 pub mod state;
-pub mod terminal;
+pub(crate) mod terminal;
 /// Test fixtures: for the crate's own tests and, through the `testkit` feature (which the
 /// dev-dependency on itself turns on), its integration tests; never in a release build.
 #[cfg(any(test, feature = "testkit"))]
 pub mod testkit;
 pub mod theme;
 pub mod ui;
-pub mod update;
-pub mod usage;
+pub(crate) mod update;
+pub(crate) mod usage;
 pub mod views;
 pub mod wizard;

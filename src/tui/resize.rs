@@ -5,17 +5,17 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 /// Rows and columns, clamped to at least 2×2 like the emulator.
-pub type Cells = (u16, u16);
+pub(crate) type Cells = (u16, u16);
 
 #[derive(Debug)]
-pub struct ResizeCoalescer {
+pub(crate) struct ResizeCoalescer {
     debounce: Duration,
     applied: HashMap<i64, Cells>,
     pending: HashMap<i64, (Cells, Instant)>,
 }
 
 impl ResizeCoalescer {
-    pub fn new(debounce: Duration) -> Self {
+    pub(crate) fn new(debounce: Duration) -> Self {
         ResizeCoalescer {
             debounce,
             applied: HashMap::new(),
@@ -24,12 +24,12 @@ impl ResizeCoalescer {
     }
 
     /// Records the size a pane currently has (e.g. the PTY's size when first seen).
-    pub fn note_applied(&mut self, key: i64, size: Cells) {
+    pub(crate) fn note_applied(&mut self, key: i64, size: Cells) {
         self.applied.entry(key).or_insert(clamp(size));
     }
 
     /// The size the pane should have now.
-    pub fn want(&mut self, key: i64, size: Cells, now: Instant) {
+    pub(crate) fn want(&mut self, key: i64, size: Cells, now: Instant) {
         let size = clamp(size);
         match self.pending.get(&key) {
             Some((p, _)) if *p == size => {}
@@ -43,7 +43,7 @@ impl ResizeCoalescer {
     }
 
     /// Resizes whose size has been stable for the debounce; they count as applied.
-    pub fn due(&mut self, now: Instant) -> Vec<(i64, Cells)> {
+    pub(crate) fn due(&mut self, now: Instant) -> Vec<(i64, Cells)> {
         let ready: Vec<i64> = self
             .pending
             .iter()
@@ -62,12 +62,12 @@ impl ResizeCoalescer {
     }
 
     /// When the next pending resize becomes due.
-    pub fn next_due(&self) -> Option<Instant> {
+    pub(crate) fn next_due(&self) -> Option<Instant> {
         self.pending.values().map(|(_, t)| *t + self.debounce).min()
     }
 
     /// Forgets panes that no longer exist.
-    pub fn retain(&mut self, keep: impl Fn(i64) -> bool) {
+    pub(crate) fn retain(&mut self, keep: impl Fn(i64) -> bool) {
         self.applied.retain(|k, _| keep(*k));
         self.pending.retain(|k, _| keep(*k));
     }

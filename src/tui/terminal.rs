@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, Once};
 
 /// Frames are written through a large buffer: one write per frame instead of one per cell.
-pub type ConsoleTerminal = Terminal<CrosstermBackend<BufWriter<Stdout>>>;
+pub(crate) type ConsoleTerminal = Terminal<CrosstermBackend<BufWriter<Stdout>>>;
 
 const WRITE_BUFFER: usize = 256 * 1024;
 
@@ -30,13 +30,13 @@ static HOOK: Once = Once::new();
 
 /// Whether the console can run here: it draws on standard output and reads keys from standard
 /// input, so both must be terminals (otherwise commands fall back to their headless form).
-pub fn available() -> bool {
+pub(crate) fn available() -> bool {
     use std::io::IsTerminal;
     io::stdout().is_terminal() && io::stdin().is_terminal()
 }
 
 /// Puts the terminal back as it was. Idempotent; safe from a panic hook.
-pub fn restore() {
+pub(crate) fn restore() {
     if !ACTIVE.swap(false, Ordering::SeqCst) {
         return;
     }
@@ -70,12 +70,12 @@ fn install_panic_hook() {
 }
 
 /// Owns console mode; dropping it restores the terminal and then kills remaining agents.
-pub struct TerminalGuard {
+pub(crate) struct TerminalGuard {
     sessions: SessionRegistry,
 }
 
 impl TerminalGuard {
-    pub fn enter(sessions: SessionRegistry) -> io::Result<(TerminalGuard, ConsoleTerminal)> {
+    pub(crate) fn enter(sessions: SessionRegistry) -> io::Result<(TerminalGuard, ConsoleTerminal)> {
         install_panic_hook();
         if let Ok(mut guard) = PANIC_SESSIONS.lock() {
             *guard = Some(sessions.clone());
@@ -99,7 +99,7 @@ impl TerminalGuard {
 
     /// Restores the terminal now, for good: the agents keep running (dropping the guard later
     /// kills what is left, as always).
-    pub fn release_terminal(&self) {
+    pub(crate) fn release_terminal(&self) {
         restore();
     }
 }
@@ -115,7 +115,7 @@ impl Drop for TerminalGuard {
 }
 
 /// Draws one frame inside a synchronized update, so terminals show it whole or not at all.
-pub fn draw_synchronized<F>(terminal: &mut ConsoleTerminal, render: F) -> io::Result<()>
+pub(crate) fn draw_synchronized<F>(terminal: &mut ConsoleTerminal, render: F) -> io::Result<()>
 where
     F: FnOnce(&mut ratatui::Frame),
 {

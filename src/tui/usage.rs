@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct TaskUsage {
+pub(crate) struct TaskUsage {
     pub input_tokens: u64,
     pub output_tokens: u64,
     /// Time its attempts ran (a running one counts until `now`).
@@ -16,7 +16,7 @@ pub struct TaskUsage {
 }
 
 /// Usage per task id over `events` (oldest first).
-pub fn usage_by_task(events: &[Event], now: DateTime<Utc>) -> BTreeMap<String, TaskUsage> {
+pub(crate) fn usage_by_task(events: &[Event], now: DateTime<Utc>) -> BTreeMap<String, TaskUsage> {
     let mut out: BTreeMap<String, TaskUsage> = BTreeMap::new();
     let mut started: BTreeMap<String, DateTime<Utc>> = BTreeMap::new();
     for e in events {
@@ -67,7 +67,7 @@ fn find_usage(v: &Value) -> Option<(u64, u64)> {
 }
 
 /// `1234567` → `1.2M`, `12345` → `12.3k`.
-pub fn short_count(n: u64) -> String {
+pub(crate) fn short_count(n: u64) -> String {
     match n {
         0..=999 => n.to_string(),
         1_000..=999_999 => format!("{:.1}k", n as f64 / 1e3),

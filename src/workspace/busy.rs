@@ -18,7 +18,7 @@ pub struct BusyBranch {
 
 /// What git keeps in a working tree's git directory while an operation runs, as read.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct OperationFiles {
+pub(crate) struct OperationFiles {
     /// `rebase-merge/head-name` or `rebase-apply/head-name` (`refs/heads/main`).
     pub rebase_head_name: Option<String>,
     pub rebase_dir: bool,
@@ -34,7 +34,7 @@ pub struct OperationFiles {
 }
 
 /// The operation running and the branch it holds, from what git left on disk. Pure.
-pub fn judge(f: &OperationFiles) -> Option<(&'static str, String)> {
+pub(crate) fn judge(f: &OperationFiles) -> Option<(&'static str, String)> {
     let short = |r: &str| r.trim().trim_start_matches("refs/heads/").to_string();
     let head = f.head_ref.as_deref().map(short);
     if f.rebase_dir {
@@ -77,7 +77,7 @@ fn read_files(gitdir: &Path, repo: &Repository) -> OperationFiles {
 }
 
 /// Every branch an operation in progress holds, in the main working tree and every linked one.
-pub fn busy_branches(repo: &Repository) -> Vec<BusyBranch> {
+pub(crate) fn busy_branches(repo: &Repository) -> Vec<BusyBranch> {
     let mut trees: Vec<Repository> = Vec::new();
     if let Some(main) = repo.workdir().and_then(|w| Repository::open(w).ok()) {
         trees.push(main);

@@ -142,7 +142,7 @@ fn make_writable(dir: &Path) {
 fn make_writable(_dir: &Path) {}
 
 /// Bytes on disk under `path`, not following symlinks.
-pub fn dir_size(path: &Path) -> u64 {
+pub(super) fn dir_size(path: &Path) -> u64 {
     let mut total = 0;
     let mut stack = vec![path.to_path_buf()];
     while let Some(p) = stack.pop() {

@@ -6,13 +6,13 @@
 
 /// A checked pattern, split into segments.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Pattern {
+pub(super) struct Pattern {
     segs: Vec<String>,
 }
 
 impl Pattern {
     /// Refuses patterns that could reach outside the repository: absolute, `..`, empty.
-    pub fn parse(text: &str) -> Result<Pattern, String> {
+    pub(super) fn parse(text: &str) -> Result<Pattern, String> {
         let trimmed = text.trim().trim_end_matches('/');
         if trimmed.is_empty() {
             return Err("the pattern is empty".into());
@@ -43,7 +43,7 @@ impl Pattern {
     }
 
     /// The leading segments without wildcards: the walk can start there.
-    pub fn literal_prefix(&self) -> Vec<&str> {
+    pub(super) fn literal_prefix(&self) -> Vec<&str> {
         self.segs
             .iter()
             .take_while(|s| !has_wildcard(s))
@@ -52,17 +52,17 @@ impl Pattern {
     }
 
     /// True when the pattern has no wildcard: it names one path.
-    pub fn is_literal(&self) -> bool {
+    pub(super) fn is_literal(&self) -> bool {
         self.segs.iter().all(|s| !has_wildcard(s))
     }
 
     /// Whether the relative path (segments) matches the whole pattern.
-    pub fn matches(&self, path: &[&str]) -> bool {
+    pub(super) fn matches(&self, path: &[&str]) -> bool {
         match_segs(&self.segs, path)
     }
 
     /// Whether something below the directory `dir` (segments) could still match: prunes the walk.
-    pub fn may_match_below(&self, dir: &[&str]) -> bool {
+    pub(super) fn may_match_below(&self, dir: &[&str]) -> bool {
         viable(&self.segs, dir)
     }
 }

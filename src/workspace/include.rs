@@ -9,7 +9,7 @@ use super::error::WorkspaceError;
 use super::glob::Pattern;
 
 /// Parses every pattern, naming the first bad one.
-pub fn parse_patterns(patterns: &[String]) -> Result<Vec<Pattern>, WorkspaceError> {
+pub(super) fn parse_patterns(patterns: &[String]) -> Result<Vec<Pattern>, WorkspaceError> {
     patterns
         .iter()
         .map(|p| {
@@ -23,7 +23,7 @@ pub fn parse_patterns(patterns: &[String]) -> Result<Vec<Pattern>, WorkspaceErro
 
 /// Files under `root` matching the patterns, as `/`-separated relative path → absolute path.
 /// `.git` and `skip` directories (e.g. a worktrees dir inside the repository) are never entered.
-pub fn find_matches(
+pub(super) fn find_matches(
     root: &Path,
     patterns: &[Pattern],
     skip: &[PathBuf],
@@ -110,7 +110,7 @@ fn collect_all(dir: &Path, rel: &[String], skip: &[PathBuf], out: &mut BTreeMap<
 
 /// Copies each file to the same relative place under `dest`. Refuses to write through a symlinked
 /// directory of the worktree, which could point anywhere.
-pub fn copy_files(
+pub(super) fn copy_files(
     files: &BTreeMap<String, PathBuf>,
     dest: &Path,
 ) -> Result<Vec<String>, WorkspaceError> {

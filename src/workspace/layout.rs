@@ -10,14 +10,14 @@ use sha2::{Digest, Sha256};
 use crate::domain::safe_id;
 
 /// Prefix of every admin entry (`.git/worktrees/<name>`) whilly creates; `list` relies on it.
-pub const ADMIN_PREFIX: &str = "whilly-";
+pub(super) const ADMIN_PREFIX: &str = "whilly-";
 
 fn short_hash(bytes: &[u8]) -> String {
     hex::encode(&Sha256::digest(bytes)[..4])
 }
 
 /// `<repo-name>-<8 hex of the canonical path>`: readable, and two clones named alike differ.
-pub fn repo_key(canonical_repo: &Path) -> String {
+pub(super) fn repo_key(canonical_repo: &Path) -> String {
     let name = canonical_repo
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -30,7 +30,7 @@ pub fn repo_key(canonical_repo: &Path) -> String {
 }
 
 /// `<base>/<repo key>/<plan safe-id>/<task safe-id>`.
-pub fn worktree_path(base: &Path, repo_key: &str, plan_id: &str, task_id: &str) -> PathBuf {
+pub(super) fn worktree_path(base: &Path, repo_key: &str, plan_id: &str, task_id: &str) -> PathBuf {
     base.join(repo_key)
         .join(safe_id(plan_id))
         .join(safe_id(task_id))
@@ -44,7 +44,7 @@ pub fn branch_name(plan_id: &str, task_id: &str) -> String {
 }
 
 /// Name of the admin entry under `.git/worktrees/`: unique per (plan, task), readable by task.
-pub fn admin_name(plan_id: &str, task_id: &str) -> String {
+pub(super) fn admin_name(plan_id: &str, task_id: &str) -> String {
     let mut key = Vec::with_capacity(plan_id.len() + task_id.len() + 1);
     key.extend_from_slice(plan_id.as_bytes());
     key.push(0);
@@ -73,7 +73,7 @@ pub fn commit_message(task_id: &str, description: &str, plan_id: &str, attempt: 
 }
 
 /// Whether `path` lies inside `dir` (both already absolute and normalised).
-pub fn is_within(path: &Path, dir: &Path) -> bool {
+pub(super) fn is_within(path: &Path, dir: &Path) -> bool {
     path.starts_with(dir) && path != dir
 }
 

@@ -15,23 +15,23 @@ use super::error::WorkspaceError;
 static PROCESS_MERGE: Mutex<()> = Mutex::new(());
 static PROCESS_ADMIN: Mutex<()> = Mutex::new(());
 
-pub const LOCK_FILE: &str = "whilly-merge.lock";
-pub const ADMIN_LOCK_FILE: &str = "whilly-worktrees.lock";
+pub(super) const LOCK_FILE: &str = "whilly-merge.lock";
+pub(super) const ADMIN_LOCK_FILE: &str = "whilly-worktrees.lock";
 
 /// Held while the guarded work runs. Field order matters: the file lock is released before the
 /// mutex.
-pub struct RepoLock {
+pub(super) struct RepoLock {
     _file: File,
     _guard: MutexGuard<'static, ()>,
 }
 
 /// Held while a merge runs.
-pub fn merge(common_dir: &Path, timeout: Duration) -> Result<RepoLock, WorkspaceError> {
+pub(super) fn merge(common_dir: &Path, timeout: Duration) -> Result<RepoLock, WorkspaceError> {
     hold(&PROCESS_MERGE, common_dir, LOCK_FILE, "merge", timeout)
 }
 
 /// Held while worktrees are created, reset, removed or pruned.
-pub fn admin(common_dir: &Path, timeout: Duration) -> Result<RepoLock, WorkspaceError> {
+pub(super) fn admin(common_dir: &Path, timeout: Duration) -> Result<RepoLock, WorkspaceError> {
     hold(
         &PROCESS_ADMIN,
         common_dir,

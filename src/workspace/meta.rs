@@ -12,7 +12,7 @@ const META_FILE: &str = "whilly.json";
 const INCLUDED_FILE: &str = "whilly-included";
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Meta {
+pub(super) struct Meta {
     pub plan_id: String,
     pub task_id: String,
     pub branch: String,
@@ -22,11 +22,11 @@ pub struct Meta {
     pub created_at: String,
 }
 
-pub fn admin_dir(common_dir: &Path, name: &str) -> PathBuf {
+pub(super) fn admin_dir(common_dir: &Path, name: &str) -> PathBuf {
     common_dir.join("worktrees").join(name)
 }
 
-pub fn write(admin: &Path, meta: &Meta) -> Result<(), WorkspaceError> {
+pub(super) fn write(admin: &Path, meta: &Meta) -> Result<(), WorkspaceError> {
     let path = admin.join(META_FILE);
     let text = serde_json::to_string_pretty(meta).map_err(|e| WorkspaceError::Io {
         what: "could not encode worktree metadata for",
@@ -37,19 +37,19 @@ pub fn write(admin: &Path, meta: &Meta) -> Result<(), WorkspaceError> {
 }
 
 /// `None` when the entry is not whilly's or its metadata is unreadable.
-pub fn read(admin: &Path) -> Option<Meta> {
+pub(super) fn read(admin: &Path) -> Option<Meta> {
     let text = std::fs::read_to_string(admin.join(META_FILE)).ok()?;
     serde_json::from_str(&text).ok()
 }
 
-pub fn write_included(admin: &Path, files: &[String]) -> Result<(), WorkspaceError> {
+pub(super) fn write_included(admin: &Path, files: &[String]) -> Result<(), WorkspaceError> {
     let path = admin.join(INCLUDED_FILE);
     let mut text = files.join("\n");
     text.push('\n');
     std::fs::write(&path, text).map_err(WorkspaceError::io("could not write", &path))
 }
 
-pub fn read_included(admin: &Path) -> Vec<String> {
+pub(super) fn read_included(admin: &Path) -> Vec<String> {
     std::fs::read_to_string(admin.join(INCLUDED_FILE))
         .map(|t| {
             t.lines()

@@ -27,7 +27,7 @@
 //!   call it from `spawn_blocking`.
 
 mod branches;
-pub mod busy;
+pub(crate) mod busy;
 mod cleanup;
 mod commit;
 mod config;

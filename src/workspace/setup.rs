@@ -14,11 +14,11 @@ const OUTPUT_LIMIT: usize = 64 * 1024;
 
 /// What a successful run printed.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SetupOutput {
+pub(super) struct SetupOutput {
     pub output: String,
 }
 
-pub fn run_setup(
+pub(super) fn run_setup(
     command: &str,
     dir: &Path,
     env: &[(&str, &str)],

@@ -14,14 +14,14 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// The end of a synchronized update: one complete frame.
-pub const FRAME_END: &[u8] = b"\x1b[?2026l";
+pub(crate) const FRAME_END: &[u8] = b"\x1b[?2026l";
 /// "Where is the cursor?" (DSR 6): a terminal must answer it, and the console asks it once at
 /// start (ratatui), giving up after two seconds.
-pub const CURSOR_QUERY: &[u8] = b"\x1b[6n";
+pub(crate) const CURSOR_QUERY: &[u8] = b"\x1b[6n";
 
 /// Counts a byte pattern in a stream that arrives in arbitrary chunks.
 #[derive(Debug)]
-pub struct PatternCounter {
+pub(crate) struct PatternCounter {
     pattern: &'static [u8],
     /// The last bytes of the stream so far (shorter than the pattern), for a pattern split
     /// across reads.
@@ -29,7 +29,7 @@ pub struct PatternCounter {
 }
 
 impl PatternCounter {
-    pub fn new(pattern: &'static [u8]) -> PatternCounter {
+    pub(crate) fn new(pattern: &'static [u8]) -> PatternCounter {
         PatternCounter {
             pattern,
             carry: Vec::new(),
@@ -37,7 +37,7 @@ impl PatternCounter {
     }
 
     /// Occurrences that end within `chunk`.
-    pub fn feed(&mut self, chunk: &[u8]) -> u64 {
+    pub(crate) fn feed(&mut self, chunk: &[u8]) -> u64 {
         let keep = self.pattern.len().saturating_sub(1);
         // The carry is shorter than the pattern, so any match in carry + head straddles them.
         let mut joined = std::mem::take(&mut self.carry);
@@ -63,7 +63,7 @@ fn count(hay: &[u8], pattern: &[u8]) -> usize {
 
 /// What the terminal has seen so far.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Seen {
+pub(crate) struct Seen {
     /// End of the first complete frame, after spawn.
     pub first_frame: Option<Duration>,
     /// End of the first frame whose screen contains the needle, after spawn.
@@ -81,7 +81,7 @@ struct Shared {
 }
 
 /// A program running in a `rows`×`cols` terminal.
-pub struct TermHost {
+pub(crate) struct TermHost {
     child: Box<dyn portable_pty::Child + Send + Sync>,
     // Held open: closing the master would hang the program up.
     _master: Box<dyn MasterPty + Send>,
@@ -91,7 +91,7 @@ pub struct TermHost {
 }
 
 /// How to start the program.
-pub struct HostSpec<'a> {
+pub(crate) struct HostSpec<'a> {
     pub argv: Vec<OsString>,
     pub cwd: &'a Path,
     pub env: Vec<(OsString, OsString)>,
@@ -104,7 +104,7 @@ pub struct HostSpec<'a> {
 }
 
 impl TermHost {
-    pub fn spawn(spec: HostSpec<'_>) -> std::io::Result<TermHost> {
+    pub(crate) fn spawn(spec: HostSpec<'_>) -> std::io::Result<TermHost> {
         let io = |e: anyhow::Error| std::io::Error::other(format!("{e:#}"));
         let pair = native_pty_system()
             .openpty(PtySize {
@@ -163,15 +163,15 @@ impl TermHost {
         })
     }
 
-    pub fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.pid
     }
 
-    pub fn started(&self) -> Instant {
+    pub(crate) fn started(&self) -> Instant {
         self.started
     }
 
-    pub fn seen(&self) -> Seen {
+    pub(crate) fn seen(&self) -> Seen {
         self.shared
             .seen
             .lock()
@@ -180,22 +180,26 @@ impl TermHost {
     }
 
     /// Bytes the program wrote to its terminal.
-    pub fn bytes(&self) -> u64 {
+    pub(crate) fn bytes(&self) -> u64 {
         self.shared.bytes.load(Ordering::Relaxed)
     }
 
     /// Complete frames it drew.
-    pub fn frames(&self) -> u64 {
+    pub(crate) fn frames(&self) -> u64 {
         self.shared.frames.load(Ordering::Relaxed)
     }
 
     /// Whether it is still running (reaps it when not).
-    pub fn running(&mut self) -> bool {
+    pub(crate) fn running(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))
     }
 
     /// Waits until `done(seen)` holds, the program exits, or `timeout` passes.
-    pub async fn wait_until(&mut self, timeout: Duration, done: impl Fn(&Seen) -> bool) -> Seen {
+    pub(crate) async fn wait_until(
+        &mut self,
+        timeout: Duration,
+        done: impl Fn(&Seen) -> bool,
+    ) -> Seen {
         let until = Instant::now() + timeout;
         loop {
             let seen = self.seen();
@@ -207,7 +211,7 @@ impl TermHost {
     }
 
     /// SIGTERM, then SIGKILL after `grace`. Returns whether it ended by itself within `grace`.
-    pub async fn stop(&mut self, grace: Duration) -> bool {
+    pub(crate) async fn stop(&mut self, grace: Duration) -> bool {
         if !self.running() {
             return true;
         }

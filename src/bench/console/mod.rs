@@ -14,11 +14,11 @@
 //! runs; not the agents); frames are recognised by the
 //! synchronized-update brackets the console puts around each (see [`host`]).
 
-pub mod host;
-pub mod procfs;
-pub mod report;
-pub mod scale;
-pub mod scratch;
+pub(crate) mod host;
+pub(crate) mod procfs;
+pub(crate) mod report;
+pub(crate) mod scale;
+pub(crate) mod scratch;
 pub mod tmux;
 
 use crate::store::{EventFilter, event_types};

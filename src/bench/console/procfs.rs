@@ -5,7 +5,7 @@ use std::time::Duration;
 
 /// One reading of a process.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct ProcSample {
+pub(crate) struct ProcSample {
     /// User + system CPU time since the process started (all its threads).
     pub cpu: Duration,
     /// Resident set size now, in KiB.
@@ -16,7 +16,7 @@ pub struct ProcSample {
 
 impl ProcSample {
     /// Adds another process's reading (a tmux server and its client count together).
-    pub fn plus(self, other: ProcSample) -> ProcSample {
+    pub(crate) fn plus(self, other: ProcSample) -> ProcSample {
         ProcSample {
             cpu: self.cpu + other.cpu,
             rss_kib: self.rss_kib + other.rss_kib,
@@ -26,7 +26,7 @@ impl ProcSample {
 }
 
 /// Reads `/proc/<pid>/stat` and `/proc/<pid>/status`.
-pub fn sample(pid: u32) -> std::io::Result<ProcSample> {
+pub(crate) fn sample(pid: u32) -> std::io::Result<ProcSample> {
     let bad = |what: &str| {
         std::io::Error::new(
             std::io::ErrorKind::InvalidData,
@@ -46,7 +46,7 @@ pub fn sample(pid: u32) -> std::io::Result<ProcSample> {
 /// `pid` plus its direct children that run the same program (`comm`): the console is the
 /// launcher's child (`cli::launcher`), and both are what the operator pays for; the agents
 /// (the console's children) are not counted.
-pub fn sample_with_same_children(pid: u32) -> std::io::Result<ProcSample> {
+pub(crate) fn sample_with_same_children(pid: u32) -> std::io::Result<ProcSample> {
     let mut total = sample(pid)?;
     for child in same_program_children(pid)? {
         if let Ok(s) = sample(child) {
@@ -57,7 +57,7 @@ pub fn sample_with_same_children(pid: u32) -> std::io::Result<ProcSample> {
 }
 
 /// The direct children of `pid` whose `comm` is `pid`'s own.
-pub fn same_program_children(pid: u32) -> std::io::Result<Vec<u32>> {
+pub(crate) fn same_program_children(pid: u32) -> std::io::Result<Vec<u32>> {
     let comm = std::fs::read_to_string(format!("/proc/{pid}/comm"))?;
     Ok(crate::procinfo::children_of(pid)
         .into_iter()
@@ -69,7 +69,7 @@ pub fn same_program_children(pid: u32) -> std::io::Result<Vec<u32>> {
 
 /// utime + stime (fields 14 and 15) of a `/proc/<pid>/stat` line, in clock ticks. The command
 /// name (field 2) may hold spaces and parentheses, so fields are counted after its last `)`.
-pub fn cpu_ticks(stat: &str) -> Option<u64> {
+pub(crate) fn cpu_ticks(stat: &str) -> Option<u64> {
     let rest = &stat[stat.rfind(')')? + 1..];
     // After the name: state is field 3, so utime (14) is the 12th field of the rest.
     let mut fields = rest.split_whitespace().skip(11);
@@ -79,7 +79,7 @@ pub fn cpu_ticks(stat: &str) -> Option<u64> {
 }
 
 /// A `Key:   1234 kB` line of `/proc/<pid>/status`, in KiB.
-pub fn status_kib(status: &str, key: &str) -> Option<u64> {
+pub(crate) fn status_kib(status: &str, key: &str) -> Option<u64> {
     status.lines().find_map(|line| {
         let value = line.strip_prefix(key)?.strip_prefix(':')?;
         let mut words = value.split_whitespace();

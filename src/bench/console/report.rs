@@ -5,19 +5,19 @@ use std::fmt;
 use std::time::Duration;
 
 /// Targets from the issue (2-core machine).
-pub const TARGET_DRAIN_RATIO: f64 = 1.0;
-pub const TARGET_IDLE_CPU_PCT: f64 = 1.0;
-pub const TARGET_RSS_MB: f64 = 150.0;
-pub const TARGET_FIRST_FRAME_MS: f64 = 200.0;
+pub(crate) const TARGET_DRAIN_RATIO: f64 = 1.0;
+pub(crate) const TARGET_IDLE_CPU_PCT: f64 = 1.0;
+pub(crate) const TARGET_RSS_MB: f64 = 150.0;
+pub(crate) const TARGET_FIRST_FRAME_MS: f64 = 200.0;
 /// Issue 11: the console idle on a paused 10,000-task plan, and on a 100,000-task one.
-pub const TARGET_BIG_IDLE_CPU_PCT: f64 = 1.0;
-pub const TARGET_BIG_IDLE_RSS_MB: f64 = 80.0;
-pub const TARGET_HUGE_IDLE_CPU_PCT: f64 = 2.0;
-pub const TARGET_HUGE_FIRST_FRAME_MS: f64 = 300.0;
+pub(crate) const TARGET_BIG_IDLE_CPU_PCT: f64 = 1.0;
+pub(crate) const TARGET_BIG_IDLE_RSS_MB: f64 = 80.0;
+pub(crate) const TARGET_HUGE_IDLE_CPU_PCT: f64 = 2.0;
+pub(crate) const TARGET_HUGE_FIRST_FRAME_MS: f64 = 300.0;
 /// Issue 11: 8 live panes in a 10,000-task plan drain at least this much faster than tmux.
-pub const TARGET_LIVE_BIG_RATIO: f64 = 1.5;
+pub(crate) const TARGET_LIVE_BIG_RATIO: f64 = 1.5;
 /// Issue 11: transactions per second of an idle worker, and of an idle console.
-pub const TARGET_IDLE_DB_TX_PER_S: f64 = 1.0;
+pub(crate) const TARGET_IDLE_DB_TX_PER_S: f64 = 1.0;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct ConsoleBenchReport {

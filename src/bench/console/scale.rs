@@ -18,7 +18,7 @@ use anyhow::{Context as _, bail};
 use std::time::{Duration, Instant};
 
 /// The console on a paused plan of `tasks` tasks: first frames, then CPU and memory while idle.
-pub async fn idle_big(
+pub(crate) async fn idle_big(
     opts: &ConsoleBenchOptions,
     repo: &BenchRepo,
     tasks: usize,
@@ -80,7 +80,7 @@ fn live_plan(id: &str, live: usize, total: usize) -> PlanSpec {
 
 /// The drain case with its agents in a plan of `total` tasks; `tmux` is the same run's
 /// baseline (the panes do not know how big the plan is).
-pub async fn live_big(
+pub(crate) async fn live_big(
     opts: &ConsoleBenchOptions,
     repo: &BenchRepo,
     bytes_per_pane: u64,
@@ -134,7 +134,7 @@ pub async fn live_big(
 const DB_SETTLE: Duration = Duration::from_secs(12);
 
 /// Transactions of idle processes on a fresh database of the Postgres server at `server`.
-pub async fn db_load(
+pub(crate) async fn db_load(
     opts: &ConsoleBenchOptions,
     repo: &BenchRepo,
     server: &str,

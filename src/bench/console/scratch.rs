@@ -13,10 +13,10 @@ use std::process::Command;
 use std::sync::Arc;
 
 /// Agent names in the bench's config.
-pub const DRAIN_AGENT: &str = "drain";
-pub const IDLE_AGENT: &str = "idle";
+pub(crate) const DRAIN_AGENT: &str = "drain";
+pub(crate) const IDLE_AGENT: &str = "idle";
 
-pub struct BenchRepo {
+pub(crate) struct BenchRepo {
     /// Scratch root (removed on drop): repo/, agents/, worktrees/, xdg/, streams.
     root: tempfile::TempDir,
     whilly: PathBuf,
@@ -25,7 +25,7 @@ pub struct BenchRepo {
 impl BenchRepo {
     /// `drain_stream` is what each drain agent prints; `idle_stream` what each idle agent
     /// prints before it waits (up to `hold_secs`) with its pane open.
-    pub fn create(
+    pub(crate) fn create(
         whilly: &Path,
         drain_stream: &Path,
         idle_stream: &Path,
@@ -96,15 +96,15 @@ impl BenchRepo {
     }
 
     /// Leaves the scratch directory in place (to read its logs) and returns its path.
-    pub fn keep(self) -> PathBuf {
+    pub(crate) fn keep(self) -> PathBuf {
         self.root.keep()
     }
 
-    pub fn root(&self) -> &Path {
+    pub(crate) fn root(&self) -> &Path {
         self.root.path()
     }
 
-    pub fn repo(&self) -> PathBuf {
+    pub(crate) fn repo(&self) -> PathBuf {
         self.root().join("repo")
     }
 
@@ -113,13 +113,13 @@ impl BenchRepo {
     }
 
     /// Idle agents create `<task id>` here once their output is printed.
-    pub fn ready_dir(&self) -> PathBuf {
+    pub(crate) fn ready_dir(&self) -> PathBuf {
         self.root().join("ready")
     }
 
     /// Variables removed from every whilly started here: remote-session and colour hints that
     /// would change the frame rate or palette, and any WHILLY_* setting of the caller's.
-    pub fn env_remove() -> Vec<OsString> {
+    pub(crate) fn env_remove() -> Vec<OsString> {
         let mut out: Vec<OsString> = [
             "SSH_CONNECTION",
             "SSH_CLIENT",
@@ -140,7 +140,7 @@ impl BenchRepo {
     }
 
     /// Variables set for every whilly started here (no user config file is read).
-    pub fn env(&self) -> Vec<(OsString, OsString)> {
+    pub(crate) fn env(&self) -> Vec<(OsString, OsString)> {
         vec![
             ("TERM".into(), "xterm-256color".into()),
             ("XDG_CONFIG_HOME".into(), self.root().join("xdg").into()),
@@ -148,7 +148,7 @@ impl BenchRepo {
     }
 
     /// `whilly --repo <repo> <args…>`.
-    pub fn argv(&self, args: &[&str]) -> Vec<OsString> {
+    pub(crate) fn argv(&self, args: &[&str]) -> Vec<OsString> {
         let mut v: Vec<OsString> = vec![self.whilly.clone().into(), "--repo".into()];
         v.push(self.repo().into());
         v.extend(args.iter().map(OsString::from));
@@ -156,7 +156,7 @@ impl BenchRepo {
     }
 
     /// Runs a non-interactive whilly command to its end.
-    pub fn whilly(&self, args: &[&str]) -> anyhow::Result<()> {
+    pub(crate) fn whilly(&self, args: &[&str]) -> anyhow::Result<()> {
         let argv = self.argv(args);
         let mut cmd = Command::new(&argv[0]);
         cmd.args(&argv[1..]).current_dir(self.repo());
@@ -179,7 +179,7 @@ impl BenchRepo {
     }
 
     /// Writes the plan as a file and imports it with `whilly plan import`.
-    pub fn import(&self, plan: &PlanSpec) -> anyhow::Result<()> {
+    pub(crate) fn import(&self, plan: &PlanSpec) -> anyhow::Result<()> {
         let file = self.root().join(format!("{}.json", plan.id));
         std::fs::write(&file, crate::plan::canonical_json(plan))
             .with_context(|| format!("cannot write {}", file.display()))?;
@@ -187,7 +187,7 @@ impl BenchRepo {
     }
 
     /// The queue, opened the way whilly opens it here (SQLite under `.whilly/`).
-    pub async fn store(&self) -> anyhow::Result<Arc<dyn Store>> {
+    pub(crate) async fn store(&self) -> anyhow::Result<Arc<dyn Store>> {
         let repo = self.repo();
         Ok(open(
             &DatabaseTarget::Sqlite(state_dir(&repo).join("whilly.db")),
@@ -197,12 +197,12 @@ impl BenchRepo {
     }
 
     /// Sizes of the agents' output logs (raw PTY bytes) under `.whilly/runs/`.
-    pub fn output_log_sizes(&self) -> Vec<u64> {
+    pub(crate) fn output_log_sizes(&self) -> Vec<u64> {
         self.log_sizes(|_| true)
     }
 
     /// The same for one plan's agents (`runs/<run>/<plan>/<task>/…`).
-    pub fn output_log_sizes_of(&self, plan_id: &str) -> Vec<u64> {
+    pub(crate) fn output_log_sizes_of(&self, plan_id: &str) -> Vec<u64> {
         let runs = state_dir(&self.repo()).join("runs");
         self.log_sizes(|p| {
             p.strip_prefix(&runs)
@@ -235,7 +235,7 @@ impl BenchRepo {
 }
 
 /// A plan of `n` tasks (`T-00000` …) for `agent`, one attempt each.
-pub fn plan(id: &str, agent: &str, n: usize) -> PlanSpec {
+pub(crate) fn plan(id: &str, agent: &str, n: usize) -> PlanSpec {
     PlanSpec {
         id: id.to_string(),
         project: "whilly-bench-console".to_string(),
@@ -258,7 +258,7 @@ pub fn plan(id: &str, agent: &str, n: usize) -> PlanSpec {
 }
 
 /// [`plan`] with short tasks, so 100,000 of them fit in a plan file (32 MiB at most).
-pub fn lean_plan(id: &str, agent: &str, n: usize) -> PlanSpec {
+pub(crate) fn lean_plan(id: &str, agent: &str, n: usize) -> PlanSpec {
     let mut p = plan(id, agent, n);
     for (i, t) in p.tasks.iter_mut().enumerate() {
         t.description = format!("bench task {i}");
@@ -268,7 +268,7 @@ pub fn lean_plan(id: &str, agent: &str, n: usize) -> PlanSpec {
 }
 
 /// Whether every task has ended, and the first that ended other than DONE.
-pub fn finished(tasks: &[TaskRecord]) -> (bool, Option<&TaskRecord>) {
+pub(crate) fn finished(tasks: &[TaskRecord]) -> (bool, Option<&TaskRecord>) {
     let ended = tasks.iter().all(|t| t.status.is_terminal());
     let bad = tasks
         .iter()

@@ -6,6 +6,10 @@ use super::*;
 impl AgentExecutor {
     /// One run of the agent process; `Finished` means it exited 0 with the marker.
     #[allow(clippy::too_many_arguments)]
+    #[expect(
+        clippy::too_many_lines,
+        reason = "one agent round is one PTY session's life; its stages share the session and the metered view"
+    )]
     pub(super) async fn agent_round(
         &self,
         cx: &mut Ctx<'_>,

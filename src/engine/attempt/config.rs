@@ -2,8 +2,7 @@
 
 use super::*;
 
-pub struct ExecutorConfig {
-    pub repo_root: PathBuf,
+pub(crate) struct ExecutorConfig {
     /// `.whilly/runs/<run id>`: logs and prompts of this run's attempts.
     pub run_dir: PathBuf,
     /// The agent for tasks and plans that name none.

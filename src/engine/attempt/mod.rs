@@ -14,15 +14,15 @@ use super::handoff_runner::{HandoffEnd, HandoffRunner};
 use super::live_spend::MeteredView;
 use super::publish::{DeliveryKind, FailureNote, NOT_PUBLISHED, PublishRequest};
 use super::sessions::{SessionInfo, SessionRegistry, SessionState};
-use super::verify::{Verification, run_checks};
+use super::verify::Verification;
 use crate::agent::{
     self, Backend, CostSource, ErrorClass, Guards, HandoffDir, HandoffStatus, Invocation,
-    PriceTable, PromptInput, Repair, Runner, build_prompt,
+    PriceTable, Runner,
 };
 use crate::domain::dispatch::agent_of;
 use crate::domain::{PlanSpec, TaskSpec, Usd, safe_id};
 use crate::pty::{PtySession, SpawnSpec, TermSize};
-use crate::store::{Claimed, Park, PlanRecord, Store, StoreError};
+use crate::store::{Claimed, Park, PlanRecord, Store};
 use crate::workspace::{Delivery, MergeMode, Snapshot, Workspaces, Worktree, commit_message};
 use async_trait::async_trait;
 use serde_json::{Value, json};
@@ -42,20 +42,21 @@ mod config;
 mod deliver;
 mod handoff;
 mod helpers;
+mod stages;
 
-use helpers::{fail, fail_owned, note_refused_writes, read_tail, record_verification, tail_chars};
+use helpers::{fail, fail_owned, read_tail, tail_chars};
 
-pub use crate::sandbox::SandboxSettings;
-pub use config::ExecutorConfig;
+pub(crate) use crate::sandbox::SandboxSettings;
+pub(crate) use config::ExecutorConfig;
 
 /// The reason a task goes back with when the system refused its agent's spawn for lack of
 /// resources.
-pub const SPAWN_REFUSED: &str = "spawn_refused";
+pub(crate) const SPAWN_REFUSED: &str = "spawn_refused";
 
 /// The reason a task waits with when a changed file may not land (a secret, a huge file).
-pub const UNSAFE_FILES: &str = "unsafe_files";
+pub(crate) const UNSAFE_FILES: &str = "unsafe_files";
 
-pub struct AgentExecutor {
+pub(crate) struct AgentExecutor {
     cfg: ExecutorConfig,
     store: Arc<dyn Store>,
     workspaces: Arc<Workspaces>,
@@ -63,7 +64,7 @@ pub struct AgentExecutor {
 }
 
 impl AgentExecutor {
-    pub fn new(
+    pub(crate) fn new(
         cfg: ExecutorConfig,
         store: Arc<dyn Store>,
         workspaces: Arc<Workspaces>,
@@ -79,7 +80,7 @@ impl AgentExecutor {
 }
 
 /// The plan's `agent_instructions` (v3: lists under any key), flattened.
-pub fn plan_instructions(plan: &PlanSpec) -> Vec<String> {
+pub(crate) fn plan_instructions(plan: &PlanSpec) -> Vec<String> {
     let mut out = Vec::new();
     if let Some(Value::Object(groups)) = plan.extra.get("agent_instructions") {
         for (_, v) in groups {
@@ -216,165 +217,23 @@ impl AgentExecutor {
             .and_then(|e| e.payload["message"].as_str().map(str::to_string))
     }
 
+    /// The attempt, stage by stage (see `stages.rs`): each stage either hands the next what it
+    /// needs or ends the attempt with its outcome.
     async fn run(&self, cx: &mut Ctx<'_>, mut ctl: AttemptControl) -> AttemptOutcome {
-        let Some(runner) = self.cfg.agents.get(&cx.agent_name).cloned() else {
-            return fail(
-                cx,
-                "unknown_agent",
-                false,
-                format!(
-                    "task names agent {:?}, which is not configured; add [agents.{}] to whilly.toml or use one of: {}",
-                    cx.agent_name,
-                    cx.agent_name,
-                    self.cfg
-                        .agents
-                        .keys()
-                        .cloned()
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            );
-        };
+        match self.run_stages(cx, &mut ctl).await {
+            Ok(o) | Err(o) => o,
+        }
+    }
 
-        // Guards before anything is spent: the prompt and every command we would run.
-        let instructions = plan_instructions(&cx.plan.spec);
-        let task_checks = super::checks::task_checks(
-            cx.task,
-            &cx.plan.spec,
-            self.workspaces.repo_root(),
-            self.cfg.checks,
-            &super::checks::on_path,
-        );
-        // A check that cannot run cannot pass: fail before the agent spends anything.
-        if !task_checks.missing.is_empty() {
-            let missing: Vec<_> = task_checks
-                .missing
-                .iter()
-                .map(|m| (cx.task.id.clone(), m.clone()))
-                .collect();
-            return fail(
-                cx,
-                "check_unavailable",
-                false,
-                super::checks::describe_missing(&missing).join("; "),
-            );
-        }
-        let checks = task_checks.checks;
-        let feedback = self.operator_feedback(cx).await;
-        let base_prompt = {
-            let mut input = PromptInput::new(&cx.claimed.task.plan_id, cx.task);
-            input.plan_instructions = &instructions;
-            input.operator_feedback = feedback.as_deref();
-            build_prompt(&input)
-        };
-        if let Err(reason) = self.cfg.guards.check_before_run(cx.task, &base_prompt) {
-            return fail(cx, reason.code(), false, reason.to_string());
-        }
-        for c in &checks {
-            if let Err(reason) = agent::guards::check_command(&c.command) {
-                return fail(cx, reason.code(), false, reason.to_string());
-            }
-        }
-
-        let deadline = cx
-            .task
-            .timeout_secs
-            .map(Duration::from_secs)
-            .or(self.cfg.default_task_timeout);
-        // The database deadline is the backstop for a worker that stopped watching its task; it
-        // lies past our own timer (plus the time to stop the agent) so the reaper never takes a
-        // task this process is still ending.
-        let db_deadline = deadline.map(|d| d + Duration::from_secs(30));
-        let start = || self.store.start(cx.claimed.lease, db_deadline);
-        match super::outage::retry_transient(6, start).await {
-            Ok(()) => {}
-            Err(StoreError::Stale { .. }) => return AttemptOutcome::Abandoned,
-            // Nothing was spent: give the task back without counting the attempt.
-            Err(e) if e.is_transient() => {
-                return AttemptOutcome::Released {
-                    cost: cx.spent,
-                    reason: "store_error".into(),
-                };
-            }
-            Err(e) => return fail(cx, "store_error", true, e.to_string()),
-        }
-        let deadline_at = deadline.map(|d| Instant::now() + d);
-        if let Some(p) = &self.cfg.publisher
-            && crate::forge::intake::source_of(cx.task).is_some()
-        {
-            let facts = super::publish::run_facts(
-                &cx.claimed.task.plan_id,
-                &cx.claimed.task,
-                &cx.evidence(),
-                "",
-            );
-            p.started(
-                &cx.claimed.task.plan_id,
-                cx.task,
-                cx.claimed.task.worker_id.as_deref().unwrap_or_default(),
-                &facts,
-            )
-            .await;
-        }
-
-        // An earlier attempt may have landed this task's work and lost its lease (or the store)
-        // before the queue recorded it: then the task is finished, and nothing runs again.
-        let landed = {
-            let ws = self.workspaces.clone();
-            let fence = self.fence(cx);
-            let (plan_id, task_id) = (cx.claimed.task.plan_id.clone(), cx.task.id.clone());
-            tokio::task::spawn_blocking(move || ws.unrecorded_landing(&plan_id, &task_id, &fence))
-                .await
-        };
-        match landed {
-            Ok(Ok(None)) => {}
-            Ok(Ok(Some(l))) => {
-                tracing::warn!(
-                    task = %cx.task.id,
-                    commit = %l.commit,
-                    "the task's work already landed (attempt at epoch {}) but was never recorded; finishing it without running again",
-                    l.epoch
-                );
-                let d = Delivery::AlreadyLanded {
-                    base_branch: l.base_branch,
-                    commit: l.commit,
-                    epoch: l.epoch,
-                };
-                cx.evidence.insert("delivery".into(), delivery_json(&d));
-                return AttemptOutcome::Done {
-                    cost: cx.spent,
-                    evidence: cx.evidence(),
-                };
-            }
-            Ok(Err(e)) => return self.workspace_failed(cx, e).await,
-            Err(e) => return fail(cx, "workspace_error", true, e.to_string()),
-        }
-
-        // The worktree.
-        let wt = {
-            let ws = self.workspaces.clone();
-            let (plan_id, task_id, base) = (
-                cx.claimed.task.plan_id.clone(),
-                cx.task.id.clone(),
-                self.cfg.base_commit.clone(),
-            );
-            // Each task starts from the base branch as it is now, so a dependent task sees the
-            // merged work of the tasks it depends on; the run's starting commit is the fallback
-            // (e.g. a detached HEAD).
-            let prepare = move || {
-                let base = ws.base_commit().unwrap_or(base);
-                ws.prepare(&plan_id, &task_id, &base)
-            };
-            match tokio::task::spawn_blocking(prepare).await {
-                Ok(Ok(wt)) => wt,
-                Ok(Err(e)) => {
-                    return self.workspace_failed(cx, e).await;
-                }
-                Err(e) => return fail(cx, "workspace_error", true, e.to_string()),
-            }
-        };
-        cx.evidence.insert("worktree".into(), json!(wt.path));
-        cx.evidence.insert("branch".into(), json!(wt.branch));
+    async fn run_stages(
+        &self,
+        cx: &mut Ctx<'_>,
+        ctl: &mut AttemptControl,
+    ) -> Result<AttemptOutcome, AttemptOutcome> {
+        let brief = self.brief(cx).await?;
+        let deadline_at = self.begin(cx).await?;
+        self.finish_if_landed(cx).await?;
+        let wt = self.worktree(cx).await?;
         // The operator's checkout as it is before the agent runs: what changes there while the
         // task runs is said (whoever did it: whilly cannot tell the agent from the operator).
         let checkout_before = {
@@ -384,167 +243,19 @@ impl AgentExecutor {
                 .ok()
                 .flatten()
         };
-
-        let repair_max = checks
-            .iter()
-            .filter(|c| c.required)
-            .map(|c| c.repair_max_attempts)
-            .max()
-            .unwrap_or(0);
-        let mut repair: Option<Repair> = None;
-        let mut round = 0u32;
-        let mut snapshot: Option<Snapshot>;
-        loop {
-            let prompt = if let Some(r) = &repair {
-                let mut input = PromptInput::new(&cx.claimed.task.plan_id, cx.task);
-                input.plan_instructions = &instructions;
-                input.operator_feedback = feedback.as_deref();
-                input.repair = Some(r);
-                build_prompt(&input)
-            } else {
-                base_prompt.clone()
-            };
-            let step = match &runner {
-                Runner::Handoff => self.handoff(cx, &wt, &prompt, &mut ctl, deadline_at).await,
-                Runner::Process(backend) => {
-                    self.agent_round(
-                        cx,
-                        backend.as_ref(),
-                        &wt,
-                        &prompt,
-                        round,
-                        &mut ctl,
-                        deadline_at,
-                    )
-                    .await
-                }
-            };
-            if self.cfg.sandbox.is_some() {
-                note_refused_writes(cx, &wt.path);
-            }
-            match step {
-                Step::Outcome(o) => return o,
-                Step::Finished => {}
-            }
-
-            // What the agent left, taken before any check can add to it: that is what lands.
-            let snap = {
-                let (ws, w) = (self.workspaces.clone(), wt.clone());
-                match tokio::task::spawn_blocking(move || ws.snapshot(&w)).await {
-                    Ok(Ok(s)) => s,
-                    Ok(Err(e)) => {
-                        return self.workspace_failed(cx, e).await;
-                    }
-                    Err(e) => return fail(cx, "workspace_error", true, e.to_string()),
-                }
-            };
-            cx.evidence
-                .insert("no_changes".into(), json!(!snap.changed));
-            // Key files are advisory: what the agent wrote beyond them lands too, but is said.
-            let outside = if cx.task.key_files.is_empty() {
-                Vec::new()
-            } else {
-                crate::domain::checks::outside_key_files(&snap.files, &cx.task.key_files)
-            };
-            if !outside.is_empty() {
-                tracing::info!(
-                    task = %cx.task.id,
-                    "the agent changed files outside its key_files: {}",
-                    outside.join(", ")
-                );
-            }
-            cx.evidence
-                .insert("outside_key_files".into(), json!(outside));
-            // A human may rightly change nothing (the work was elsewhere); an agent may not.
-            if !snap.changed && checks.is_empty() && !runner.is_handoff() {
-                return fail(
-                    cx,
-                    "no_changes",
-                    false,
-                    "the agent printed the completion marker but changed nothing, and the task has no checks that could show the work is there: add verification_commands or test_steps that are commands".into(),
-                );
-            }
-            snapshot = Some(snap);
-
-            // Evidence: the checks, in the worktree.
-            self.sessions.update(cx.claimed.lease.task_pk, |s| {
-                s.state = SessionState::Verifying
-            });
-            let mut check_env = self.cfg.verification_env.clone();
-            if let Some(s) = &self.cfg.sandbox {
-                let (policy, tmpdir) = s.policy(Some(&wt.path), "check", &check_env);
-                check_env.push((crate::sandbox::ENV.to_string(), policy.to_env()));
-                if let Some(t) = tmpdir {
-                    check_env.push(("TMPDIR".into(), t.display().to_string()));
-                }
-            }
-            let verification =
-                run_checks(&checks, &wt.path, &check_env, self.cfg.verification_timeout).await;
-            record_verification(cx, round, &verification);
-            if verification.passed() {
-                break;
-            }
-            if round >= repair_max {
-                return fail(
-                    cx,
-                    "verification_failed",
-                    false,
-                    verification.failure_report(),
-                );
-            }
-            round += 1;
-            let first = verification.failures().first().map(|c| (*c).clone());
-            repair = first.map(|c| Repair {
-                attempt: round + 1,
-                command_name: c.name,
-                command: c.command,
-                exit_code: c.exit_code,
-                output: c.output,
-            });
-        }
-
+        let snapshot = self
+            .work_until_verified(cx, &brief, &wt, ctl, deadline_at)
+            .await?;
         if let Some(before) = &checkout_before {
             self.note_checkout_changes(cx, before).await;
         }
-        // Nothing is committed that holds a secret or is past the size limit: the task waits
-        // for the operator, its worktree kept, the files named (never a secret's value).
         if let Some(snap) = &snapshot {
-            let (ws, w, s, limits) = (
-                self.workspaces.clone(),
-                wt.clone(),
-                snap.clone(),
-                self.cfg.landing,
-            );
-            let found =
-                match tokio::task::spawn_blocking(move || ws.unsafe_files(&w, &s, limits)).await {
-                    Ok(Ok(found)) => found,
-                    Ok(Err(e)) => return self.workspace_failed(cx, e).await,
-                    Err(e) => return fail(cx, "workspace_error", true, e.to_string()),
-                };
-            if !found.is_empty() {
-                let lines: Vec<String> = found.iter().map(|u| u.describe()).collect();
-                tracing::warn!(task = %cx.task.id, "not committed: {}", lines.join("; "));
-                cx.evidence.insert("unsafe_files".into(), json!(found));
-                cx.evidence.insert(
-                    "detail".into(),
-                    json!(format!(
-                        "nothing was committed: {}; the work is in {}: fix it there and send the task back (b), or reject it (x)",
-                        lines.join("; "),
-                        wt.path.display()
-                    )),
-                );
-                return AttemptOutcome::Parked {
-                    cost: cx.spent,
-                    park: Park::HumanLoop,
-                    reason: UNSAFE_FILES.into(),
-                    evidence: cx.evidence(),
-                };
-            }
+            self.refuse_unsafe_files(cx, &wt, snap).await?;
         }
         self.sessions.update(cx.claimed.lease.task_pk, |s| {
             s.state = SessionState::Delivering
         });
-        self.deliver(cx, wt, snapshot).await
+        Ok(self.deliver(cx, wt, snapshot).await)
     }
 
     /// Files of the operator's checkout that changed (status or content) since `before`: kept

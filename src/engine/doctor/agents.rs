@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AgentFacts {
+pub(crate) struct AgentFacts {
     pub name: String,
     /// Who needs it: `run.agent`, or the plans whose unfinished tasks name it.
     pub needed_by: Vec<String>,
@@ -22,7 +22,7 @@ pub struct AgentFacts {
     pub version: Option<String>,
 }
 
-pub async fn gather(env: &DoctorEnv<'_>) -> Vec<AgentFacts> {
+pub(crate) async fn gather(env: &DoctorEnv<'_>) -> Vec<AgentFacts> {
     let cfg = env.config;
     let mut needed: BTreeMap<String, Vec<String>> = BTreeMap::new();
     needed
@@ -110,7 +110,7 @@ async fn version_of(path: &std::path::Path) -> Option<String> {
     Some(line.chars().take(80).collect())
 }
 
-pub fn judge(facts: &[AgentFacts]) -> Vec<Finding> {
+pub(crate) fn judge(facts: &[AgentFacts]) -> Vec<Finding> {
     facts
         .iter()
         .map(|a| match &a.program {

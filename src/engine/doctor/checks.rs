@@ -7,14 +7,17 @@ use crate::engine::checks::{MissingProgram, describe_missing, plan_missing_progr
 use crate::store::Store;
 use std::sync::Arc;
 
-pub struct ChecksFacts {
+pub(crate) struct ChecksFacts {
     /// Whether the queue could be read.
     pub read: bool,
     /// Per plan with open tasks: the checks that cannot pass here.
     pub plans: Vec<(String, Vec<(String, MissingProgram)>)>,
 }
 
-pub async fn gather(env: &super::DoctorEnv<'_>, store: Option<&Arc<dyn Store>>) -> ChecksFacts {
+pub(crate) async fn gather(
+    env: &super::DoctorEnv<'_>,
+    store: Option<&Arc<dyn Store>>,
+) -> ChecksFacts {
     let Some(store) = store else {
         return ChecksFacts {
             read: false,
@@ -43,7 +46,7 @@ pub async fn gather(env: &super::DoctorEnv<'_>, store: Option<&Arc<dyn Store>>) 
     ChecksFacts { read: true, plans }
 }
 
-pub fn judge(f: &ChecksFacts) -> Vec<Finding> {
+pub(crate) fn judge(f: &ChecksFacts) -> Vec<Finding> {
     if !f.read {
         return Vec::new();
     }

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 /// An entry with group or other permission bits.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Wide {
+pub(crate) struct Wide {
     pub path: PathBuf,
     pub mode: u32,
     /// Others can reach it: every directory above it (up to `.whilly/` itself) lets them
@@ -16,7 +16,7 @@ pub struct Wide {
 
 /// What the walk over `.whilly/` found wider than the user's own.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct PermFacts {
+pub(crate) struct PermFacts {
     pub state_dir: PathBuf,
     pub exists: bool,
     pub wide_dirs: Vec<Wide>,
@@ -26,7 +26,7 @@ pub struct PermFacts {
 /// Walks `.whilly/` without following symlinks. Worktrees kept inside it (the fallback when
 /// there is no home directory) hold the project's own files, whose modes are the project's
 /// business, so they are left out.
-pub fn gather(state_dir: &Path) -> PermFacts {
+pub(crate) fn gather(state_dir: &Path) -> PermFacts {
     let mut f = PermFacts {
         state_dir: state_dir.to_path_buf(),
         exists: state_dir.is_dir(),
@@ -78,7 +78,7 @@ fn mode_of(_md: &std::fs::Metadata) -> u32 {
     0o700
 }
 
-pub fn judge(f: &PermFacts) -> Vec<Finding> {
+pub(crate) fn judge(f: &PermFacts) -> Vec<Finding> {
     let shown = f.state_dir.display();
     if !f.exists {
         return vec![Finding::ok(
@@ -125,7 +125,7 @@ pub fn judge(f: &PermFacts) -> Vec<Finding> {
 }
 
 /// The fix: directories to 0700, files to 0600.
-pub fn narrow(dirs: &[PathBuf], files: &[PathBuf]) -> Result<String, super::DoctorError> {
+pub(crate) fn narrow(dirs: &[PathBuf], files: &[PathBuf]) -> Result<String, super::DoctorError> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;

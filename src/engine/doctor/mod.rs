@@ -6,14 +6,14 @@
 //! Jira tokens, the keyring), `plans.rs` (ghost plans), `checks.rs` (checks whose program is missing), `worktrees.rs` (orphan worktrees and
 //! branches, the disk budget), `usage.rs` (what `.whilly/` holds on disk).
 
-pub mod agents;
-pub mod checks;
-pub mod files;
-pub mod plans;
-pub mod queue;
-pub mod tokens;
-pub mod usage;
-pub mod worktrees;
+pub(crate) mod agents;
+pub(crate) mod checks;
+pub(crate) mod files;
+pub(crate) mod plans;
+pub(crate) mod queue;
+pub(crate) mod tokens;
+pub(crate) mod usage;
+pub(crate) mod worktrees;
 
 use crate::config::Config;
 use crate::domain::doctor::{Finding, Fix};
@@ -24,7 +24,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// What the checks look at.
-pub struct DoctorEnv<'a> {
+pub(crate) struct DoctorEnv<'a> {
     pub repo_root: &'a Path,
     pub state_dir: &'a Path,
     pub config: &'a Config,
@@ -35,7 +35,7 @@ pub struct DoctorEnv<'a> {
 }
 
 #[derive(Debug, thiserror::Error)]
-pub enum DoctorError {
+pub(crate) enum DoctorError {
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]
@@ -51,7 +51,7 @@ pub enum DoctorError {
 
 /// Every check, in the order they are shown. `perms` is gathered by the caller before the queue
 /// is opened: opening a SQLite queue narrows `.whilly/` itself, which would hide the finding.
-pub async fn examine(env: &DoctorEnv<'_>, perms: &files::PermFacts) -> Vec<Finding> {
+pub(crate) async fn examine(env: &DoctorEnv<'_>, perms: &files::PermFacts) -> Vec<Finding> {
     let mut out = vec![queue::judge_database(&queue::database_facts(env))];
     out.extend(files::judge(perms));
     out.push(usage::judge(&usage::gather(env.state_dir)));
@@ -114,7 +114,7 @@ fn unread(check: &'static str, e: &StoreError) -> Finding {
 }
 
 /// Applies one fix; returns what it did, in words.
-pub async fn apply(env: &DoctorEnv<'_>, fix: &Fix) -> Result<String, DoctorError> {
+pub(crate) async fn apply(env: &DoctorEnv<'_>, fix: &Fix) -> Result<String, DoctorError> {
     match fix {
         Fix::NarrowPermissions { dirs, files } => files::narrow(dirs, files),
         Fix::RemoveWorktree {

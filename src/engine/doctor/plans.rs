@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PlanFacts {
+pub(crate) struct PlanFacts {
     pub plan_id: String,
     pub file: PathBuf,
     pub file_exists: bool,
@@ -17,7 +17,7 @@ pub struct PlanFacts {
     pub unfinished: u64,
 }
 
-pub struct PlansFacts {
+pub(crate) struct PlansFacts {
     /// Whether the queue could be read (without it no plan can be judged).
     pub read: bool,
     pub plans: Vec<PlanFacts>,
@@ -26,7 +26,7 @@ pub struct PlansFacts {
     pub unrecorded: usize,
 }
 
-pub async fn gather(
+pub(crate) async fn gather(
     state_dir: &Path,
     repo_root: &Path,
     store: Option<&Arc<dyn Store>>,
@@ -76,7 +76,7 @@ pub async fn gather(
     }
 }
 
-pub fn judge(f: &PlansFacts) -> Vec<Finding> {
+pub(crate) fn judge(f: &PlansFacts) -> Vec<Finding> {
     if !f.read {
         return vec![Finding::warn(
             "plans",

@@ -8,12 +8,12 @@ use crate::store::{Store, StoreInfo, StoreResult, WorkerRecord};
 use chrono::{DateTime, Utc};
 use std::time::Duration;
 
-pub struct DbFacts {
+pub(crate) struct DbFacts {
     pub location: String,
     pub opened: Result<StoreInfo, String>,
 }
 
-pub fn database_facts(env: &DoctorEnv<'_>) -> DbFacts {
+pub(crate) fn database_facts(env: &DoctorEnv<'_>) -> DbFacts {
     DbFacts {
         location: env.database_location.clone(),
         opened: match &env.store {
@@ -23,7 +23,7 @@ pub fn database_facts(env: &DoctorEnv<'_>) -> DbFacts {
     }
 }
 
-pub fn judge_database(f: &DbFacts) -> Finding {
+pub(crate) fn judge_database(f: &DbFacts) -> Finding {
     match &f.opened {
         Err(e) => Finding::problem(
             "database",
@@ -56,19 +56,19 @@ pub fn judge_database(f: &DbFacts) -> Finding {
 
 /// A task still leased whose lease has run out: its worker is gone and no reaper ran since.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ExpiredLease {
+pub(crate) struct ExpiredLease {
     pub plan_id: String,
     pub task_id: String,
     pub worker_id: Option<String>,
     pub expired_at: DateTime<Utc>,
 }
 
-pub struct LeaseFacts {
+pub(crate) struct LeaseFacts {
     pub now: DateTime<Utc>,
     pub expired: Vec<ExpiredLease>,
 }
 
-pub async fn lease_facts(store: &dyn Store) -> StoreResult<LeaseFacts> {
+pub(crate) async fn lease_facts(store: &dyn Store) -> StoreResult<LeaseFacts> {
     let now = Utc::now();
     let mut expired = Vec::new();
     for p in store.list_plans().await? {
@@ -94,7 +94,7 @@ pub async fn lease_facts(store: &dyn Store) -> StoreResult<LeaseFacts> {
     Ok(LeaseFacts { now, expired })
 }
 
-pub fn judge_leases(f: &LeaseFacts) -> Finding {
+pub(crate) fn judge_leases(f: &LeaseFacts) -> Finding {
     if f.expired.is_empty() {
         return Finding::ok("leases", "no expired leases");
     }
@@ -124,13 +124,13 @@ pub fn judge_leases(f: &LeaseFacts) -> Finding {
     .fixable(Fix::ReclaimLeases)
 }
 
-pub struct WorkerFacts {
+pub(crate) struct WorkerFacts {
     pub now: DateTime<Utc>,
     pub offline_after: Duration,
     pub workers: Vec<WorkerRecord>,
 }
 
-pub async fn worker_facts(store: &dyn Store, cfg: &Config) -> StoreResult<WorkerFacts> {
+pub(crate) async fn worker_facts(store: &dyn Store, cfg: &Config) -> StoreResult<WorkerFacts> {
     Ok(WorkerFacts {
         now: Utc::now(),
         offline_after: Duration::from_secs(cfg.queue.worker_offline_secs),
@@ -138,7 +138,7 @@ pub async fn worker_facts(store: &dyn Store, cfg: &Config) -> StoreResult<Worker
     })
 }
 
-pub fn judge_workers(f: &WorkerFacts) -> Finding {
+pub(crate) fn judge_workers(f: &WorkerFacts) -> Finding {
     let dead: Vec<&WorkerRecord> = f
         .workers
         .iter()

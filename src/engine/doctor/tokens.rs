@@ -14,7 +14,7 @@ const CALL_LIMIT: Duration = Duration::from_secs(15);
 
 /// What trying a token showed.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum TokenCheck {
+pub(crate) enum TokenCheck {
     /// No credentials anywhere; `needed` says whether the configuration uses the service.
     Absent { needed: bool },
     /// The configuration cannot be turned into a client (a secret that does not resolve, …).
@@ -27,7 +27,7 @@ pub enum TokenCheck {
     Unknown { source: String, error: String },
 }
 
-pub async fn github(cfg: &Config) -> TokenCheck {
+pub(crate) async fn github(cfg: &Config) -> TokenCheck {
     let needed = cfg.delivery.mode == Some(crate::config::DeliveryMode::Pr)
         || cfg.github.repo.is_some()
         || cfg.github.project.owner.is_some();
@@ -54,7 +54,7 @@ pub async fn github(cfg: &Config) -> TokenCheck {
     }
 }
 
-pub async fn jira(cfg: &Config) -> TokenCheck {
+pub(crate) async fn jira(cfg: &Config) -> TokenCheck {
     let client = match configure::jira_client(cfg) {
         Ok(Some(c)) => c,
         Ok(None) => return TokenCheck::Absent { needed: false },
@@ -81,7 +81,7 @@ pub async fn jira(cfg: &Config) -> TokenCheck {
     }
 }
 
-pub fn judge_github(c: &TokenCheck) -> Finding {
+pub(crate) fn judge_github(c: &TokenCheck) -> Finding {
     const FIX: &str = "set a valid token: WHILLY_GITHUB_TOKEN, or `whilly config set github.token VALUE --secret` (the keyring), or `gh auth login`; `whilly config show github` says which source is used";
     match c {
         TokenCheck::Absent { needed: false } => {
@@ -118,7 +118,7 @@ pub fn judge_github(c: &TokenCheck) -> Finding {
     }
 }
 
-pub fn judge_jira(c: &TokenCheck) -> Finding {
+pub(crate) fn judge_jira(c: &TokenCheck) -> Finding {
     const FIX: &str = "check [jira] url and user, and set the API token: `whilly config set jira.token VALUE --secret` or WHILLY_JIRA_TOKEN";
     match c {
         TokenCheck::Absent { .. } => Finding::ok("tokens", "Jira: not configured"),
@@ -147,7 +147,7 @@ pub fn judge_jira(c: &TokenCheck) -> Finding {
     }
 }
 
-pub struct KeyringFacts {
+pub(crate) struct KeyringFacts {
     /// A probe entry could be written, read back and removed.
     pub usable: Result<(), String>,
     /// Settings whose value is a `keyring:` reference.
@@ -155,7 +155,7 @@ pub struct KeyringFacts {
 }
 
 /// Writes, reads and removes a probe entry (`whilly/doctor.probe`).
-pub fn keyring_facts(cfg: &Config) -> KeyringFacts {
+pub(crate) fn keyring_facts(cfg: &Config) -> KeyringFacts {
     let mut referenced_by = Vec::new();
     for (key, secret) in [
         ("database.url", &cfg.database.url),
@@ -192,7 +192,7 @@ fn probe_keyring() -> Result<(), String> {
     }
 }
 
-pub fn judge_keyring(f: &KeyringFacts) -> Finding {
+pub(crate) fn judge_keyring(f: &KeyringFacts) -> Finding {
     match (&f.usable, f.referenced_by.is_empty()) {
         (Ok(()), _) => Finding::ok("keyring", "the OS keyring stores and returns secrets"),
         (Err(e), true) => Finding::warn(

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 /// Bytes under each entry of `.whilly/`, largest first.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct UsageFacts {
+pub(crate) struct UsageFacts {
     pub state_dir: PathBuf,
     pub parts: Vec<(String, u64)>,
 }
@@ -17,7 +17,7 @@ const WARN_BYTES: u64 = 2 * 1024 * 1024 * 1024;
 
 /// Walks `.whilly/` without following symlinks; worktrees kept inside it (the fallback when
 /// there is no home directory) are the project's files, not whilly's, and are left out.
-pub fn gather(state_dir: &Path) -> UsageFacts {
+pub(crate) fn gather(state_dir: &Path) -> UsageFacts {
     let mut parts = Vec::new();
     for entry in std::fs::read_dir(state_dir).into_iter().flatten().flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
@@ -61,7 +61,7 @@ fn human(bytes: u64) -> String {
 }
 
 /// One line saying what `.whilly/` holds; a warning past [`WARN_BYTES`].
-pub fn judge(f: &UsageFacts) -> Finding {
+pub(crate) fn judge(f: &UsageFacts) -> Finding {
     let total: u64 = f.parts.iter().map(|(_, b)| b).sum();
     let by_part = f
         .parts

@@ -12,17 +12,17 @@ use std::collections::{BTreeMap, BTreeSet};
 
 /// A FAILED task's worktree is kept for inspection (`keep_failed`); after this long it is an
 /// orphan.
-pub const FAILED_KEPT_DAYS: i64 = 7;
+pub(crate) const FAILED_KEPT_DAYS: i64 = 7;
 
 /// What the queue says about a worktree's or branch's task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TaskState {
+pub(crate) struct TaskState {
     pub status: Status,
     pub since: DateTime<Utc>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct WorktreeFacts {
+pub(crate) struct WorktreeFacts {
     pub info: WorktreeInfo,
     /// `None`: no such task in the queue.
     pub task: Option<TaskState>,
@@ -31,14 +31,14 @@ pub struct WorktreeFacts {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct BranchFacts {
+pub(crate) struct BranchFacts {
     pub branch: String,
     pub task: Option<TaskState>,
     pub landed: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct WtFacts {
+pub(crate) struct WtFacts {
     pub now: DateTime<Utc>,
     /// Why the worktrees could not be listed or the tasks read (then nothing is judged).
     pub unreadable: Option<String>,
@@ -48,7 +48,7 @@ pub struct WtFacts {
     pub max_disk: Option<u64>,
 }
 
-pub async fn gather(env: &DoctorEnv<'_>) -> WtFacts {
+pub(crate) async fn gather(env: &DoctorEnv<'_>) -> WtFacts {
     let mut f = WtFacts {
         now: Utc::now(),
         unreadable: None,
@@ -137,7 +137,7 @@ pub async fn gather(env: &DoctorEnv<'_>) -> WtFacts {
 
 /// Why a task's worktree or branch is an orphan, or `None` while it may still be wanted
 /// (the task runs, waits, or failed recently enough to be looked at).
-pub fn orphan_reason(task: Option<TaskState>, now: DateTime<Utc>) -> Option<String> {
+pub(crate) fn orphan_reason(task: Option<TaskState>, now: DateTime<Utc>) -> Option<String> {
     let Some(t) = task else {
         return Some("its task is no longer in the queue".into());
     };
@@ -152,7 +152,7 @@ pub fn orphan_reason(task: Option<TaskState>, now: DateTime<Utc>) -> Option<Stri
     }
 }
 
-pub fn judge(f: &WtFacts) -> Vec<Finding> {
+pub(crate) fn judge(f: &WtFacts) -> Vec<Finding> {
     if let Some(why) = &f.unreadable {
         return vec![Finding::warn(
             "worktrees",

@@ -14,12 +14,12 @@ use std::collections::BTreeMap;
 /// The agent pass's verdicts, to record as events against the imported plan: (task, payload),
 /// no task for a pass that failed open.
 #[must_use = "the verdicts are recorded with `record` once the plan is imported"]
-pub struct GateVerdicts(Vec<(Option<String>, serde_json::Value)>);
+pub(crate) struct GateVerdicts(Vec<(Option<String>, serde_json::Value)>);
 
 /// Runs the gate over the tasks of `spec` not in `skip` already (closed upstream, say). With
 /// `strict` the tasks it fails are added to `skip`; otherwise each is warned about, unless
 /// `quiet`.
-pub async fn decision_gate(
+pub(crate) async fn decision_gate(
     env: &IntakeEnv<'_>,
     spec: &PlanSpec,
     skip: &mut BTreeMap<String, String>,
@@ -121,7 +121,7 @@ async fn agent_pass(
 
 impl GateVerdicts {
     /// Writes the verdicts as `gate.llm_verdict` events of `plan_id`.
-    pub async fn record(self, store: &dyn Store, plan_id: &str) {
+    pub(crate) async fn record(self, store: &dyn Store, plan_id: &str) {
         for (task, payload) in self.0 {
             crate::store::record_event(
                 store,

@@ -11,7 +11,7 @@ use crate::forge::intake::UpstreamIssue;
 use crate::forge::refs::{BoardSource, IssueSource, RepoRef};
 
 /// Where on GitHub the tasks are.
-pub enum GitHubSource {
+pub(crate) enum GitHubSource {
     Issues(IssueSource),
     Board {
         board: BoardSource,
@@ -23,7 +23,7 @@ pub enum GitHubSource {
 impl GitHubSource {
     /// `text` as written after `plan import` (a misspelt source is the operator's to fix before
     /// any token matters).
-    pub fn parse(text: &str, ensure_statuses: bool) -> Result<GitHubSource, IntakeError> {
+    pub(crate) fn parse(text: &str, ensure_statuses: bool) -> Result<GitHubSource, IntakeError> {
         let bad = |e: crate::forge::refs::RefError| IntakeError::Input(e.to_string());
         Ok(if BoardSource::looks_like(text) {
             GitHubSource::Board {
@@ -36,7 +36,7 @@ impl GitHubSource {
     }
 
     /// Whether `text` names a GitHub source rather than a file.
-    pub fn looks_like(text: &str) -> bool {
+    pub(crate) fn looks_like(text: &str) -> bool {
         IssueSource::looks_like(text) || BoardSource::looks_like(text)
     }
 }

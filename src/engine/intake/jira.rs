@@ -13,10 +13,10 @@ use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// A Jira search or one issue.
-pub struct Jira(pub JiraSource);
+pub(crate) struct Jira(pub JiraSource);
 
 impl Jira {
-    pub fn parse(text: &str) -> Result<Jira, IntakeError> {
+    pub(crate) fn parse(text: &str) -> Result<Jira, IntakeError> {
         text.parse()
             .map(Jira)
             .map_err(|e: crate::forge::jira::intake::JiraIntakeError| {

@@ -5,9 +5,9 @@
 //! gate's verdicts as events. The CLI parses, calls [`import`] and prints; nothing here prints.
 
 mod gate;
-pub mod github;
-pub mod jira;
-pub mod plan_file;
+pub(crate) mod github;
+pub(crate) mod jira;
+pub(crate) mod plan_file;
 
 use crate::config::Config;
 use crate::domain::{PlanSpec, Usd, validate_id};
@@ -18,11 +18,11 @@ use crate::store::{ImportOptions, ImportReport, Store, StoreError};
 use std::collections::BTreeMap;
 use std::path::Path;
 
-pub use gate::{GateVerdicts, decision_gate};
+pub(crate) use gate::decision_gate;
 
 /// Something an import has to say while it works, in order: the CLI prints each on stderr.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Note {
+pub(crate) enum Note {
     /// A line already formatted (a plan file's diagnostic with its location).
     Line(String),
     Warning(String),
@@ -44,11 +44,11 @@ impl std::fmt::Display for Note {
 }
 
 /// Where notes go while an import works.
-pub type Notes<'a> = &'a (dyn Fn(Note) + Send + Sync);
+pub(crate) type Notes<'a> = &'a (dyn Fn(Note) + Send + Sync);
 
 /// What every source and the pipeline read: the queue, the configuration, where the repository
 /// and its state are.
-pub struct IntakeEnv<'a> {
+pub(crate) struct IntakeEnv<'a> {
     pub store: &'a dyn Store,
     /// `None` when the configuration could not be read: a plan file still imports (with the
     /// defaults); the trackers need theirs.
@@ -70,7 +70,7 @@ impl IntakeEnv<'_> {
 
 /// How the import was asked.
 #[derive(Debug, Clone, Default)]
-pub struct IntakeOptions {
+pub(crate) struct IntakeOptions {
     /// Tasks the gate fails are imported SKIPPED (`decision_gate_failed`) rather than warned about.
     pub strict: bool,
     /// In US dollars; overrides the plan's own.
@@ -83,7 +83,7 @@ pub struct IntakeOptions {
 
 /// A plan fetched from its source, before the gate.
 #[derive(Debug, Clone)]
-pub struct Fetched {
+pub(crate) struct Fetched {
     pub spec: PlanSpec,
     /// Tasks to import SKIPPED, with the reason (closed upstream, say).
     pub skip: BTreeMap<String, String>,
@@ -95,17 +95,15 @@ pub struct Fetched {
 
 /// What an import did.
 #[derive(Debug, Clone)]
-pub struct Imported {
+pub(crate) struct Imported {
     pub report: ImportReport,
     pub refused: Vec<String>,
     pub origin: Option<String>,
-    /// The tasks the source gave (imported, skipped or unchanged).
-    pub tasks: usize,
 }
 
 /// Why nothing was imported.
 #[derive(Debug, thiserror::Error)]
-pub enum IntakeError {
+pub(crate) enum IntakeError {
     /// A plan file with structural errors: its check, rendered for the operator.
     #[error("{rendered}nothing was imported")]
     Refused { rendered: String },
@@ -136,7 +134,7 @@ pub enum IntakeError {
 impl IntakeError {
     /// 2 for what the environment must fix (a token, the network, an unreachable queue), 1
     /// otherwise.
-    pub fn exit_code(&self) -> i32 {
+    pub(crate) fn exit_code(&self) -> i32 {
         match self {
             IntakeError::Environment(_) => 2,
             IntakeError::GitHub(e) => e.exit_code(),
@@ -157,7 +155,7 @@ impl IntakeError {
 
 /// Where a plan's tasks come from.
 #[async_trait::async_trait]
-pub trait Source: Send + Sync {
+pub(crate) trait Source: Send + Sync {
     /// The source as the operator wrote it (`gh:octo/api:whilly`, `tasks.json`).
     fn describe(&self) -> String;
 
@@ -174,7 +172,7 @@ pub trait Source: Send + Sync {
 }
 
 /// Imports what `source` holds: fetch, gate, guards, budget, import, verdicts.
-pub async fn import(
+pub(crate) async fn import(
     source: &dyn Source,
     env: &IntakeEnv<'_>,
     opts: &IntakeOptions,
@@ -217,7 +215,6 @@ pub async fn import(
         report,
         refused,
         origin,
-        tasks: spec.tasks.len(),
     })
 }
 

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// A plan file on disk.
-pub struct PlanFile(pub PathBuf);
+pub(crate) struct PlanFile(pub PathBuf);
 
 #[async_trait::async_trait]
 impl Source for PlanFile {
@@ -62,7 +62,7 @@ impl Source for PlanFile {
 
 /// Warnings for the checks that cannot pass on this machine (a program they run is not on PATH),
 /// located in the plan file's `text`: a test step at its own line, any other check at its task.
-pub fn missing_program_diagnostics(
+pub(crate) fn missing_program_diagnostics(
     plan: &PlanSpec,
     repo: &Path,
     policy: CheckPolicy,

@@ -8,10 +8,10 @@ use std::io::{Read, Write};
 /// Smaller pieces are sent as they are: compressing them saves nothing.
 const COMPRESS_FROM: usize = 256;
 /// A chunk never inflates beyond this (a corrupt or hostile row cannot eat the viewer's memory).
-pub const MAX_INFLATED: u64 = 16 * 1024 * 1024;
+pub(super) const MAX_INFLATED: u64 = 16 * 1024 * 1024;
 
 /// `(compressed, data)` for `bytes`.
-pub fn encode(bytes: &[u8]) -> (bool, Vec<u8>) {
+pub(super) fn encode(bytes: &[u8]) -> (bool, Vec<u8>) {
     if bytes.len() < COMPRESS_FROM {
         return (false, bytes.to_vec());
     }
@@ -24,10 +24,10 @@ pub fn encode(bytes: &[u8]) -> (bool, Vec<u8>) {
 
 #[derive(Debug, thiserror::Error)]
 #[error("a remote pane chunk does not inflate: {0}")]
-pub struct DecodeError(String);
+pub(super) struct DecodeError(String);
 
 /// The bytes of a chunk as the publisher read them.
-pub fn decode(compressed: bool, data: &[u8]) -> Result<Vec<u8>, DecodeError> {
+pub(super) fn decode(compressed: bool, data: &[u8]) -> Result<Vec<u8>, DecodeError> {
     if !compressed {
         return Ok(data.to_vec());
     }

@@ -137,6 +137,10 @@ impl GitHub {
 
     /// One request, with the rate limits and the pacing of changes; `what` names the thing for
     /// a 404. Returns the JSON body and the next page's URL.
+    #[expect(
+        clippy::too_many_lines,
+        reason = "the request, its retries and the answer policy are one loop; splitting it scatters the retry state"
+    )]
     async fn send(
         &self,
         method: Method,

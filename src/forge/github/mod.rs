@@ -5,11 +5,11 @@
 mod client;
 mod error;
 pub mod graphql;
-pub mod issues;
-pub mod pace;
+pub(crate) mod issues;
+pub(crate) mod pace;
 pub mod project;
-pub mod token;
-pub mod types;
+pub(crate) mod token;
+pub(crate) mod types;
 
 pub use client::{GitHub, GitHubOptions, next_link, rate_limit_wait};
 pub use error::GitHubError;

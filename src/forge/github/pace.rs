@@ -7,11 +7,11 @@
 use std::time::Duration;
 
 /// Tries of one request before its error is final.
-pub const MAX_TRIES: u32 = 5;
+pub(crate) const MAX_TRIES: u32 = 5;
 
 /// What to do with an answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Pace {
+pub(crate) enum Pace {
     /// Use the answer.
     Go,
     /// Wait, then send the request again.
@@ -20,7 +20,7 @@ pub enum Pace {
 
 /// What the pacer sees of an answer.
 #[derive(Debug, Clone, Default)]
-pub struct Answer<'a> {
+pub(crate) struct Answer<'a> {
     pub status: u16,
     pub retry_after: Option<&'a str>,
     pub remaining: Option<&'a str>,
@@ -34,7 +34,7 @@ pub struct Answer<'a> {
 
 /// The decision for an answer to try number `attempt` (1-based), at `now` (epoch seconds).
 /// `secondary_hits` counts secondary limits met in a row, for the doubling.
-pub fn decide(a: &Answer<'_>, attempt: u32, now: u64, secondary_hits: u32) -> Pace {
+pub(crate) fn decide(a: &Answer<'_>, attempt: u32, now: u64, secondary_hits: u32) -> Pace {
     if attempt >= MAX_TRIES {
         return Pace::Go;
     }
@@ -82,7 +82,7 @@ pub fn decide(a: &Answer<'_>, attempt: u32, now: u64, secondary_hits: u32) -> Pa
 }
 
 /// Backoff after a connection error on try `attempt`.
-pub fn after_network_error(attempt: u32) -> Option<Duration> {
+pub(crate) fn after_network_error(attempt: u32) -> Option<Duration> {
     (attempt < MAX_TRIES).then(|| Duration::from_millis(300 * u64::from(attempt)))
 }
 

@@ -35,20 +35,20 @@ impl fmt::Display for TokenSource {
 }
 
 /// The places a token may be.
-pub trait Probe {
+pub(crate) trait Probe {
     fn env(&self, name: &str) -> Option<String>;
     fn keyring(&self) -> Option<String>;
     fn gh_cli(&self) -> Option<String>;
 }
 
 /// The configured `[github] token`, already resolved, with what it referred to.
-pub struct Configured {
+pub(crate) struct Configured {
     pub token: SecretString,
     pub what: String,
 }
 
 /// The token to use and where it came from, or `None` when there is none anywhere.
-pub fn resolve(
+pub(crate) fn resolve(
     probe: &dyn Probe,
     configured: Option<Configured>,
 ) -> Option<(SecretString, TokenSource)> {
@@ -76,7 +76,7 @@ pub fn resolve(
 }
 
 /// This process's environment, the OS keyring, and the `gh` CLI when it is installed.
-pub struct RealProbe;
+pub(crate) struct RealProbe;
 
 impl Probe for RealProbe {
     fn env(&self, name: &str) -> Option<String> {

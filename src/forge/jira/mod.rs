@@ -3,7 +3,7 @@
 //! need (`adf`). The engine's `jira_sync` keeps the issues in step with their tasks.
 
 pub mod adf;
-pub mod client;
+pub(crate) mod client;
 pub mod intake;
 
 pub use client::{Jira, JiraError, JiraIssue};

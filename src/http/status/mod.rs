@@ -2,8 +2,8 @@
 //! running tasks, the inbox, the workers and the last events. Server-rendered, complete
 //! without script; a few KB of script keep it live from `/events/stream`.
 
-pub mod render;
-pub mod snapshot;
+pub(crate) mod render;
+pub(crate) mod snapshot;
 
 use super::AppCtx;
 use crate::store::event_types as et;

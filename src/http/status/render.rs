@@ -13,7 +13,7 @@ const JS: &str = include_str!("page.js");
 const PAYLOAD_CHARS: usize = 160;
 
 /// Text made safe for HTML element content and quoted attribute values.
-pub fn esc(s: &str) -> String {
+pub(crate) fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
@@ -30,7 +30,7 @@ pub fn esc(s: &str) -> String {
 
 /// The whole page. `event_types` are the names the stream sends (an `EventSource` hears a
 /// named event only with a listener for its name).
-pub fn page(s: &StatusSnapshot, event_types: &[&str]) -> String {
+pub(crate) fn page(s: &StatusSnapshot, event_types: &[&str]) -> String {
     let types = serde_json::to_string(event_types).unwrap_or_else(|_| "[]".into());
     let mut h = String::with_capacity(16 * 1024);
     let _ = write!(
@@ -200,7 +200,7 @@ fn events(h: &mut String, rows: &[Event]) {
 }
 
 /// One event of the list (the page's script builds the same from a streamed one).
-pub fn event_item(e: &Event) -> String {
+pub(crate) fn event_item(e: &Event) -> String {
     let mut subject = [e.plan_id.as_deref(), e.task_id.as_deref()]
         .into_iter()
         .flatten()
@@ -251,7 +251,7 @@ fn money(u: Usd) -> String {
 }
 
 /// `42s`, `3m 05s`, `1h 02m`, `2d 03h` (the script's `age` says the same).
-pub fn duration_text(secs: i64) -> String {
+pub(crate) fn duration_text(secs: i64) -> String {
     let s = secs.max(0);
     match s {
         0..60 => format!("{s}s"),

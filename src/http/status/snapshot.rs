@@ -23,7 +23,7 @@ const TITLE_CHARS: usize = 100;
 
 /// The store reads the page is made of.
 #[derive(Debug, Clone, Default)]
-pub struct StatusInputs {
+pub(crate) struct StatusInputs {
     pub backend: String,
     pub plans: Vec<PlanSummary>,
     /// The tasks of listed plans that are leased or parked (the others are only counted).
@@ -38,7 +38,7 @@ pub struct StatusInputs {
 
 /// Reads what [`build`] needs: a few queries, plus one per running task; only plans with
 /// running or parked tasks have their tasks read.
-pub async fn gather(store: &dyn Store, recent: i64) -> StoreResult<StatusInputs> {
+pub(crate) async fn gather(store: &dyn Store, recent: i64) -> StoreResult<StatusInputs> {
     // The events first: whatever happens after the newest of them reaches the page through
     // its stream (which goes on from that id), so the rest may be newer but never older.
     let recent = store
@@ -113,7 +113,7 @@ fn is_parked(s: Status) -> bool {
 
 /// Everything the page shows, at one moment.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct StatusSnapshot {
+pub(crate) struct StatusSnapshot {
     pub generated_at: DateTime<Utc>,
     pub version: &'static str,
     pub backend: String,
@@ -128,7 +128,7 @@ pub struct StatusSnapshot {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct PlanRow {
+pub(crate) struct PlanRow {
     pub id: String,
     pub project: String,
     pub paused: bool,
@@ -149,7 +149,7 @@ pub struct PlanRow {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct RunningRow {
+pub(crate) struct RunningRow {
     pub plan_id: String,
     pub task_id: String,
     pub title: String,
@@ -166,7 +166,7 @@ pub struct RunningRow {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct WorkerRow {
+pub(crate) struct WorkerRow {
     pub id: String,
     pub host: String,
     pub slots: i64,
@@ -176,7 +176,7 @@ pub struct WorkerRow {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct InboxRow {
+pub(crate) struct InboxRow {
     pub plan_id: String,
     pub task_id: String,
     pub title: String,
@@ -197,7 +197,7 @@ fn dollars_opt<S: Serializer>(u: &Option<Usd>, s: S) -> Result<S::Ok, S::Error> 
 }
 
 /// The page's data at `now`. `default_agent` is the configured `[run] agent`, if known.
-pub fn build(
+pub(crate) fn build(
     inputs: &StatusInputs,
     now: DateTime<Utc>,
     offline_after: Duration,

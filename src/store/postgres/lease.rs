@@ -24,7 +24,7 @@ const REAP_BATCH: i64 = 500;
 
 /// Runs `f` again when Postgres aborted it for a deadlock or serialization failure: the
 /// transaction rolled back whole, so a retry is safe.
-pub async fn retrying<T, F, Fut>(mut f: F) -> StoreResult<T>
+pub(super) async fn retrying<T, F, Fut>(mut f: F) -> StoreResult<T>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = StoreResult<T>>,
@@ -243,7 +243,7 @@ const FAST_CLAIM: &str = concat!(
      FROM cand LEFT JOIN upd ON true LEFT JOIN ev ON true"
 );
 
-pub async fn claim(inner: &Inner, req: &ClaimRequest) -> StoreResult<Option<Claimed>> {
+pub(super) async fn claim(inner: &Inner, req: &ClaimRequest) -> StoreResult<Option<Claimed>> {
     use std::sync::atomic::Ordering;
     inner.hub.note_claim_start();
     if inner.claim_full.load(Ordering::Relaxed) {
@@ -456,7 +456,7 @@ async fn claim_once(inner: &Inner, req: &ClaimRequest) -> StoreResult<Option<Cla
     Ok(None)
 }
 
-pub async fn heartbeat(inner: &Inner, lease: Lease, extend: Duration) -> StoreResult<()> {
+pub(super) async fn heartbeat(inner: &Inner, lease: Lease, extend: Duration) -> StoreResult<()> {
     let n = sqlx::query(
         "UPDATE tasks SET lease_expires_at = now() + $3 * interval '1 microsecond' \
          WHERE pk = $1 AND epoch = $2 AND status IN ('CLAIMED', 'IN_PROGRESS')",
@@ -476,14 +476,20 @@ pub async fn heartbeat(inner: &Inner, lease: Lease, extend: Duration) -> StoreRe
     Ok(())
 }
 
-pub fn illegal(t: &TaskRecord) -> impl FnOnce(crate::domain::IllegalTransition) -> StoreError + '_ {
+pub(super) fn illegal(
+    t: &TaskRecord,
+) -> impl FnOnce(crate::domain::IllegalTransition) -> StoreError + '_ {
     move |source| StoreError::Illegal {
         task_id: t.id.clone(),
         source,
     }
 }
 
-pub async fn start(inner: &Inner, lease: Lease, deadline: Option<Duration>) -> StoreResult<()> {
+pub(super) async fn start(
+    inner: &Inner,
+    lease: Lease,
+    deadline: Option<Duration>,
+) -> StoreResult<()> {
     retrying(|| async {
         let mut tx = Tx::begin(inner).await?;
         let t = tx.leased(lease).await?;
@@ -527,7 +533,7 @@ where
     .await
 }
 
-pub async fn complete(inner: &Inner, lease: Lease, o: &Outcome) -> StoreResult<TaskRecord> {
+pub(super) async fn complete(inner: &Inner, lease: Lease, o: &Outcome) -> StoreResult<TaskRecord> {
     end_attempt(inner, lease, Action::Complete, |_, to| Move {
         cost: o.cost,
         reason: o.reason.clone(),
@@ -536,7 +542,7 @@ pub async fn complete(inner: &Inner, lease: Lease, o: &Outcome) -> StoreResult<T
     .await
 }
 
-pub async fn fail(
+pub(super) async fn fail(
     inner: &Inner,
     lease: Lease,
     mode: FailMode,
@@ -566,7 +572,7 @@ pub async fn fail(
     .await
 }
 
-pub async fn release(inner: &Inner, lease: Lease, o: &Outcome) -> StoreResult<TaskRecord> {
+pub(super) async fn release(inner: &Inner, lease: Lease, o: &Outcome) -> StoreResult<TaskRecord> {
     end_attempt(inner, lease, Action::Release, |_, to| Move {
         cost: o.cost,
         reason: o.reason.clone(),
@@ -576,7 +582,12 @@ pub async fn release(inner: &Inner, lease: Lease, o: &Outcome) -> StoreResult<Ta
     .await
 }
 
-pub async fn park(inner: &Inner, lease: Lease, park: Park, o: &Outcome) -> StoreResult<TaskRecord> {
+pub(super) async fn park(
+    inner: &Inner,
+    lease: Lease,
+    park: Park,
+    o: &Outcome,
+) -> StoreResult<TaskRecord> {
     let (action, event_type) = match park {
         Park::HumanLoop => (Action::AwaitHuman, et::TASK_HUMAN_LOOP),
         Park::Blocked => (Action::Block, et::TASK_BLOCKED),
@@ -589,7 +600,7 @@ pub async fn park(inner: &Inner, lease: Lease, park: Park, o: &Outcome) -> Store
     .await
 }
 
-pub async fn add_cost(inner: &Inner, lease: Lease, cost: Usd) -> StoreResult<PlanRecord> {
+pub(super) async fn add_cost(inner: &Inner, lease: Lease, cost: Usd) -> StoreResult<PlanRecord> {
     retrying(|| async {
         let mut tx = Tx::begin(inner).await?;
         let t = tx.leased(lease).await?;
@@ -622,7 +633,7 @@ pub async fn add_cost(inner: &Inner, lease: Lease, cost: Usd) -> StoreResult<Pla
     .await
 }
 
-pub async fn reap(inner: &Inner) -> StoreResult<ReapReport> {
+pub(super) async fn reap(inner: &Inner) -> StoreResult<ReapReport> {
     retrying(|| reap_once(inner)).await
 }
 

@@ -23,7 +23,11 @@ async fn lock_plan(tx: &mut Tx, plan_id: &str) -> StoreResult<Option<DateTime<Ut
     })
 }
 
-pub async fn set_plan_archived(inner: &Inner, plan_id: &str, archived: bool) -> StoreResult<()> {
+pub(super) async fn set_plan_archived(
+    inner: &Inner,
+    plan_id: &str,
+    archived: bool,
+) -> StoreResult<()> {
     retrying(|| async {
         let mut tx = Tx::begin(inner).await?;
         if lock_plan(&mut tx, plan_id).await?.is_some() == archived {
@@ -49,7 +53,7 @@ pub async fn set_plan_archived(inner: &Inner, plan_id: &str, archived: bool) -> 
     .await
 }
 
-pub async fn delete_plan(inner: &Inner, plan_id: &str) -> StoreResult<()> {
+pub(super) async fn delete_plan(inner: &Inner, plan_id: &str) -> StoreResult<()> {
     retrying(|| async {
         let mut tx = Tx::begin(inner).await?;
         lock_plan(&mut tx, plan_id).await?;

@@ -10,7 +10,7 @@ pub fn location_of(opts: &PgConnectOptions) -> String {
 
 /// Why the first connection failed, in the words an operator acts on: a refused connection
 /// names the address (nothing listens there), anything else is the driver's own message.
-pub fn connect_failure(host: &str, port: u16, err: &sqlx::Error) -> (String, bool) {
+pub(super) fn connect_failure(host: &str, port: u16, err: &sqlx::Error) -> (String, bool) {
     if let sqlx::Error::Io(io) = err {
         match io.kind() {
             std::io::ErrorKind::ConnectionRefused => {
@@ -27,7 +27,7 @@ pub fn connect_failure(host: &str, port: u16, err: &sqlx::Error) -> (String, boo
 
 /// What this machine offers to start a local server (facts about the platform, found once).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LocalServer {
+pub(super) enum LocalServer {
     /// Debian/Ubuntu clusters under /etc/postgresql.
     PgCtlCluster,
     /// A systemd host with a postgresql unit.
@@ -39,7 +39,7 @@ pub enum LocalServer {
 }
 
 impl LocalServer {
-    pub fn detect() -> LocalServer {
+    pub(super) fn detect() -> LocalServer {
         if cfg!(target_os = "macos") {
             return LocalServer::Homebrew;
         }
@@ -56,7 +56,7 @@ impl LocalServer {
 /// What to check, fitted to the failure and the platform: a refused local address wants the
 /// server started (how, on this machine); a refused remote one wants its address checked; any
 /// other failure the URL, the database and the login.
-pub fn hint(host: &str, refused: bool, local: LocalServer) -> String {
+pub(super) fn hint(host: &str, refused: bool, local: LocalServer) -> String {
     let is_local =
         host.starts_with('/') || matches!(host, "localhost" | "127.0.0.1" | "::1" | "[::1]");
     if refused && is_local {

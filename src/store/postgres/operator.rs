@@ -49,7 +49,7 @@ async fn operate(
     .await
 }
 
-pub async fn skip_task(
+pub(super) async fn skip_task(
     inner: &Inner,
     plan_id: &str,
     task_id: &str,
@@ -62,7 +62,7 @@ pub async fn skip_task(
     .await
 }
 
-pub async fn reset_task(
+pub(super) async fn reset_task(
     inner: &Inner,
     plan_id: &str,
     task_id: &str,
@@ -77,7 +77,7 @@ pub async fn reset_task(
     .await
 }
 
-pub async fn approve_task(
+pub(super) async fn approve_task(
     inner: &Inner,
     plan_id: &str,
     task_id: &str,
@@ -89,7 +89,7 @@ pub async fn approve_task(
     .await
 }
 
-pub async fn reject_task(
+pub(super) async fn reject_task(
     inner: &Inner,
     plan_id: &str,
     task_id: &str,
@@ -101,7 +101,7 @@ pub async fn reject_task(
     .await
 }
 
-pub async fn set_plan_paused(inner: &Inner, plan_id: &str, paused: bool) -> StoreResult<()> {
+pub(super) async fn set_plan_paused(inner: &Inner, plan_id: &str, paused: bool) -> StoreResult<()> {
     retrying(|| async {
         let mut tx = Tx::begin(inner).await?;
         let plan = lock_plan(&mut tx, plan_id).await?;
@@ -129,7 +129,7 @@ pub async fn set_plan_paused(inner: &Inner, plan_id: &str, paused: bool) -> Stor
     .await
 }
 
-pub async fn reset_plan(inner: &Inner, plan_id: &str, mode: ResetMode) -> StoreResult<()> {
+pub(super) async fn reset_plan(inner: &Inner, plan_id: &str, mode: ResetMode) -> StoreResult<()> {
     retrying(|| async {
         let mut tx = Tx::begin(inner).await?;
         lock_plan(&mut tx, plan_id).await?;
@@ -216,7 +216,7 @@ async fn reset_keep_tasks(tx: &mut Tx, plan_id: &str) -> StoreResult<()> {
     Ok(())
 }
 
-pub async fn append_event(inner: &Inner, e: NewEvent) -> StoreResult<Event> {
+pub(super) async fn append_event(inner: &Inner, e: NewEvent) -> StoreResult<Event> {
     let ev = Ev::appended(e)?;
     let mut tx = Tx::begin(inner).await?;
     let ev = tx.event(ev).await?;
@@ -224,7 +224,7 @@ pub async fn append_event(inner: &Inner, e: NewEvent) -> StoreResult<Event> {
     Ok(ev)
 }
 
-pub async fn register_worker(inner: &Inner, w: &WorkerRecord) -> StoreResult<()> {
+pub(super) async fn register_worker(inner: &Inner, w: &WorkerRecord) -> StoreResult<()> {
     let mut tx = Tx::begin(inner).await?;
     sqlx::query(
         "INSERT INTO workers (id, host, slots, tags, started_at, heartbeat_at) VALUES ($1, $2, $3, $4, now(), now()) \
@@ -248,7 +248,7 @@ pub async fn register_worker(inner: &Inner, w: &WorkerRecord) -> StoreResult<()>
     Ok(())
 }
 
-pub async fn worker_heartbeat(inner: &Inner, worker_id: &str) -> StoreResult<()> {
+pub(super) async fn worker_heartbeat(inner: &Inner, worker_id: &str) -> StoreResult<()> {
     let n = sqlx::query("UPDATE workers SET heartbeat_at = now(), offline_at = NULL WHERE id = $1")
         .bind(worker_id)
         .execute(&inner.pool)
@@ -263,7 +263,10 @@ pub async fn worker_heartbeat(inner: &Inner, worker_id: &str) -> StoreResult<()>
     Ok(())
 }
 
-pub async fn mark_offline_workers(inner: &Inner, older_than: Duration) -> StoreResult<Vec<String>> {
+pub(super) async fn mark_offline_workers(
+    inner: &Inner,
+    older_than: Duration,
+) -> StoreResult<Vec<String>> {
     let mut tx = Tx::begin(inner).await?;
     let gone: Vec<(String, i64)> = sqlx::query_as(
         "UPDATE workers SET offline_at = now() \
@@ -289,7 +292,7 @@ pub async fn mark_offline_workers(inner: &Inner, older_than: Duration) -> StoreR
     Ok(gone.into_iter().map(|(id, _)| id).collect())
 }
 
-pub async fn remove_worker(inner: &Inner, worker_id: &str) -> StoreResult<()> {
+pub(super) async fn remove_worker(inner: &Inner, worker_id: &str) -> StoreResult<()> {
     let mut tx = Tx::begin(inner).await?;
     let n = sqlx::query("DELETE FROM workers WHERE id = $1")
         .bind(worker_id)

@@ -7,7 +7,7 @@ use crate::store::{PaneChunk, PaneInput, PaneWatch, StoreResult};
 use sqlx::Row;
 use std::time::Duration;
 
-pub async fn watch_pane(inner: &Inner, task_pk: i64, viewer: &str) -> StoreResult<()> {
+pub(super) async fn watch_pane(inner: &Inner, task_pk: i64, viewer: &str) -> StoreResult<()> {
     sqlx::query(
         "INSERT INTO pane_watchers (task_pk, viewer) VALUES ($1, $2) \
          ON CONFLICT (task_pk, viewer) DO UPDATE SET seen_at = now()",
@@ -19,7 +19,7 @@ pub async fn watch_pane(inner: &Inner, task_pk: i64, viewer: &str) -> StoreResul
     Ok(())
 }
 
-pub async fn unwatch_pane(inner: &Inner, task_pk: i64, viewer: &str) -> StoreResult<()> {
+pub(super) async fn unwatch_pane(inner: &Inner, task_pk: i64, viewer: &str) -> StoreResult<()> {
     sqlx::query("DELETE FROM pane_watchers WHERE task_pk = $1 AND viewer = $2")
         .bind(task_pk)
         .bind(viewer)
@@ -28,7 +28,7 @@ pub async fn unwatch_pane(inner: &Inner, task_pk: i64, viewer: &str) -> StoreRes
     Ok(())
 }
 
-pub async fn pane_watches(
+pub(super) async fn pane_watches(
     inner: &Inner,
     task_pks: &[i64],
     ttl: Duration,
@@ -68,7 +68,7 @@ pub async fn pane_watches(
     Ok(live)
 }
 
-pub async fn publish_pane(inner: &Inner, c: &PaneChunk) -> StoreResult<i64> {
+pub(super) async fn publish_pane(inner: &Inner, c: &PaneChunk) -> StoreResult<i64> {
     let id: i64 = sqlx::query_scalar(
         "INSERT INTO pane_chunks (task_pk, attempt, snapshot, rows, cols, compressed, data) \
          VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id",
@@ -85,7 +85,7 @@ pub async fn publish_pane(inner: &Inner, c: &PaneChunk) -> StoreResult<i64> {
     Ok(id)
 }
 
-pub async fn pane_chunks(
+pub(super) async fn pane_chunks(
     inner: &Inner,
     cursors: &[(i64, i64)],
     limit: i64,
@@ -124,7 +124,7 @@ pub async fn pane_chunks(
         .collect()
 }
 
-pub async fn latest_pane_snapshot(inner: &Inner, task_pk: i64) -> StoreResult<Option<i64>> {
+pub(super) async fn latest_pane_snapshot(inner: &Inner, task_pk: i64) -> StoreResult<Option<i64>> {
     let id: Option<i64> =
         sqlx::query_scalar("SELECT MAX(id) FROM pane_chunks WHERE task_pk = $1 AND snapshot")
             .bind(task_pk)
@@ -133,7 +133,11 @@ pub async fn latest_pane_snapshot(inner: &Inner, task_pk: i64) -> StoreResult<Op
     Ok(id)
 }
 
-pub async fn prune_pane(inner: &Inner, task_pk: i64, before_id: Option<i64>) -> StoreResult<u64> {
+pub(super) async fn prune_pane(
+    inner: &Inner,
+    task_pk: i64,
+    before_id: Option<i64>,
+) -> StoreResult<u64> {
     let done = match before_id {
         Some(before) => {
             sqlx::query("DELETE FROM pane_chunks WHERE task_pk = $1 AND id < $2")
@@ -156,7 +160,7 @@ pub async fn prune_pane(inner: &Inner, task_pk: i64, before_id: Option<i64>) -> 
     Ok(done.rows_affected())
 }
 
-pub async fn send_pane_input(
+pub(super) async fn send_pane_input(
     inner: &Inner,
     task_pk: i64,
     viewer: &str,
@@ -171,7 +175,10 @@ pub async fn send_pane_input(
     Ok(())
 }
 
-pub async fn take_pane_input(inner: &Inner, task_pks: &[i64]) -> StoreResult<Vec<PaneInput>> {
+pub(super) async fn take_pane_input(
+    inner: &Inner,
+    task_pks: &[i64],
+) -> StoreResult<Vec<PaneInput>> {
     if task_pks.is_empty() {
         return Ok(Vec::new());
     }

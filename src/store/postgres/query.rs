@@ -12,7 +12,7 @@ use crate::store::{
 use futures::TryStreamExt;
 use std::collections::HashMap;
 
-pub async fn get_plan(inner: &Inner, plan_id: &str) -> StoreResult<PlanRecord> {
+pub(super) async fn get_plan(inner: &Inner, plan_id: &str) -> StoreResult<PlanRecord> {
     let row: Option<PlanRow> = sqlx::query_as(concat!(
         "SELECT ",
         plan_cols!(),
@@ -30,7 +30,7 @@ pub async fn get_plan(inner: &Inner, plan_id: &str) -> StoreResult<PlanRecord> {
     }
 }
 
-pub async fn list_plans(inner: &Inner) -> StoreResult<Vec<PlanSummary>> {
+pub(super) async fn list_plans(inner: &Inner) -> StoreResult<Vec<PlanSummary>> {
     let plans: Vec<PlanRow> = sqlx::query_as(concat!(
         "SELECT ",
         plan_cols!(),
@@ -82,7 +82,7 @@ fn add_count(
     Ok(())
 }
 
-pub async fn counts(inner: &Inner, plan_id: &str) -> StoreResult<StatusCounts> {
+pub(super) async fn counts(inner: &Inner, plan_id: &str) -> StoreResult<StatusCounts> {
     get_plan(inner, plan_id).await?;
     let rows: Vec<(String, i64, i64)> = sqlx::query_as(
         "SELECT status, count(*), count(*) FILTER (WHERE pending_deps = 0) \
@@ -98,7 +98,7 @@ pub async fn counts(inner: &Inner, plan_id: &str) -> StoreResult<StatusCounts> {
     Ok(c)
 }
 
-pub async fn list_tasks(inner: &Inner, plan_id: &str) -> StoreResult<Vec<TaskRecord>> {
+pub(super) async fn list_tasks(inner: &Inner, plan_id: &str) -> StoreResult<Vec<TaskRecord>> {
     get_plan(inner, plan_id).await?;
     // Row by row: a plan may have 100,000 tasks; see the SQLite store's list_tasks.
     let mut rows = sqlx::query_as::<_, TaskRow>(concat!(
@@ -115,7 +115,11 @@ pub async fn list_tasks(inner: &Inner, plan_id: &str) -> StoreResult<Vec<TaskRec
     Ok(tasks)
 }
 
-pub async fn get_task(inner: &Inner, plan_id: &str, task_id: &str) -> StoreResult<TaskRecord> {
+pub(super) async fn get_task(
+    inner: &Inner,
+    plan_id: &str,
+    task_id: &str,
+) -> StoreResult<TaskRecord> {
     let row: Option<TaskRow> = sqlx::query_as(concat!(
         "SELECT ",
         task_cols!(),
@@ -134,7 +138,7 @@ pub async fn get_task(inner: &Inner, plan_id: &str, task_id: &str) -> StoreResul
     }
 }
 
-pub async fn get_task_by_pk(inner: &Inner, pk: i64) -> StoreResult<TaskRecord> {
+pub(super) async fn get_task_by_pk(inner: &Inner, pk: i64) -> StoreResult<TaskRecord> {
     let row: Option<TaskRow> = sqlx::query_as(concat!(
         "SELECT ",
         task_cols!(),
@@ -152,7 +156,7 @@ pub async fn get_task_by_pk(inner: &Inner, pk: i64) -> StoreResult<TaskRecord> {
     }
 }
 
-pub async fn tasks_by_ids(
+pub(super) async fn tasks_by_ids(
     inner: &Inner,
     plan_id: &str,
     task_ids: &[String],
@@ -170,7 +174,7 @@ pub async fn tasks_by_ids(
 }
 
 /// The plan's spec with its tasks in import order, each carrying its LIVE status.
-pub async fn export_plan(inner: &Inner, plan_id: &str) -> StoreResult<PlanSpec> {
+pub(super) async fn export_plan(inner: &Inner, plan_id: &str) -> StoreResult<PlanSpec> {
     let plan = get_plan(inner, plan_id).await?;
     let tasks = list_tasks(inner, plan_id).await?;
     let mut spec = plan.spec;
@@ -185,7 +189,7 @@ pub async fn export_plan(inner: &Inner, plan_id: &str) -> StoreResult<PlanSpec> 
     Ok(spec)
 }
 
-pub async fn events(inner: &Inner, f: &EventFilter) -> StoreResult<Vec<Event>> {
+pub(super) async fn events(inner: &Inner, f: &EventFilter) -> StoreResult<Vec<Event>> {
     let newest = f.newest && f.limit.is_some();
     let rows: Vec<EventRow> = sqlx::query_as(concat!(
         "SELECT ",
@@ -213,7 +217,7 @@ pub async fn events(inner: &Inner, f: &EventFilter) -> StoreResult<Vec<Event>> {
     Ok(out)
 }
 
-pub async fn list_workers(inner: &Inner) -> StoreResult<Vec<WorkerRecord>> {
+pub(super) async fn list_workers(inner: &Inner) -> StoreResult<Vec<WorkerRecord>> {
     let rows: Vec<WorkerRow> = sqlx::query_as(
         "SELECT id, host, slots, tags, started_at, heartbeat_at, offline_at IS NOT NULL AS offline \
          FROM workers ORDER BY id",

@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 pub(crate) use crate::store::sql_common::{event_cols, parse_status, plan_cols, task_cols};
 
 #[derive(Debug, Clone, sqlx::FromRow)]
-pub struct TaskRow {
+pub(super) struct TaskRow {
     pub pk: i64,
     pub plan_id: String,
     pub task_id: String,
@@ -28,11 +28,11 @@ pub struct TaskRow {
 }
 
 impl TaskRow {
-    pub fn status(&self) -> StoreResult<Status> {
+    pub(super) fn status(&self) -> StoreResult<Status> {
         parse_status(&self.status, &self.task_id)
     }
 
-    pub fn into_record(self) -> StoreResult<TaskRecord> {
+    pub(super) fn into_record(self) -> StoreResult<TaskRecord> {
         let status = self.status()?;
         let spec: TaskSpec = serde_json::from_value(self.spec).map_err(|e| {
             StoreError::Corrupt(format!(
@@ -63,7 +63,7 @@ impl TaskRow {
 }
 
 #[derive(Debug, Clone, sqlx::FromRow)]
-pub struct PlanRow {
+pub(super) struct PlanRow {
     pub id: String,
     pub project: String,
     pub paused: bool,
@@ -77,7 +77,7 @@ pub struct PlanRow {
 }
 
 impl PlanRow {
-    pub fn into_record(self) -> StoreResult<PlanRecord> {
+    pub(super) fn into_record(self) -> StoreResult<PlanRecord> {
         let spec: PlanSpec = serde_json::from_value(self.spec).map_err(|e| {
             StoreError::Corrupt(format!("plan {}: stored spec does not parse: {e}", self.id))
         })?;
@@ -97,7 +97,7 @@ impl PlanRow {
 }
 
 #[derive(Debug, Clone, sqlx::FromRow)]
-pub struct EventRow {
+pub(super) struct EventRow {
     pub id: i64,
     pub ts: DateTime<Utc>,
     pub event_type: String,
@@ -111,7 +111,7 @@ pub struct EventRow {
 }
 
 impl EventRow {
-    pub fn into_event(self) -> StoreResult<Event> {
+    pub(super) fn into_event(self) -> StoreResult<Event> {
         let what = format!("event {}", self.id);
         let from_status = self
             .from_status

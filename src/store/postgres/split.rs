@@ -20,7 +20,7 @@ struct Row {
     spec: serde_json::Value,
 }
 
-pub async fn split_task(
+pub(super) async fn split_task(
     inner: &Inner,
     plan_id: &str,
     split: &TaskSplit,

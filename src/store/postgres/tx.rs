@@ -3,13 +3,13 @@
 use super::Inner;
 use super::rows::{EventRow, TaskRow, event_cols, task_cols};
 use crate::domain::{Status, Usd};
-pub use crate::store::sql_common::Ev;
+pub(super) use crate::store::sql_common::Ev;
 use crate::store::sql_common::children_delta;
 use crate::store::{Event, StoreResult, TaskRecord};
 use crate::store::{Lease, StoreError};
 use sqlx::{Postgres, Transaction};
 
-pub struct Tx {
+pub(super) struct Tx {
     pub tx: Transaction<'static, Postgres>,
     events: Vec<Event>,
     wake: Option<String>,
@@ -25,7 +25,7 @@ const INSERT_EVENTS: &str = concat!(
 );
 
 impl Tx {
-    pub async fn begin(inner: &Inner) -> StoreResult<Tx> {
+    pub(super) async fn begin(inner: &Inner) -> StoreResult<Tx> {
         Ok(Tx {
             tx: inner.pool.begin().await?,
             events: Vec::new(),
@@ -34,20 +34,20 @@ impl Tx {
     }
 
     /// Marks the transaction as one that may make work claimable in `plan_id`.
-    pub fn wake(&mut self, plan_id: &str) {
+    pub(super) fn wake(&mut self, plan_id: &str) {
         if self.wake.is_none() {
             self.wake = Some(plan_id.to_string());
         }
     }
 
-    pub async fn event(&mut self, ev: Ev) -> StoreResult<Event> {
+    pub(super) async fn event(&mut self, ev: Ev) -> StoreResult<Event> {
         let mut out = self.events_batch(vec![ev]).await?;
         out.pop()
             .ok_or_else(|| crate::store::StoreError::Corrupt("event insert returned no row".into()))
     }
 
     /// Inserts many events with one statement (imports write one per task).
-    pub async fn events_batch(&mut self, evs: Vec<Ev>) -> StoreResult<Vec<Event>> {
+    pub(super) async fn events_batch(&mut self, evs: Vec<Ev>) -> StoreResult<Vec<Event>> {
         if evs.is_empty() {
             return Ok(Vec::new());
         }
@@ -95,7 +95,7 @@ impl Tx {
 
     /// Commits; the notification (if any) is delivered by Postgres at COMMIT, and the mirror is
     /// written only once the events are durable.
-    pub async fn commit(mut self, inner: &Inner) -> StoreResult<Vec<Event>> {
+    pub(super) async fn commit(mut self, inner: &Inner) -> StoreResult<Vec<Event>> {
         if let Some(plan_id) = self.wake.take()
             && inner.notify_enabled()
         {
@@ -113,7 +113,11 @@ impl Tx {
 
 impl Tx {
     /// The task, locked for this transaction.
-    pub async fn task_by_id(&mut self, plan_id: &str, task_id: &str) -> StoreResult<TaskRecord> {
+    pub(super) async fn task_by_id(
+        &mut self,
+        plan_id: &str,
+        task_id: &str,
+    ) -> StoreResult<TaskRecord> {
         let row: Option<TaskRow> = sqlx::query_as(concat!(
             "SELECT ",
             task_cols!(),
@@ -133,7 +137,7 @@ impl Tx {
     }
 
     /// The task a lease names, locked, if the lease is still the task's; `Stale` otherwise.
-    pub async fn leased(&mut self, lease: Lease) -> StoreResult<TaskRecord> {
+    pub(super) async fn leased(&mut self, lease: Lease) -> StoreResult<TaskRecord> {
         let row: Option<TaskRow> = sqlx::query_as(concat!(
             "SELECT ",
             task_cols!(),
@@ -157,7 +161,7 @@ impl Tx {
     ///
     /// Locks are taken task → children (by pk) → plan, the same order as everywhere else, so
     /// two completions never wait on each other in a cycle.
-    pub async fn apply_move(&mut self, t: &TaskRecord, m: Move) -> StoreResult<TaskRecord> {
+    pub(super) async fn apply_move(&mut self, t: &TaskRecord, m: Move) -> StoreResult<TaskRecord> {
         let row: TaskRow = sqlx::query_as(concat!(
             "UPDATE tasks SET status = $2, epoch = epoch + $3, \
                attempts = CASE WHEN $4 THEN 0 ELSE GREATEST(0, attempts + $5) END, \
@@ -205,7 +209,12 @@ impl Tx {
 
     /// The one place the DONE rule lives: a move into DONE unblocks children, out of DONE
     /// re-blocks them. Children are locked in pk order so concurrent parents never deadlock.
-    pub async fn adjust_children(&mut self, pk: i64, from: Status, to: Status) -> StoreResult<()> {
+    pub(super) async fn adjust_children(
+        &mut self,
+        pk: i64,
+        from: Status,
+        to: Status,
+    ) -> StoreResult<()> {
         let delta = children_delta(from, to);
         if delta == 0 {
             return Ok(());
@@ -230,4 +239,4 @@ impl Tx {
     }
 }
 
-pub use crate::store::sql_common::{Move, frees_keys};
+pub(super) use crate::store::sql_common::{Move, frees_keys};

@@ -11,9 +11,9 @@ use std::sync::Mutex;
 use std::time::Duration;
 use tokio::sync::watch;
 
-pub const CHANNEL: &str = "whilly_work";
+pub(super) const CHANNEL: &str = "whilly_work";
 /// Notified by the `events_notify` trigger (migration 0003) for every statement inserting events.
-pub const EVENTS_CHANNEL: &str = "whilly_events";
+pub(super) const EVENTS_CHANNEL: &str = "whilly_events";
 
 /// Who is waiting: the tokio task when there is one, else the thread (a `block_on` caller).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -32,7 +32,7 @@ fn caller() -> Caller {
 /// Entries left by callers that claimed and never waited are dropped past this size.
 const MAX_TRACKED_CALLERS: usize = 4096;
 
-pub struct WakeHub {
+pub(super) struct WakeHub {
     generation: watch::Sender<u64>,
     seen_at_claim: Mutex<HashMap<Caller, u64>>,
     events: watch::Sender<u64>,
@@ -49,24 +49,24 @@ impl Default for WakeHub {
 }
 
 impl WakeHub {
-    pub fn bump(&self) {
+    pub(super) fn bump(&self) {
         self.generation.send_modify(|g| *g = g.wrapping_add(1));
     }
 
-    pub fn bump_events(&self) {
+    pub(super) fn bump_events(&self) {
         self.events.send_modify(|g| *g = g.wrapping_add(1));
     }
 
-    pub fn subscribe_events(&self) -> watch::Receiver<u64> {
+    pub(super) fn subscribe_events(&self) -> watch::Receiver<u64> {
         self.events.subscribe()
     }
 
-    pub fn generation(&self) -> u64 {
+    pub(super) fn generation(&self) -> u64 {
         *self.generation.borrow()
     }
 
     /// Remembers the generation as a claim starts, for the caller's next `wait`.
-    pub fn note_claim_start(&self) {
+    pub(super) fn note_claim_start(&self) {
         let generation = self.generation();
         if let Ok(mut map) = self.seen_at_claim.lock() {
             if map.len() >= MAX_TRACKED_CALLERS {
@@ -79,7 +79,7 @@ impl WakeHub {
     /// Resolves on the next wakeup, at once if one came since the caller's last claim began, or
     /// after `max_wait` (the polling fallback). Cancelled (the caller's timer fired first), it
     /// keeps the caller's generation, so its next wait still sees what came meanwhile.
-    pub async fn wait(&self, max_wait: Duration) {
+    pub(super) async fn wait(&self, max_wait: Duration) {
         let mut rx = self.generation.subscribe();
         let now = *rx.borrow_and_update();
         let me = caller();
@@ -111,7 +111,7 @@ impl WakeHub {
 
 /// Keeps one LISTEN connection alive and turns notifications into wakeups: the first of a burst
 /// wakes at once, the rest of the burst (within `debounce`) collapses into one more wakeup.
-pub async fn run_listener(
+pub(super) async fn run_listener(
     pool: PgPool,
     hub: std::sync::Arc<WakeHub>,
     debounce: Duration,
@@ -205,13 +205,13 @@ fn route(hub: &WakeHub, n: &sqlx::postgres::PgNotification) -> bool {
 
 /// [`crate::store::Store::watch_events`] on Postgres: the events notifications, or with NOTIFY
 /// off, the clock.
-pub struct PgEventWatch {
+pub(super) struct PgEventWatch {
     inner: std::sync::Arc<super::Inner>,
     rx: watch::Receiver<u64>,
 }
 
 impl PgEventWatch {
-    pub fn new(inner: std::sync::Arc<super::Inner>) -> PgEventWatch {
+    pub(super) fn new(inner: std::sync::Arc<super::Inner>) -> PgEventWatch {
         let rx = inner.hub.subscribe_events();
         PgEventWatch { inner, rx }
     }

@@ -48,7 +48,11 @@ impl<'t> NewRow<'t> {
     }
 }
 
-pub async fn import_plan(
+#[expect(
+    clippy::too_many_lines,
+    reason = "the import's writes are one transaction; the apply loop is shared with Postgres only in its decisions (sql_common)"
+)]
+pub(super) async fn import_plan(
     s: &Shared,
     plan: &PlanSpec,
     opts: &ImportOptions,
@@ -80,7 +84,6 @@ pub async fn import_plan(
                 pk: r.try_get("pk")?,
                 status: parse_status(&r.try_get::<String, _>("status")?, "tasks.status")?,
                 attempts: r.try_get("attempts")?,
-                reason: r.try_get("reason")?,
                 spec: decode_json::<TaskSpec>(&spec, "tasks.spec")?,
             },
         );

@@ -155,7 +155,7 @@ where
         .await?)
 }
 
-pub async fn claim(s: &Shared, req: &ClaimRequest) -> StoreResult<Option<Claimed>> {
+pub(super) async fn claim(s: &Shared, req: &ClaimRequest) -> StoreResult<Option<Claimed>> {
     // Idle workers poll: look without the write lock first, so they do not queue up behind (and
     // in front of) the writers doing real work.
     let seen = super::read::last_event_id(s).await;
@@ -229,7 +229,7 @@ pub async fn claim(s: &Shared, req: &ClaimRequest) -> StoreResult<Option<Claimed
     }))
 }
 
-pub async fn heartbeat(s: &Shared, lease: Lease, extend: Duration) -> StoreResult<()> {
+pub(super) async fn heartbeat(s: &Shared, lease: Lease, extend: Duration) -> StoreResult<()> {
     let mut tx = WriteTx::begin(s).await?;
     let until = tx.now.saturating_add(millis(extend));
     let done = sqlx::query(
@@ -252,7 +252,7 @@ pub async fn heartbeat(s: &Shared, lease: Lease, extend: Duration) -> StoreResul
     Ok(())
 }
 
-pub async fn start(s: &Shared, lease: Lease, deadline: Option<Duration>) -> StoreResult<()> {
+pub(super) async fn start(s: &Shared, lease: Lease, deadline: Option<Duration>) -> StoreResult<()> {
     let mut tx = WriteTx::begin(s).await?;
     let t = tx.leased(lease).await?;
     let to = check(&t, Action::Start)?;
@@ -295,7 +295,7 @@ async fn settle(
     })
 }
 
-pub async fn complete(s: &Shared, lease: Lease, o: &Outcome) -> StoreResult<TaskRecord> {
+pub(super) async fn complete(s: &Shared, lease: Lease, o: &Outcome) -> StoreResult<TaskRecord> {
     let mut tx = WriteTx::begin(s).await?;
     let t = tx.leased(lease).await?;
     let to = check(&t, Action::Complete)?;
@@ -304,7 +304,7 @@ pub async fn complete(s: &Shared, lease: Lease, o: &Outcome) -> StoreResult<Task
     Ok(after)
 }
 
-pub async fn fail(
+pub(super) async fn fail(
     s: &Shared,
     lease: Lease,
     mode: FailMode,
@@ -333,7 +333,7 @@ pub async fn fail(
     Ok(after)
 }
 
-pub async fn release(s: &Shared, lease: Lease, o: &Outcome) -> StoreResult<TaskRecord> {
+pub(super) async fn release(s: &Shared, lease: Lease, o: &Outcome) -> StoreResult<TaskRecord> {
     let mut tx = WriteTx::begin(s).await?;
     let t = tx.leased(lease).await?;
     let to = check(&t, Action::Release)?;
@@ -343,7 +343,12 @@ pub async fn release(s: &Shared, lease: Lease, o: &Outcome) -> StoreResult<TaskR
     Ok(after)
 }
 
-pub async fn park(s: &Shared, lease: Lease, park: Park, o: &Outcome) -> StoreResult<TaskRecord> {
+pub(super) async fn park(
+    s: &Shared,
+    lease: Lease,
+    park: Park,
+    o: &Outcome,
+) -> StoreResult<TaskRecord> {
     let mut tx = WriteTx::begin(s).await?;
     let t = tx.leased(lease).await?;
     let (action, event_type) = match park {
@@ -356,7 +361,7 @@ pub async fn park(s: &Shared, lease: Lease, park: Park, o: &Outcome) -> StoreRes
     Ok(after)
 }
 
-pub async fn add_cost(s: &Shared, lease: Lease, cost: Usd) -> StoreResult<PlanRecord> {
+pub(super) async fn add_cost(s: &Shared, lease: Lease, cost: Usd) -> StoreResult<PlanRecord> {
     let mut tx = WriteTx::begin(s).await?;
     let t = tx.leased(lease).await?;
     sqlx::query("UPDATE tasks SET cost_micros = cost_micros + ?, updated_at = ? WHERE pk = ?")
@@ -391,7 +396,7 @@ pub async fn add_cost(s: &Shared, lease: Lease, cost: Usd) -> StoreResult<PlanRe
     Ok(plan)
 }
 
-pub async fn reap(s: &Shared) -> StoreResult<ReapReport> {
+pub(super) async fn reap(s: &Shared) -> StoreResult<ReapReport> {
     let due = "SELECT COUNT(*) FROM tasks WHERE status IN ('CLAIMED', 'IN_PROGRESS') \
                AND (lease_expires_at < ?1 OR (status = 'IN_PROGRESS' AND deadline_at < ?1))";
     // Cheap look first, without taking the write lock that every other writer waits on.

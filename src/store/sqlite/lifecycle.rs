@@ -20,7 +20,11 @@ async fn archived_at(tx: &mut WriteTx<'_>, plan_id: &str) -> StoreResult<Option<
     })
 }
 
-pub async fn set_plan_archived(s: &Shared, plan_id: &str, archived: bool) -> StoreResult<()> {
+pub(super) async fn set_plan_archived(
+    s: &Shared,
+    plan_id: &str,
+    archived: bool,
+) -> StoreResult<()> {
     let mut tx = WriteTx::begin(s).await?;
     if archived_at(&mut tx, plan_id).await?.is_some() == archived {
         return Ok(());
@@ -42,7 +46,7 @@ pub async fn set_plan_archived(s: &Shared, plan_id: &str, archived: bool) -> Sto
     Ok(())
 }
 
-pub async fn delete_plan(s: &Shared, plan_id: &str) -> StoreResult<()> {
+pub(super) async fn delete_plan(s: &Shared, plan_id: &str) -> StoreResult<()> {
     let mut tx = WriteTx::begin(s).await?;
     archived_at(&mut tx, plan_id).await?;
     // BEGIN IMMEDIATE holds the writer lock: no claim can slip in between this check and the

@@ -35,7 +35,7 @@ async fn plan_paused(tx: &mut WriteTx<'_>, plan_id: &str) -> StoreResult<bool> {
     }
 }
 
-pub async fn set_plan_paused(s: &Shared, plan_id: &str, paused: bool) -> StoreResult<()> {
+pub(super) async fn set_plan_paused(s: &Shared, plan_id: &str, paused: bool) -> StoreResult<()> {
     let mut tx = WriteTx::begin(s).await?;
     let was = plan_paused(&mut tx, plan_id).await?;
     if was == paused {
@@ -61,7 +61,7 @@ pub async fn set_plan_paused(s: &Shared, plan_id: &str, paused: bool) -> StoreRe
     Ok(())
 }
 
-pub async fn reset_plan(s: &Shared, plan_id: &str, mode: ResetMode) -> StoreResult<()> {
+pub(super) async fn reset_plan(s: &Shared, plan_id: &str, mode: ResetMode) -> StoreResult<()> {
     let mut tx = WriteTx::begin(s).await?;
     plan_paused(&mut tx, plan_id).await?;
     let sql = format!("SELECT {TASK_COLS} FROM tasks WHERE plan_id = ? ORDER BY pk");
@@ -159,7 +159,7 @@ async fn operator_move(
     Ok(after)
 }
 
-pub async fn skip_task(
+pub(super) async fn skip_task(
     s: &Shared,
     plan_id: &str,
     task_id: &str,
@@ -175,7 +175,7 @@ pub async fn skip_task(
     .await
 }
 
-pub async fn reset_task(
+pub(super) async fn reset_task(
     s: &Shared,
     plan_id: &str,
     task_id: &str,
@@ -189,7 +189,7 @@ pub async fn reset_task(
     .await
 }
 
-pub async fn approve_task(
+pub(super) async fn approve_task(
     s: &Shared,
     plan_id: &str,
     task_id: &str,
@@ -201,7 +201,7 @@ pub async fn approve_task(
     .await
 }
 
-pub async fn reject_task(
+pub(super) async fn reject_task(
     s: &Shared,
     plan_id: &str,
     task_id: &str,
@@ -213,7 +213,7 @@ pub async fn reject_task(
     .await
 }
 
-pub async fn append_event(s: &Shared, e: NewEvent) -> StoreResult<Event> {
+pub(super) async fn append_event(s: &Shared, e: NewEvent) -> StoreResult<Event> {
     let ev = Ev::appended(e)?;
     let mut tx = WriteTx::begin(s).await?;
     let ev = tx.event(ev).await?;
@@ -221,7 +221,7 @@ pub async fn append_event(s: &Shared, e: NewEvent) -> StoreResult<Event> {
     Ok(ev)
 }
 
-pub async fn register_worker(s: &Shared, w: &WorkerRecord) -> StoreResult<()> {
+pub(super) async fn register_worker(s: &Shared, w: &WorkerRecord) -> StoreResult<()> {
     let tags = encode_json(&w.tags, "worker tags")?;
     let mut tx = WriteTx::begin(s).await?;
     sqlx::query(
@@ -248,7 +248,7 @@ pub async fn register_worker(s: &Shared, w: &WorkerRecord) -> StoreResult<()> {
     Ok(())
 }
 
-pub async fn worker_heartbeat(s: &Shared, worker_id: &str) -> StoreResult<()> {
+pub(super) async fn worker_heartbeat(s: &Shared, worker_id: &str) -> StoreResult<()> {
     let mut tx = WriteTx::begin(s).await?;
     let done = sqlx::query("UPDATE workers SET heartbeat_at = ?, offline_at = NULL WHERE id = ?")
         .bind(tx.now)
@@ -265,7 +265,10 @@ pub async fn worker_heartbeat(s: &Shared, worker_id: &str) -> StoreResult<()> {
     Ok(())
 }
 
-pub async fn mark_offline_workers(s: &Shared, older_than: Duration) -> StoreResult<Vec<String>> {
+pub(super) async fn mark_offline_workers(
+    s: &Shared,
+    older_than: Duration,
+) -> StoreResult<Vec<String>> {
     // Read first: an idle queue has nothing to mark, and that must not take the write lock.
     let cutoff = chrono::Utc::now().timestamp_millis() - millis(older_than);
     let any: Option<String> = sqlx::query_scalar(
@@ -300,7 +303,7 @@ pub async fn mark_offline_workers(s: &Shared, older_than: Duration) -> StoreResu
     Ok(gone.into_iter().map(|(id, _)| id).collect())
 }
 
-pub async fn remove_worker(s: &Shared, worker_id: &str) -> StoreResult<()> {
+pub(super) async fn remove_worker(s: &Shared, worker_id: &str) -> StoreResult<()> {
     let mut tx = WriteTx::begin(s).await?;
     let done = sqlx::query("DELETE FROM workers WHERE id = ?")
         .bind(worker_id)

@@ -13,7 +13,7 @@ fn now_ms() -> i64 {
     chrono::Utc::now().timestamp_millis()
 }
 
-pub async fn watch_pane(s: &Shared, task_pk: i64, viewer: &str) -> StoreResult<()> {
+pub(super) async fn watch_pane(s: &Shared, task_pk: i64, viewer: &str) -> StoreResult<()> {
     let now = now_ms();
     sqlx::query(
         "INSERT INTO pane_watchers (task_pk, viewer, since, seen_at) VALUES (?1, ?2, ?3, ?3) \
@@ -27,7 +27,7 @@ pub async fn watch_pane(s: &Shared, task_pk: i64, viewer: &str) -> StoreResult<(
     Ok(())
 }
 
-pub async fn unwatch_pane(s: &Shared, task_pk: i64, viewer: &str) -> StoreResult<()> {
+pub(super) async fn unwatch_pane(s: &Shared, task_pk: i64, viewer: &str) -> StoreResult<()> {
     sqlx::query("DELETE FROM pane_watchers WHERE task_pk = ? AND viewer = ?")
         .bind(task_pk)
         .bind(viewer)
@@ -42,7 +42,7 @@ fn pk_list(task_pks: &[i64]) -> String {
     serde_json::Value::from(task_pks.to_vec()).to_string()
 }
 
-pub async fn pane_watches(
+pub(super) async fn pane_watches(
     s: &Shared,
     task_pks: &[i64],
     ttl: Duration,
@@ -82,7 +82,7 @@ pub async fn pane_watches(
     Ok(live)
 }
 
-pub async fn publish_pane(s: &Shared, c: &PaneChunk) -> StoreResult<i64> {
+pub(super) async fn publish_pane(s: &Shared, c: &PaneChunk) -> StoreResult<i64> {
     let id: i64 = sqlx::query_scalar(
         "INSERT INTO pane_chunks (task_pk, attempt, snapshot, rows, cols, compressed, data, created_at) \
          VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
@@ -100,7 +100,7 @@ pub async fn publish_pane(s: &Shared, c: &PaneChunk) -> StoreResult<i64> {
     Ok(id)
 }
 
-pub async fn pane_chunks(
+pub(super) async fn pane_chunks(
     s: &Shared,
     cursors: &[(i64, i64)],
     limit: i64,
@@ -143,7 +143,7 @@ fn chunk(r: &sqlx::sqlite::SqliteRow) -> StoreResult<PaneChunk> {
     })
 }
 
-pub async fn latest_pane_snapshot(s: &Shared, task_pk: i64) -> StoreResult<Option<i64>> {
+pub(super) async fn latest_pane_snapshot(s: &Shared, task_pk: i64) -> StoreResult<Option<i64>> {
     let id: Option<i64> =
         sqlx::query_scalar("SELECT MAX(id) FROM pane_chunks WHERE task_pk = ? AND snapshot = 1")
             .bind(task_pk)
@@ -152,7 +152,11 @@ pub async fn latest_pane_snapshot(s: &Shared, task_pk: i64) -> StoreResult<Optio
     Ok(id)
 }
 
-pub async fn prune_pane(s: &Shared, task_pk: i64, before_id: Option<i64>) -> StoreResult<u64> {
+pub(super) async fn prune_pane(
+    s: &Shared,
+    task_pk: i64,
+    before_id: Option<i64>,
+) -> StoreResult<u64> {
     let done = match before_id {
         Some(before) => {
             sqlx::query("DELETE FROM pane_chunks WHERE task_pk = ? AND id < ?")
@@ -175,7 +179,7 @@ pub async fn prune_pane(s: &Shared, task_pk: i64, before_id: Option<i64>) -> Sto
     Ok(done.rows_affected())
 }
 
-pub async fn send_pane_input(
+pub(super) async fn send_pane_input(
     s: &Shared,
     task_pk: i64,
     viewer: &str,
@@ -191,7 +195,7 @@ pub async fn send_pane_input(
     Ok(())
 }
 
-pub async fn take_pane_input(s: &Shared, task_pks: &[i64]) -> StoreResult<Vec<PaneInput>> {
+pub(super) async fn take_pane_input(s: &Shared, task_pks: &[i64]) -> StoreResult<Vec<PaneInput>> {
     if task_pks.is_empty() {
         return Ok(Vec::new());
     }

@@ -12,7 +12,7 @@ use sqlx::{AssertSqlSafe, QueryBuilder, Row};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-pub async fn get_plan(pool: &SqlitePool, plan_id: &str) -> StoreResult<PlanRecord> {
+pub(super) async fn get_plan(pool: &SqlitePool, plan_id: &str) -> StoreResult<PlanRecord> {
     let sql = format!("SELECT {PLAN_COLS} FROM plans WHERE id = ?");
     match sqlx::query(AssertSqlSafe(sql))
         .bind(plan_id)
@@ -27,7 +27,7 @@ pub async fn get_plan(pool: &SqlitePool, plan_id: &str) -> StoreResult<PlanRecor
     }
 }
 
-pub async fn list_plans(s: &Shared) -> StoreResult<Vec<PlanSummary>> {
+pub(super) async fn list_plans(s: &Shared) -> StoreResult<Vec<PlanSummary>> {
     let sql = format!("SELECT {PLAN_COLS} FROM plans ORDER BY created_at, id");
     let plans = sqlx::query(AssertSqlSafe(sql)).fetch_all(&s.reader).await?;
     let count_rows = sqlx::query(
@@ -51,7 +51,7 @@ pub async fn list_plans(s: &Shared) -> StoreResult<Vec<PlanSummary>> {
         .collect()
 }
 
-pub async fn list_tasks(s: &Shared, plan_id: &str) -> StoreResult<Vec<TaskRecord>> {
+pub(super) async fn list_tasks(s: &Shared, plan_id: &str) -> StoreResult<Vec<TaskRecord>> {
     get_plan(&s.reader, plan_id).await?;
     let sql = format!("SELECT {TASK_COLS} FROM tasks WHERE plan_id = ? ORDER BY ord, pk");
     // Row by row: a plan may have 100,000 tasks, and holding all the raw rows besides the
@@ -66,7 +66,7 @@ pub async fn list_tasks(s: &Shared, plan_id: &str) -> StoreResult<Vec<TaskRecord
     Ok(tasks)
 }
 
-pub async fn get_task(s: &Shared, plan_id: &str, task_id: &str) -> StoreResult<TaskRecord> {
+pub(super) async fn get_task(s: &Shared, plan_id: &str, task_id: &str) -> StoreResult<TaskRecord> {
     let sql = format!("SELECT {TASK_COLS} FROM tasks WHERE plan_id = ? AND task_id = ?");
     match sqlx::query(AssertSqlSafe(sql))
         .bind(plan_id)
@@ -82,7 +82,7 @@ pub async fn get_task(s: &Shared, plan_id: &str, task_id: &str) -> StoreResult<T
     }
 }
 
-pub async fn get_task_by_pk(s: &Shared, pk: i64) -> StoreResult<TaskRecord> {
+pub(super) async fn get_task_by_pk(s: &Shared, pk: i64) -> StoreResult<TaskRecord> {
     let sql = format!("SELECT {TASK_COLS} FROM tasks WHERE pk = ?");
     match sqlx::query(AssertSqlSafe(sql))
         .bind(pk)
@@ -100,7 +100,7 @@ pub async fn get_task_by_pk(s: &Shared, pk: i64) -> StoreResult<TaskRecord> {
 /// Ids bound per statement (well under SQLite's parameter limit).
 const IDS_PER_QUERY: usize = 500;
 
-pub async fn tasks_by_ids(
+pub(super) async fn tasks_by_ids(
     s: &Shared,
     plan_id: &str,
     task_ids: &[String],
@@ -124,7 +124,7 @@ pub async fn tasks_by_ids(
     Ok(out.into_iter().map(|(_, t)| t).collect())
 }
 
-pub async fn counts(s: &Shared, plan_id: &str) -> StoreResult<StatusCounts> {
+pub(super) async fn counts(s: &Shared, plan_id: &str) -> StoreResult<StatusCounts> {
     get_plan(&s.reader, plan_id).await?;
     let all = sqlx::query(
         "SELECT status, COUNT(*) AS n, SUM(pending_deps = 0) AS free \
@@ -153,7 +153,7 @@ fn add_count(c: &mut StatusCounts, r: &sqlx::sqlite::SqliteRow) -> StoreResult<(
 }
 
 /// The plan spec with its tasks in import order, each carrying its live status.
-pub async fn export_plan(s: &Shared, plan_id: &str) -> StoreResult<PlanSpec> {
+pub(super) async fn export_plan(s: &Shared, plan_id: &str) -> StoreResult<PlanSpec> {
     let plan = get_plan(&s.reader, plan_id).await?;
     let tasks = list_tasks(s, plan_id).await?;
     let mut spec = plan.spec;
@@ -170,7 +170,7 @@ pub async fn export_plan(s: &Shared, plan_id: &str) -> StoreResult<PlanSpec> {
     Ok(spec)
 }
 
-pub async fn events(s: &Shared, f: &EventFilter) -> StoreResult<Vec<Event>> {
+pub(super) async fn events(s: &Shared, f: &EventFilter) -> StoreResult<Vec<Event>> {
     let mut qb =
         QueryBuilder::<Sqlite>::new(format!("SELECT {EVENT_COLS} FROM events WHERE 1 = 1"));
     if let Some(p) = &f.plan_id {
@@ -206,13 +206,13 @@ pub async fn events(s: &Shared, f: &EventFilter) -> StoreResult<Vec<Event>> {
     Ok(out)
 }
 
-pub async fn list_workers(s: &Shared) -> StoreResult<Vec<WorkerRecord>> {
+pub(super) async fn list_workers(s: &Shared) -> StoreResult<Vec<WorkerRecord>> {
     let sql = format!("SELECT {WORKER_COLS} FROM workers ORDER BY id");
     let all = sqlx::query(AssertSqlSafe(sql)).fetch_all(&s.reader).await?;
     all.iter().map(rows::worker).collect()
 }
 
-pub async fn last_event_id(s: &Shared) -> Option<i64> {
+pub(super) async fn last_event_id(s: &Shared) -> Option<i64> {
     sqlx::query_scalar::<_, i64>("SELECT COALESCE(MAX(id), 0) FROM events")
         .fetch_one(&s.reader)
         .await
@@ -221,7 +221,7 @@ pub async fn last_event_id(s: &Shared) -> Option<i64> {
 
 /// Returns on an in-process wakeup, as soon as an event newer than the last fruitless claim's
 /// exists (another process committed; checked by polling), or after `max_wait`.
-pub async fn wait_for_work(s: &Shared, max_wait: Duration, poll: Duration) {
+pub(super) async fn wait_for_work(s: &Shared, max_wait: Duration, poll: Duration) {
     let deadline = tokio::time::Instant::now() + max_wait;
     let notified = s.notify.notified();
     tokio::pin!(notified);

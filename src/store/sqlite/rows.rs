@@ -9,18 +9,18 @@ use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
 
 /// The database clock in milliseconds. Rounded: `unixepoch('subsec')` is a float.
-pub const NOW_MS: &str = "SELECT CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER)";
+pub(super) const NOW_MS: &str = "SELECT CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER)";
 
 /// The task columns every task query selects, in the order [`task`] reads them.
-pub const TASK_COLS: &str = task_cols!();
+pub(super) const TASK_COLS: &str = task_cols!();
 
-pub const PLAN_COLS: &str = plan_cols!();
+pub(super) const PLAN_COLS: &str = plan_cols!();
 
-pub const EVENT_COLS: &str = event_cols!();
+pub(super) const EVENT_COLS: &str = event_cols!();
 
-pub const WORKER_COLS: &str = "id, host, slots, tags, started_at, heartbeat_at, offline_at";
+pub(super) const WORKER_COLS: &str = "id, host, slots, tags, started_at, heartbeat_at, offline_at";
 
-pub fn time(ms: i64) -> StoreResult<DateTime<Utc>> {
+pub(super) fn time(ms: i64) -> StoreResult<DateTime<Utc>> {
     Utc.timestamp_millis_opt(ms)
         .single()
         .ok_or_else(|| StoreError::Corrupt(format!("timestamp {ms} ms is out of range")))
@@ -30,7 +30,7 @@ fn opt_time(ms: Option<i64>) -> StoreResult<Option<DateTime<Utc>>> {
     ms.map(time).transpose()
 }
 
-pub fn task(r: &SqliteRow) -> StoreResult<TaskRecord> {
+pub(super) fn task(r: &SqliteRow) -> StoreResult<TaskRecord> {
     let spec_text: String = r.try_get("spec")?;
     let spec: TaskSpec = decode_json(&spec_text, "tasks.spec")?;
     Ok(TaskRecord {
@@ -54,7 +54,7 @@ pub fn task(r: &SqliteRow) -> StoreResult<TaskRecord> {
     })
 }
 
-pub fn plan(r: &SqliteRow) -> StoreResult<PlanRecord> {
+pub(super) fn plan(r: &SqliteRow) -> StoreResult<PlanRecord> {
     let spec_text: String = r.try_get("spec")?;
     let spec: PlanSpec = decode_json(&spec_text, "plans.spec")?;
     Ok(PlanRecord {
@@ -71,7 +71,7 @@ pub fn plan(r: &SqliteRow) -> StoreResult<PlanRecord> {
     })
 }
 
-pub fn event(r: &SqliteRow) -> StoreResult<Event> {
+pub(super) fn event(r: &SqliteRow) -> StoreResult<Event> {
     let payload: String = r.try_get("payload")?;
     let status = |col: &str| -> StoreResult<_> {
         r.try_get::<Option<String>, _>(col)?
@@ -93,7 +93,7 @@ pub fn event(r: &SqliteRow) -> StoreResult<Event> {
     })
 }
 
-pub fn worker(r: &SqliteRow) -> StoreResult<WorkerRecord> {
+pub(super) fn worker(r: &SqliteRow) -> StoreResult<WorkerRecord> {
     let tags: String = r.try_get("tags")?;
     Ok(WorkerRecord {
         id: r.try_get("id")?,

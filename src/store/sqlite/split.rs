@@ -11,7 +11,11 @@ use crate::store::sql_common::{SplitRow, decode_json, encode_json, parse_status,
 use crate::store::types::SplitReport;
 use std::collections::HashMap;
 
-pub async fn split_task(s: &Shared, plan_id: &str, split: &TaskSplit) -> StoreResult<SplitReport> {
+pub(super) async fn split_task(
+    s: &Shared,
+    plan_id: &str,
+    split: &TaskSplit,
+) -> StoreResult<SplitReport> {
     // BEGIN IMMEDIATE holds the writer lock: no claim can take the parent between the check
     // and the delete.
     let mut tx = WriteTx::begin(s).await?;

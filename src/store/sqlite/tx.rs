@@ -6,13 +6,13 @@ use super::Shared;
 use super::rows::{self, EVENT_COLS, NOW_MS, TASK_COLS};
 use crate::domain::{Status, Usd};
 use crate::store::error::{StoreError, StoreResult};
-pub use crate::store::sql_common::Ev;
+pub(super) use crate::store::sql_common::Ev;
 use crate::store::sql_common::{children_delta, encode_json};
 use crate::store::types::{Event, Lease, TaskRecord};
 use sqlx::sqlite::{Sqlite, SqliteConnection};
 use sqlx::{AssertSqlSafe, QueryBuilder, Transaction};
 
-pub struct WriteTx<'s> {
+pub(super) struct WriteTx<'s> {
     tx: Transaction<'static, Sqlite>,
     /// The database clock at the start of the transaction, in ms.
     pub now: i64,
@@ -22,7 +22,7 @@ pub struct WriteTx<'s> {
 }
 
 impl<'s> WriteTx<'s> {
-    pub async fn begin(shared: &'s Shared) -> StoreResult<WriteTx<'s>> {
+    pub(super) async fn begin(shared: &'s Shared) -> StoreResult<WriteTx<'s>> {
         let mut tx = shared.writer.begin_with("BEGIN IMMEDIATE").await?;
         let now: i64 = sqlx::query_scalar(NOW_MS).fetch_one(&mut *tx).await?;
         Ok(WriteTx {
@@ -34,17 +34,17 @@ impl<'s> WriteTx<'s> {
         })
     }
 
-    pub fn conn(&mut self) -> &mut SqliteConnection {
+    pub(super) fn conn(&mut self) -> &mut SqliteConnection {
         &mut self.tx
     }
 
     /// Marks that this transaction may make work claimable (waiters are woken after commit).
-    pub fn wake(&mut self) {
+    pub(super) fn wake(&mut self) {
         self.wake = true;
     }
 
     /// Commits, then mirrors the events and wakes waiters. Returns the events written.
-    pub async fn commit(self) -> StoreResult<Vec<Event>> {
+    pub(super) async fn commit(self) -> StoreResult<Vec<Event>> {
         self.tx.commit().await?;
         if let Some(m) = &self.shared.mirror {
             m.append(&self.events);
@@ -60,7 +60,7 @@ impl<'s> WriteTx<'s> {
         Ok(self.events)
     }
 
-    pub async fn event(&mut self, mut ev: Ev) -> StoreResult<Event> {
+    pub(super) async fn event(&mut self, mut ev: Ev) -> StoreResult<Event> {
         // Whatever an event carries (agent output, operator text, evidence) is redacted here,
         // the one place every event passes through.
         crate::domain::payload_caps::prepare(&mut ev.payload);
@@ -87,7 +87,7 @@ impl<'s> WriteTx<'s> {
     }
 
     /// Writes many events with multi-row inserts (imports of thousands of tasks).
-    pub async fn events_bulk(&mut self, evs: Vec<Ev>) -> StoreResult<()> {
+    pub(super) async fn events_bulk(&mut self, evs: Vec<Ev>) -> StoreResult<()> {
         // 9 values per row: well under SQLite's 32,766 bound parameters.
         const CHUNK: usize = 2_000;
         let ts = rows::time(self.now)?;
@@ -144,7 +144,7 @@ impl<'s> WriteTx<'s> {
         Ok(())
     }
 
-    pub async fn task_by_pk(&mut self, pk: i64) -> StoreResult<Option<TaskRecord>> {
+    pub(super) async fn task_by_pk(&mut self, pk: i64) -> StoreResult<Option<TaskRecord>> {
         let sql = format!("SELECT {TASK_COLS} FROM tasks WHERE pk = ?");
         let row = sqlx::query(AssertSqlSafe(sql))
             .bind(pk)
@@ -153,7 +153,11 @@ impl<'s> WriteTx<'s> {
         row.as_ref().map(rows::task).transpose()
     }
 
-    pub async fn task_by_id(&mut self, plan_id: &str, task_id: &str) -> StoreResult<TaskRecord> {
+    pub(super) async fn task_by_id(
+        &mut self,
+        plan_id: &str,
+        task_id: &str,
+    ) -> StoreResult<TaskRecord> {
         let sql = format!("SELECT {TASK_COLS} FROM tasks WHERE plan_id = ? AND task_id = ?");
         let row = sqlx::query(AssertSqlSafe(sql))
             .bind(plan_id)
@@ -170,7 +174,7 @@ impl<'s> WriteTx<'s> {
     }
 
     /// The task a lease names, if the lease is still the task's; `Stale` otherwise.
-    pub async fn leased(&mut self, lease: Lease) -> StoreResult<TaskRecord> {
+    pub(super) async fn leased(&mut self, lease: Lease) -> StoreResult<TaskRecord> {
         let sql = format!(
             "SELECT {TASK_COLS} FROM tasks WHERE pk = ? AND epoch = ? \
              AND status IN ('CLAIMED', 'IN_PROGRESS')"
@@ -192,7 +196,11 @@ impl<'s> WriteTx<'s> {
     /// Moves `t` out of where it is to `m.to`: settles cost, releases any reservation, clears the
     /// lease, keeps children's `pending_deps` right and writes the event, all guarded by the
     /// row's current (epoch, status) so a row changed meanwhile is left alone (`Ok(None)`).
-    pub async fn apply_move(&mut self, t: &TaskRecord, m: Move) -> StoreResult<Option<TaskRecord>> {
+    pub(super) async fn apply_move(
+        &mut self,
+        t: &TaskRecord,
+        m: Move,
+    ) -> StoreResult<Option<TaskRecord>> {
         let sql = format!(
             "UPDATE tasks SET status = ?, epoch = epoch + ?, \
                attempts = CASE WHEN ? THEN 0 ELSE MAX(0, attempts + ?) END, \
@@ -243,7 +251,12 @@ impl<'s> WriteTx<'s> {
 
     /// The one place the DONE rule lives: a move into DONE unblocks children, out of DONE
     /// re-blocks them.
-    pub async fn adjust_children(&mut self, pk: i64, from: Status, to: Status) -> StoreResult<()> {
+    pub(super) async fn adjust_children(
+        &mut self,
+        pk: i64,
+        from: Status,
+        to: Status,
+    ) -> StoreResult<()> {
         let delta = children_delta(from, to);
         if delta == 0 {
             return Ok(());
@@ -264,4 +277,4 @@ impl<'s> WriteTx<'s> {
     }
 }
 
-pub use crate::store::sql_common::{Move, frees_keys};
+pub(super) use crate::store::sql_common::{Move, frees_keys};

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
 
-pub struct SqliteEventWatch {
+pub(super) struct SqliteEventWatch {
     shared: Arc<Shared>,
     local: watch::Receiver<u64>,
     /// The newest event id when the watch last resolved (`None`: not known, so the first look
@@ -19,7 +19,7 @@ pub struct SqliteEventWatch {
 }
 
 impl SqliteEventWatch {
-    pub async fn new(shared: Arc<Shared>, poll: Duration) -> SqliteEventWatch {
+    pub(super) async fn new(shared: Arc<Shared>, poll: Duration) -> SqliteEventWatch {
         let local = shared.events_written.subscribe();
         let seen = last_event_id(&shared).await;
         SqliteEventWatch {

@@ -11,6 +11,10 @@ use crate::tui::wizard::WizardReply;
 use crate::tui::wizard::run as wizard_run;
 
 impl Console {
+    #[expect(
+        clippy::too_many_lines,
+        reason = "one arm per effect of the state machine; each arm is short"
+    )]
     pub(super) fn run_effect(&mut self, effect: Effect) {
         match effect {
             Effect::Notify(notice) => self.notices.push(*notice),

@@ -54,7 +54,7 @@ const REPLAY_SCROLLBACK: usize = 5000;
 
 /// How the console looks and feels, from the config.
 #[derive(Debug, Clone)]
-pub struct ConsoleOptions {
+pub(crate) struct ConsoleOptions {
     pub keymap: Keymap,
     pub theme: Theme,
     pub fps: u32,
@@ -72,14 +72,14 @@ pub struct ConsoleOptions {
 
 /// What leaving agents in the background needs: the launcher to release and where the log is.
 #[derive(Debug, Clone)]
-pub struct Background {
+pub(crate) struct Background {
     pub launcher: super::detach::Launcher,
     pub log_dir: std::path::PathBuf,
 }
 
 impl ConsoleOptions {
     /// `[keys]`, `[tui] fps` (or `ssh_fps` over SSH) and `[tui] theme` (mono under `NO_COLOR`).
-    pub fn from_config(
+    pub(crate) fn from_config(
         cfg: &Config,
         over_ssh: bool,
         no_color: Option<&str>,
@@ -102,7 +102,7 @@ impl ConsoleOptions {
     }
 
     /// From the process environment (`SSH_CONNECTION`, `NO_COLOR`).
-    pub fn from_env(cfg: &Config) -> Result<ConsoleOptions, KeymapError> {
+    pub(crate) fn from_env(cfg: &Config) -> Result<ConsoleOptions, KeymapError> {
         let ssh = std::env::var_os("SSH_CONNECTION").is_some();
         let no_color = std::env::var("NO_COLOR").ok();
         ConsoleOptions::from_config(cfg, ssh, no_color.as_deref())
@@ -111,7 +111,7 @@ impl ConsoleOptions {
 
 /// How the console ended.
 #[derive(Debug, Clone)]
-pub struct ConsoleOutcome {
+pub(crate) struct ConsoleOutcome {
     /// The engine's summary (None if it failed or was not awaited).
     pub summary: Option<RunSummary>,
     pub engine_error: Option<String>,
@@ -154,7 +154,7 @@ fn wizard_context(
 
 /// The first frame, before the run is prepared: the plan's header over an empty console, so a
 /// large plan does not keep the operator looking at a blank terminal.
-pub fn draw_splash(
+pub(crate) fn draw_splash(
     terminal: &mut ConsoleTerminal,
     opts: &ConsoleOptions,
     plan: PlanRecord,
@@ -178,7 +178,7 @@ pub fn draw_splash(
 /// Runs the plan with the console on the terminal (already entered: `guard`) until the operator
 /// quits. The terminal is restored and every agent stopped before this returns, whatever
 /// happens.
-pub async fn run(
+pub(crate) async fn run(
     setup: RunSetup,
     opts: ConsoleOptions,
     guard: TerminalGuard,

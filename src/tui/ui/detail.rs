@@ -13,7 +13,11 @@ use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
 /// How many of the task's events the detail shows.
 const LAST_EVENTS: usize = 12;
 
-pub fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme) {
+#[expect(
+    clippy::too_many_lines,
+    reason = "the detail view is a list of sections drawn in order"
+)]
+pub(super) fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme) {
     let Some(t) = state.selected_task() else {
         frame.render_widget(
             Paragraph::new("no task selected").block(Block::default().borders(Borders::ALL)),

@@ -10,7 +10,7 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};
 
-pub fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme) {
+pub(super) fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme) {
     let Some(d) = &state.diff else {
         return;
     };

@@ -8,7 +8,7 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};
 
-pub fn event_line<'a>(e: &Event, theme: &Theme, with_task: bool) -> Line<'a> {
+pub(super) fn event_line<'a>(e: &Event, theme: &Theme, with_task: bool) -> Line<'a> {
     let mut spans = vec![
         Span::styled(e.ts.format("%H:%M:%S ").to_string(), theme.dim()),
         Span::styled(
@@ -36,7 +36,7 @@ pub fn event_line<'a>(e: &Event, theme: &Theme, with_task: bool) -> Line<'a> {
     Line::from(spans)
 }
 
-pub fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme) {
+pub(super) fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme) {
     let title = if state.events_offset == 0 {
         " Events (following) ".to_string()
     } else {

@@ -7,7 +7,7 @@ use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
 /// `text` cut to `width` terminal cells, its end replaced by `…` when it had to be cut: a
 /// reader sees that something is missing.
-pub fn ellipsize(text: &str, width: usize) -> String {
+pub(super) fn ellipsize(text: &str, width: usize) -> String {
     if text.width() <= width {
         return text.to_string();
     }
@@ -30,7 +30,7 @@ pub fn ellipsize(text: &str, width: usize) -> String {
 
 /// One part of a line that gives way when the line is too narrow: its full form, a shorter
 /// form (or none), and its rank (higher ranks give way first; rank 0 always stays).
-pub struct Part<'a> {
+pub(super) struct Part<'a> {
     pub full: Vec<Span<'a>>,
     pub short: Option<Vec<Span<'a>>>,
     pub rank: u8,
@@ -38,7 +38,11 @@ pub struct Part<'a> {
 
 /// The parts that fit in `width` cells: rank by rank from the highest, parts take their shorter
 /// form and then leave; whatever still overflows (rank 0) is cut by the renderer.
-pub fn fit_parts<'a>(mut parts: Vec<Part<'a>>, sep: Span<'a>, width: usize) -> Vec<Span<'a>> {
+pub(super) fn fit_parts<'a>(
+    mut parts: Vec<Part<'a>>,
+    sep: Span<'a>,
+    width: usize,
+) -> Vec<Span<'a>> {
     let mut shown = vec![true; parts.len()];
     let total = |parts: &[Part], shown: &[bool]| {
         let widths: Vec<usize> = parts
@@ -100,7 +104,7 @@ pub fn money(u: Usd) -> String {
 }
 
 /// A rough duration: `45s`, `12m`, `3h 20m`, `5d`.
-pub fn rough(d: Duration) -> String {
+pub(super) fn rough(d: Duration) -> String {
     let s = d.as_secs();
     match s {
         0..=59 => format!("{s}s"),

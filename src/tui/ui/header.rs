@@ -14,7 +14,11 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Gauge, Paragraph};
 use unicode_width::UnicodeWidthStr;
 
-pub fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme) {
+#[expect(
+    clippy::too_many_lines,
+    reason = "the header is a list of segments drawn in order"
+)]
+pub(super) fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme) {
     let [top, bar] = Layout::vertical([Constraint::Length(1), Constraint::Length(1)]).areas(area);
     let c = state.counts();
     let b = state.budget();
@@ -187,7 +191,7 @@ pub fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme) {
     frame.render_widget(gauge, bar);
 }
 
-pub fn footer(frame: &mut Frame, area: Rect, state: &AppState, ui: &UiContext) {
+pub(super) fn footer(frame: &mut Frame, area: Rect, state: &AppState, ui: &UiContext) {
     let theme = ui.theme;
     let key = |a: Action| {
         ui.keymap

@@ -10,7 +10,13 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table, TableState, Wrap};
 
-pub fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme, keys: &Keymap) {
+pub(super) fn render(
+    frame: &mut Frame,
+    area: Rect,
+    state: &AppState,
+    theme: &Theme,
+    keys: &Keymap,
+) {
     if state.inbox_ui.open.is_some() {
         render_detail(frame, area, state, theme, keys);
         return;

@@ -11,7 +11,7 @@ use ratatui::layout::Rect;
 use std::num::NonZeroU16;
 
 /// Makes the `text` shown at (`x`, `y`) a link to `url`, if it is there in full.
-pub fn hyperlink(buf: &mut Buffer, area: Rect, x: u16, y: u16, text: &str, url: &str) {
+pub(super) fn hyperlink(buf: &mut Buffer, area: Rect, x: u16, y: u16, text: &str, url: &str) {
     if y < area.y || y >= area.y.saturating_add(area.height) || !safe(url) {
         return;
     }

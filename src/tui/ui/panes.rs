@@ -17,7 +17,7 @@ use tui_term::widget::{Cursor, PseudoTerminal};
 
 /// The pane title, as rich as `width` allows: the state badge is kept to the last, since it is
 /// what the operator scans for.
-pub fn title<'a>(
+pub(super) fn title<'a>(
     state: &AppState,
     p: &PaneMeta,
     theme: &Theme,
@@ -86,7 +86,7 @@ pub fn title<'a>(
 }
 
 /// Draws `panes` in a grid over `area`; returns each pane's inner (terminal) rectangle.
-pub fn render(
+pub(super) fn render(
     frame: &mut Frame,
     area: Rect,
     state: &AppState,
@@ -150,7 +150,7 @@ pub fn render(
     out
 }
 
-pub fn render_empty(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme) {
+pub(super) fn render_empty(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme) {
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(theme.dim())
@@ -249,7 +249,7 @@ fn running_elsewhere(state: &AppState) -> Vec<String> {
 
 /// The replay view: a finished attempt's log in a pane of the whole body. Returns the inner
 /// rectangle (the loop sizes the replay's emulator to it).
-pub fn render_replay(
+pub(super) fn render_replay(
     frame: &mut Frame,
     area: Rect,
     state: &AppState,

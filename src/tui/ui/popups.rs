@@ -12,7 +12,7 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Cell, Clear, Paragraph, Row, Table, Wrap};
 
-pub fn render(frame: &mut Frame, area: Rect, state: &AppState, ui: &UiContext) {
+pub(super) fn render(frame: &mut Frame, area: Rect, state: &AppState, ui: &UiContext) {
     for popup in &state.popups {
         match popup {
             Popup::Help => help(frame, area, state, ui),

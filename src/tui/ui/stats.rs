@@ -17,7 +17,7 @@ fn block<'a>(title: &'a str, theme: &Theme) -> Block<'a> {
         .title(Span::styled(title, theme.title()))
 }
 
-pub fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme) {
+pub(super) fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme) {
     let c = state.counts();
     let attempts: i64 = state.tasks.iter().map(|t| t.attempts).sum();
     let cost = state.tasks.iter().fold(Usd::ZERO, |a, t| a + t.cost);
@@ -71,7 +71,7 @@ pub fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme) {
     );
 }
 
-pub fn render_triz(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme) {
+pub(super) fn render_triz(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme) {
     let mut lines = Vec::new();
     match &state.triz {
         None => lines.push(Line::raw("no report")),
@@ -122,7 +122,7 @@ pub fn render_triz(frame: &mut Frame, area: Rect, state: &AppState, theme: &Them
 }
 
 /// The agent's challenge of the plan (`c`): its critique as text, or where it stands.
-pub fn render_challenge(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme) {
+pub(super) fn render_challenge(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme) {
     let mut lines = Vec::new();
     match &state.challenge {
         None => lines.push(Line::raw("no challenge yet: press c")),

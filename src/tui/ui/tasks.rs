@@ -11,7 +11,7 @@ use ratatui::layout::{Constraint, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Cell, Row, Table, TableState};
 
-pub fn status_short(s: Status) -> &'static str {
+pub(super) fn status_short(s: Status) -> &'static str {
     match s {
         Status::Pending => "PEND",
         Status::Claimed => "CLMD",
@@ -24,7 +24,7 @@ pub fn status_short(s: Status) -> &'static str {
     }
 }
 
-pub fn deps_text(t: &TaskRecord) -> String {
+pub(super) fn deps_text(t: &TaskRecord) -> String {
     if t.spec.dependencies.is_empty() {
         "-".into()
     } else if t.pending_deps > 0 {
@@ -43,7 +43,7 @@ fn agent_of<'a>(state: &'a AppState, t: &'a TaskRecord) -> &'a str {
 }
 
 /// Draws the list; returns its inner area and the first visible row's index.
-pub fn render(
+pub(super) fn render(
     frame: &mut Frame,
     area: Rect,
     state: &AppState,

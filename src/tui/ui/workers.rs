@@ -13,7 +13,7 @@ use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table};
 /// is longer; this is only a hint for the operator).
 const STALE_SECS: i64 = 60;
 
-pub fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme) {
+pub(super) fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme) {
     let now = state.wall;
     let block = Block::default()
         .borders(Borders::ALL)

@@ -7,7 +7,7 @@ use crate::tui::model::{InboxDetail, InboxItem};
 use std::collections::BTreeSet;
 
 /// The keys the inbox answers itself.
-pub const OWN: &[Action] = &[
+pub(crate) const OWN: &[Action] = &[
     Action::MoveUp,
     Action::MoveDown,
     Action::First,

@@ -5,8 +5,8 @@
 //! (`help`), and `tests/tui_keys_and_help.rs` holds them to what the keys do: a key the help
 //! does not list for a view changes nothing there, and every key it lists answers.
 
-pub mod filter;
-pub mod inbox;
+pub(crate) mod filter;
+pub(crate) mod inbox;
 
 pub use filter::{FilterEditor, FilterKey};
 pub use inbox::{InboxKey, InboxView};

@@ -4,7 +4,7 @@
 //! outcome comes back as a [`WizardReply`]. Text is typed in a `ratatui-textarea` editor; Ctrl-S
 //! sends what was typed (Enter is a newline in an editor), Esc twice closes the wizard.
 
-pub mod run;
+pub(crate) mod run;
 
 use crate::domain::{PlanSpec, TaskSpec};
 use crate::prd::QaPair;

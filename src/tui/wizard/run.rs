@@ -10,14 +10,14 @@ use std::sync::Arc;
 
 /// What the agent calls need: the agent, the project, the queue and the plan being run.
 #[derive(Clone)]
-pub struct WizardContext {
+pub(crate) struct WizardContext {
     pub agent: Arc<OneShot>,
     pub root: PathBuf,
     pub store: Arc<dyn Store>,
     pub plan_id: String,
 }
 
-pub async fn run(cx: &WizardContext, effect: WizardEffect) -> WizardReply {
+pub(crate) async fn run(cx: &WizardContext, effect: WizardEffect) -> WizardReply {
     let jobs = JobContext {
         agent: &cx.agent,
         root: &cx.root,
@@ -31,7 +31,7 @@ pub async fn run(cx: &WizardContext, effect: WizardEffect) -> WizardReply {
 }
 
 /// The agent's critique of the plan as it stands in the queue.
-pub async fn challenge(cx: &WizardContext) -> Result<String, String> {
+pub(crate) async fn challenge(cx: &WizardContext) -> Result<String, String> {
     let spec = cx
         .store
         .export_plan(&cx.plan_id)
@@ -45,7 +45,7 @@ pub async fn challenge(cx: &WizardContext) -> Result<String, String> {
 
 /// The agent's split of `task_id` in the plan as it stands in the queue (checked and applied,
 /// not written: the operator sees the diff first).
-pub async fn split(
+pub(crate) async fn split(
     cx: &WizardContext,
     task_id: &str,
 ) -> Result<prd::decompose::Decomposition, String> {
