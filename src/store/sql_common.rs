@@ -147,6 +147,125 @@ impl TaskPlan {
     }
 }
 
+/// One task row an import writes: a new one (`pk` none) or an unstarted one rewritten.
+#[derive(Debug, Clone)]
+pub(crate) struct RowWrite<'a> {
+    pub pk: Option<i64>,
+    /// The task's place in the file.
+    pub ord: i64,
+    pub task: &'a TaskSpec,
+    pub status: Status,
+    pub reason: Option<String>,
+    /// Its dependency edges must be written again (a new task, or changed dependencies).
+    pub rewire: bool,
+}
+
+/// What an import writes besides the plan's row, decided once for both backends: the rows, and
+/// their events in the order they are appended (the rewrites', then the creations', each in
+/// file order). Each backend applies them in its own dialect.
+#[derive(Debug, Default)]
+pub(crate) struct TaskWrites<'a> {
+    pub creates: Vec<RowWrite<'a>>,
+    pub updates: Vec<RowWrite<'a>>,
+    pub events: Vec<Ev>,
+}
+
+/// Turns `decisions` (from [`plan_import`]) into the writes, filling in the task lists of
+/// `report`. `stored_order`: the stored tasks' ids in their order, for the ones the file lost.
+pub(crate) fn task_writes<'a>(
+    plan_id: &str,
+    plan: &'a PlanSpec,
+    decisions: &[TaskPlan],
+    existing: &HashMap<String, ExistingTask>,
+    stored_order: Vec<String>,
+    opts: &ImportOptions,
+    report: &mut super::types::ImportReport,
+) -> TaskWrites<'a> {
+    use super::event_types as et;
+    let mut out = TaskWrites::default();
+    let mut created_events = Vec::new();
+    for (ord, (t, d)) in plan.tasks.iter().zip(decisions).enumerate() {
+        let ord = i64::try_from(ord).unwrap_or(i64::MAX);
+        let event = |event_type: &str, from: Option<Status>, to: Status, payload| Ev {
+            event_type: event_type.to_string(),
+            plan_id: Some(plan_id.to_string()),
+            task_id: Some(t.id.clone()),
+            from,
+            to: Some(to),
+            payload,
+            ..Default::default()
+        };
+        match d {
+            TaskPlan::Create {
+                created_as,
+                status,
+                reason,
+            } => {
+                out.creates.push(RowWrite {
+                    pk: None,
+                    ord,
+                    task: t,
+                    status: *status,
+                    reason: reason.clone(),
+                    rewire: true,
+                });
+                created_events.push(event(
+                    et::TASK_CREATED,
+                    None,
+                    *created_as,
+                    payload::task_created(t, max_attempts_for(t, opts.default_max_attempts)),
+                ));
+                if status != created_as {
+                    created_events.push(event(
+                        et::TASK_SKIPPED,
+                        Some(*created_as),
+                        *status,
+                        payload::gate_skip(reason.as_deref()),
+                    ));
+                }
+                report.created.push(t.id.clone());
+            }
+            TaskPlan::Update {
+                changed,
+                status,
+                reason,
+            } => {
+                let Some(old) = existing.get(&t.id) else {
+                    continue;
+                };
+                out.updates.push(RowWrite {
+                    pk: Some(old.pk),
+                    ord,
+                    task: t,
+                    status: *status,
+                    reason: reason.clone(),
+                    rewire: changed.iter().any(|f| f == "dependencies"),
+                });
+                // One event carries both the rewrite and any gate move (PENDING ↔ SKIPPED).
+                out.events.push(event(
+                    et::TASK_UPDATED,
+                    Some(old.status),
+                    *status,
+                    payload::fields_changed(changed),
+                ));
+                report.updated.push(t.id.clone());
+            }
+            TaskPlan::KeepStarted { .. } => report.kept_started.push(t.id.clone()),
+            TaskPlan::Unchanged => report.unchanged.push(t.id.clone()),
+        }
+        if d.gate_skipped() {
+            report.skipped.push(t.id.clone());
+        }
+    }
+    out.events.extend(created_events);
+    let in_file: HashSet<&str> = plan.tasks.iter().map(|t| t.id.as_str()).collect();
+    report.missing_from_file = stored_order
+        .into_iter()
+        .filter(|id| !in_file.contains(id.as_str()))
+        .collect();
+    out
+}
+
 /// Decides, per task of the file (in file order), what an import does. Refuses duplicate ids and
 /// dependencies that name a task neither in the file nor already stored.
 pub(crate) fn plan_import(

@@ -10,8 +10,8 @@ use crate::domain::graph::claim_keys;
 use crate::domain::{PlanSpec, Status, TaskSpec};
 use crate::store::event_types as et;
 use crate::store::sql_common::{
-    ExistingTask, TaskPlan, effective_budget, effective_plan_id, max_attempts_for, payload,
-    plan_changes, plan_import, plan_row_spec,
+    ExistingTask, effective_budget, effective_plan_id, max_attempts_for, payload, plan_changes,
+    plan_import, plan_row_spec, task_writes,
 };
 use crate::store::{ImportOptions, ImportReport, StoreError, StoreResult};
 use std::collections::HashMap;
@@ -188,54 +188,31 @@ async fn import_once(
     }
 
     let decisions = plan_import(plan, opts, &existing)?;
+    let writes = task_writes(
+        &plan_id,
+        plan,
+        &decisions,
+        &existing,
+        stored_order,
+        opts,
+        &mut report,
+    );
+    let max = opts.default_max_attempts;
     let mut creates = TaskColumns::default();
-    let mut updates = TaskColumns::default();
-    // Events for created tasks wait for their rows (the gate's skip follows the creation).
-    let mut created_events: Vec<(String, Status, Status, Option<String>, serde_json::Value)> =
-        Vec::new();
-    for (ord, (t, d)) in plan.tasks.iter().zip(&decisions).enumerate() {
-        let ord = i64::try_from(ord).unwrap_or(i64::MAX);
-        let max = opts.default_max_attempts;
-        match d {
-            TaskPlan::Create {
-                created_as,
-                status,
-                reason,
-            } => {
-                creates.push(0, ord, t, *status, reason.clone(), max)?;
-                let p = payload::task_created(t, max_attempts_for(t, opts.default_max_attempts));
-                created_events.push((t.id.clone(), *created_as, *status, reason.clone(), p));
-                report.created.push(t.id.clone());
-            }
-            TaskPlan::Update {
-                changed,
-                status,
-                reason,
-            } => {
-                let Some(old) = existing.get(&t.id) else {
-                    continue;
-                };
-                updates.push(old.pk, ord, t, *status, reason.clone(), max)?;
-                report.updated.push(t.id.clone());
-                let mut ev = Ev::plan(et::TASK_UPDATED, &plan_id, payload::fields_changed(changed));
-                ev.task_id = Some(t.id.clone());
-                ev.from = Some(old.status);
-                ev.to = Some(*status);
-                events.push(ev);
-            }
-            TaskPlan::KeepStarted { .. } => report.kept_started.push(t.id.clone()),
-            TaskPlan::Unchanged => report.unchanged.push(t.id.clone()),
-        }
-        if d.gate_skipped() {
-            report.skipped.push(t.id.clone());
-        }
+    for w in &writes.creates {
+        creates.push(0, w.ord, w.task, w.status, w.reason.clone(), max)?;
     }
-    let in_file: std::collections::HashSet<&str> =
-        plan.tasks.iter().map(|t| t.id.as_str()).collect();
-    report.missing_from_file = stored_order
-        .into_iter()
-        .filter(|id| !in_file.contains(id.as_str()))
-        .collect();
+    let mut updates = TaskColumns::default();
+    for w in &writes.updates {
+        updates.push(
+            w.pk.unwrap_or_default(),
+            w.ord,
+            w.task,
+            w.status,
+            w.reason.clone(),
+            max,
+        )?;
+    }
 
     let new_pks = insert_tasks(&mut tx, &plan_id, &creates).await?;
     if !updates.is_empty() {
@@ -272,14 +249,13 @@ async fn import_once(
         // Dependency edges of every created or rewritten task, resolved by id within the plan.
         let mut child: Vec<i64> = Vec::new();
         let mut parent: Vec<String> = Vec::new();
-        for (t, d) in plan.tasks.iter().zip(&decisions) {
-            let pk = match d {
-                TaskPlan::Create { .. } => new_pks.get(&t.id).copied(),
-                TaskPlan::Update { .. } => existing.get(&t.id).map(|e| e.pk),
-                _ => None,
+        for w in writes.creates.iter().chain(&writes.updates) {
+            let pk = match w.pk {
+                Some(pk) => Some(pk),
+                None => new_pks.get(&w.task.id).copied(),
             };
             let Some(pk) = pk else { continue };
-            for dep in &t.dependencies {
+            for dep in &w.task.dependencies {
                 child.push(pk);
                 parent.push(dep.clone());
             }
@@ -289,23 +265,7 @@ async fn import_once(
         tx.wake(&plan_id);
     }
 
-    for (task_id, created_as, status, reason, created_payload) in created_events {
-        let mut ev = Ev::plan(et::TASK_CREATED, &plan_id, created_payload);
-        ev.task_id = Some(task_id.clone());
-        ev.to = Some(created_as);
-        events.push(ev);
-        if status != created_as {
-            let mut ev = Ev::plan(
-                et::TASK_SKIPPED,
-                &plan_id,
-                payload::gate_skip(reason.as_deref()),
-            );
-            ev.task_id = Some(task_id);
-            ev.from = Some(created_as);
-            ev.to = Some(status);
-            events.push(ev);
-        }
-    }
+    events.extend(writes.events);
     if events.is_empty() {
         // Nothing changed: no writes, no events (the row locks go with the rollback).
         return Ok(report);

@@ -7,8 +7,8 @@ use crate::domain::{PlanSpec, Status, TaskSpec};
 use crate::store::error::StoreResult;
 use crate::store::event_types as et;
 use crate::store::sql_common::{
-    ExistingTask, TaskPlan, decode_json, effective_budget, effective_plan_id, encode_json,
-    max_attempts_for, parse_status, payload, plan_changes, plan_import, plan_row_spec,
+    ExistingTask, decode_json, effective_budget, effective_plan_id, encode_json, max_attempts_for,
+    parse_status, payload, plan_changes, plan_import, plan_row_spec, task_writes,
 };
 use crate::store::types::{ImportOptions, ImportReport};
 use sqlx::sqlite::Sqlite;
@@ -143,98 +143,53 @@ pub(super) async fn import_plan(
 
     // Rows first (creates in bulk, updates one by one), then edges and readiness, then events:
     // the plan's, the updates', then the creations' (each group in file order).
-    let mut creates = Vec::new();
-    let mut update_evs: Vec<Ev> = Vec::new();
-    let mut create_evs: Vec<Ev> = Vec::new();
-    let mut rewire = Vec::new();
-    for (ord, (t, d)) in plan.tasks.iter().zip(&decisions).enumerate() {
-        let base = |event_type: &str, from: Option<Status>, to: Status, payload| Ev {
-            event_type: event_type.to_string(),
-            plan_id: Some(plan_id.clone()),
-            task_id: Some(t.id.clone()),
-            from,
-            to: Some(to),
-            payload,
-            ..Default::default()
-        };
-        match d {
-            TaskPlan::Create {
-                created_as,
-                status,
-                reason,
-            } => {
-                creates.push(NewRow::new(
-                    t,
-                    i64::try_from(ord).unwrap_or(i64::MAX),
-                    *status,
-                    reason.clone(),
-                    opts.default_max_attempts,
-                )?);
-                rewire.push(t);
-                create_evs.push(base(
-                    et::TASK_CREATED,
-                    None,
-                    *created_as,
-                    payload::task_created(t, max_attempts_for(t, opts.default_max_attempts)),
-                ));
-                if status != created_as {
-                    create_evs.push(base(
-                        et::TASK_SKIPPED,
-                        Some(*created_as),
-                        *status,
-                        payload::gate_skip(reason.as_deref()),
-                    ));
-                }
-                report.created.push(t.id.clone());
-            }
-            TaskPlan::Update {
-                changed,
-                status,
-                reason,
-            } => {
-                let Some(old) = existing.get(&t.id) else {
-                    continue;
-                };
-                sqlx::query(
-                    "UPDATE tasks SET status = ?, priority_rank = ?, max_attempts = ?, \
-                     estimate_micros = ?, reason = ?, required_tags = ?, spec = ?, claim_keys = ?, \
-                     updated_at = ? WHERE pk = ?",
-                )
-                .bind(status.as_str())
-                .bind(t.priority.rank())
-                .bind(max_attempts_for(t, opts.default_max_attempts))
-                .bind(t.budget_usd.map(|b| b.micros()))
-                .bind(reason)
-                .bind(encode_json(&t.tags, "task tags")?)
-                .bind(encode_json(t, "task spec")?)
-                .bind(encode_json(&claim_keys(t), "task claim keys")?)
-                .bind(tx.now)
-                .bind(old.pk)
+    let writes = task_writes(
+        &plan_id,
+        plan,
+        &decisions,
+        &existing,
+        stored_order,
+        opts,
+        &mut report,
+    );
+    let max = opts.default_max_attempts;
+    let mut creates = Vec::with_capacity(writes.creates.len());
+    for w in &writes.creates {
+        creates.push(NewRow::new(w.task, w.ord, w.status, w.reason.clone(), max)?);
+    }
+    for w in &writes.updates {
+        let (t, pk) = (w.task, w.pk.unwrap_or_default());
+        sqlx::query(
+            "UPDATE tasks SET status = ?, priority_rank = ?, max_attempts = ?, \
+             estimate_micros = ?, reason = ?, required_tags = ?, spec = ?, claim_keys = ?, \
+             updated_at = ? WHERE pk = ?",
+        )
+        .bind(w.status.as_str())
+        .bind(t.priority.rank())
+        .bind(max_attempts_for(t, max))
+        .bind(t.budget_usd.map(|b| b.micros()))
+        .bind(&w.reason)
+        .bind(encode_json(&t.tags, "task tags")?)
+        .bind(encode_json(t, "task spec")?)
+        .bind(encode_json(&claim_keys(t), "task claim keys")?)
+        .bind(tx.now)
+        .bind(pk)
+        .execute(tx.conn())
+        .await?;
+        if w.rewire {
+            sqlx::query("DELETE FROM task_deps WHERE task_pk = ?")
+                .bind(pk)
                 .execute(tx.conn())
                 .await?;
-                if changed.iter().any(|f| f == "dependencies") {
-                    sqlx::query("DELETE FROM task_deps WHERE task_pk = ?")
-                        .bind(old.pk)
-                        .execute(tx.conn())
-                        .await?;
-                    rewire.push(t);
-                }
-                // One event carries both the rewrite and any gate move (PENDING ↔ SKIPPED).
-                update_evs.push(base(
-                    et::TASK_UPDATED,
-                    Some(old.status),
-                    *status,
-                    payload::fields_changed(changed),
-                ));
-                report.updated.push(t.id.clone());
-            }
-            TaskPlan::KeepStarted { .. } => report.kept_started.push(t.id.clone()),
-            TaskPlan::Unchanged => report.unchanged.push(t.id.clone()),
-        }
-        if d.gate_skipped() {
-            report.skipped.push(t.id.clone());
         }
     }
+    let rewire: Vec<&TaskSpec> = writes
+        .creates
+        .iter()
+        .chain(&writes.updates)
+        .filter(|w| w.rewire)
+        .map(|w| w.task)
+        .collect();
     insert_tasks(&mut tx, &plan_id, &creates).await?;
     if !rewire.is_empty() {
         let pks: HashMap<String, i64> =
@@ -261,14 +216,7 @@ pub(super) async fn import_plan(
         recount_pending(&mut tx, &plan_id).await?;
         tx.wake();
     }
-    let in_file: std::collections::HashSet<&str> =
-        plan.tasks.iter().map(|t| t.id.as_str()).collect();
-    report.missing_from_file = stored_order
-        .into_iter()
-        .filter(|id| !in_file.contains(id.as_str()))
-        .collect();
-    evs.extend(update_evs);
-    evs.extend(create_evs);
+    evs.extend(writes.events);
     tx.events_bulk(evs).await?;
     tx.commit().await?;
     Ok(report)
