@@ -445,10 +445,6 @@ impl AppState {
 
     // ---- the state machine -----------------------------------------------------------------
 
-    #[expect(
-        clippy::too_many_lines,
-        reason = "one arm per console-wide key; each arm is short"
-    )]
     pub fn handle(&mut self, action: Action) -> Vec<Effect> {
         if !matches!(action, Action::Resize(..)) {
             self.status = None;
@@ -486,8 +482,63 @@ impl AppState {
             }
         }
         match action {
-            Action::Quit => return self.quit(),
-            Action::Help => self.popups.push(Popup::Help),
+            Action::Quit => self.quit(),
+            Action::Help => {
+                self.popups.push(Popup::Help);
+                Vec::new()
+            }
+            Action::TaskDetail
+            | Action::Events
+            | Action::Tasks
+            | Action::Stats
+            | Action::Budget
+            | Action::Triz
+            | Action::Inbox
+            | Action::Workers
+            | Action::Replay
+            | Action::Diff
+            | Action::NewPrd
+            | Action::Challenge => self.view_key(action),
+            Action::Approve
+            | Action::Merge
+            | Action::ApproveAll
+            | Action::Reject
+            | Action::SendBack
+            | Action::Mark => self.decision_key(action),
+            Action::AddTask
+            | Action::ResetTask
+            | Action::SplitTask
+            | Action::SkipTask
+            | Action::KillAttempt
+            | Action::TogglePause => self.task_key(action),
+            Action::MoveUp
+            | Action::MoveDown
+            | Action::First
+            | Action::Last
+            | Action::FocusNext
+            | Action::FocusPrev
+            | Action::Zoom
+            | Action::Takeover
+            | Action::Release
+            | Action::Filter
+            | Action::Back
+            | Action::ScrollUp
+            | Action::ScrollDown => self.move_key(action),
+            Action::None
+            | Action::FilterChar(_)
+            | Action::FilterBackspace
+            | Action::FilterDone
+            | Action::Answer(_)
+            | Action::TextChar(_)
+            | Action::TextBackspace
+            | Action::TextSubmit
+            | Action::Resize(..) => Vec::new(),
+        }
+    }
+
+    /// A key that opens a view (or switches back from it).
+    fn view_key(&mut self, action: Action) -> Vec<Effect> {
+        match action {
             Action::TaskDetail => self.open_detail(),
             Action::Events => self.switch(View::Events),
             Action::Tasks => self.switch(View::Tasks),
@@ -505,10 +556,34 @@ impl AppState {
             Action::Workers => self.switch(View::Workers),
             Action::Replay => return self.open_replay(),
             Action::Diff => return self.open_diff(),
-            Action::AddTask => self.popups.push(Popup::Input {
-                purpose: InputPurpose::AddTask(AddStep::Description, TaskDraft::default()),
-                text: String::new(),
-            }),
+            Action::NewPrd => {
+                if self.wizard.is_none() {
+                    self.wizard = Some(Wizard::new());
+                }
+                self.takeover = None;
+                self.view = View::Wizard;
+            }
+            Action::Challenge => {
+                if self.challenge.as_ref().is_some_and(|c| c.running) {
+                    self.switch(View::Challenge);
+                    return Vec::new();
+                }
+                self.challenge = Some(ChallengeView {
+                    running: true,
+                    ..ChallengeView::default()
+                });
+                self.view = View::Challenge;
+                self.detail_scroll = 0;
+                return vec![Effect::Challenge];
+            }
+            _ => {}
+        }
+        Vec::new()
+    }
+
+    /// A decision on the selected or marked inbox items.
+    fn decision_key(&mut self, action: Action) -> Vec<Effect> {
+        match action {
             Action::Approve => return self.approve(),
             Action::Merge => {
                 let targets: Vec<InboxTarget> = self
@@ -551,26 +626,18 @@ impl AppState {
             }
             // Marking is the inbox's (above); elsewhere it does nothing.
             Action::Mark => {}
-            Action::NewPrd => {
-                if self.wizard.is_none() {
-                    self.wizard = Some(Wizard::new());
-                }
-                self.takeover = None;
-                self.view = View::Wizard;
-            }
-            Action::Challenge => {
-                if self.challenge.as_ref().is_some_and(|c| c.running) {
-                    self.switch(View::Challenge);
-                    return Vec::new();
-                }
-                self.challenge = Some(ChallengeView {
-                    running: true,
-                    ..ChallengeView::default()
-                });
-                self.view = View::Challenge;
-                self.detail_scroll = 0;
-                return vec![Effect::Challenge];
-            }
+            _ => {}
+        }
+        Vec::new()
+    }
+
+    /// A change to the selected task or the plan, most asking first.
+    fn task_key(&mut self, action: Action) -> Vec<Effect> {
+        match action {
+            Action::AddTask => self.popups.push(Popup::Input {
+                purpose: InputPurpose::AddTask(AddStep::Description, TaskDraft::default()),
+                text: String::new(),
+            }),
             Action::ResetTask => self.ask_reset(),
             Action::SplitTask => return self.ask_split(),
             Action::SkipTask => match self.selected_task() {
@@ -606,6 +673,14 @@ impl AppState {
                     return vec![Effect::SetPaused(pause)];
                 }
             }
+            _ => {}
+        }
+        Vec::new()
+    }
+
+    /// Moving, scrolling, focus and zoom, the filter, back.
+    fn move_key(&mut self, action: Action) -> Vec<Effect> {
+        match action {
             Action::MoveUp => self.move_by(-1),
             Action::MoveDown => self.move_by(1),
             Action::First => self.move_by(i64::MIN / 2),
@@ -640,15 +715,7 @@ impl AppState {
                 }
                 self.scroll_view(-delta.signum() as i64 * 10);
             }
-            Action::None
-            | Action::FilterChar(_)
-            | Action::FilterBackspace
-            | Action::FilterDone
-            | Action::Answer(_)
-            | Action::TextChar(_)
-            | Action::TextBackspace
-            | Action::TextSubmit
-            | Action::Resize(..) => {}
+            _ => {}
         }
         Vec::new()
     }

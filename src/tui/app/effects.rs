@@ -11,13 +11,42 @@ use crate::tui::wizard::WizardReply;
 use crate::tui::wizard::run as wizard_run;
 
 impl Console {
-    #[expect(
-        clippy::too_many_lines,
-        reason = "one arm per effect of the state machine; each arm is short"
-    )]
+    /// Carries out `effect`; the effects come in four kinds, each with its own method.
     pub(super) fn run_effect(&mut self, effect: Effect) {
         match effect {
             Effect::Notify(notice) => self.notices.push(*notice),
+            Effect::KillAttempt(pk) => {
+                if let Some(pty) = self.ptys.get(&pk)
+                    && let Err(e) = pty.kill()
+                {
+                    self.state.set_status(format!("kill: {e}"), Level::Warn);
+                }
+            }
+            Effect::ScrollPane { task_pk, delta } => self.scroll_pane(task_pk, delta),
+            effect @ (Effect::Quit
+            | Effect::FinishAndQuit
+            | Effect::Background { .. }
+            | Effect::StopAgentsAndQuit) => self.leave(effect),
+            effect @ (Effect::ResetTask(..)
+            | Effect::SkipTask(..)
+            | Effect::SetPaused(..)
+            | Effect::Decide(..)
+            | Effect::WriteSplit(..)
+            | Effect::AddTask(..)) => self.write_queue(effect),
+            effect @ (Effect::Wizard(..)
+            | Effect::ProposeSplit(..)
+            | Effect::CancelSplit
+            | Effect::Challenge) => self.call_agent(effect),
+            effect @ (Effect::LoadReplay { .. }
+            | Effect::ScrollReplay(..)
+            | Effect::LoadDiff { .. }
+            | Effect::LoadInboxDetail(..)) => self.load(effect),
+        }
+    }
+
+    /// Leaving the console: at once, after the agents, or leaving them in the background.
+    fn leave(&mut self, effect: Effect) {
+        match effect {
             Effect::Quit => {
                 if self.engine_done || self.state.stopping {
                     self.quit = true;
@@ -49,6 +78,13 @@ impl Console {
                     self.quit = true;
                 }
             }
+            _ => {}
+        }
+    }
+
+    /// A change to the queue, made off the UI thread; its result comes back as a note.
+    fn write_queue(&mut self, effect: Effect) {
+        match effect {
             Effect::ResetTask(id) => {
                 let store = self.store.clone();
                 let plan = self.plan_id.clone();
@@ -76,13 +112,6 @@ impl Console {
                     let _ = notes.send(Msg::Note(note.0, note.1));
                 });
             }
-            Effect::KillAttempt(pk) => {
-                if let Some(pty) = self.ptys.get(&pk)
-                    && let Err(e) = pty.kill()
-                {
-                    self.state.set_status(format!("kill: {e}"), Level::Warn);
-                }
-            }
             Effect::SetPaused(paused) => {
                 let store = self.store.clone();
                 let plan = self.plan_id.clone();
@@ -96,7 +125,6 @@ impl Console {
                     let _ = notes.send(Msg::Note(note.0, note.1));
                 });
             }
-            Effect::ScrollPane { task_pk, delta } => self.scroll_pane(task_pk, delta),
             Effect::Decide(targets, decision) => {
                 let store = self.store.clone();
                 let plan = self.plan_id.clone();
@@ -119,6 +147,60 @@ impl Console {
                     let _ = notes.send(Msg::Note(done.join("; "), Level::Info));
                 });
             }
+            Effect::WriteSplit(d) => {
+                let store = self.store.clone();
+                let plan = self.plan_id.clone();
+                let notes = self.msg_tx.clone();
+                tokio::spawn(async move {
+                    let note = match crate::prd::decompose::write_to_queue(&*store, &plan, &d).await
+                    {
+                        Ok(done) => Msg::Note(
+                            done.iter()
+                                .map(crate::prd::decompose::describe)
+                                .collect::<Vec<_>>()
+                                .join("; "),
+                            Level::Info,
+                        ),
+                        Err((_, e)) => Msg::Note(format!("split: {e}"), Level::Warn),
+                    };
+                    let _ = notes.send(note);
+                });
+            }
+            Effect::AddTask(spec) => {
+                let store = self.store.clone();
+                let plan = self.plan_id.clone();
+                let notes = self.msg_tx.clone();
+                tokio::spawn(async move {
+                    let new = crate::domain::PlanSpec {
+                        id: plan.clone(),
+                        tasks: vec![*spec],
+                        ..Default::default()
+                    };
+                    let note = match crate::prd::merge_and_import(
+                        store.as_ref(),
+                        &plan,
+                        &new,
+                        crate::prd::Collisions::Rename,
+                    )
+                    .await
+                    {
+                        Ok((outcome, _)) => Msg::Note(
+                            format!("added {} to {plan}", outcome.added.join(", ")),
+                            Level::Info,
+                        ),
+                        Err(e) => Msg::Note(format!("adding the task: {e}"), Level::Warn),
+                    };
+                    let _ = notes.send(note);
+                });
+            }
+            _ => {}
+        }
+    }
+
+    /// The read-only agent's calls (the wizard's steps, a split, the challenge); each answers
+    /// with its message.
+    fn call_agent(&mut self, effect: Effect) {
+        match effect {
             Effect::Wizard(step) => {
                 let tx = self.msg_tx.clone();
                 match &self.around.wizard {
@@ -163,25 +245,6 @@ impl Console {
                     t.abort();
                 }
             }
-            Effect::WriteSplit(d) => {
-                let store = self.store.clone();
-                let plan = self.plan_id.clone();
-                let notes = self.msg_tx.clone();
-                tokio::spawn(async move {
-                    let note = match crate::prd::decompose::write_to_queue(&*store, &plan, &d).await
-                    {
-                        Ok(done) => Msg::Note(
-                            done.iter()
-                                .map(crate::prd::decompose::describe)
-                                .collect::<Vec<_>>()
-                                .join("; "),
-                            Level::Info,
-                        ),
-                        Err((_, e)) => Msg::Note(format!("split: {e}"), Level::Warn),
-                    };
-                    let _ = notes.send(note);
-                });
-            }
             Effect::Challenge => {
                 let tx = self.msg_tx.clone();
                 match &self.around.wizard {
@@ -196,6 +259,13 @@ impl Console {
                     }
                 }
             }
+            _ => {}
+        }
+    }
+
+    /// What a view shows that is read from disk: a replayed log, a diff, an inbox item.
+    fn load(&mut self, effect: Effect) {
+        match effect {
             Effect::LoadReplay { task_pk, task_id } => {
                 self.replay_screen = None;
                 self.replay_len = None;
@@ -206,33 +276,6 @@ impl Console {
                     let cur = emu.scrollback_offset() as i64;
                     emu.set_scrollback_offset((cur + i64::from(delta)).max(0) as usize);
                 }
-            }
-            Effect::AddTask(spec) => {
-                let store = self.store.clone();
-                let plan = self.plan_id.clone();
-                let notes = self.msg_tx.clone();
-                tokio::spawn(async move {
-                    let new = crate::domain::PlanSpec {
-                        id: plan.clone(),
-                        tasks: vec![*spec],
-                        ..Default::default()
-                    };
-                    let note = match crate::prd::merge_and_import(
-                        store.as_ref(),
-                        &plan,
-                        &new,
-                        crate::prd::Collisions::Rename,
-                    )
-                    .await
-                    {
-                        Ok((outcome, _)) => Msg::Note(
-                            format!("added {} to {plan}", outcome.added.join(", ")),
-                            Level::Info,
-                        ),
-                        Err(e) => Msg::Note(format!("adding the task: {e}"), Level::Warn),
-                    };
-                    let _ = notes.send(note);
-                });
             }
             Effect::LoadDiff { task_pk, task_id } => {
                 let landed = crate::tui::attempts::landed_commit(&self.state.task_events(&task_id));
@@ -267,6 +310,7 @@ impl Console {
                     let _ = tx.send(Msg::InboxDetail(d));
                 });
             }
+            _ => {}
         }
     }
 }
