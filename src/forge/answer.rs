@@ -60,6 +60,56 @@ pub async fn read(resp: &mut reqwest::Response, limit: usize) -> Result<Vec<u8>,
     }
 }
 
+/// What a forge's answer turned out to be, by the one policy both clients follow: a body that
+/// broke off, or a success that is not JSON, is asked again when the request may be repeated
+/// (a read; a change is not: it may have been made); one too large never is.
+#[derive(Debug)]
+pub enum Taken {
+    /// The body, as JSON when it is (`not_json` says what it was otherwise; for an error
+    /// status that is the message).
+    Answer {
+        value: Value,
+        not_json: Option<String>,
+        raw: Vec<u8>,
+    },
+    /// Ask again (the reason, for the log).
+    Retry(String),
+    /// The connection broke off and the request may not be repeated: a network error.
+    BrokeOff(String),
+    /// Not an answer the client can use: too large, or a success that is not JSON.
+    Bad(String),
+}
+
+/// Reads `resp` (its status `status`) by [`Taken`]'s policy; `may_retry`: the request may be
+/// repeated and tries remain.
+pub async fn take(resp: &mut reqwest::Response, may_retry: bool) -> Taken {
+    let status = resp.status();
+    let raw = match read(resp, MAX_ANSWER_BYTES).await {
+        Ok(raw) => raw,
+        Err(cut @ Unread::Cut { .. }) if may_retry => return Taken::Retry(cut.to_string()),
+        Err(cut @ Unread::Cut { .. }) => return Taken::BrokeOff(cut.to_string()),
+        Err(too_large) => return Taken::Bad(too_large.to_string()),
+    };
+    match json(&raw) {
+        Ok(value) => Taken::Answer {
+            value,
+            not_json: None,
+            raw,
+        },
+        // A 2xx that is not JSON is a proxy's or a broken server's page: a read may find the
+        // real answer on another try.
+        Err(why) if status.is_success() && may_retry => {
+            Taken::Retry(format!("it answered {status} with {why}"))
+        }
+        Err(why) if status.is_success() => Taken::Bad(why),
+        Err(why) => Taken::Answer {
+            value: Value::Null,
+            not_json: Some(why),
+            raw,
+        },
+    }
+}
+
 /// A reqwest error's text and causes, without the URL (which may carry query parameters).
 pub fn error_text(e: &reqwest::Error) -> String {
     let mut s = e.to_string();

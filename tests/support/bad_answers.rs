@@ -106,3 +106,59 @@ pub async fn hang() -> Response {
     std::future::pending::<()>().await;
     Response::new(Body::empty())
 }
+
+/// The host part of a stand-in's URL (`http://127.0.0.1:PORT` → `127.0.0.1`), as errors name it.
+pub fn host_of(url: &str) -> String {
+    url.trim_start_matches("http://")
+        .split(':')
+        .next()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// What one try of a command against a bad answer ended with.
+pub struct Tried {
+    pub code: Option<i32>,
+    pub stderr: String,
+}
+
+/// For each `(bad, says)`: `arm` makes the stand-in answer `bad`, `run` runs whilly, `disarm`
+/// takes the fault away; the command must fail clearly (exit 1 or 2) within a minute, its error
+/// naming `says`, the host and the request, and `nothing_made` must then hold.
+pub fn each_fails_clearly(
+    cases: &[(BadAnswer, &str)],
+    host: &str,
+    request: &str,
+    mut arm: impl FnMut(&BadAnswer),
+    mut disarm: impl FnMut(),
+    mut run: impl FnMut() -> Tried,
+    mut nothing_made: impl FnMut() -> Result<(), String>,
+) {
+    for (bad, says) in cases {
+        arm(bad);
+        let started = std::time::Instant::now();
+        let out = run();
+        let took = started.elapsed();
+        disarm();
+        assert!(
+            matches!(out.code, Some(1 | 2)),
+            "{bad:?}: a clear failure\n{}",
+            out.stderr
+        );
+        for needle in [*says, host, request] {
+            assert!(
+                out.stderr.contains(needle),
+                "{bad:?}: the error says {needle:?}:\n{}",
+                out.stderr
+            );
+        }
+        assert!(
+            took < std::time::Duration::from_secs(60),
+            "{bad:?} took {took:?}"
+        );
+        println!("{bad:?} ({took:.1?}): {}", out.stderr.trim());
+        if let Err(made) = nothing_made() {
+            panic!("{bad:?}: {made}");
+        }
+    }
+}

@@ -7,7 +7,7 @@ use super::pace::{self, Answer, Pace};
 use super::token::TokenSource;
 use super::types::{Comment, Issue, NewPull, Opened, PullRequest, Repo};
 use crate::config::SecretString;
-use crate::forge::answer::{self, Unread};
+use crate::forge::answer::{self, Taken};
 use crate::forge::refs::RepoRef;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
@@ -187,7 +187,7 @@ impl GitHub {
             if let Some(b) = body {
                 req = req.json(b);
             }
-            let resp = match req.send().await {
+            let mut resp = match req.send().await {
                 Ok(r) => r,
                 Err(e) => match pace::after_network_error(attempt) {
                     Some(wait) => {
@@ -225,49 +225,35 @@ impl GitHub {
                 return Ok((value, next_link(link.as_deref())));
             }
             let request = format!("{method} {path}");
-            let mut resp = resp;
-            let body = match answer::read(&mut resp, answer::MAX_ANSWER_BYTES).await {
-                Ok(body) => body,
-                Err(Unread::Cut { got, detail }) => {
-                    // A read repeats safely; a change whose answer broke off may have been
-                    // made, and its caller looks before it tries again.
-                    if !mutation && let Some(wait) = pace::after_network_error(attempt) {
-                        tracing::warn!(host = %i.host, %request, "GitHub's answer broke off after {got} bytes ({detail}); retrying in {wait:?}");
-                        tokio::time::sleep(wait).await;
-                        continue;
-                    }
-                    return Err(GitHubError::Network {
-                        host: i.host.clone(),
-                        request,
-                        detail: Unread::Cut { got, detail }.to_string(),
-                    });
-                }
-                Err(too_large) => {
-                    return Err(GitHubError::BadAnswer {
-                        what: format!("{what} ({request} at {})", i.host),
-                        detail: too_large.to_string(),
-                    });
-                }
+            let retry_wait = if mutation {
+                None
+            } else {
+                pace::after_network_error(attempt)
             };
-            let (value, not_json) = match answer::json(&body) {
-                Ok(v) => (v, None),
-                Err(why) => (Value::Null, Some(why)),
-            };
-            if status.is_success()
-                && let Some(why) = &not_json
-            {
-                // A 2xx that is not JSON is a proxy's or a broken server's page: a read may
-                // find the real answer on another try.
-                if !mutation && let Some(wait) = pace::after_network_error(attempt) {
-                    tracing::warn!(host = %i.host, %request, "GitHub answered {status} with {why}; retrying in {wait:?}");
+            let (value, not_json) = match answer::take(&mut resp, retry_wait.is_some()).await {
+                Taken::Answer {
+                    value, not_json, ..
+                } => (value, not_json),
+                Taken::Retry(why) => {
+                    let wait = retry_wait.unwrap_or_default();
+                    tracing::warn!(host = %i.host, %request, "GitHub: {why}; retrying in {wait:?}");
                     tokio::time::sleep(wait).await;
                     continue;
                 }
-                return Err(GitHubError::BadAnswer {
-                    what: format!("{what} ({request} at {})", i.host),
-                    detail: why.clone(),
-                });
-            }
+                Taken::BrokeOff(detail) => {
+                    return Err(GitHubError::Network {
+                        host: i.host.clone(),
+                        request,
+                        detail,
+                    });
+                }
+                Taken::Bad(detail) => {
+                    return Err(GitHubError::BadAnswer {
+                        what: format!("{what} ({request} at {})", i.host),
+                        detail,
+                    });
+                }
+            };
             let message = match &not_json {
                 Some(why) => why.clone(),
                 None => error_message(&value),

@@ -4,7 +4,7 @@
 //! waited out by their `Retry-After` (up to `max_wait`).
 
 use crate::config::SecretString;
-use crate::forge::answer::{self, Unread};
+use crate::forge::answer::{self, Taken};
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -195,42 +195,32 @@ impl Jira {
                 waited += wait;
                 continue;
             }
-            let text = match answer::read(&mut resp, answer::MAX_ANSWER_BYTES).await {
-                Ok(text) => text,
-                Err(Unread::Cut { got, detail }) => {
-                    if repeatable && attempt < 3 {
-                        tracing::warn!(host = %self.host, %request, "Jira's answer broke off after {got} bytes ({detail}); retrying");
+            let (value, not_json, text) =
+                match answer::take(&mut resp, repeatable && attempt < 3).await {
+                    Taken::Answer {
+                        value,
+                        not_json,
+                        raw,
+                    } => (value, not_json, raw),
+                    Taken::Retry(why) => {
+                        tracing::warn!(host = %self.host, %request, "Jira: {why}; retrying");
                         tokio::time::sleep(Duration::from_secs(1 << attempt)).await;
                         continue;
                     }
-                    return Err(JiraError::Network {
-                        host: self.host.clone(),
-                        request,
-                        detail: Unread::Cut { got, detail }.to_string(),
-                    });
-                }
-                Err(too_large) => {
-                    return Err(JiraError::BadAnswer {
-                        what: at(what),
-                        detail: too_large.to_string(),
-                    });
-                }
-            };
-            let (value, not_json) = match answer::json(&text) {
-                Ok(v) => (v, None),
-                Err(why) => (Value::Null, Some(why)),
-            };
-            if let Some(why) = not_json.as_ref().filter(|_| status.is_success()) {
-                if repeatable && attempt < 3 {
-                    tracing::warn!(host = %self.host, %request, "Jira answered {status} with {why}; retrying");
-                    tokio::time::sleep(Duration::from_secs(1 << attempt)).await;
-                    continue;
-                }
-                return Err(JiraError::BadAnswer {
-                    what: at(what),
-                    detail: why.clone(),
-                });
-            }
+                    Taken::BrokeOff(detail) => {
+                        return Err(JiraError::Network {
+                            host: self.host.clone(),
+                            request,
+                            detail,
+                        });
+                    }
+                    Taken::Bad(detail) => {
+                        return Err(JiraError::BadAnswer {
+                            what: at(what),
+                            detail,
+                        });
+                    }
+                };
             if status.is_server_error() && repeatable && attempt < 3 {
                 tracing::warn!(host = %self.host, %request, "Jira answered {status}; retrying");
                 tokio::time::sleep(Duration::from_secs(1 << attempt)).await;
