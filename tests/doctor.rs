@@ -11,6 +11,7 @@ use std::time::Duration;
 use support::engine::{self, Output, Repo};
 use support::github_standin::GitHubStandIn;
 use whilly::store::{ClaimRequest, Store, WorkerRecord};
+use whilly::store::{TaskQueue, WorkerRegistry};
 
 const LIMIT: Duration = Duration::from_secs(120);
 const PLAN: &str = "doc-plan";

@@ -11,6 +11,7 @@ use engine::{Repo, plan, task, wait_for};
 use http_serve::serve;
 use serde_json::Value;
 use std::time::Duration;
+use whilly::store::EventLog;
 
 const AGENT: &str = r#"sh -c 'mkdir -p files; echo done > "files/$WHILLY_TASK_ID.txt"; echo "<promise>COMPLETE</promise>"'"#;
 
@@ -282,7 +283,7 @@ fn a_run_serves_its_queue_while_it_works() {
 /// nothing lost.
 #[test]
 fn a_lagging_client_is_cut_off_and_resumes_from_its_last_id() {
-    use whilly::store::{NewEvent, Store};
+    use whilly::store::NewEvent;
     let repo = Repo::new(&plan("p", vec![task("A")]), AGENT);
     // The queue exists before the server opens it.
     let out = repo

@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use whilly::domain::{PlanFormat, PlanSpec, Priority, Status, Usd};
 use whilly::plan::{self, Severity, TrizSeverity, Verdict};
+use whilly::store::{PlanStore, TaskQueue};
 
 fn compat_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/original-plans")

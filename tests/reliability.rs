@@ -911,7 +911,7 @@ fn sigkill_of_a_worker_and_of_an_agent_loses_nothing() {
                 .block_on(whilly::store::postgres::PgStore::connect(&url, None))
                 .ok()?;
             let workers = rt
-                .block_on(whilly::store::Store::list_workers(&store))
+                .block_on(whilly::store::WorkerRegistry::list_workers(&store))
                 .ok()?;
             rt.block_on(whilly::store::Store::close(&store));
             workers

@@ -20,6 +20,7 @@ use whilly::store::{
     ClaimRequest, Event, EventFilter, FailMode, ImportOptions, Lease, Outcome, Park, Store,
     StoreError,
 };
+use whilly::store::{EventLog, PlanStore, TaskQueue};
 
 const WORKER_ENV: &str = "WHILLY_PG_RELIABILITY_WORKER_URL";
 

@@ -21,35 +21,39 @@ use async_trait::async_trait;
 use std::time::Duration;
 
 /// The queue and audit trail, whichever database holds them.
+/// Plans and their tasks as stored: import, read, pause, archive, delete.
 #[async_trait]
-pub trait Store: Send + Sync {
-    fn info(&self) -> StoreInfo;
-
-    // ---- plans -------------------------------------------------------------------------------
-
+pub trait PlanStore: Send + Sync {
     /// Writes the plan, its tasks, dependency edges and one event each in ONE transaction.
     /// Idempotent on plan id: unchanged tasks are left alone, changed tasks that have not started
     /// are updated, started ones are kept and reported.
     async fn import_plan(&self, plan: &PlanSpec, opts: &ImportOptions)
     -> StoreResult<ImportReport>;
+
     async fn list_plans(&self) -> StoreResult<Vec<PlanSummary>>;
+
     async fn get_plan(&self, plan_id: &str) -> StoreResult<PlanRecord>;
+
     /// The plan's spec with its tasks (in import order) and their live statuses.
     async fn export_plan(&self, plan_id: &str) -> StoreResult<PlanSpec>;
+
     async fn set_plan_paused(&self, plan_id: &str, paused: bool) -> StoreResult<()>;
+
     async fn reset_plan(&self, plan_id: &str, mode: ResetMode) -> StoreResult<()>;
+
     /// Hides the plan from lists (or lists it again), with a `plan.archived` / `plan.unarchived`
     /// event; nothing else about it changes. Already so: nothing is written.
     async fn set_plan_archived(&self, plan_id: &str, archived: bool) -> StoreResult<()>;
+
     /// Deletes the plan and its tasks and writes `plan.deleted` (its events stay: the audit
     /// trail is append-only). `Refused` while a task of it is leased (running).
     async fn delete_plan(&self, plan_id: &str) -> StoreResult<()>;
 
-    // ---- tasks -------------------------------------------------------------------------------
-
     /// The plan's tasks in import order.
     async fn list_tasks(&self, plan_id: &str) -> StoreResult<Vec<TaskRecord>>;
+
     async fn get_task(&self, plan_id: &str, task_id: &str) -> StoreResult<TaskRecord>;
+
     /// The task with this id in `plan_id`, or (`None`) in every plan that has one, in plan
     /// order: what a command given a bare task id looks up.
     async fn find_task(
@@ -76,7 +80,9 @@ pub trait Store: Send + Sync {
         }
         Ok(found)
     }
+
     async fn get_task_by_pk(&self, task_pk: i64) -> StoreResult<TaskRecord>;
+
     /// The plan's tasks with these ids, in import order; ids the plan does not have are left
     /// out. What a follower of the events reloads: only the tasks they name.
     async fn tasks_by_ids(
@@ -84,20 +90,27 @@ pub trait Store: Send + Sync {
         plan_id: &str,
         task_ids: &[String],
     ) -> StoreResult<Vec<TaskRecord>>;
+
     async fn counts(&self, plan_id: &str) -> StoreResult<StatusCounts>;
+}
 
-    // ---- the worker protocol (fenced by Lease) -----------------------------------------------
-
+/// The queue's work: claims and leases, how attempts end, the operator's decisions, waiting for work.
+#[async_trait]
+pub trait TaskQueue: Send + Sync {
     /// Claims the best ready task: PENDING, all dependencies DONE, plan not paused, budget room,
     /// tags satisfied; ordered by priority then id. Reserves the estimate against the plan budget
     /// and bumps the epoch and attempt count.
     async fn claim(&self, req: &ClaimRequest) -> StoreResult<Option<Claimed>>;
+
     /// Extends the lease. `Stale` if the lease is no longer the task's.
     async fn heartbeat(&self, lease: Lease, extend: Duration) -> StoreResult<()>;
+
     /// CLAIMED → IN_PROGRESS, setting the deadline from the task's timeout.
     async fn start(&self, lease: Lease, deadline: Option<Duration>) -> StoreResult<()>;
+
     /// → DONE: settles cost (task and plan, releasing the reservation) and unblocks children.
     async fn complete(&self, lease: Lease, outcome: &Outcome) -> StoreResult<TaskRecord>;
+
     /// → PENDING (retry, attempts left) or FAILED; settles cost.
     async fn fail(
         &self,
@@ -105,10 +118,13 @@ pub trait Store: Send + Sync {
         mode: FailMode,
         outcome: &Outcome,
     ) -> StoreResult<TaskRecord>;
+
     /// → PENDING without counting the attempt (shutdown, operator pause); settles cost.
     async fn release(&self, lease: Lease, outcome: &Outcome) -> StoreResult<TaskRecord>;
+
     /// → HUMAN_LOOP or BLOCKED; settles cost, keeps the task for an operator.
     async fn park(&self, lease: Lease, park: Park, outcome: &Outcome) -> StoreResult<TaskRecord>;
+
     /// Adds spend to a running attempt (and its plan) without ending it, so budgets are watched
     /// while agents run. Returns the plan's total committed spend.
     async fn add_cost(&self, lease: Lease, cost: crate::domain::Usd) -> StoreResult<PlanRecord>;
@@ -117,32 +133,34 @@ pub trait Store: Send + Sync {
     /// tasks past their deadline likewise. Safe to run from any number of workers at once.
     async fn reap(&self) -> StoreResult<ReapReport>;
 
-    // ---- operator actions (no lease) ---------------------------------------------------------
-
     async fn skip_task(
         &self,
         plan_id: &str,
         task_id: &str,
         reason: &str,
     ) -> StoreResult<TaskRecord>;
+
     async fn reset_task(
         &self,
         plan_id: &str,
         task_id: &str,
         reason: &str,
     ) -> StoreResult<TaskRecord>;
+
     async fn approve_task(
         &self,
         plan_id: &str,
         task_id: &str,
         payload: serde_json::Value,
     ) -> StoreResult<TaskRecord>;
+
     async fn reject_task(
         &self,
         plan_id: &str,
         task_id: &str,
         payload: serde_json::Value,
     ) -> StoreResult<TaskRecord>;
+
     /// Replaces the unstarted task `split.parent` (PENDING, never claimed; else `Refused`) by
     /// its subtasks in ONE transaction: the subtasks are inserted in its place with their edges
     /// and claim keys, the dependents' specs and edges rewired as the split says, `pending_deps`
@@ -155,9 +173,21 @@ pub trait Store: Send + Sync {
         split: &crate::domain::TaskSplit,
     ) -> StoreResult<SplitReport>;
 
-    // ---- events, workers, wakeups ------------------------------------------------------------
+    /// Resolves when work may have become claimable (a notification, or the polling fallback
+    /// after `max_wait`). Spurious wakeups are allowed; missed ones are not.
+    async fn wait_for_work(&self, max_wait: Duration);
 
+    /// Whether [`Store::wait_for_work`] wakes for every change by any process that may make
+    /// work claimable (a notification, or the store's own cheap cross-process check), so that a
+    /// waiting worker needs only a slow safety poll of its own.
+    fn wakes_for_work(&self) -> bool;
+}
+
+/// The append-only audit trail.
+#[async_trait]
+pub trait EventLog: Send + Sync {
     async fn events(&self, filter: &EventFilter) -> StoreResult<Vec<Event>>;
+
     /// The id of the newest event, 0 when there is none: what comes after it is news (a
     /// follower's, a stream's or a run report's starting point).
     async fn newest_event_id(&self) -> StoreResult<i64> {
@@ -170,50 +200,68 @@ pub trait Store: Send + Sync {
             .await?;
         Ok(newest.last().map_or(0, |e| e.id))
     }
+
     /// Appends an event that is not a task transition (budget warnings, verification evidence, …).
     async fn append_event(&self, event: NewEvent) -> StoreResult<Event>;
-    async fn register_worker(&self, worker: &WorkerRecord) -> StoreResult<()>;
-    async fn worker_heartbeat(&self, worker_id: &str) -> StoreResult<()>;
-    async fn list_workers(&self) -> StoreResult<Vec<WorkerRecord>>;
-    async fn remove_worker(&self, worker_id: &str) -> StoreResult<()>;
-    /// Marks workers whose heartbeat is older than `older_than` offline (one event each) and
-    /// returns their ids; a later heartbeat brings a worker back online.
-    async fn mark_offline_workers(&self, older_than: Duration) -> StoreResult<Vec<String>>;
-
-    // ---- remote panes (ephemeral: not audit, pruned by the publisher) -----------------------
-
-    /// `viewer` watches task `task_pk`'s terminal; refreshed every few seconds while it does.
-    async fn watch_pane(&self, task_pk: i64, viewer: &str) -> StoreResult<()>;
-    /// `viewer` stopped watching (a watch also ends by itself when it is not refreshed).
-    async fn unwatch_pane(&self, task_pk: i64, viewer: &str) -> StoreResult<()>;
-    /// The live watches (refreshed within `ttl`) of these tasks; older ones are removed.
-    async fn pane_watches(&self, task_pks: &[i64], ttl: Duration) -> StoreResult<Vec<PaneWatch>>;
-    /// Appends a chunk of a task's terminal output (its `id` is ignored); returns its id.
-    async fn publish_pane(&self, chunk: &PaneChunk) -> StoreResult<i64>;
-    /// Chunks after a cursor per task (`(task_pk, after_id)`), in id order, at most `limit`.
-    async fn pane_chunks(&self, cursors: &[(i64, i64)], limit: i64) -> StoreResult<Vec<PaneChunk>>;
-    /// The id of the newest snapshot of the task's terminal, if any.
-    async fn latest_pane_snapshot(&self, task_pk: i64) -> StoreResult<Option<i64>>;
-    /// Removes a task's chunks older than `before_id` (all of them with `None`) and, with
-    /// `None`, its pending input too; returns how many chunks went.
-    async fn prune_pane(&self, task_pk: i64, before_id: Option<i64>) -> StoreResult<u64>;
-    /// Queues keys typed into a task's remote pane.
-    async fn send_pane_input(&self, task_pk: i64, viewer: &str, data: &[u8]) -> StoreResult<()>;
-    /// Takes (removes and returns, in order) the keys queued for these tasks.
-    async fn take_pane_input(&self, task_pks: &[i64]) -> StoreResult<Vec<PaneInput>>;
-
-    /// Resolves when work may have become claimable (a notification, or the polling fallback
-    /// after `max_wait`). Spurious wakeups are allowed; missed ones are not.
-    async fn wait_for_work(&self, max_wait: Duration);
-
-    /// Whether [`Store::wait_for_work`] wakes for every change by any process that may make
-    /// work claimable (a notification, or the store's own cheap cross-process check), so that a
-    /// waiting worker needs only a slow safety poll of its own.
-    fn wakes_for_work(&self) -> bool;
 
     /// A watch on the audit trail: it says when events may have been written since it last
     /// said so, by this process or any other.
     async fn watch_events(&self) -> Box<dyn EventWatch>;
+}
+
+/// The processes sharing the queue.
+#[async_trait]
+pub trait WorkerRegistry: Send + Sync {
+    async fn register_worker(&self, worker: &WorkerRecord) -> StoreResult<()>;
+
+    async fn worker_heartbeat(&self, worker_id: &str) -> StoreResult<()>;
+
+    async fn list_workers(&self) -> StoreResult<Vec<WorkerRecord>>;
+
+    async fn remove_worker(&self, worker_id: &str) -> StoreResult<()>;
+
+    /// Marks workers whose heartbeat is older than `older_than` offline (one event each) and
+    /// returns their ids; a later heartbeat brings a worker back online.
+    async fn mark_offline_workers(&self, older_than: Duration) -> StoreResult<Vec<String>>;
+}
+
+/// Agents' screens and input relayed between processes (remote panes).
+#[async_trait]
+pub trait PaneRelay: Send + Sync {
+    /// `viewer` watches task `task_pk`'s terminal; refreshed every few seconds while it does.
+    async fn watch_pane(&self, task_pk: i64, viewer: &str) -> StoreResult<()>;
+
+    /// `viewer` stopped watching (a watch also ends by itself when it is not refreshed).
+    async fn unwatch_pane(&self, task_pk: i64, viewer: &str) -> StoreResult<()>;
+
+    /// The live watches (refreshed within `ttl`) of these tasks; older ones are removed.
+    async fn pane_watches(&self, task_pks: &[i64], ttl: Duration) -> StoreResult<Vec<PaneWatch>>;
+
+    /// Appends a chunk of a task's terminal output (its `id` is ignored); returns its id.
+    async fn publish_pane(&self, chunk: &PaneChunk) -> StoreResult<i64>;
+
+    /// Chunks after a cursor per task (`(task_pk, after_id)`), in id order, at most `limit`.
+    async fn pane_chunks(&self, cursors: &[(i64, i64)], limit: i64) -> StoreResult<Vec<PaneChunk>>;
+
+    /// The id of the newest snapshot of the task's terminal, if any.
+    async fn latest_pane_snapshot(&self, task_pk: i64) -> StoreResult<Option<i64>>;
+
+    /// Removes a task's chunks older than `before_id` (all of them with `None`) and, with
+    /// `None`, its pending input too; returns how many chunks went.
+    async fn prune_pane(&self, task_pk: i64, before_id: Option<i64>) -> StoreResult<u64>;
+
+    /// Queues keys typed into a task's remote pane.
+    async fn send_pane_input(&self, task_pk: i64, viewer: &str, data: &[u8]) -> StoreResult<()>;
+
+    /// Takes (removes and returns, in order) the keys queued for these tasks.
+    async fn take_pane_input(&self, task_pks: &[i64]) -> StoreResult<Vec<PaneInput>>;
+}
+
+/// The queue: every concern above, in one backend (SQLite or Postgres). Code that needs only
+/// one concern takes that trait (`&dyn EventLog`); `Arc<dyn Store>` coerces to it.
+#[async_trait]
+pub trait Store: PlanStore + TaskQueue + EventLog + WorkerRegistry + PaneRelay {
+    fn info(&self) -> StoreInfo;
 
     async fn close(&self);
 }
@@ -281,7 +329,7 @@ fn redact_query_password(url: &str) -> String {
 /// event records what already happened elsewhere: failing to write it must not undo or fail
 /// that, so the failure is logged, not returned.
 pub async fn record_event(
-    store: &dyn Store,
+    store: &dyn EventLog,
     kind: &str,
     plan_id: &str,
     task_id: Option<&str>,

@@ -20,9 +20,10 @@ pub use location::location_of;
 
 use super::mirror::JsonlMirror;
 use super::{
-    ClaimRequest, Claimed, Event, EventFilter, FailMode, ImportOptions, ImportReport, Lease,
-    NewEvent, Outcome, PaneChunk, PaneInput, PaneWatch, Park, PlanRecord, PlanSummary, ReapReport,
-    ResetMode, StatusCounts, Store, StoreError, StoreInfo, StoreResult, TaskRecord, WorkerRecord,
+    ClaimRequest, Claimed, Event, EventFilter, EventLog, FailMode, ImportOptions, ImportReport,
+    Lease, NewEvent, Outcome, PaneChunk, PaneInput, PaneRelay, PaneWatch, Park, PlanRecord,
+    PlanStore, PlanSummary, ReapReport, ResetMode, StatusCounts, Store, StoreError, StoreInfo,
+    StoreResult, TaskQueue, TaskRecord, WorkerRecord, WorkerRegistry,
 };
 use crate::domain::{PlanSpec, Usd};
 use async_trait::async_trait;
@@ -288,22 +289,7 @@ async fn probe(opts: &PgConnectOptions, timeout: Duration) -> Result<(), Probe> 
 }
 
 #[async_trait]
-impl Store for PgStore {
-    fn info(&self) -> StoreInfo {
-        let (applied, pending) = self
-            .inner
-            .migrations
-            .read()
-            .map(|m| m.clone())
-            .unwrap_or_default();
-        StoreInfo {
-            backend: "postgres",
-            location: self.inner.location.clone(),
-            applied_migrations: applied,
-            pending_migrations: pending,
-        }
-    }
-
+impl PlanStore for PgStore {
     async fn import_plan(
         &self,
         plan: &PlanSpec,
@@ -363,7 +349,10 @@ impl Store for PgStore {
     async fn counts(&self, plan_id: &str) -> StoreResult<StatusCounts> {
         query::counts(&self.inner, plan_id).await
     }
+}
 
+#[async_trait]
+impl TaskQueue for PgStore {
     async fn claim(&self, req: &ClaimRequest) -> StoreResult<Option<Claimed>> {
         lease::claim(&self.inner, req).await
     }
@@ -449,61 +438,6 @@ impl Store for PgStore {
         split::split_task(&self.inner, plan_id, split).await
     }
 
-    async fn events(&self, filter: &EventFilter) -> StoreResult<Vec<Event>> {
-        query::events(&self.inner, filter).await
-    }
-
-    async fn append_event(&self, event: NewEvent) -> StoreResult<Event> {
-        operator::append_event(&self.inner, event).await
-    }
-
-    async fn register_worker(&self, worker: &WorkerRecord) -> StoreResult<()> {
-        operator::register_worker(&self.inner, worker).await
-    }
-
-    async fn worker_heartbeat(&self, worker_id: &str) -> StoreResult<()> {
-        operator::worker_heartbeat(&self.inner, worker_id).await
-    }
-
-    async fn mark_offline_workers(&self, older_than: Duration) -> StoreResult<Vec<String>> {
-        operator::mark_offline_workers(&self.inner, older_than).await
-    }
-    async fn list_workers(&self) -> StoreResult<Vec<WorkerRecord>> {
-        query::list_workers(&self.inner).await
-    }
-
-    async fn remove_worker(&self, worker_id: &str) -> StoreResult<()> {
-        operator::remove_worker(&self.inner, worker_id).await
-    }
-
-    async fn watch_pane(&self, task_pk: i64, viewer: &str) -> StoreResult<()> {
-        panes::watch_pane(&self.inner, task_pk, viewer).await
-    }
-    async fn unwatch_pane(&self, task_pk: i64, viewer: &str) -> StoreResult<()> {
-        panes::unwatch_pane(&self.inner, task_pk, viewer).await
-    }
-    async fn pane_watches(&self, task_pks: &[i64], ttl: Duration) -> StoreResult<Vec<PaneWatch>> {
-        panes::pane_watches(&self.inner, task_pks, ttl).await
-    }
-    async fn publish_pane(&self, chunk: &PaneChunk) -> StoreResult<i64> {
-        panes::publish_pane(&self.inner, chunk).await
-    }
-    async fn pane_chunks(&self, cursors: &[(i64, i64)], limit: i64) -> StoreResult<Vec<PaneChunk>> {
-        panes::pane_chunks(&self.inner, cursors, limit).await
-    }
-    async fn latest_pane_snapshot(&self, task_pk: i64) -> StoreResult<Option<i64>> {
-        panes::latest_pane_snapshot(&self.inner, task_pk).await
-    }
-    async fn prune_pane(&self, task_pk: i64, before_id: Option<i64>) -> StoreResult<u64> {
-        panes::prune_pane(&self.inner, task_pk, before_id).await
-    }
-    async fn send_pane_input(&self, task_pk: i64, viewer: &str, data: &[u8]) -> StoreResult<()> {
-        panes::send_pane_input(&self.inner, task_pk, viewer, data).await
-    }
-    async fn take_pane_input(&self, task_pks: &[i64]) -> StoreResult<Vec<PaneInput>> {
-        panes::take_pane_input(&self.inner, task_pks).await
-    }
-
     async fn wait_for_work(&self, max_wait: Duration) {
         if self.inner.notify_enabled() {
             self.inner.hub.wait(max_wait).await;
@@ -517,9 +451,100 @@ impl Store for PgStore {
     fn wakes_for_work(&self) -> bool {
         self.inner.notify_enabled()
     }
+}
+
+#[async_trait]
+impl EventLog for PgStore {
+    async fn events(&self, filter: &EventFilter) -> StoreResult<Vec<Event>> {
+        query::events(&self.inner, filter).await
+    }
+
+    async fn append_event(&self, event: NewEvent) -> StoreResult<Event> {
+        operator::append_event(&self.inner, event).await
+    }
 
     async fn watch_events(&self) -> Box<dyn super::EventWatch> {
         Box::new(wake::PgEventWatch::new(self.inner.clone()))
+    }
+}
+
+#[async_trait]
+impl WorkerRegistry for PgStore {
+    async fn register_worker(&self, worker: &WorkerRecord) -> StoreResult<()> {
+        operator::register_worker(&self.inner, worker).await
+    }
+
+    async fn worker_heartbeat(&self, worker_id: &str) -> StoreResult<()> {
+        operator::worker_heartbeat(&self.inner, worker_id).await
+    }
+
+    async fn mark_offline_workers(&self, older_than: Duration) -> StoreResult<Vec<String>> {
+        operator::mark_offline_workers(&self.inner, older_than).await
+    }
+
+    async fn list_workers(&self) -> StoreResult<Vec<WorkerRecord>> {
+        query::list_workers(&self.inner).await
+    }
+
+    async fn remove_worker(&self, worker_id: &str) -> StoreResult<()> {
+        operator::remove_worker(&self.inner, worker_id).await
+    }
+}
+
+#[async_trait]
+impl PaneRelay for PgStore {
+    async fn watch_pane(&self, task_pk: i64, viewer: &str) -> StoreResult<()> {
+        panes::watch_pane(&self.inner, task_pk, viewer).await
+    }
+
+    async fn unwatch_pane(&self, task_pk: i64, viewer: &str) -> StoreResult<()> {
+        panes::unwatch_pane(&self.inner, task_pk, viewer).await
+    }
+
+    async fn pane_watches(&self, task_pks: &[i64], ttl: Duration) -> StoreResult<Vec<PaneWatch>> {
+        panes::pane_watches(&self.inner, task_pks, ttl).await
+    }
+
+    async fn publish_pane(&self, chunk: &PaneChunk) -> StoreResult<i64> {
+        panes::publish_pane(&self.inner, chunk).await
+    }
+
+    async fn pane_chunks(&self, cursors: &[(i64, i64)], limit: i64) -> StoreResult<Vec<PaneChunk>> {
+        panes::pane_chunks(&self.inner, cursors, limit).await
+    }
+
+    async fn latest_pane_snapshot(&self, task_pk: i64) -> StoreResult<Option<i64>> {
+        panes::latest_pane_snapshot(&self.inner, task_pk).await
+    }
+
+    async fn prune_pane(&self, task_pk: i64, before_id: Option<i64>) -> StoreResult<u64> {
+        panes::prune_pane(&self.inner, task_pk, before_id).await
+    }
+
+    async fn send_pane_input(&self, task_pk: i64, viewer: &str, data: &[u8]) -> StoreResult<()> {
+        panes::send_pane_input(&self.inner, task_pk, viewer, data).await
+    }
+
+    async fn take_pane_input(&self, task_pks: &[i64]) -> StoreResult<Vec<PaneInput>> {
+        panes::take_pane_input(&self.inner, task_pks).await
+    }
+}
+
+#[async_trait]
+impl Store for PgStore {
+    fn info(&self) -> StoreInfo {
+        let (applied, pending) = self
+            .inner
+            .migrations
+            .read()
+            .map(|m| m.clone())
+            .unwrap_or_default();
+        StoreInfo {
+            backend: "postgres",
+            location: self.inner.location.clone(),
+            applied_migrations: applied,
+            pending_migrations: pending,
+        }
     }
 
     async fn close(&self) {

@@ -555,7 +555,7 @@ impl Ev {
         }
     }
 
-    /// What [`crate::store::Store::append_event`] writes: an event that is not a transition.
+    /// What [`crate::store::EventLog::append_event`] writes: an event that is not a transition.
     /// Refuses an empty event type.
     pub(crate) fn appended(e: NewEvent) -> StoreResult<Ev> {
         if e.event_type.trim().is_empty() {

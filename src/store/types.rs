@@ -347,7 +347,7 @@ pub struct PaneInput {
     pub data: Vec<u8>,
 }
 
-/// What [`crate::store::Store::split_task`] did.
+/// What [`crate::store::TaskQueue::split_task`] did.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct SplitReport {
     pub plan_id: String,

@@ -203,7 +203,7 @@ fn route(hub: &WakeHub, n: &sqlx::postgres::PgNotification) -> bool {
     }
 }
 
-/// [`crate::store::Store::watch_events`] on Postgres: the events notifications, or with NOTIFY
+/// [`crate::store::EventLog::watch_events`] on Postgres: the events notifications, or with NOTIFY
 /// off, the clock.
 pub(super) struct PgEventWatch {
     inner: std::sync::Arc<super::Inner>,

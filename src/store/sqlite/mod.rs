@@ -15,7 +15,10 @@ mod watch;
 
 use super::mirror::JsonlMirror;
 use super::types::*;
-use super::{NewEvent, Store, StoreError, StoreResult};
+use super::{
+    EventLog, NewEvent, PaneRelay, PlanStore, Store, StoreError, StoreResult, TaskQueue,
+    WorkerRegistry,
+};
 use crate::domain::{PlanSpec, Usd};
 use async_trait::async_trait;
 use sqlx::sqlite::{
@@ -232,16 +235,7 @@ fn add_exclude_line(file: &Path, line: &str) -> std::io::Result<()> {
 }
 
 #[async_trait]
-impl Store for SqliteStore {
-    fn info(&self) -> StoreInfo {
-        StoreInfo {
-            backend: "sqlite",
-            location: self.path.display().to_string(),
-            applied_migrations: self.applied.clone(),
-            pending_migrations: self.pending.clone(),
-        }
-    }
-
+impl PlanStore for SqliteStore {
     async fn import_plan(
         &self,
         plan: &PlanSpec,
@@ -249,24 +243,31 @@ impl Store for SqliteStore {
     ) -> StoreResult<ImportReport> {
         import::import_plan(self.shared(), plan, opts).await
     }
+
     async fn list_plans(&self) -> StoreResult<Vec<PlanSummary>> {
         read::list_plans(self.shared()).await
     }
+
     async fn get_plan(&self, plan_id: &str) -> StoreResult<PlanRecord> {
         read::get_plan(&self.shared().reader, plan_id).await
     }
+
     async fn export_plan(&self, plan_id: &str) -> StoreResult<PlanSpec> {
         read::export_plan(self.shared(), plan_id).await
     }
+
     async fn set_plan_paused(&self, plan_id: &str, paused: bool) -> StoreResult<()> {
         operator::set_plan_paused(self.shared(), plan_id, paused).await
     }
+
     async fn reset_plan(&self, plan_id: &str, mode: ResetMode) -> StoreResult<()> {
         operator::reset_plan(self.shared(), plan_id, mode).await
     }
+
     async fn set_plan_archived(&self, plan_id: &str, archived: bool) -> StoreResult<()> {
         lifecycle::set_plan_archived(self.shared(), plan_id, archived).await
     }
+
     async fn delete_plan(&self, plan_id: &str) -> StoreResult<()> {
         lifecycle::delete_plan(self.shared(), plan_id).await
     }
@@ -274,12 +275,15 @@ impl Store for SqliteStore {
     async fn list_tasks(&self, plan_id: &str) -> StoreResult<Vec<TaskRecord>> {
         read::list_tasks(self.shared(), plan_id).await
     }
+
     async fn get_task(&self, plan_id: &str, task_id: &str) -> StoreResult<TaskRecord> {
         read::get_task(self.shared(), plan_id, task_id).await
     }
+
     async fn get_task_by_pk(&self, task_pk: i64) -> StoreResult<TaskRecord> {
         read::get_task_by_pk(self.shared(), task_pk).await
     }
+
     async fn tasks_by_ids(
         &self,
         plan_id: &str,
@@ -287,22 +291,30 @@ impl Store for SqliteStore {
     ) -> StoreResult<Vec<TaskRecord>> {
         read::tasks_by_ids(self.shared(), plan_id, task_ids).await
     }
+
     async fn counts(&self, plan_id: &str) -> StoreResult<StatusCounts> {
         read::counts(self.shared(), plan_id).await
     }
+}
 
+#[async_trait]
+impl TaskQueue for SqliteStore {
     async fn claim(&self, req: &ClaimRequest) -> StoreResult<Option<Claimed>> {
         lease::claim(self.shared(), req).await
     }
+
     async fn heartbeat(&self, lease: Lease, extend: Duration) -> StoreResult<()> {
         lease::heartbeat(self.shared(), lease, extend).await
     }
+
     async fn start(&self, lease: Lease, deadline: Option<Duration>) -> StoreResult<()> {
         lease::start(self.shared(), lease, deadline).await
     }
+
     async fn complete(&self, lease: Lease, outcome: &Outcome) -> StoreResult<TaskRecord> {
         lease::complete(self.shared(), lease, outcome).await
     }
+
     async fn fail(
         &self,
         lease: Lease,
@@ -311,15 +323,19 @@ impl Store for SqliteStore {
     ) -> StoreResult<TaskRecord> {
         lease::fail(self.shared(), lease, mode, outcome).await
     }
+
     async fn release(&self, lease: Lease, outcome: &Outcome) -> StoreResult<TaskRecord> {
         lease::release(self.shared(), lease, outcome).await
     }
+
     async fn park(&self, lease: Lease, park: Park, outcome: &Outcome) -> StoreResult<TaskRecord> {
         lease::park(self.shared(), lease, park, outcome).await
     }
+
     async fn add_cost(&self, lease: Lease, cost: Usd) -> StoreResult<PlanRecord> {
         lease::add_cost(self.shared(), lease, cost).await
     }
+
     async fn reap(&self) -> StoreResult<ReapReport> {
         lease::reap(self.shared()).await
     }
@@ -332,6 +348,7 @@ impl Store for SqliteStore {
     ) -> StoreResult<TaskRecord> {
         operator::skip_task(self.shared(), plan_id, task_id, reason).await
     }
+
     async fn reset_task(
         &self,
         plan_id: &str,
@@ -340,6 +357,7 @@ impl Store for SqliteStore {
     ) -> StoreResult<TaskRecord> {
         operator::reset_task(self.shared(), plan_id, task_id, reason).await
     }
+
     async fn approve_task(
         &self,
         plan_id: &str,
@@ -348,6 +366,7 @@ impl Store for SqliteStore {
     ) -> StoreResult<TaskRecord> {
         operator::approve_task(self.shared(), plan_id, task_id, payload).await
     }
+
     async fn reject_task(
         &self,
         plan_id: &str,
@@ -356,62 +375,13 @@ impl Store for SqliteStore {
     ) -> StoreResult<TaskRecord> {
         operator::reject_task(self.shared(), plan_id, task_id, payload).await
     }
+
     async fn split_task(
         &self,
         plan_id: &str,
         split: &crate::domain::TaskSplit,
     ) -> StoreResult<SplitReport> {
         split::split_task(self.shared(), plan_id, split).await
-    }
-
-    async fn events(&self, filter: &EventFilter) -> StoreResult<Vec<Event>> {
-        read::events(self.shared(), filter).await
-    }
-    async fn append_event(&self, event: NewEvent) -> StoreResult<Event> {
-        operator::append_event(self.shared(), event).await
-    }
-    async fn register_worker(&self, worker: &WorkerRecord) -> StoreResult<()> {
-        operator::register_worker(self.shared(), worker).await
-    }
-    async fn worker_heartbeat(&self, worker_id: &str) -> StoreResult<()> {
-        operator::worker_heartbeat(self.shared(), worker_id).await
-    }
-    async fn mark_offline_workers(&self, older_than: Duration) -> StoreResult<Vec<String>> {
-        operator::mark_offline_workers(self.shared(), older_than).await
-    }
-    async fn list_workers(&self) -> StoreResult<Vec<WorkerRecord>> {
-        read::list_workers(self.shared()).await
-    }
-    async fn remove_worker(&self, worker_id: &str) -> StoreResult<()> {
-        operator::remove_worker(self.shared(), worker_id).await
-    }
-
-    async fn watch_pane(&self, task_pk: i64, viewer: &str) -> StoreResult<()> {
-        panes::watch_pane(self.shared(), task_pk, viewer).await
-    }
-    async fn unwatch_pane(&self, task_pk: i64, viewer: &str) -> StoreResult<()> {
-        panes::unwatch_pane(self.shared(), task_pk, viewer).await
-    }
-    async fn pane_watches(&self, task_pks: &[i64], ttl: Duration) -> StoreResult<Vec<PaneWatch>> {
-        panes::pane_watches(self.shared(), task_pks, ttl).await
-    }
-    async fn publish_pane(&self, chunk: &PaneChunk) -> StoreResult<i64> {
-        panes::publish_pane(self.shared(), chunk).await
-    }
-    async fn pane_chunks(&self, cursors: &[(i64, i64)], limit: i64) -> StoreResult<Vec<PaneChunk>> {
-        panes::pane_chunks(self.shared(), cursors, limit).await
-    }
-    async fn latest_pane_snapshot(&self, task_pk: i64) -> StoreResult<Option<i64>> {
-        panes::latest_pane_snapshot(self.shared(), task_pk).await
-    }
-    async fn prune_pane(&self, task_pk: i64, before_id: Option<i64>) -> StoreResult<u64> {
-        panes::prune_pane(self.shared(), task_pk, before_id).await
-    }
-    async fn send_pane_input(&self, task_pk: i64, viewer: &str, data: &[u8]) -> StoreResult<()> {
-        panes::send_pane_input(self.shared(), task_pk, viewer, data).await
-    }
-    async fn take_pane_input(&self, task_pks: &[i64]) -> StoreResult<Vec<PaneInput>> {
-        panes::take_pane_input(self.shared(), task_pks).await
     }
 
     async fn wait_for_work(&self, max_wait: Duration) {
@@ -423,9 +393,94 @@ impl Store for SqliteStore {
     fn wakes_for_work(&self) -> bool {
         true
     }
+}
+
+#[async_trait]
+impl EventLog for SqliteStore {
+    async fn events(&self, filter: &EventFilter) -> StoreResult<Vec<Event>> {
+        read::events(self.shared(), filter).await
+    }
+
+    async fn append_event(&self, event: NewEvent) -> StoreResult<Event> {
+        operator::append_event(self.shared(), event).await
+    }
 
     async fn watch_events(&self) -> Box<dyn super::EventWatch> {
         Box::new(watch::SqliteEventWatch::new(self.shared.clone(), CROSS_PROCESS_POLL).await)
+    }
+}
+
+#[async_trait]
+impl WorkerRegistry for SqliteStore {
+    async fn register_worker(&self, worker: &WorkerRecord) -> StoreResult<()> {
+        operator::register_worker(self.shared(), worker).await
+    }
+
+    async fn worker_heartbeat(&self, worker_id: &str) -> StoreResult<()> {
+        operator::worker_heartbeat(self.shared(), worker_id).await
+    }
+
+    async fn mark_offline_workers(&self, older_than: Duration) -> StoreResult<Vec<String>> {
+        operator::mark_offline_workers(self.shared(), older_than).await
+    }
+
+    async fn list_workers(&self) -> StoreResult<Vec<WorkerRecord>> {
+        read::list_workers(self.shared()).await
+    }
+
+    async fn remove_worker(&self, worker_id: &str) -> StoreResult<()> {
+        operator::remove_worker(self.shared(), worker_id).await
+    }
+}
+
+#[async_trait]
+impl PaneRelay for SqliteStore {
+    async fn watch_pane(&self, task_pk: i64, viewer: &str) -> StoreResult<()> {
+        panes::watch_pane(self.shared(), task_pk, viewer).await
+    }
+
+    async fn unwatch_pane(&self, task_pk: i64, viewer: &str) -> StoreResult<()> {
+        panes::unwatch_pane(self.shared(), task_pk, viewer).await
+    }
+
+    async fn pane_watches(&self, task_pks: &[i64], ttl: Duration) -> StoreResult<Vec<PaneWatch>> {
+        panes::pane_watches(self.shared(), task_pks, ttl).await
+    }
+
+    async fn publish_pane(&self, chunk: &PaneChunk) -> StoreResult<i64> {
+        panes::publish_pane(self.shared(), chunk).await
+    }
+
+    async fn pane_chunks(&self, cursors: &[(i64, i64)], limit: i64) -> StoreResult<Vec<PaneChunk>> {
+        panes::pane_chunks(self.shared(), cursors, limit).await
+    }
+
+    async fn latest_pane_snapshot(&self, task_pk: i64) -> StoreResult<Option<i64>> {
+        panes::latest_pane_snapshot(self.shared(), task_pk).await
+    }
+
+    async fn prune_pane(&self, task_pk: i64, before_id: Option<i64>) -> StoreResult<u64> {
+        panes::prune_pane(self.shared(), task_pk, before_id).await
+    }
+
+    async fn send_pane_input(&self, task_pk: i64, viewer: &str, data: &[u8]) -> StoreResult<()> {
+        panes::send_pane_input(self.shared(), task_pk, viewer, data).await
+    }
+
+    async fn take_pane_input(&self, task_pks: &[i64]) -> StoreResult<Vec<PaneInput>> {
+        panes::take_pane_input(self.shared(), task_pks).await
+    }
+}
+
+#[async_trait]
+impl Store for SqliteStore {
+    fn info(&self) -> StoreInfo {
+        StoreInfo {
+            backend: "sqlite",
+            location: self.path.display().to_string(),
+            applied_migrations: self.applied.clone(),
+            pending_migrations: self.pending.clone(),
+        }
     }
 
     async fn close(&self) {
