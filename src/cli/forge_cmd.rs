@@ -11,7 +11,7 @@ use super::context::Context;
 use super::exit;
 use crate::domain::PlanSpec;
 use crate::engine::configure;
-use crate::engine::publish::{self, ComposeError};
+use crate::engine::remote_delivery::{self, ComposeError};
 use crate::forge::compose;
 use crate::forge::intake::{self, UpstreamIssue};
 use crate::forge::refs::{IssueRef, slug};
@@ -253,7 +253,7 @@ async fn compose_task(ctx: &Context, task_id: &str, plan: Option<&str>) -> anyho
             .map_err(|e| anyhow::anyhow!("{}: {e}", ctx.repo_root.display()))?,
     );
     let publisher = access.map(|a| configure::github_publisher(&cfg, a, store.clone()));
-    match publish::compose_parked(
+    match remote_delivery::compose_parked(
         &store,
         &ws,
         &delivery,

@@ -1,7 +1,7 @@
 //! Turning configuration into what the engine runs with: agent backends, prices, worktree
 //! settings, check policy. Pure mappings over [`Config`]; building a backend looks for its binary.
 
-use super::publish::{DeliveryKind, RemoteDelivery};
+use super::remote_delivery::{DeliveryKind, RemoteDelivery};
 use super::setup_error::SetupError;
 use crate::agent::{self, AgentSettings, BackendKind, ModelPrice, PriceTable, Runner};
 use crate::config::{self, Config};
@@ -226,12 +226,12 @@ pub(crate) fn github_publisher(
     cfg: &Config,
     access: GitHubAccess,
     store: std::sync::Arc<dyn crate::store::Store>,
-) -> std::sync::Arc<dyn super::publish::Publisher> {
+) -> std::sync::Arc<dyn super::remote_delivery::Publisher> {
     let g = &cfg.github;
-    std::sync::Arc::new(super::github_publish::GitHubPublisher::new(
+    std::sync::Arc::new(super::github_publisher::GitHubPublisher::new(
         access.client,
         store,
-        super::github_publish::GitHubPublishing {
+        super::github_publisher::GitHubPublishing {
             draft: cfg.delivery.draft,
             ready_when_verified: cfg.delivery.ready_when_verified,
             base: cfg.delivery.base.clone(),

@@ -49,7 +49,7 @@ pub struct EngineConfig {
     /// Remote panes: the sessions whose terminals are published while a console watches.
     pub panes: Option<PanesSetup>,
     /// Agents paused by rate limits, `max_parallel` per agent, fallbacks.
-    pub dispatch: super::dispatch::DispatchConfig,
+    pub dispatch: super::agent_limits::DispatchConfig,
 }
 
 /// What the engine's pane publisher needs (`[remote]`).
@@ -110,7 +110,7 @@ impl EngineConfig {
             observer: false,
             followers: Vec::new(),
             panes: None,
-            dispatch: super::dispatch::DispatchConfig {
+            dispatch: super::agent_limits::DispatchConfig {
                 cooldown: Duration::from_secs(60),
                 ..Default::default()
             },

@@ -34,7 +34,7 @@ pub enum AttemptOutcome {
     Released { cost: Usd, reason: String },
     /// The agent's backend reported a rate or usage limit: the task goes back without using up
     /// an attempt and the backend is paused until the reset `message` names (see
-    /// [`super::dispatch`]).
+    /// [`super::agent_limits`]).
     RateLimited {
         cost: Usd,
         agent: String,

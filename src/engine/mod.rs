@@ -3,7 +3,9 @@
 //! `worker` is the loop (claims, leases, reaper, budget, shutdown, settlement) and knows nothing
 //! of agents; an [`executor::Executor`] does one attempt's work.
 
+pub(crate) mod agent_limits;
 pub(crate) mod attempt;
+pub(crate) mod awaiting_human;
 pub(crate) mod board_sync;
 pub(crate) mod budget;
 pub(crate) mod checks;
@@ -11,15 +13,13 @@ pub(crate) mod configure;
 pub mod control;
 pub(crate) mod decision;
 pub(crate) mod delivery;
-pub(crate) mod dispatch;
 pub(crate) mod doctor;
 mod engine_config;
 pub mod executor;
 pub(crate) mod fence;
 pub(crate) mod follow;
-pub(crate) mod github_publish;
+pub(crate) mod github_publisher;
 pub(crate) mod handoff_runner;
-pub(crate) mod inbox;
 pub(crate) mod intake;
 pub(crate) mod jira_sync;
 pub(crate) mod landing;
@@ -30,8 +30,8 @@ pub mod panes;
 mod plan_state;
 pub(crate) mod presence;
 pub(crate) mod progress;
-pub(crate) mod publish;
 pub(crate) mod pull_watch;
+pub(crate) mod remote_delivery;
 pub(crate) mod report;
 mod schedule;
 pub mod sessions;

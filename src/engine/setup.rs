@@ -383,7 +383,7 @@ pub(crate) fn engine_config(cfg: &Config, worker_id: String) -> EngineConfig {
     e.retry_backoff = cfg.retry.backoff_secs.clone();
     e.store_outage = Duration::from_secs(cfg.queue.outage_secs.max(1));
     e.offline_after = Duration::from_secs(cfg.queue.worker_offline_secs);
-    e.dispatch = crate::engine::dispatch::DispatchConfig {
+    e.dispatch = crate::engine::agent_limits::DispatchConfig {
         default_agent: cfg.run.agent.clone(),
         max_parallel: cfg
             .agents

@@ -1,8 +1,8 @@
 //! The worker loop's attempts and its view of the store between turns; the decisions' state
 //! is the scheduler's (`schedule.rs`).
 
+use super::agent_limits::Pauses;
 use super::control::{AttemptHandle, StopLevel, StopReason};
-use super::dispatch::Pauses;
 use super::executor::AttemptOutcome;
 use super::outage::Outage;
 use crate::domain::Usd;

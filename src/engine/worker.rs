@@ -2,8 +2,8 @@
 //! and the attempts — fills slots with claims, heartbeats leases, runs the reaper, watches the
 //! budget, settles each attempt's outcome — and tells it what happened.
 
+use super::agent_limits::{Pauses, agent_limits, paused_agents};
 use super::control::{StopLevel, StopReason, attempt_control};
-use super::dispatch::{Pauses, agent_limits, paused_agents};
 use super::engine_config::EngineConfig;
 use super::executor::{AttemptOutcome, Executor};
 use super::outage::Outage;

@@ -20,7 +20,6 @@ use crate::domain::PlanSpec;
 use async_trait::async_trait;
 use std::time::Duration;
 
-/// The queue and audit trail, whichever database holds them.
 /// Plans and their tasks as stored: import, read, pause, archive, delete.
 #[async_trait]
 pub trait PlanStore: Send + Sync {

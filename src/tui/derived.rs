@@ -220,7 +220,7 @@ pub(super) fn inbox_items(
     events: &[Event],
     waiting: &BTreeSet<String>,
 ) -> Vec<InboxItem> {
-    crate::engine::inbox::inbox_items(tasks, events, |t| {
+    crate::engine::awaiting_human::inbox_items(tasks, events, |t| {
         waiting.contains(&t.id)
             || panes
                 .iter()

@@ -3,8 +3,8 @@
 //! renderers all speak it, and it imports none of them.
 
 use crate::domain::Usd;
+pub use crate::engine::awaiting_human::{InboxItem, InboxKind};
 use crate::engine::budget::{BudgetState, budget_state};
-pub use crate::engine::inbox::{InboxItem, InboxKind};
 use crate::engine::sessions::SessionState;
 use crate::workspace::WorktreeDiff;
 use std::time::{Duration, Instant};

@@ -40,8 +40,8 @@ pub(crate) struct ExecutorConfig {
     /// The engine's lease length: what the delivery fence's heartbeat extends the lease by.
     pub lease: Duration,
     /// Pushing to a remote, and which tasks are delivered how.
-    pub remote: crate::engine::publish::RemoteDelivery,
+    pub remote: crate::engine::remote_delivery::RemoteDelivery,
     /// Pull requests, labels and status comments on the forge; `None`: no forge configured
     /// (tasks that need one wait as not published, their branch kept).
-    pub publisher: Option<Arc<dyn crate::engine::publish::Publisher>>,
+    pub publisher: Option<Arc<dyn crate::engine::remote_delivery::Publisher>>,
 }

@@ -116,7 +116,7 @@ impl AgentExecutor {
         // The lease is proved under the push's lock, just before it; a stale attempt pushes
         // nothing (see `workspace::push`).
         let fence = std::sync::Arc::new(self.fence(cx));
-        let pushed = match crate::engine::publish::push(
+        let pushed = match crate::engine::remote_delivery::push(
             &self.workspaces,
             &self.cfg.remote,
             branch,
@@ -162,7 +162,12 @@ impl AgentExecutor {
         let req = PublishRequest {
             plan_id: plan_id.clone(),
             task: cx.task.clone(),
-            run: crate::engine::publish::run_facts(&plan_id, &record, &evidence, &pushed.branch),
+            run: crate::engine::remote_delivery::run_facts(
+                &plan_id,
+                &record,
+                &evidence,
+                &pushed.branch,
+            ),
             pushed,
             evidence,
             repo: None,
@@ -211,7 +216,7 @@ impl AgentExecutor {
         if *retry && t.attempts < t.max_attempts {
             return;
         }
-        let mut facts = crate::engine::publish::run_facts(&t.plan_id, t, evidence, "");
+        let mut facts = crate::engine::remote_delivery::run_facts(&t.plan_id, t, evidence, "");
         facts.duration_secs = Some(began.elapsed().as_secs());
         let branch = self
             .workspaces

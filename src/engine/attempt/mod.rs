@@ -3,7 +3,7 @@
 //! guards → start (deadline) → worktree → agent in a PTY (or a human, through
 //! [`super::handoff_runner`]) → result and cost
 //! → verification → repair rounds → commit → merge back, or push and open a pull request
-//! ([`super::publish`]) → outcome. The loop in `worker` settles
+//! ([`super::remote_delivery`]) → outcome. The loop in `worker` settles
 //! the outcome in the store; this file never writes task state itself.
 
 use super::control::{AttemptControl, StopLevel, StopReason};
@@ -12,7 +12,7 @@ use super::executor::{AttemptOutcome, Executor};
 use super::fence::StoreFence;
 use super::handoff_runner::{HandoffEnd, HandoffRunner};
 use super::live_spend::MeteredView;
-use super::publish::{DeliveryKind, FailureNote, NOT_PUBLISHED, PublishRequest};
+use super::remote_delivery::{DeliveryKind, FailureNote, NOT_PUBLISHED, PublishRequest};
 use super::sessions::{SessionInfo, SessionRegistry, SessionState};
 use super::verify::Verification;
 use crate::agent::{

@@ -125,7 +125,7 @@ impl AgentExecutor {
         if let Some(p) = &self.cfg.publisher
             && crate::forge::intake::source_of(cx.task).is_some()
         {
-            let facts = crate::engine::publish::run_facts(
+            let facts = crate::engine::remote_delivery::run_facts(
                 &cx.claimed.task.plan_id,
                 &cx.claimed.task,
                 &cx.evidence(),

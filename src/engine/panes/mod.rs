@@ -4,10 +4,10 @@
 //! Chunks are deflated when it pays (`codec.rs`) and redacted like the attempt logs.
 
 mod codec;
-mod publish;
+mod sharing;
 mod view;
 
-pub use publish::PanePublisher;
+pub use sharing::PanePublisher;
 pub use view::RemotePanes;
 
 use std::time::Duration;

@@ -3,7 +3,7 @@
 
 use crate::domain::dispatch::agent_of;
 use crate::domain::{Status, Usd};
-use crate::engine::inbox::{self, InboxKind};
+use crate::engine::awaiting_human::{self, InboxKind};
 use crate::store::{
     Event, EventFilter, PlanSummary, Store, StoreResult, TaskRecord, WorkerRecord,
     event_types as et,
@@ -87,7 +87,10 @@ pub(crate) async fn gather(store: &dyn Store, recent: i64) -> StoreResult<Status
                 store
                     .events(&EventFilter {
                         plan_id: Some(p.plan.id.clone()),
-                        event_types: inbox::NOTE_EVENTS.iter().map(|s| s.to_string()).collect(),
+                        event_types: awaiting_human::NOTE_EVENTS
+                            .iter()
+                            .map(|s| s.to_string())
+                            .collect(),
                         limit: Some(500),
                         newest: true,
                         ..EventFilter::default()
@@ -298,7 +301,7 @@ pub(crate) fn build(
             .filter(|e| e.plan_id.as_deref() == Some(p.plan.id.as_str()))
             .cloned()
             .collect();
-        for item in inbox::inbox_items(&tasks, &events, |t| agent_of(t) == HANDOFF_AGENT) {
+        for item in awaiting_human::inbox_items(&tasks, &events, |t| agent_of(t) == HANDOFF_AGENT) {
             let title = tasks
                 .iter()
                 .find(|t| t.pk == item.task_pk)

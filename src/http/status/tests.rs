@@ -4,7 +4,7 @@
 use super::render::{duration_text, esc, page};
 use super::snapshot::{StatusInputs, build};
 use crate::domain::{Status, Usd};
-use crate::engine::inbox::InboxKind;
+use crate::engine::awaiting_human::InboxKind;
 use crate::store::{PlanSummary, StatusCounts, WorkerRecord, event_types as et};
 use crate::tui::testkit::{event, plan, task};
 use chrono::Duration as Age;

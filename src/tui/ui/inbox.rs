@@ -171,9 +171,9 @@ fn render_detail(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme,
                     theme.title(),
                 ));
             }
-            if let Some(t) =
-                task.filter(|t| t.reason.as_deref() == Some(crate::engine::publish::NOT_PUBLISHED))
-            {
+            if let Some(t) = task.filter(|t| {
+                t.reason.as_deref() == Some(crate::engine::remote_delivery::NOT_PUBLISHED)
+            }) {
                 lines.push(Line::styled(
                     format!(
                         "The work is kept but did not reach the remote or its pull request: `whilly forge --compose {}` finishes it.",

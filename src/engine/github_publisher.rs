@@ -3,7 +3,7 @@
 //! one status comment, found again by its hidden marker and edited in place. Every call that
 //! changes something on GitHub is an event in the audit trail, with its URL.
 
-use super::publish::{FailureNote, PublishRequest, Published, Publisher};
+use super::remote_delivery::{FailureNote, PublishRequest, Published, Publisher};
 use crate::forge::compose::{self, Progress, RunFacts};
 use crate::forge::github::{GitHub, NewPull};
 use crate::forge::intake::source_of;
