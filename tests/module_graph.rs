@@ -11,6 +11,9 @@ const NEVER: &[(&str, &[&str])] = &[
     (
         "domain",
         &[
+            "config",
+            "plan",
+            "prd",
             "store",
             "agent",
             "workspace",

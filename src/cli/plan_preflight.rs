@@ -1,5 +1,5 @@
-//! Pre-flight with a read-only agent: `whilly plan decompose`, `whilly plan triz --agent` and the
-//! decision gate's LLM pass at import (`[gate] llm`).
+//! Pre-flight with a read-only agent: `whilly plan decompose` and `whilly plan triz --agent` (the
+//! decision gate's agent pass at import is `engine::intake`'s).
 //! The agent's splits are made by `prd::decompose` (the same flow as the console's split key),
 //! shown as a unified diff of the plan's canonical JSON, and written only with `--write` /
 //! `--out` or a yes on a terminal: to the plan file, or, for an imported plan, into the queue

@@ -1,6 +1,7 @@
 //! The console's split key (`X`): the selected task split by the agent, the change shown as a
 //! diff in a scrollable dialog, written into the queue on a yes. The state machine's part
-//! (pure): what the dialog holds and how keys and the agent's answer move it. The agent call
+//! (pure): how keys and the agent's answer move the dialog (its state, `SplitView`, is in
+//! `model.rs`). The agent call
 //! and the write run off the UI thread (`app/effects.rs`, through `prd::decompose`).
 
 use super::action::Action;

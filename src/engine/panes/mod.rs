@@ -1,6 +1,6 @@
 //! Remote panes: the live terminal of an agent running in another process (another machine,
 //! on Postgres) in this console's pane. A worker publishes a watched session's output through
-//! the queue database (`publish.rs`); a console follows it into a local emulator (`view.rs`).
+//! the queue database (`sharing.rs`); a console follows it into a local emulator (`view.rs`).
 //! Chunks are deflated when it pays (`codec.rs`) and redacted like the attempt logs.
 
 mod codec;
