@@ -163,6 +163,13 @@ d detail, $ budget, l events, / filter."
     /// Tasks waiting for a human: list them, read their prompt, answer them.
     #[command(subcommand)]
     Handoff(HandoffCommand),
+    /// One task: its story, or steer it from the shell (retry, skip).
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  whilly task show TASK-001\n  whilly task retry TASK-001 --reason \"the flaky test is fixed\"\n  \
+whilly task skip TASK-004 --plan demo\n\nA task id in several plans needs --plan."
+    )]
+    Task(TaskCommand),
     /// Land the work of tasks that waited as "ready to merge" (their base had uncommitted
     /// changes to their files, or replaying them conflicted), once the base is clean.
     #[command(
@@ -481,6 +488,42 @@ pub struct WorkerArgs {
     /// Also serve health, metrics and the event stream on ADDR (see `whilly serve`).
     #[arg(long, value_name = "ADDR")]
     pub http: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TaskCommand {
+    /// The task as the queue holds it (status, attempts, cost, why, what it waits on) and its
+    /// events, one line each.
+    Show {
+        #[arg(value_name = "TASK_ID", add = ArgValueCompleter::new(complete::task_ids))]
+        task_id: String,
+        /// The plan the task is in (needed when several plans have that id).
+        #[arg(long, value_name = "PLAN_ID", add = ArgValueCompleter::new(complete::plan_ids))]
+        plan: Option<String>,
+        /// The record and every event as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Back to PENDING for another try (its attempts counted afresh); not while it runs.
+    Retry {
+        #[arg(value_name = "TASK_ID", add = ArgValueCompleter::new(complete::task_ids))]
+        task_id: String,
+        #[arg(long, value_name = "PLAN_ID", add = ArgValueCompleter::new(complete::plan_ids))]
+        plan: Option<String>,
+        /// Why, for the audit trail.
+        #[arg(long, default_value = "operator retry (cli)")]
+        reason: String,
+    },
+    /// SKIPPED: it will not run, and the tasks that depend on it may.
+    Skip {
+        #[arg(value_name = "TASK_ID", add = ArgValueCompleter::new(complete::task_ids))]
+        task_id: String,
+        #[arg(long, value_name = "PLAN_ID", add = ArgValueCompleter::new(complete::plan_ids))]
+        plan: Option<String>,
+        /// Why, for the audit trail.
+        #[arg(long, default_value = "operator skip (cli)")]
+        reason: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]

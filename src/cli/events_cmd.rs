@@ -48,33 +48,11 @@ pub(crate) async fn run(ctx: &Context, args: EventsArgs) -> anyhow::Result<i32> 
     }
 }
 
-/// One event per line: JSON, or a readable line.
+/// One event per line: its JSON, or a readable line with what matters
+/// ([`crate::engine::trail::event_line`]).
 pub(crate) fn format_event(e: &Event, json: bool) -> String {
     if json {
         return serde_json::to_string(e).unwrap_or_default();
     }
-    let mut line = format!(
-        "{}  {:<20}",
-        e.ts.format("%Y-%m-%d %H:%M:%S%.3f"),
-        e.event_type
-    );
-    match (&e.plan_id, &e.task_id) {
-        (Some(p), Some(t)) => line.push_str(&format!("  {p}/{t}")),
-        (Some(p), None) => line.push_str(&format!("  {p}")),
-        (None, Some(t)) => line.push_str(&format!("  {t}")),
-        (None, None) => {}
-    }
-    if let (Some(from), Some(to)) = (e.from_status, e.to_status) {
-        line.push_str(&format!("  {from}→{to}"));
-    }
-    if let Some(w) = &e.worker_id {
-        line.push_str(&format!("  worker={w}"));
-    }
-    if let Some(ep) = e.epoch {
-        line.push_str(&format!("  epoch={ep}"));
-    }
-    if !e.payload.is_null() && e.payload != serde_json::json!({}) {
-        line.push_str(&format!("  {}", e.payload));
-    }
-    line
+    crate::engine::trail::event_line(e)
 }

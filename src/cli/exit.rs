@@ -14,6 +14,12 @@ pub(crate) const INTERRUPTED: i32 = 130;
 #[error("{0}")]
 pub(crate) struct EnvironmentError(pub String);
 
+/// The command line itself is wrong (a mistyped command): said on stderr only, no JSON
+/// `complete` line, as no run began.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct UsageError(pub String);
+
 /// The user pressed Ctrl-C.
 #[derive(Debug, thiserror::Error)]
 #[error("interrupted")]

@@ -53,6 +53,7 @@ pub(crate) mod report_cmd;
 pub(crate) mod run_cmd;
 pub(crate) mod serve_cmd;
 pub(crate) mod signals;
+pub(crate) mod task_cmd;
 pub(crate) mod tui_cmd;
 pub(crate) mod worktrees_cmd;
 
@@ -167,6 +168,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<i32> {
     if headless
         && let Err(err) = &result
         && !exit::is_broken_pipe(err)
+        && err.downcast_ref::<exit::UsageError>().is_none()
     {
         let end = match exit::code_for(err) {
             exit::ENVIRONMENT => crate::engine::RunEnd::Environment,
@@ -221,6 +223,7 @@ async fn dispatch_command(cli: Cli) -> anyhow::Result<i32> {
         Command::Tui(args) => tui_cmd::run(&ctx, args).await,
         Command::Worker(args) => run_cmd::worker(&ctx, args).await,
         Command::Handoff(cmd) => handoff_cmd::run(&ctx, cmd).await,
+        Command::Task(cmd) => task_cmd::run(&ctx, cmd).await,
         Command::Worktrees(cmd) => worktrees_cmd::run(&ctx, cmd).await,
         Command::Merge(args) => merge_cmd::run(&ctx, args).await,
         Command::Bench(cmd) => bench_cmd::run(&ctx, cmd).await,

@@ -74,9 +74,60 @@ fn unknown(name: &str, could_be_file: bool, known: &[String]) -> String {
     }
 }
 
+/// The candidate `name` was most likely meant as (a typo: at most two edits away, and closer
+/// than any other), for "did you mean".
+pub(crate) fn closest<'a>(name: &str, candidates: &[&'a str]) -> Option<&'a str> {
+    let name = name.to_ascii_lowercase();
+    if name.chars().count() < 3 {
+        return None;
+    }
+    candidates
+        .iter()
+        .map(|c| (edit_distance(&name, c), *c))
+        .filter(|(d, _)| *d <= 2)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
+}
+
+/// Levenshtein distance, with a swap of two neighbours counting as one edit.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut best = (d[i - 1][j] + 1)
+                .min(d[i][j - 1] + 1)
+                .min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                best = best.min(d[i - 2][j - 2] + 1);
+            }
+            d[i][j] = best;
+        }
+    }
+    d[a.len()][b.len()]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_typo_of_a_command_is_named() {
+        let cmds = ["events", "run", "plan", "task", "doctor", "report"];
+        assert_eq!(closest("evnets", &cmds), Some("events"));
+        assert_eq!(closest("EVENT", &cmds), Some("events"));
+        assert_eq!(closest("doctr", &cmds), Some("doctor"));
+        assert_eq!(closest("tasks.json", &cmds), None);
+        assert_eq!(closest("my-plan", &cmds), None);
+        assert_eq!(closest("rn", &cmds), None);
+    }
 
     fn ids(v: &[&str]) -> Vec<String> {
         v.iter().map(|s| s.to_string()).collect()

@@ -51,6 +51,19 @@ pub(crate) async fn resolve_plan(
     let (known, archived) = (ids(known), ids(archived));
     let arg = args.plan_arg.as_deref();
     let arg_is_file = arg.is_some_and(|p| p.exists());
+    if let Some(name) = arg.map(|a| a.to_string_lossy().into_owned())
+        && !arg_is_file
+        && !known.iter().chain(&archived).any(|k| *k == name)
+    {
+        let cli = <super::args::Cli as clap::CommandFactory>::command();
+        let commands: Vec<&str> = cli.get_subcommands().map(|c| c.get_name()).collect();
+        if let Some(meant) = plan_choice::closest(&name, &commands) {
+            return Err(exit::UsageError(format!(
+                "{name:?} is not a command, a plan file or an imported plan's id; did you mean `whilly {meant}`?"
+            ))
+            .into());
+        }
+    }
     let choice = plan_choice::choose(arg, arg_is_file, args.plan.as_deref(), &known, &archived)
         .map_err(|msg| anyhow::anyhow!(msg))?;
     let plan_id = match (choice, arg) {
