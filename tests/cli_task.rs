@@ -65,6 +65,18 @@ fn failed_run() -> tempfile::TempDir {
     std::fs::write(p.join("plan.json"), plan.to_string()).unwrap();
     let run = whilly(p, &["run", "plan.json", "--headless"]);
     assert_eq!(run.status.code(), Some(1), "{}", err(&run));
+    // The run ends saying, per unfinished task, why and what to do.
+    let said = err(&run);
+    assert!(
+        said.contains("whilly: A FAILED (reason=verification_failed")
+            && said.contains("exit code 3")
+            && said.contains("`whilly task retry A`"),
+        "{said}"
+    );
+    assert!(
+        said.contains("whilly: B did not run: it depends on A, which FAILED"),
+        "{said}"
+    );
     dir
 }
 

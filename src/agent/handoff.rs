@@ -334,6 +334,18 @@ impl HandoffDir {
         Ok(out)
     }
 
+    /// The handoffs of `plan_id` still waiting for their human (no result yet), oldest first.
+    /// An unreadable root or `meta.json` hides nothing else.
+    pub fn waiting(&self, plan_id: &str) -> Vec<HandoffMeta> {
+        self.list()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|e| !matches!(e.state, HandoffPoll::Result(_)))
+            .filter_map(|e| e.meta.ok())
+            .filter(|m| m.plan_id == plan_id)
+            .collect()
+    }
+
     /// Removes the handoff directory of `task_id` in `plan_id`: only one whose `meta.json` names
     /// that plan, never another plan's (not even one whose `meta.json` is still being written).
     pub fn remove(&self, plan_id: &str, task_id: &str) -> Result<(), HandoffError> {

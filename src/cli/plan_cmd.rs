@@ -338,9 +338,10 @@ fn describe_import(r: &ImportReport, store: &dyn Store) -> String {
     let backend = store.info();
     if r.created_plan {
         out.push_str(&format!(
-            "imported plan {} with {} tasks into {} ({})\n",
+            "imported plan {} with {} task{} into {} ({})\n",
             r.plan_id,
             r.created.len(),
+            if r.created.len() == 1 { "" } else { "s" },
             backend.backend,
             backend.location
         ));

@@ -171,8 +171,9 @@ pub(crate) async fn run(ctx: &Context, args: RunArgs) -> anyhow::Result<i32> {
     .await?;
     let engine = Engine::new(store.clone(), Arc::new(executor), engine_cfg, shutdown);
 
-    let mut printer =
-        HeadlessPrinter::new(store.clone(), plan_id.clone(), Duration::from_secs(3)).await?;
+    let mut printer = HeadlessPrinter::new(store.clone(), plan_id.clone(), Duration::from_secs(3))
+        .await?
+        .with_handoffs(crate::agent::HandoffDir::in_project(&ctx.repo_root));
     let mut handle = tokio::spawn(engine.run());
     let summary: anyhow::Result<_> = loop {
         tokio::select! {
@@ -200,8 +201,35 @@ pub(crate) async fn run(ctx: &Context, args: RunArgs) -> anyhow::Result<i32> {
     let _ = out.flush();
     drop(out);
     report_unfinished(&summary);
+    say_unfinished_tasks(store.as_ref(), &plan_id).await;
     super::report_cmd::write_run_report(ctx, &store, &plan_id, report_after).await;
     Ok(summary.exit_code)
+}
+
+/// Each task that did not end DONE or SKIPPED, one line on stderr: why, and what to do. Best
+/// effort: the exit code and the JSON lines have said how the run went.
+async fn say_unfinished_tasks(store: &dyn crate::store::Store, plan_id: &str) {
+    let Ok(tasks) = store.list_tasks(plan_id).await else {
+        return;
+    };
+    let events = store
+        .events(&crate::store::EventFilter {
+            plan_id: Some(plan_id.to_string()),
+            ..Default::default()
+        })
+        .await
+        .unwrap_or_default();
+    let why = |t: &crate::store::TaskRecord| {
+        events
+            .iter()
+            .rev()
+            .find(|e| e.task_id.as_deref() == Some(t.id.as_str()) && e.to_status == Some(t.status))
+            .map(crate::engine::trail::summary)
+            .filter(|s| !s.is_empty())
+    };
+    for line in crate::engine::trail::unfinished_lines(&tasks, why) {
+        errln!("whilly: {line}");
+    }
 }
 
 /// `--headless`, or `[run] headless = true` in the configuration.

@@ -95,6 +95,9 @@ pub(crate) struct HeadlessPrinter {
     started: Instant,
     last_progress: Option<Instant>,
     every: Duration,
+    /// Where handoffs wait; each newly waiting one is said on stdout and stderr.
+    handoffs: Option<crate::agent::HandoffDir>,
+    said_waiting: std::collections::BTreeSet<String>,
 }
 
 impl HeadlessPrinter {
@@ -118,7 +121,53 @@ impl HeadlessPrinter {
             started: Instant::now(),
             last_progress: None,
             every,
+            handoffs: None,
+            said_waiting: Default::default(),
         })
+    }
+
+    /// Says each handoff of the plan that starts waiting for a human in `dir` (a headless run
+    /// otherwise shows nothing while it waits, up to the handoff's timeout).
+    pub(crate) fn with_handoffs(mut self, dir: crate::agent::HandoffDir) -> Self {
+        self.handoffs = Some(dir);
+        self
+    }
+
+    /// The handoffs that began waiting since the last look: a `handoff_waiting` JSON line on
+    /// `out` and a line on stderr naming the command that answers each.
+    fn say_waiting(&mut self, out: &mut impl Write) {
+        let Some(dir) = &self.handoffs else {
+            return;
+        };
+        let waiting = dir.waiting(&self.plan_id);
+        let now: std::collections::BTreeSet<String> =
+            waiting.iter().map(|m| m.task_id.clone()).collect();
+        for m in &waiting {
+            if self.said_waiting.contains(&m.task_id) {
+                continue;
+            }
+            let answer = format!(
+                "whilly handoff complete {} --plan {} --status complete",
+                m.task_id, m.plan_id
+            );
+            let line = json!({
+                "event": "handoff_waiting",
+                "plan_id": m.plan_id,
+                "task_id": m.task_id,
+                "worktree": m.cwd,
+                "dir": dir.dir_for(&m.plan_id, &m.task_id),
+                "timeout_s": m.timeout_s,
+                "answer": answer,
+            });
+            let _ = writeln!(out, "{line}");
+            eprintln!(
+                "whilly: {} waits for a human: do the work in {}, then `{answer}` (or --status failed, with --message why)",
+                m.task_id,
+                m.cwd.display()
+            );
+        }
+        // A handoff answered and started again (another attempt) is said again.
+        self.said_waiting = now;
     }
 
     /// Prints what happened since the last call; a progress line when it is due (or `force`).
@@ -150,6 +199,7 @@ impl HeadlessPrinter {
                 let _ = writeln!(out, "{line}");
             }
         }
+        self.say_waiting(out);
         let due = self.last_progress.is_none_or(|t| t.elapsed() >= self.every);
         if force || due {
             self.last_progress = Some(Instant::now());

@@ -90,6 +90,55 @@ pub(crate) fn summary(e: &Event) -> String {
     cut(&joined, MAX_SUMMARY)
 }
 
+/// The end of a run for the person at the prompt: one line per task that did not finish DONE
+/// or SKIPPED, saying why and what to do. `why(task)` is what the trail says of its last
+/// failure or parking ([`summary`] of that event).
+pub(crate) fn unfinished_lines(
+    tasks: &[crate::store::TaskRecord],
+    why: impl Fn(&crate::store::TaskRecord) -> Option<String>,
+) -> Vec<String> {
+    use crate::domain::Status;
+    let status_of = |id: &str| tasks.iter().find(|t| t.id == id).map(|t| t.status);
+    let mut out = Vec::new();
+    for t in tasks {
+        let because = why(t)
+            .or_else(|| t.reason.clone())
+            .unwrap_or_else(|| "no reason recorded".into());
+        let line = match t.status {
+            Status::Failed => format!(
+                "{} FAILED ({because}): `whilly task show {}` has its story; `whilly task retry {}` runs it again",
+                t.id, t.id, t.id
+            ),
+            Status::HumanLoop | Status::Blocked => format!(
+                "{} waits for a human ({because}): `whilly handoff list`, or `H` in the console",
+                t.id
+            ),
+            Status::Pending | Status::Claimed | Status::InProgress => {
+                let failed: Vec<&str> = t
+                    .spec
+                    .dependencies
+                    .iter()
+                    .filter(|d| status_of(d) == Some(Status::Failed))
+                    .map(String::as_str)
+                    .collect();
+                if failed.is_empty() {
+                    format!("{} is {} (not finished when the run ended)", t.id, t.status)
+                } else {
+                    format!(
+                        "{} did not run: it depends on {}, which FAILED (retry or skip {})",
+                        t.id,
+                        failed.join(", "),
+                        if failed.len() == 1 { "it" } else { "them" }
+                    )
+                }
+            }
+            Status::Done | Status::Skipped => continue,
+        };
+        out.push(line);
+    }
+    out
+}
+
 /// Adds `key=value` (a bare `value` for an empty key) unless the value is empty.
 fn say(words: &mut Vec<String>, key: &str, value: String) {
     if !value.is_empty() {

@@ -345,12 +345,8 @@ async fn load_tasks(
 /// The ids of `plan_id`'s tasks whose handoff directory has no answer yet. Unreadable
 /// directories are left out (the inbox shows what can be answered).
 fn waiting_handoffs(dir: &HandoffDir, plan_id: &str) -> BTreeSet<String> {
-    dir.list()
-        .unwrap_or_default()
+    dir.waiting(plan_id)
         .into_iter()
-        .filter(|e| !matches!(e.state, crate::agent::HandoffPoll::Result(_)))
-        .filter_map(|e| e.meta.ok())
-        .filter(|m| m.plan_id == plan_id)
         .map(|m| m.task_id)
         .collect()
 }
