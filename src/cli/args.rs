@@ -495,6 +495,7 @@ pub enum TaskCommand {
     /// The task as the queue holds it (status, attempts, cost, why, what it waits on) and its
     /// events, one line each.
     Show {
+        /// The task's id (see `whilly plan show PLAN`).
         #[arg(value_name = "TASK_ID", add = ArgValueCompleter::new(complete::task_ids))]
         task_id: String,
         /// The plan the task is in (needed when several plans have that id).
@@ -506,8 +507,10 @@ pub enum TaskCommand {
     },
     /// Back to PENDING for another try (its attempts counted afresh); not while it runs.
     Retry {
+        /// The task's id (see `whilly plan show PLAN`).
         #[arg(value_name = "TASK_ID", add = ArgValueCompleter::new(complete::task_ids))]
         task_id: String,
+        /// The plan the task is in (needed when several plans have that id).
         #[arg(long, value_name = "PLAN_ID", add = ArgValueCompleter::new(complete::plan_ids))]
         plan: Option<String>,
         /// Why, for the audit trail.
@@ -516,8 +519,10 @@ pub enum TaskCommand {
     },
     /// SKIPPED: it will not run, and the tasks that depend on it may.
     Skip {
+        /// The task's id (see `whilly plan show PLAN`).
         #[arg(value_name = "TASK_ID", add = ArgValueCompleter::new(complete::task_ids))]
         task_id: String,
+        /// The plan the task is in (needed when several plans have that id).
         #[arg(long, value_name = "PLAN_ID", add = ArgValueCompleter::new(complete::plan_ids))]
         plan: Option<String>,
         /// Why, for the audit trail.
