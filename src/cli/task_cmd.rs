@@ -9,25 +9,15 @@ use crate::store::{EventFilter, Store, TaskRecord};
 
 pub(crate) async fn run(ctx: &Context, cmd: TaskCommand) -> anyhow::Result<i32> {
     let store = ctx.store().await?;
+    let (TaskCommand::Show { task_id, plan, .. }
+    | TaskCommand::Retry { task_id, plan, .. }
+    | TaskCommand::Skip { task_id, plan, .. }) = &cmd;
+    let Some(task) = one_task(store.as_ref(), plan.as_deref(), task_id).await? else {
+        return Ok(exit::FAILED);
+    };
     match cmd {
-        TaskCommand::Show {
-            task_id,
-            plan,
-            json,
-        } => {
-            let Some(task) = one_task(store.as_ref(), plan.as_deref(), &task_id).await? else {
-                return Ok(exit::FAILED);
-            };
-            show(store.as_ref(), &task, json).await
-        }
-        TaskCommand::Retry {
-            task_id,
-            plan,
-            reason,
-        } => {
-            let Some(task) = one_task(store.as_ref(), plan.as_deref(), &task_id).await? else {
-                return Ok(exit::FAILED);
-            };
+        TaskCommand::Show { json, .. } => show(store.as_ref(), &task, json).await,
+        TaskCommand::Retry { reason, .. } => {
             let t = store.reset_task(&task.plan_id, &task.id, &reason).await?;
             outln!(
                 "{} (plan {}) is {} again: it runs at the next claim (was {})",
@@ -38,14 +28,7 @@ pub(crate) async fn run(ctx: &Context, cmd: TaskCommand) -> anyhow::Result<i32> 
             );
             Ok(exit::OK)
         }
-        TaskCommand::Skip {
-            task_id,
-            plan,
-            reason,
-        } => {
-            let Some(task) = one_task(store.as_ref(), plan.as_deref(), &task_id).await? else {
-                return Ok(exit::FAILED);
-            };
+        TaskCommand::Skip { reason, .. } => {
             let t = store.skip_task(&task.plan_id, &task.id, &reason).await?;
             outln!(
                 "{} (plan {}) is {}: it will not run; tasks that depend on it may",

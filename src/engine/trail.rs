@@ -39,8 +39,7 @@ pub(crate) fn summary(e: &Event) -> String {
         say(&mut words, "reason", r);
     }
     if let Some((name, how)) = failed_check(p) {
-        say(&mut words, "check", name);
-        say(&mut words, "", how);
+        words.push(format!("check={name} {how}"));
     }
     if let Some(d) = text(&p["decision"]) {
         say(&mut words, "decision", d);
@@ -82,12 +81,7 @@ pub(crate) fn summary(e: &Event) -> String {
             }
         }
     }
-    let joined = words
-        .into_iter()
-        .map(|w| w.trim_start_matches('=').to_string())
-        .collect::<Vec<_>>()
-        .join(" ");
-    cut(&joined, MAX_SUMMARY)
+    cut(&words.join(" "), MAX_SUMMARY)
 }
 
 /// The end of a run for the person at the prompt: one line per task that did not finish DONE
@@ -139,7 +133,7 @@ pub(crate) fn unfinished_lines(
     out
 }
 
-/// Adds `key=value` (a bare `value` for an empty key) unless the value is empty.
+/// Adds `key=value` unless the value is empty.
 fn say(words: &mut Vec<String>, key: &str, value: String) {
     if !value.is_empty() {
         words.push(format!("{key}={value}"));
