@@ -219,12 +219,23 @@ async fn say_unfinished_tasks(store: &dyn crate::store::Store, plan_id: &str) {
         })
         .await
         .unwrap_or_default();
+    // The last event that moved each task to where it is, in one pass (a plan may hold
+    // thousands of tasks and many times more events).
+    let status: std::collections::HashMap<&str, crate::domain::Status> =
+        tasks.iter().map(|t| (t.id.as_str(), t.status)).collect();
+    let mut last: std::collections::HashMap<&str, &crate::store::Event> =
+        std::collections::HashMap::new();
+    for e in &events {
+        if let Some(id) = e.task_id.as_deref()
+            && e.to_status.is_some()
+            && status.get(id).copied() == e.to_status
+        {
+            last.insert(id, e);
+        }
+    }
     let why = |t: &crate::store::TaskRecord| {
-        events
-            .iter()
-            .rev()
-            .find(|e| e.task_id.as_deref() == Some(t.id.as_str()) && e.to_status == Some(t.status))
-            .map(crate::engine::trail::summary)
+        last.get(t.id.as_str())
+            .map(|e| crate::engine::trail::summary(e))
             .filter(|s| !s.is_empty())
     };
     for line in crate::engine::trail::unfinished_lines(&tasks, why) {
