@@ -15,6 +15,7 @@ pub(crate) mod locate;
 pub(crate) mod parse;
 pub mod render;
 pub(crate) mod sources;
+pub mod starter;
 pub mod triz;
 pub(crate) mod validate;
 

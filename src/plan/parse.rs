@@ -83,6 +83,8 @@ pub(crate) const TASK_KEYS: &[&str] = &[
 /// Plan keys kept as they are and read elsewhere, or written by the original and by whilly's
 /// own importers: known, so never warned about.
 pub(crate) const CARRIED_PLAN_KEYS: &[&str] = &[
+    "$schema",
+    "$comment",
     "prd_file",
     "created_at",
     "updated_at",
@@ -95,6 +97,7 @@ pub(crate) const CARRIED_PLAN_KEYS: &[&str] = &[
 
 /// Task keys kept as they are (the original's tracker links, whilly's own records).
 pub(crate) const CARRIED_TASK_KEYS: &[&str] = &[
+    "$comment",
     "github_issue",
     "github_url",
     "jira_key",
@@ -124,6 +127,12 @@ pub(crate) const VERIFICATION_KEYS: &[&str] = &[
     "repair_max_attempts",
     "timeout",
 ];
+
+/// What `status` takes, for messages about a status of the wrong type.
+const STATUS_VALUES: &str = "one of \"pending\" (the default), \"done\", \"skipped\", \"failed\", \"blocked\", \"human_loop\", \"claimed\", \"in_progress\"";
+
+/// What `priority` takes.
+const PRIORITY_VALUES: &str = "one of \"critical\", \"high\", \"medium\", \"low\" (or p0–p3)";
 
 /// Budgets beyond a billion dollars are typos; refusing them also keeps every accepted amount
 /// exactly representable, so the canonical export round-trips.
@@ -553,9 +562,10 @@ impl Walker {
                 usable = false;
             }
         }
+        // A new task is pending, so a plan need not say it: `status` is for marking work
+        // already done (or skipped) when a plan is written after the fact.
         task.status = Some(Status::Pending);
         match f.status {
-            None | Some(Value::Null) if v4 => self.missing(&ptr, "status", "the task"),
             None | Some(Value::Null) => {}
             Some(Value::String(s)) => match s.parse::<Status>() {
                 Ok(st) => task.status = Some(st),
@@ -564,10 +574,13 @@ impl Walker {
                         .push(Diagnostic::at("bad_status", &at("status"), e.to_string()))
                 }
             },
-            Some(other) => self.wrong_type(&at("status"), "a string", &other),
+            Some(other) => self.wrong_type(&at("status"), STATUS_VALUES, &other),
         }
         match f.priority {
-            None | Some(Value::Null) if v4 => self.missing(&ptr, "priority", "the task"),
+            None | Some(Value::Null) if v4 => self.diags.push(
+                Diagnostic::at("missing_field", &ptr, "the task has no \"priority\"")
+                    .with_hint(format!("add \"priority\": {PRIORITY_VALUES}")),
+            ),
             None | Some(Value::Null) => {}
             Some(Value::String(s)) => match s.parse::<Priority>() {
                 Ok(p) => task.priority = p,
@@ -577,7 +590,7 @@ impl Walker {
                     e.to_string(),
                 )),
             },
-            Some(other) => self.wrong_type(&at("priority"), "a string", &other),
+            Some(other) => self.wrong_type(&at("priority"), PRIORITY_VALUES, &other),
         }
         match f.description {
             None | Some(Value::Null) if v4 => self.missing(&ptr, "description", "the task"),
@@ -694,7 +707,7 @@ impl Walker {
                 None => None,
                 Some(v) => self.timeout(&v, &pointer_join(&p, "timeout")),
             };
-            for key in map.keys() {
+            for key in map.keys().filter(|k| *k != "$comment") {
                 self.diags.push(
                     Diagnostic::warning(
                         "unknown_field",
@@ -1021,7 +1034,6 @@ mod tests {
             [
                 ("missing_field", "/tasks/0".to_string()),
                 ("missing_field", "/tasks/0".to_string()),
-                ("missing_field", "/tasks/0".to_string()),
                 ("missing_field", "/tasks/1".to_string()),
                 ("missing_field", "/tasks/1".to_string()),
                 ("missing_field", "/tasks/1".to_string()),
@@ -1030,6 +1042,45 @@ mod tests {
         let plan = p.plan.expect("plan");
         assert_eq!(plan.tasks.len(), 1, "the task without an id is left out");
         assert_eq!(p.source.task_index, [0]);
+        assert_eq!(
+            plan.tasks[0].status,
+            Some(Status::Pending),
+            "status defaults"
+        );
+        let priority = p
+            .diagnostics
+            .iter()
+            .find(|d| d.message.contains("\"priority\""))
+            .expect("missing priority said");
+        let hint = priority.hint.as_deref().unwrap_or("");
+        assert!(hint.contains("critical") && hint.contains("low"), "{hint}");
+    }
+
+    #[test]
+    fn errors_about_enumerated_fields_say_the_values() {
+        let p = parse(json!({"project": "p", "tasks": [
+            {"id": "A", "status": 3, "priority": true, "description": "d"},
+            {"id": "B", "status": "sleeping", "priority": "urgent", "description": "d"}
+        ]}));
+        for d in &p.diagnostics {
+            let all = format!("{} {}", d.message, d.hint.as_deref().unwrap_or(""));
+            if d.pointer().is_some_and(|p| p.ends_with("/status")) {
+                assert!(all.contains("pending") && all.contains("done"), "{all}");
+            }
+            if d.pointer().is_some_and(|p| p.ends_with("/priority")) {
+                assert!(all.contains("critical") && all.contains("low"), "{all}");
+            }
+        }
+        assert_eq!(p.diagnostics.len(), 4, "{:?}", p.diagnostics);
+    }
+
+    #[test]
+    fn schema_and_comment_keys_are_quiet() {
+        let p = parse(
+            json!({"$schema": "./whilly-plan.schema.json", "$comment": "x",
+            "project": "p", "tasks": [{"id": "A", "$comment": "why", "description": "d"}]}),
+        );
+        assert!(p.diagnostics.is_empty(), "{:?}", p.diagnostics);
     }
 
     #[test]
@@ -1044,7 +1095,9 @@ mod tests {
             .map(|d| format!("{}: {}", d.pointer().unwrap_or(""), d.message))
             .collect();
         assert!(
-            msgs.contains(&"/tasks/0/priority: expected a string, got 5".to_string()),
+            msgs.contains(&format!(
+                "/tasks/0/priority: expected {PRIORITY_VALUES}, got 5"
+            )),
             "{msgs:?}"
         );
         assert!(
