@@ -122,7 +122,7 @@ fn commands_that_need_a_repository_refuse_outside_one() {
         &["worker", "--until-idle"][..],
     ] {
         let o = run_in(&repo, &outside, args);
-        assert_eq!(o.code, Some(2), "whilly {args:?}: {o}");
+        assert_eq!(o.code, Some(4), "whilly {args:?}: {o}");
         assert!(
             o.stderr.contains("not inside a git repository: ")
                 && o.stderr.contains("give --repo DIR"),
@@ -174,7 +174,7 @@ fn an_unreachable_postgres_is_said_at_once_with_its_address() {
     let started = Instant::now();
     let o = run(&repo, &["--database-url", &url, "plan", "list"]);
     let took = started.elapsed();
-    assert_eq!(o.code, Some(2), "{o}");
+    assert_eq!(o.code, Some(4), "{o}");
     assert!(
         o.stderr
             .contains(&format!("connection refused at 127.0.0.1:{port}")),
@@ -217,7 +217,7 @@ fn last_line(o: &Output) -> serde_json::Value {
 fn a_missing_agent_program_ends_with_an_environment_complete_line() {
     let repo = Repo::new(&plan("p", vec![task("T-1")]), "/nonexistent/agent-prog");
     let o = run(&repo, &["run", "plan.json", "--headless"]);
-    assert_eq!(o.code, Some(2), "{o}");
+    assert_eq!(o.code, Some(4), "{o}");
     let last = last_line(&o);
     assert_eq!(last["end"], "environment", "{o}");
     assert!(
@@ -235,7 +235,7 @@ fn no_repository_and_a_refused_plan_end_with_a_complete_line_too() {
     let outside = repo.home.join("elsewhere");
     std::fs::create_dir_all(&outside).unwrap();
     let o = run_in(&repo, &outside, &["run", "--headless"]);
-    assert_eq!(o.code, Some(2), "{o}");
+    assert_eq!(o.code, Some(4), "{o}");
     let last = last_line(&o);
     assert_eq!(last["end"], "environment", "{o}");
     assert!(
@@ -269,7 +269,7 @@ fn an_unreachable_database_ends_with_an_environment_complete_line() {
     let o = repo
         .spawn(&["--database-url", &url, "run", "plan.json", "--headless"])
         .wait(Duration::from_secs(90));
-    assert_eq!(o.code, Some(2), "{o}");
+    assert_eq!(o.code, Some(4), "{o}");
     let last = last_line(&o);
     assert_eq!(last["end"], "environment", "{o}");
     assert!(

@@ -300,7 +300,7 @@ fn environment_errors_exit_two_and_usage_errors_exit_one() {
             "status",
         ],
     );
-    assert_eq!(o.status.code(), Some(2), "{:?}", text(&o));
+    assert_eq!(o.status.code(), Some(4), "{:?}", text(&o));
     assert!(text(&o).1.contains("127.0.0.1"), "{:?}", text(&o));
     let o = whilly(dir.path(), &["plan", "nonsense"]);
     assert_eq!(o.status.code(), Some(1));

@@ -65,6 +65,13 @@ fn failed_run() -> tempfile::TempDir {
     std::fs::write(p.join("plan.json"), plan.to_string()).unwrap();
     let run = whilly(p, &["run", "plan.json", "--headless"]);
     assert_eq!(run.status.code(), Some(1), "{}", err(&run));
+    let complete: serde_json::Value =
+        serde_json::from_str(out(&run).lines().last().expect("a complete line")).unwrap();
+    assert_eq!(
+        complete["stuck"],
+        serde_json::json!([{"task_id": "B", "status": "PENDING", "why": "blocked: A FAILED"}]),
+        "each stuck task with its reason"
+    );
     // The run ends saying, per unfinished task, why and what to do.
     let said = err(&run);
     assert!(
@@ -111,6 +118,13 @@ fn the_trail_is_one_short_line_per_event_and_a_task_is_steered_from_the_shell() 
     let json = out(&whilly(p, &["events", "--plan", "tk", "--json"]));
     assert!(json.contains("assert 399 == 0"), "the JSON has the payload");
 
+    // The plan's table says what blocks B, and the run's last line carried it too.
+    let table = out(&whilly(p, &["plan", "show", "tk"]));
+    assert!(
+        table.contains("PENDING (blocked: A FAILED)"),
+        "plan show: {table}"
+    );
+
     let show = whilly(p, &["task", "show", "B"]);
     assert!(show.status.success(), "{}", err(&show));
     let b = out(&show);
@@ -146,11 +160,16 @@ fn the_trail_is_one_short_line_per_event_and_a_task_is_steered_from_the_shell() 
 
     let skip = whilly(p, &["task", "skip", "A"]);
     assert!(skip.status.success(), "{}", err(&skip));
-    assert!(out(&skip).contains("is SKIPPED"), "{}", out(&skip));
+    let said = out(&skip);
+    // A dependency is met only when DONE: skipping A leaves B waiting, and says so.
+    assert!(
+        said.contains("is SKIPPED") && said.contains("B depend on it and wait"),
+        "{said}"
+    );
     let b = out(&whilly(p, &["task", "show", "B"]));
     assert!(
-        !b.contains("blocked:"),
-        "B no longer waits on a failed task: {b}"
+        b.contains("blocked: A SKIPPED") && b.contains("whilly task skip B"),
+        "B waits on a skipped task: {b}"
     );
 
     // A missing task, and one id in two plans, are refused with what to do.

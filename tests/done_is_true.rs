@@ -73,7 +73,7 @@ fn a_check_whose_program_is_missing_is_found_before_any_agent_runs() {
 
     // The run refuses before any agent is paid: exit 2, naming the program, task and fix.
     let o = run_with_path(&repo, &path, &["run", "plan.json", "--headless"]);
-    assert_eq!(o.code, Some(2), "{o}");
+    assert_eq!(o.code, Some(4), "{o}");
     assert!(
         o.stderr.contains("program `pytest` is not on PATH")
             && o.stderr.contains("T-1 test_steps[0]")
@@ -301,7 +301,7 @@ fn a_branch_being_rebased_is_never_moved_and_the_work_lands_after() {
     // A run cannot start while a rebase holds the branch; after it, `whilly merge` lands it.
     start_rebase(&repo);
     let o = repo.run(&["run", "plan.json", "--headless"], LIMIT);
-    assert_eq!(o.code, Some(2), "{o}");
+    assert_eq!(o.code, Some(4), "{o}");
     assert!(
         o.stderr
             .contains(&format!("a rebase of {branch} is in progress")),
@@ -316,7 +316,7 @@ fn a_branch_being_rebased_is_never_moved_and_the_work_lands_after() {
     // A detached HEAD is said before any agent runs.
     repo.git(&["checkout", "-q", "--detach"]);
     let o = repo.run(&["run", "plan.json", "--headless"], LIMIT);
-    assert_eq!(o.code, Some(2), "{o}");
+    assert_eq!(o.code, Some(4), "{o}");
     assert!(o.stderr.contains("HEAD is detached"), "{o}");
 }
 

@@ -604,7 +604,15 @@ fn handoff_blocked_parks_the_task() {
     let out = run.wait(Duration::from_secs(20));
     assert_eq!(out.code, Some(1), "{out}");
     assert_eq!(repo.task("p", "T-1")["status"], "BLOCKED");
-    assert_eq!(out.complete()["stuck"], serde_json::json!(["T-1"]));
+    let stuck = &out.complete()["stuck"];
+    assert_eq!(stuck[0]["task_id"], "T-1", "{stuck}");
+    assert_eq!(stuck[0]["status"], "BLOCKED", "{stuck}");
+    assert!(
+        stuck[0]["why"]
+            .as_str()
+            .is_some_and(|w| w.starts_with("BLOCKED")),
+        "the reason travels with the id: {stuck}"
+    );
 }
 
 // 12c. A malformed result.json is reported and the task keeps waiting for a valid one.
@@ -818,10 +826,23 @@ fn same_task_id_waiting_in_two_plans() {
         .whilly(&["handoff", "show", "T-1", "--plan", "q"])
         .output()
         .unwrap();
+    let shown = String::from_utf8_lossy(&show.stdout).into_owned();
+    assert!(shown.contains("plan q"), "{shown}");
+    // For a person: the task and the commands that answer it, not the agent's envelope.
     assert!(
-        String::from_utf8_lossy(&show.stdout).contains("plan q"),
-        "{}",
-        String::from_utf8_lossy(&show.stdout)
+        shown.contains("Acceptance criteria:")
+            && shown.contains("whilly handoff complete T-1 --plan q --status complete"),
+        "{shown}"
+    );
+    assert!(!shown.to_lowercase().contains("<promise>"), "{shown}");
+    let envelope = repo
+        .whilly(&["handoff", "show", "T-1", "--plan", "q", "--prompt"])
+        .output()
+        .unwrap();
+    let envelope = String::from_utf8_lossy(&envelope.stdout).into_owned();
+    assert!(
+        envelope.contains("<promise>"),
+        "--prompt keeps the envelope: {envelope}"
     );
 
     assert!(answer(Some("q"), "blocked").status.success());
@@ -871,7 +892,7 @@ fn a_missing_default_agent_is_not_needed_when_every_task_names_its_own() {
             &[],
         )
         .wait(Duration::from_secs(60));
-    assert_eq!(out.code, Some(2), "{out}");
+    assert_eq!(out.code, Some(4), "{out}");
     assert!(out.stderr.contains("claude"), "{out}");
 }
 

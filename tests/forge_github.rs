@@ -341,7 +341,7 @@ fn a_refused_token_and_a_missing_issue_say_what_and_where() {
     let f = Forge::new();
     f.gh.set_token("ghp_anotheraccepted00000000000000000000");
     let out = f.whilly(&["plan", "import", &format!("gh:{REPO}")]);
-    assert_eq!(out.code, Some(2), "{}", out.stderr);
+    assert_eq!(out.code, Some(4), "{}", out.stderr);
     assert!(out.stderr.contains("WHILLY_GITHUB_TOKEN"), "{}", out.stderr);
     assert!(out.stderr.contains("refused"), "{}", out.stderr);
     f.gh.set_token(DEFAULT_TOKEN);

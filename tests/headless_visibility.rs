@@ -96,3 +96,130 @@ fn a_waiting_handoff_is_said_with_its_answer_and_answering_it_ends_the_run() {
     );
     assert!(err.contains("imported plan hv with 1 task "), "{err}");
 }
+
+/// A repository with a command agent that takes a moment per task, and a plan of `n` tasks.
+fn repo_with_agent(n: usize) -> tempfile::TempDir {
+    let tasks: Vec<serde_json::Value> = (1..=n)
+        .map(|i| {
+            serde_json::json!({"id": format!("W-{i}"), "priority": "high",
+                "description": format!("Write file w{i}.txt with the task's number in it"),
+                "acceptance_criteria": ["the file exists"], "test_steps": ["true"]})
+        })
+        .collect();
+    let dir = repo_with(serde_json::json!({"plan_id": "wt", "project": "wt", "tasks": tasks}));
+    let p = dir.path();
+    let agent = p.join(".agent.sh");
+    std::fs::write(
+        &agent,
+        "#!/bin/sh\nsleep 0.3\necho $$ > out-$$.txt\necho '<promise>COMPLETE</promise>'\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(
+        p.join("whilly.toml"),
+        format!(
+            "[run]\nagent = \"command\"\n[agents.command]\ntemplate = \"{}\"\n",
+            agent.display()
+        ),
+    )
+    .unwrap();
+    let imported = whilly(p)
+        .args(["plan", "import", "plan.json"])
+        .output()
+        .unwrap();
+    assert!(imported.status.success(), "{imported:?}");
+    dir
+}
+
+fn claimers(p: &Path) -> Vec<String> {
+    let o = whilly(p)
+        .args(["events", "--plan", "wt", "--json"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|e| e["event_type"] == "task.claimed")
+        .map(|e| e["worker_id"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+#[test]
+fn a_watcher_claims_nothing_while_a_worker_says_each_task_it_starts_and_ends() {
+    for flags in [&["--watch"][..], &["-j", "0"][..]] {
+        let dir = repo_with_agent(3);
+        let p = dir.path();
+        // The watcher first: with zero slots it must leave every task to the worker.
+        let mut args = vec!["run", "--plan", "wt", "--headless"];
+        args.extend_from_slice(flags);
+        let watcher = whilly(p)
+            .args(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Long enough for a watcher that would claim to have claimed.
+        std::thread::sleep(Duration::from_millis(1500));
+        assert!(claimers(p).is_empty(), "{flags:?}: the watcher claimed");
+        let worker = whilly(p)
+            .args(["worker", "--until-idle", "--plan", "wt"])
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&worker.stdout).into_owned();
+        assert!(
+            worker.status.success(),
+            "{said}{}",
+            String::from_utf8_lossy(&worker.stderr)
+        );
+        let out = watcher.wait_with_output().unwrap();
+        let last = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .last()
+            .unwrap_or_default()
+            .to_string();
+        let complete: serde_json::Value = serde_json::from_str(&last).unwrap();
+        assert_eq!(
+            complete["exit_code"], 0,
+            "{flags:?}: the watcher saw the end: {last}"
+        );
+        let who = claimers(p);
+        assert_eq!(who.len(), 3, "{who:?}");
+        // The worker names itself first thing on stderr: `whilly worker ID: …`.
+        let stderr = String::from_utf8_lossy(&worker.stderr);
+        let id = stderr
+            .split_whitespace()
+            .nth(2)
+            .map(|w| w.trim_end_matches(':'))
+            .expect("the worker's id");
+        assert!(
+            who.iter().all(|w| w == id),
+            "{flags:?}: only the worker ({id}) claimed: {who:?}"
+        );
+        // One line per task started and per task ended, nothing else.
+        for i in 1..=3 {
+            let lines: Vec<&str> = said
+                .lines()
+                .filter(|l| l.contains(&format!("wt/W-{i}")))
+                .collect();
+            assert!(
+                lines.iter().any(|l| l.contains("task.started"))
+                    && lines.iter().any(|l| l.contains("task.done")),
+                "W-{i}: {said}"
+            );
+        }
+        assert_eq!(said.lines().count(), 6, "{said}");
+    }
+    // --json: the same lines as the trail's events.
+    let dir = repo_with_agent(2);
+    let json = whilly(dir.path())
+        .args(["worker", "--until-idle", "--plan", "wt", "--json"])
+        .output()
+        .unwrap();
+    let events: Vec<serde_json::Value> = String::from_utf8_lossy(&json.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON event per line"))
+        .collect();
+    assert_eq!(events.len(), 4, "{events:?}");
+    assert!(events.iter().all(|e| e["plan_id"] == "wt"), "{events:?}");
+}

@@ -192,7 +192,7 @@ fn a_refused_token_and_a_busy_site_say_what_to_do() {
     );
     s.jira.set_credentials(DEFAULT_USER, "another-token");
     let out = s.whilly(&["plan", "import", "jira:project = ABC"]);
-    assert_eq!(out.code, Some(2), "{}", out.stderr);
+    assert_eq!(out.code, Some(4), "{}", out.stderr);
     assert!(
         out.stderr.contains("refused the credentials"),
         "{}",

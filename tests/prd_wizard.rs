@@ -350,7 +350,7 @@ fn challenge_prints_the_agents_critique_and_failures_are_typed() {
             "plan.json",
         ],
     );
-    assert_eq!(out.code, Some(2), "{out}");
+    assert_eq!(out.code, Some(4), "{out}");
     assert!(out.stderr.contains("agents.fake.bin"), "{out}");
 }
 

@@ -1251,7 +1251,7 @@ fn a_lasting_outage_stops_the_agents_and_exits_2_naming_the_database() {
     assert_eq!(kill(run.pid, 0), 0, "the agent runs on meanwhile");
     let out = worker.wait(Duration::from_secs(60));
     let gave_up = cut.elapsed();
-    assert_eq!(out.code, Some(2), "{out}");
+    assert_eq!(out.code, Some(4), "{out}");
     assert!(
         out.stderr.contains("did not answer for") && out.stderr.contains(db.name()),
         "the message names the database: {out}"

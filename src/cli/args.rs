@@ -18,7 +18,7 @@ The queue is embedded (SQLite under .whilly/) unless WHILLY_DATABASE_URL points 
 whilly plan check tasks.json\n  whilly plan import tasks.json --budget 20\n  \
 whilly my-plan               # the console on an imported plan (or: whilly tasks.json)\n  \
 whilly plan show my-plan\n  whilly events --plan my-plan --follow\n\n\
-Exit codes: 0 ok, 1 invalid input or failed work, 2 environment error, 130 interrupted.",
+Exit codes: 0 ok, 1 invalid input or failed work, 2 budget exhausted, 4 environment error (database unreachable, agent missing, credentials refused), 130 interrupted.",
     override_usage = "whilly [OPTIONS] [PLAN]\n       whilly [OPTIONS] <COMMAND>"
 )]
 pub struct Cli {
@@ -140,7 +140,7 @@ echo 'COMPLETE=fish whilly | source' >> ~/.config/fish/config.fish"
     #[command(
         after_help = "Examples:\n  whilly run tasks.json --budget 10\n  whilly run --plan demo --parallel 4 --agent claude\n  \
 whilly run tasks.json --timeout 2h --headless\n  whilly run --plan demo --resume      # after a crash\n\n\
-Exit codes: 0 all DONE (SKIPPED allowed), 1 some FAILED, 2 budget exhausted (or environment error), 3 timeout, 130 interrupted."
+Exit codes: 0 all DONE (SKIPPED allowed), 1 some FAILED, 2 budget exhausted, 3 timeout, 4 environment error, 130 interrupted."
     )]
     Run(RunArgs),
     /// The operator console: the run with every agent's terminal live in a pane.
@@ -193,7 +193,7 @@ whilly forge octo-org/api/42 --as-task      # the issue is the task; no planning
 whilly forge --compose GH-42                # push and open the PR of a task whose PR failed\n\n\
 The issue maps to plan gh-OWNER-REPO-N: a second forge resumes or reports it. An issue too vague \
 to work on gets one comment saying what is missing, and nothing runs (exit 1).\n\
-Exit codes: as `whilly run`; 1 bad input (issue not found, too vague), 2 environment (no or a refused token)."
+Exit codes: as `whilly run`; 1 bad input (issue not found, too vague), 4 environment (no or a refused token)."
     )]
     Forge(ForgeArgs),
     /// Serve the queue over HTTP (read-only): health, Prometheus metrics, the event stream.
@@ -382,7 +382,7 @@ pub enum PrdCommand {
 whilly prd new --idea \"…\" --answers-file answers.txt --import\n  \
 whilly prd new --idea \"…\" --no-interview --plan-out plan.json --agent claude\n  \
 whilly prd new --idea \"…\" --no-interview --merge-into my-plan\n\n\
-Exit codes: 0 ok, 1 no usable plan (the raw reply is kept under .whilly/prd/) or tasks failing the decision gate (not imported or merged; the plan file is kept), 2 agent missing, 130 interrupted."
+Exit codes: 0 ok, 1 no usable plan (the raw reply is kept under .whilly/prd/) or tasks failing the decision gate (not imported or merged; the plan file is kept), 4 agent missing, 130 interrupted."
     )]
     New {
         /// The idea, in a sentence or a page.
@@ -434,9 +434,13 @@ pub struct RunArgs {
     /// JSON lines on stdout instead of the console (also without a terminal).
     #[arg(long)]
     pub headless: bool,
-    /// Agents running at once (default: run.parallel, 3).
+    /// Agents running at once (default: run.parallel, 3); 0 claims no task, as --watch.
     #[arg(long, short = 'j', value_name = "N")]
     pub parallel: Option<usize>,
+    /// Claim no task: only watch the plan while other workers run it (the way to watch a
+    /// shared queue; same as -j 0).
+    #[arg(long, conflicts_with = "parallel")]
+    pub watch: bool,
     /// The agent for tasks that name none (default: run.agent, claude).
     #[arg(long, value_name = "NAME")]
     pub agent: Option<String>,
@@ -452,6 +456,13 @@ pub struct RunArgs {
     /// Also serve health, metrics and the event stream on ADDR (see `whilly serve`).
     #[arg(long, value_name = "ADDR")]
     pub http: Option<String>,
+}
+
+impl RunArgs {
+    /// The slots asked for: `--watch` is zero, and so is `-j 0`.
+    pub fn slots(&self) -> Option<usize> {
+        if self.watch { Some(0) } else { self.parallel }
+    }
 }
 
 #[derive(Debug, Args, Clone)]
@@ -472,9 +483,10 @@ pub struct WorkerArgs {
     /// Only this plan's tasks.
     #[arg(long, value_name = "ID", add = ArgValueCompleter::new(complete::plan_ids))]
     pub plan: Option<String>,
-    /// Agents running at once (default: run.parallel, 3).
-    #[arg(long, value_name = "N")]
-    pub slots: Option<usize>,
+    /// Agents running at once (default: run.parallel, 3; at least 1 — to watch, use
+    /// `whilly tui --watch`).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub slots: Option<u16>,
     /// This worker's tags; tasks that require tags go only to workers having all of them.
     #[arg(long, value_delimiter = ',', value_name = "TAG,…")]
     pub tags: Vec<String>,
@@ -488,6 +500,9 @@ pub struct WorkerArgs {
     /// Also serve health, metrics and the event stream on ADDR (see `whilly serve`).
     #[arg(long, value_name = "ADDR")]
     pub http: Option<String>,
+    /// The task lines on stdout as JSON events (one per line) instead of text.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -517,7 +532,8 @@ pub enum TaskCommand {
         #[arg(long, default_value = "operator retry (cli)")]
         reason: String,
     },
-    /// SKIPPED: it will not run, and the tasks that depend on it may.
+    /// SKIPPED: it will not run; tasks that depend on it keep waiting (a dependency is met only
+    /// when DONE).
     Skip {
         /// The task's id (see `whilly plan show PLAN`).
         #[arg(value_name = "TASK_ID", add = ArgValueCompleter::new(complete::task_ids))]
@@ -554,6 +570,9 @@ pub enum HandoffCommand {
         /// The task's plan, when tasks of several plans with this id are waiting.
         #[arg(long, value_name = "ID", add = ArgValueCompleter::new(complete::plan_ids))]
         plan: Option<String>,
+        /// Print the prompt as an agent would get it (the whole envelope), not the task.
+        #[arg(long)]
+        prompt: bool,
     },
     /// Answer a waiting task (writes its result.json atomically).
     #[command(
@@ -627,6 +646,30 @@ Exit status 1 when there are errors (with --strict, decision-gate warnings are e
         #[arg(long)]
         json: bool,
     },
+    /// Write a starter plan (two small tasks that run as written) and the plan schema beside it.
+    #[command(
+        after_help = "Examples:\n  whilly plan new                 # tasks.json in the current directory\n  \
+whilly plan new sprint.json --project billing\n\n\
+Also writes whilly-plan.schema.json next to the plan, so an editor validates it through its \
+\"$schema\". The fields: docs/plan-format.md."
+    )]
+    New {
+        /// The plan file to write.
+        #[arg(default_value = "tasks.json")]
+        file: PathBuf,
+        /// The project name (default: the repository's directory name).
+        #[arg(long)]
+        project: Option<String>,
+        /// Replace the file if it exists.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Print the JSON Schema of plan files (for editors: point a plan's "$schema" at it).
+    #[command(
+        after_help = "Examples:\n  whilly plan schema > whilly-plan.schema.json\n  \
+then in tasks.json: \"$schema\": \"./whilly-plan.schema.json\""
+    )]
+    Schema,
     /// The deterministic TRIZ report of a plan (a file, or an imported plan's id).
     #[command(
         after_help = "Examples:\n  whilly plan triz tasks.json\n  whilly plan triz my-plan --json\n  whilly plan triz tasks.json --strict   # exit 1 on revise/reject\n  \

@@ -29,6 +29,7 @@ pub(crate) async fn run(global: super::args::GlobalArgs, args: DemoArgs) -> anyh
         plan: None,
         headless: args.headless,
         parallel: Some(3),
+        watch: false,
         agent: None,
         budget: None,
         timeout: None,

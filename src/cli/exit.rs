@@ -1,15 +1,18 @@
 //! Process exit codes, shared by every command.
 
+use crate::domain::exit_codes;
 use crate::store::StoreError;
 
 pub(crate) const OK: i32 = 0;
 /// Invalid input or failed work.
 pub(crate) const FAILED: i32 = 1;
-/// Environment error: database unreachable, missing binary.
-pub(crate) const ENVIRONMENT: i32 = 2;
-pub(crate) const INTERRUPTED: i32 = 130;
+/// The budget is spent (as in the original).
+pub(crate) const BUDGET: i32 = exit_codes::BUDGET_EXHAUSTED;
+/// Environment error: database unreachable, missing binary, refused credentials.
+pub(crate) const ENVIRONMENT: i32 = exit_codes::ENVIRONMENT;
+pub(crate) const INTERRUPTED: i32 = exit_codes::INTERRUPTED;
 
-/// Marks an error as an environment problem (exit 2) when it is not a `StoreError`.
+/// Marks an error as an environment problem (exit 4) when it is not a `StoreError`.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 pub(crate) struct EnvironmentError(pub String);

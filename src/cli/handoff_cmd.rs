@@ -63,22 +63,11 @@ pub(crate) async fn run(ctx: &Context, cmd: HandoffCommand) -> anyhow::Result<i3
             );
             Ok(exit::OK)
         }
-        HandoffCommand::Show { task_id, plan } => {
-            let task_dir = dir.find(&task_id, plan.as_deref())?;
-            let meta = read_meta(&task_dir)?;
-            let prompt = read_prompt(&task_dir).unwrap_or_default();
-            outln!(
-                "task {}  plan {}  since {}",
-                meta.task_id,
-                meta.plan_id,
-                meta.started_at
-            );
-            outln!("work in: {}", meta.cwd.display());
-            outln!("answer:  {}", task_dir.join("result.json").display());
-            outln!("state:   {}\n", state_text(&poll_dir(&task_dir)));
-            out!("{prompt}");
-            Ok(exit::OK)
-        }
+        HandoffCommand::Show {
+            task_id,
+            plan,
+            prompt,
+        } => show(ctx, &dir, &task_id, plan.as_deref(), prompt).await,
         HandoffCommand::Complete {
             task_id,
             plan,
@@ -137,4 +126,57 @@ fn state_text(p: &HandoffPoll) -> String {
         HandoffPoll::Malformed(why) => format!("result.json is malformed: {why}"),
         HandoffPoll::Result(r) => format!("answered: {}", r.status),
     }
+}
+
+/// `whilly handoff show`: the waiting task for a person, and the commands that answer it.
+async fn show(
+    ctx: &Context,
+    dir: &HandoffDir,
+    task_id: &str,
+    plan: Option<&str>,
+    prompt: bool,
+) -> anyhow::Result<i32> {
+    let task_dir = dir.find(task_id, plan)?;
+    let meta = read_meta(&task_dir)?;
+    if prompt {
+        out!("{}", read_prompt(&task_dir).unwrap_or_default());
+        return Ok(exit::OK);
+    }
+    outln!(
+        "task {}  plan {}  waiting since {}",
+        meta.task_id,
+        meta.plan_id,
+        meta.started_at.format("%Y-%m-%d %H:%M")
+    );
+    outln!("work in: {}", meta.cwd.display());
+    outln!("state:   {}\n", state_text(&poll_dir(&task_dir)));
+    // The task as written, for a person; the agent's envelope is behind --prompt.
+    let brief = match ctx.store().await {
+        Ok(store) => store
+            .get_task(&meta.plan_id, &meta.task_id)
+            .await
+            .map(|t| t.spec.brief())
+            .ok(),
+        Err(_) => None,
+    };
+    match brief {
+        Some(b) => outln!("{b}\n"),
+        None => outln!(
+            "(the task is not in the queue any more; `--prompt` prints what was handed over)\n"
+        ),
+    }
+    let plan_flag = format!(" --plan {}", meta.plan_id);
+    outln!(
+        "when it is done:   whilly handoff complete {}{plan_flag} --status complete --message \"…\"",
+        meta.task_id
+    );
+    outln!(
+        "if you cannot:     whilly handoff complete {}{plan_flag} --status blocked --message \"why\"",
+        meta.task_id
+    );
+    outln!(
+        "the agent's prompt: whilly handoff show {}{plan_flag} --prompt",
+        meta.task_id
+    );
+    Ok(exit::OK)
 }

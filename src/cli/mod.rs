@@ -46,6 +46,7 @@ pub(crate) mod merge_cmd;
 pub(crate) mod plan_checks;
 pub(crate) mod plan_choice;
 pub(crate) mod plan_cmd;
+pub(crate) mod plan_new;
 pub(crate) mod plan_preflight;
 pub(crate) mod plan_view;
 pub(crate) mod prd_cmd;
@@ -55,6 +56,7 @@ pub(crate) mod serve_cmd;
 pub(crate) mod signals;
 pub(crate) mod task_cmd;
 pub(crate) mod tui_cmd;
+pub(crate) mod worker_lines;
 pub(crate) mod worktrees_cmd;
 
 use args::{Cli, Command};
@@ -245,7 +247,9 @@ fn needs_repo(command: &Command) -> bool {
         Command::Config(_) | Command::Bench(_) | Command::Completions { .. } | Command::Demo(_) => {
             false
         }
-        Command::Plan(PlanCommand::Check { .. }) => false,
+        Command::Plan(
+            PlanCommand::Check { .. } | PlanCommand::New { .. } | PlanCommand::Schema,
+        ) => false,
         Command::Plan(PlanCommand::Triz { target, .. }) => !std::path::Path::new(target).is_file(),
         Command::Plan(PlanCommand::Challenge { plan_file, .. }) => plan_file.is_none(),
         _ => true,

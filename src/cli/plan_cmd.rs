@@ -17,6 +17,15 @@ use std::sync::Arc;
 pub(crate) async fn run(ctx: &Context, cmd: PlanCommand) -> anyhow::Result<i32> {
     match cmd {
         PlanCommand::Check { file, strict, json } => check(ctx, &file, strict, json),
+        PlanCommand::New {
+            file,
+            project,
+            force,
+        } => super::plan_new::new_plan(ctx, &file, project.as_deref(), force),
+        PlanCommand::Schema => {
+            out!("{}", plan::starter::PLAN_SCHEMA);
+            Ok(exit::OK)
+        }
         PlanCommand::Triz {
             target,
             json,
@@ -347,7 +356,7 @@ fn describe_import(r: &ImportReport, store: &dyn Store) -> String {
         ));
     } else if !r.changed_anything() {
         out.push_str(&format!(
-            "plan {} is already imported and unchanged; nothing to do\n",
+            "plan {} is already imported and unchanged (the queue keeps its state)\n",
             r.plan_id
         ));
     } else {

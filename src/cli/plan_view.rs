@@ -79,8 +79,14 @@ pub(crate) fn budget_text(plan: &PlanRecord) -> String {
     }
 }
 
-/// How a task's readiness reads in a table.
-pub(crate) fn task_state_text(t: &TaskRecord) -> String {
+/// How a task's readiness reads in a table; `status_of`: the plan's tasks, to say which
+/// failed dependency blocks a pending task.
+pub(crate) fn task_state_text(t: &TaskRecord, status_of: &HashMap<&str, Status>) -> String {
+    if t.status == Status::Pending
+        && let Some(why) = crate::engine::stuck::why_stuck(t, status_of)
+    {
+        return format!("PENDING ({why})");
+    }
     match t.status {
         Status::Pending if t.pending_deps > 0 => format!("PENDING (waits on {})", t.pending_deps),
         Status::Pending => "PENDING (ready)".to_string(),
@@ -104,10 +110,11 @@ pub(crate) fn render_task_table(tasks: &[TaskRecord]) -> String {
         "COST".into(),
         "DEPENDS ON".into(),
     ]];
+    let status_of = crate::engine::stuck::statuses(tasks);
     for t in tasks {
         rows.push(vec![
             t.id.clone(),
-            task_state_text(t),
+            task_state_text(t, &status_of),
             t.priority.to_string(),
             t.tries_text(),
             t.cost.to_string(),

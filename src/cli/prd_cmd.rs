@@ -104,7 +104,7 @@ pub(crate) fn one_shot_from_config(
     )?)
 }
 
-/// A missing or unstartable agent is an environment problem (exit 2).
+/// A missing or unstartable agent is an environment problem (exit 4).
 fn lift_agent(e: OneShotError) -> anyhow::Error {
     match e {
         OneShotError::Agent(crate::agent::AgentError::BinaryNotFound { .. })

@@ -112,7 +112,7 @@ pub(crate) async fn prepare_run_in(
         ctx,
         &cfg,
         args.agent.clone(),
-        args.parallel,
+        args.slots(),
         args.timeout.as_deref(),
     )?;
     Ok(setup::prepare(req, store, plan_id, sessions, may_observe).await?)
@@ -255,7 +255,13 @@ pub(crate) async fn worker(ctx: &Context, args: WorkerArgs) -> anyhow::Result<i3
         None => None,
     };
     let store = patiently("opening the queue", || ctx.store()).await?;
-    let req = run_request(ctx, &cfg, args.agent.clone(), args.slots, None)?;
+    let req = run_request(
+        ctx,
+        &cfg,
+        args.agent.clone(),
+        args.slots.map(usize::from),
+        None,
+    )?;
     let (mut engine_cfg, executor) = setup::prepare_worker(req, store.clone())?;
     say_sandbox(ctx);
     say_unshared_landing(ctx, store.info().backend);
@@ -278,9 +284,24 @@ pub(crate) async fn worker(ctx: &Context, args: WorkerArgs) -> anyhow::Result<i3
             .unwrap_or_default()
     );
     let shutdown = signals::shutdown_channel();
+    let (stop_lines, lines_stop) = tokio::sync::oneshot::channel();
+    let lines = tokio::spawn(super::worker_lines::follow(
+        store.clone(),
+        worker_id.clone(),
+        args.json,
+        lines_stop,
+    ));
     let summary = Engine::new(store.clone(), Arc::new(executor), engine_cfg, shutdown)
         .run()
         .await;
+    // The last task's end is in the trail by now: the lines say it, then stop.
+    let _ = stop_lines.send(());
+    if tokio::time::timeout(Duration::from_secs(2), lines)
+        .await
+        .is_err()
+    {
+        tracing::warn!("worker lines: the trail did not answer at the end");
+    }
     presence.stop().await;
     let summary = summary?;
     let (code, why) = worker_exit(summary.end);
@@ -297,7 +318,7 @@ fn worker_exit(end: RunEnd) -> (i32, &'static str) {
     match end {
         RunEnd::Interrupted => (exit::INTERRUPTED, "stopped"),
         RunEnd::BudgetExhausted => (
-            exit::ENVIRONMENT,
+            exit::BUDGET,
             "stopped: the work left waits for budget (raise it with `whilly plan import FILE --budget USD`)",
         ),
         RunEnd::TimedOut => (3, "stopped: run timeout"),
@@ -404,7 +425,7 @@ async fn set_budget(
 }
 
 /// How long the engine commands wait, at start, for a queue that does not answer yet (a server
-/// restarting or out of connections); an unreachable one still ends them with exit 2 after it.
+/// restarting or out of connections); an unreachable one still ends them with exit 4 after it.
 const STARTUP_WAIT: Duration = Duration::from_secs(30);
 /// How long they wait for a connection slot on a server that is up but full.
 const FULL_WAIT: Duration = Duration::from_secs(600);

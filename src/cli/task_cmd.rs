@@ -30,12 +30,27 @@ pub(crate) async fn run(ctx: &Context, cmd: TaskCommand) -> anyhow::Result<i32> 
         }
         TaskCommand::Skip { reason, .. } => {
             let t = store.skip_task(&task.plan_id, &task.id, &reason).await?;
+            // A dependency is met only when DONE: the work a dependant builds on is not there.
+            let waiting: Vec<String> = store
+                .list_tasks(&t.plan_id)
+                .await?
+                .into_iter()
+                .filter(|d| !d.status.is_terminal() && d.spec.dependencies.contains(&t.id))
+                .map(|d| d.id)
+                .collect();
             outln!(
-                "{} (plan {}) is {}: it will not run; tasks that depend on it may",
+                "{} (plan {}) is {}: it will not run",
                 t.id,
                 t.plan_id,
                 t.status
             );
+            if !waiting.is_empty() {
+                outln!(
+                    "{} depend on it and wait (a dependency is met only when DONE): skip them too, or `whilly task retry {}` later",
+                    waiting.join(", "),
+                    t.id
+                );
+            }
             Ok(exit::OK)
         }
     }
@@ -112,13 +127,11 @@ async fn show(store: &dyn Store, t: &TaskRecord, json: bool) -> anyhow::Result<i
     );
     if !t.spec.dependencies.is_empty() {
         let mut deps = Vec::new();
-        let mut failed = Vec::new();
+        let mut status_of = std::collections::HashMap::new();
         for d in &t.spec.dependencies {
             let status = match store.get_task(&t.plan_id, d).await {
                 Ok(dep) => {
-                    if dep.status == crate::domain::Status::Failed {
-                        failed.push(d.as_str());
-                    }
+                    status_of.insert(d.as_str(), dep.status);
                     dep.status.to_string()
                 }
                 Err(_) => "not in the plan".to_string(),
@@ -126,12 +139,18 @@ async fn show(store: &dyn Store, t: &TaskRecord, json: bool) -> anyhow::Result<i
             deps.push(format!("{d} ({status})"));
         }
         outln!("depends on: {}", deps.join(", "));
-        if t.status == crate::domain::Status::Pending && !failed.is_empty() {
+        if t.status == crate::domain::Status::Pending
+            && let Some(why) = crate::engine::stuck::why_stuck(t, &status_of)
+        {
+            let first = t
+                .spec
+                .dependencies
+                .iter()
+                .find(|d| status_of.get(d.as_str()).is_some_and(|s| s.is_terminal()))
+                .map_or("DEP", String::as_str);
             outln!(
-                "blocked: {} FAILED; it runs once that is DONE (`whilly task retry {}`) or SKIPPED (`whilly task skip {}`)",
-                failed.join(", "),
-                failed[0],
-                failed[0]
+                "{why}; it runs once that is DONE (`whilly task retry {first}`), or give it up too (`whilly task skip {}`)",
+                t.id
             );
         }
     }

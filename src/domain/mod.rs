@@ -3,6 +3,7 @@
 pub(crate) mod checks;
 pub(crate) mod dispatch;
 pub(crate) mod doctor;
+pub mod exit_codes;
 pub(crate) mod graph;
 pub(crate) mod ids;
 pub(crate) mod landing_lint;

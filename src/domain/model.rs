@@ -147,6 +147,28 @@ pub struct TaskSpec {
     pub extra: Map<String, Value>,
 }
 
+impl TaskSpec {
+    /// The task for a person: its description, then its acceptance criteria, test steps and key
+    /// files as lists (what the console's inbox and `whilly handoff show` print, never the
+    /// agent's prompt envelope).
+    pub fn brief(&self) -> String {
+        let mut out = self.description.trim().to_string();
+        for (title, items) in [
+            ("Acceptance criteria", &self.acceptance_criteria),
+            ("Test steps", &self.test_steps),
+            ("Key files", &self.key_files),
+        ] {
+            if !items.is_empty() {
+                out.push_str(&format!("\n\n{title}:"));
+                for i in items {
+                    out.push_str(&format!("\n- {i}"));
+                }
+            }
+        }
+        out
+    }
+}
+
 /// A whole plan: its settings and its tasks, in file order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct PlanSpec {

@@ -58,7 +58,7 @@ pub(crate) fn unavailable(cfg: &Config, name: &str) -> Option<String> {
     }
 }
 
-/// Builds every named agent now, so a missing binary stops the run before any claim (exit 2).
+/// Builds every named agent now, so a missing binary stops the run before any claim (exit 4).
 pub(crate) fn build_agents(
     cfg: &Config,
     names: &BTreeSet<String>,

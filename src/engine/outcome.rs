@@ -1,5 +1,6 @@
 //! How a run ends, and the exit code each ending maps to.
 
+use crate::domain::exit_codes;
 use serde::Serialize;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -25,10 +26,10 @@ impl RunEnd {
         match self {
             RunEnd::AllDone => 0,
             RunEnd::SomeFailed => 1,
-            RunEnd::BudgetExhausted => 2,
-            RunEnd::TimedOut => 3,
-            RunEnd::Interrupted => 130,
-            RunEnd::Environment => 2,
+            RunEnd::BudgetExhausted => exit_codes::BUDGET_EXHAUSTED,
+            RunEnd::TimedOut => exit_codes::TIMED_OUT,
+            RunEnd::Interrupted => exit_codes::INTERRUPTED,
+            RunEnd::Environment => exit_codes::ENVIRONMENT,
             RunEnd::InvalidInput => 1,
         }
     }
@@ -61,7 +62,7 @@ pub struct RunSummary {
     pub cost_usd: f64,
     pub elapsed_sec: f64,
     /// Tasks that can never run in this plan (dependencies failed, or waiting for a human).
-    pub stuck: Vec<String>,
+    pub stuck: Vec<super::stuck::Stuck>,
     /// Tasks whose work was done and checked but did not land (see [`super::landing`]).
     pub unlanded: Vec<Unlanded>,
     /// DONE tasks whose agent changed nothing (their checks passed on the base as it was).
@@ -90,8 +91,8 @@ mod tests {
         assert_eq!(RunEnd::BudgetExhausted.exit_code(), 2);
         assert_eq!(RunEnd::TimedOut.exit_code(), 3);
         assert_eq!(RunEnd::Interrupted.exit_code(), 130);
-        // Budget and environment both exit 2, as in the original; the `end` tells them apart.
-        assert_eq!(RunEnd::Environment.exit_code(), 2);
+        // Not 2 as the original did: a script must tell a spent budget from a machine to fix.
+        assert_eq!(RunEnd::Environment.exit_code(), 4);
         assert_eq!(RunEnd::InvalidInput.exit_code(), 1);
     }
 

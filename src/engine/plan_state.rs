@@ -7,12 +7,17 @@ use crate::store::{Event, EventFilter, Store, StoreResult, TaskRecord, event_typ
 use std::time::Duration;
 
 /// `Some(end)` when nothing is left to do: in `plan_id`, or (a worker serving every plan, `None`)
-/// in any plan.
+/// in any plan. `watching`: this engine claims nothing (`--watch`), so ready work is the other
+/// workers' to do and the plan is not over while any is left.
 pub(super) async fn nothing_left(
     store: &dyn Store,
     plan_id: Option<&str>,
+    watching: bool,
 ) -> StoreResult<Option<RunEnd>> {
     if let Some(plan_id) = plan_id {
+        if watching && store.counts(plan_id).await?.ready > 0 {
+            return Ok(None);
+        }
         return plan_state(store, plan_id, false).await;
     }
     let mut budget_blocked = false;
@@ -107,14 +112,7 @@ pub(super) async fn summary(
         s.failed = tasks.iter().filter(|t| t.status == Status::Failed).count() as u64;
         s.skipped = tasks.iter().filter(|t| t.status == Status::Skipped).count() as u64;
         s.cost_usd = plan.spent.as_f64();
-        s.stuck = tasks
-            .iter()
-            .filter(|t| {
-                matches!(t.status, Status::Blocked | Status::HumanLoop)
-                    || (t.status == Status::Pending && t.pending_deps > 0)
-            })
-            .map(|t| t.id.clone())
-            .collect();
+        s.stuck = super::stuck::stuck_tasks(&tasks);
         if tasks
             .iter()
             .any(|t| t.status == Status::Done || super::landing::waits_to_merge(t))

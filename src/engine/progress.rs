@@ -52,7 +52,8 @@ pub(crate) fn summary_line(plan_id: &str, s: &RunSummary) -> String {
         s.done, s.failed, s.skipped, s.total, s.attempts, s.cost_usd, s.elapsed_sec, s.exit_code
     );
     if !s.stuck.is_empty() {
-        line.push_str(&format!(" · stuck: {}", s.stuck.join(", ")));
+        let stuck: Vec<String> = s.stuck.iter().map(ToString::to_string).collect();
+        line.push_str(&format!(" · stuck: {}", stuck.join(", ")));
     }
     line
 }

@@ -268,6 +268,11 @@ impl Scheduler {
             self.claim_due = true;
             self.news = true;
         }
+        // An observer never claims, so no fruitless claim ever quiets the store's wakeups: it
+        // looks at the plan every poll instead (one count query), to see the others finish it.
+        if self.t.observer {
+            self.news = true;
+        }
     }
 
     /// Whether to claim a task now.
@@ -372,7 +377,7 @@ impl Scheduler {
         let mut at = self.next_heartbeat.min(self.next_reap);
         let fill = self.claim_due && !self.stop_claiming && v.busy() < self.t.slots;
         let idle_checks = self.t.exit_when_idle || self.t.serving;
-        if fill || (self.news && idle_checks && v.idle()) {
+        if fill || (self.news && idle_checks && v.idle()) || self.t.observer {
             // Something is left to do that a busy store or the report interval put off:
             // look again soon.
             at = at.min(now + self.t.poll);
@@ -483,6 +488,28 @@ mod tests {
             Idle::CheckFinished,
             "a failed check is asked again"
         );
+    }
+
+    #[test]
+    fn an_observer_looks_at_the_plan_every_poll_and_never_claims() {
+        let now = Instant::now();
+        let mut s = Scheduler::new(
+            Timing {
+                slots: 0,
+                observer: true,
+                ..timing()
+            },
+            now,
+        );
+        for turn in 0..3 {
+            let at = now + Duration::from_secs(turn);
+            s.tick(at, StopLevel::Run, &idle_view());
+            s.before_claims(at);
+            assert!(!s.may_claim(&idle_view()));
+            assert_eq!(s.idle(at, &idle_view(), false), Idle::CheckFinished);
+            assert_eq!(s.finished(Ok(None)), Idle::Wait, "others still work");
+            assert_eq!(s.wake(at, &idle_view()).at, at + Duration::from_secs(1));
+        }
     }
 
     #[test]

@@ -36,6 +36,15 @@ pub(crate) struct RunRequest<'a> {
     pub timeout: Option<Duration>,
 }
 
+/// Why a console or run claims no task and only watches the others work.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Observer {
+    /// The operator asked (`--watch`, `-j 0`).
+    Watching,
+    /// Agents the plan's tasks need cannot be built here (what is missing, for each).
+    MissingAgents(String),
+}
+
 /// Everything a run needs, ready to start: the console embeds the same engine.
 pub(crate) struct RunSetup {
     pub store: Arc<dyn Store>,
@@ -47,8 +56,8 @@ pub(crate) struct RunSetup {
     pub repo_root: PathBuf,
     pub config: Config,
     pub workspaces: Arc<Workspaces>,
-    /// Why this process cannot run the plan's tasks (a missing agent), when it only watches.
-    pub observer: Option<String>,
+    /// Why this process runs none of the plan's tasks, when it only watches.
+    pub observer: Option<Observer>,
     /// The plan and its tasks as loaded while preparing: the console's first frame shows them
     /// without waiting for its own first load.
     pub initial: Option<(PlanRecord, Vec<TaskRecord>)>,
@@ -68,6 +77,8 @@ pub(crate) async fn prepare(
     let cfg = req.config;
     let plan = store.get_plan(&plan_id).await?;
     let tasks = store.list_tasks(&plan_id).await?;
+    // `--watch` / `-j 0`: zero slots means zero, so nothing here runs a check or an agent.
+    let watching = req.parallel == Some(0);
     // A check that cannot run cannot pass: said before any agent is paid, not after.
     let missing = super::checks::plan_missing_programs(
         tasks
@@ -78,7 +89,7 @@ pub(crate) async fn prepare(
         &req.repo_root,
         configure::check_policy(cfg),
     );
-    if !missing.is_empty() {
+    if !missing.is_empty() && !watching {
         return Err(SetupError::Environment(format!(
             "plan {plan_id}: checks that cannot run on this machine (nothing was started):\n  {}",
             super::checks::describe_missing(&missing).join("\n  ")
@@ -102,15 +113,15 @@ pub(crate) async fn prepare(
             names.insert(f);
         }
     }
-    let mut observer = None;
-    if may_observe {
+    let mut observer = watching.then_some(Observer::Watching);
+    if may_observe || watching {
         let missing: Vec<String> = names
             .iter()
             .filter_map(|n| configure::unavailable(cfg, n).map(|why| format!("agent {n:?}: {why}")))
             .collect();
         if !missing.is_empty() {
             names.retain(|n| configure::unavailable(cfg, n).is_none());
-            observer = Some(missing.join("; "));
+            observer.get_or_insert(Observer::MissingAgents(missing.join("; ")));
         }
     }
     let workspaces = Arc::new(open_workspaces(&req.repo_root, cfg)?);

@@ -19,7 +19,7 @@ pub(crate) enum SetupError {
 }
 
 impl SetupError {
-    /// Environment problems end a command with exit 2, like an unreachable queue.
+    /// Environment problems end a command with exit 4, like an unreachable queue.
     pub(crate) fn is_environment(&self) -> bool {
         match self {
             SetupError::Environment(_) => true,

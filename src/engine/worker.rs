@@ -571,7 +571,12 @@ impl Engine {
         if s.backs_off_any() || t.pauses.next_end(chrono::Utc::now()).is_some() {
             return Ok(None);
         }
-        super::plan_state::nothing_left(self.store.as_ref(), self.cfg.plan_id.as_deref()).await
+        super::plan_state::nothing_left(
+            self.store.as_ref(),
+            self.cfg.plan_id.as_deref(),
+            self.cfg.observer,
+        )
+        .await
     }
 
     async fn summary(

@@ -3,7 +3,7 @@ use crate::domain::{IllegalTransition, Status};
 /// Everything a store can refuse or fail with.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    /// The database cannot be reached at all: an environment problem (exit 2).
+    /// The database cannot be reached at all: an environment problem (exit 4).
     #[error("cannot reach the {backend} queue at {location}: {detail}\n  check: {hint}")]
     Unreachable {
         backend: &'static str,
@@ -76,7 +76,7 @@ pub enum StoreError {
 }
 
 impl StoreError {
-    /// Environment errors end a command with exit 2; the rest with 1.
+    /// Environment errors end a command with exit 4; the rest with 1.
     pub fn is_environment(&self) -> bool {
         matches!(
             self,

@@ -61,7 +61,7 @@ pub enum Action {
     AddTask,
     /// The selected task's changes against its base: worktree, branch or landed commit (`D`).
     Diff,
-    /// Skip the selected task (SKIPPED; its dependants may run), with confirmation (`S`).
+    /// Skip the selected task (SKIPPED; its dependants keep waiting), with confirmation (`S`).
     SkipTask,
     /// Split the selected task into subtasks by the agent: its diff shown, written into the
     /// queue on a yes (`X`).

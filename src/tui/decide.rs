@@ -129,7 +129,7 @@ pub(super) fn load_detail(
     said: Option<String>,
 ) -> InboxDetail {
     let brief = task
-        .map(task_brief)
+        .map(|t| t.spec.brief())
         .unwrap_or_else(|| "(the task is gone)".to_string());
     let handoff_dir = match (target.kind, task) {
         (InboxKind::Handoff, Some(t)) => handoff.find(&t.id, Some(&t.plan_id)).ok(),
@@ -161,20 +161,4 @@ pub(super) fn load_detail(
         worktree,
         diff_note,
     }
-}
-
-fn task_brief(t: &TaskRecord) -> String {
-    let mut out = t.spec.description.clone();
-    for (title, items) in [
-        ("Acceptance criteria", &t.spec.acceptance_criteria),
-        ("Test steps", &t.spec.test_steps),
-    ] {
-        if !items.is_empty() {
-            out.push_str(&format!("\n\n{title}:"));
-            for i in items {
-                out.push_str(&format!("\n- {i}"));
-            }
-        }
-    }
-    out
 }

@@ -22,9 +22,10 @@ use tokio::sync::{Notify, mpsc};
 
 /// How often the handoff directories are looked at (the filesystem, not the database).
 const HANDOFF_RELOAD: Duration = Duration::from_secs(10);
-/// How often the workers list is reloaded: workers refresh their presence only every 30 s (see
-/// `engine::presence`), so a list read more often shows nothing newer.
-const WORKERS_RELOAD: Duration = Duration::from_secs(30);
+/// How often the workers list is reloaded. Beats come only every 30 s (see `engine::presence`),
+/// but a worker joining or leaving shows at once in the list: one small query every few seconds
+/// keeps the workers view current (it is also reloaded when an event names a worker it lacks).
+const WORKERS_RELOAD: Duration = Duration::from_secs(5);
 /// The longest the console waits without looking at the events, whatever the watch says.
 const SAFETY_POLL: Duration = Duration::from_secs(30);
 /// Events read at once; a read that fills it is a gap (a full reload follows).
@@ -51,6 +52,7 @@ pub(crate) async fn load_loop(
     let now = Instant::now();
     let (mut next_handoffs, mut next_workers) = (now, now);
     let mut next_look = now + SAFETY_POLL;
+    let mut known_workers: HashSet<String> = HashSet::new();
     loop {
         let now = Instant::now();
         let handoffs_due = full || now >= next_handoffs;
@@ -70,6 +72,13 @@ pub(crate) async fn load_loop(
         let send = match loaded {
             Ok(Some(mut d)) => {
                 full = false;
+                // A worker the list lacks did something: it joined since the last reload.
+                let workers_due = workers_due
+                    || d.events.iter().any(|e| {
+                        e.worker_id
+                            .as_ref()
+                            .is_some_and(|w| !known_workers.contains(w))
+                    });
                 if look {
                     look = false;
                     next_look = Instant::now() + SAFETY_POLL;
@@ -77,7 +86,10 @@ pub(crate) async fn load_loop(
                 if workers_due {
                     next_workers = Instant::now() + WORKERS_RELOAD;
                     d.workers = Some(match store.list_workers().await {
-                        Ok(w) => w,
+                        Ok(w) => {
+                            known_workers = w.iter().map(|w| w.id.clone()).collect();
+                            w
+                        }
                         Err(e) => {
                             full = true;
                             let _ = tx.send(Msg::FeedFailed(e.to_string())).await;

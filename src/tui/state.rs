@@ -35,7 +35,7 @@ pub struct AppState {
     pub summary: Option<RunSummary>,
     pub engine_error: Option<String>,
     /// Why this console runs no tasks itself (an agent the plan needs is missing): it watches.
-    pub observer: Option<String>,
+    pub observer: Option<crate::engine::setup::Observer>,
     /// Set once the operator chose to stop running agents.
     pub stopping: bool,
     /// Set once the operator chose to let running agents finish with nothing new starting.
@@ -50,6 +50,9 @@ pub struct AppState {
     /// started by a launcher that can hand the terminal back).
     pub can_background: bool,
     pub started: Instant,
+    /// When the run finished: the clock and the burn rate stop there (nothing is spent while
+    /// the console only waits), and go on if the serving engine gets work again.
+    pub finished_at: Option<Instant>,
     /// The clock the renderer uses (set by the loop each frame; fixed in tests).
     pub now: Instant,
     /// Wall-clock time for ages of stored timestamps (set with `now`; fixed in tests).
@@ -130,6 +133,7 @@ impl AppState {
             own_worker: None,
             remote_takeover: false,
             started: now,
+            finished_at: None,
             now,
             wall: chrono::Utc::now(),
             triz: None,
@@ -233,6 +237,7 @@ impl AppState {
 
     pub fn set_finished(&mut self, summary: RunSummary) {
         self.summary = Some(summary);
+        self.finished_at.get_or_insert(self.now);
         self.takeover = None;
         self.popups
             .retain(|p| !matches!(p, Popup::Confirm(Confirm::Quit { .. })));
@@ -241,6 +246,7 @@ impl AppState {
     /// The serving engine has work again: the run is not over any more.
     pub fn clear_finished(&mut self) {
         self.summary = None;
+        self.finished_at = None;
     }
 
     pub fn set_engine_error(&mut self, message: String) {
@@ -294,8 +300,11 @@ impl AppState {
             .collect()
     }
 
+    /// The run's time: to now, or to its finish.
     pub fn elapsed(&self) -> Duration {
-        self.now.saturating_duration_since(self.started)
+        self.finished_at
+            .unwrap_or(self.now)
+            .saturating_duration_since(self.started)
     }
 
     pub fn budget(&self) -> BudgetFigures {

@@ -153,6 +153,36 @@ fn quit_when_nothing_runs_or_after_the_run_is_immediate() {
 }
 
 #[test]
+fn the_clock_and_burn_rate_stop_when_the_run_finishes() {
+    let mut s = state();
+    s.now = s.started + Duration::from_secs(60);
+    s.set_finished(RunSummary {
+        end: crate::engine::RunEnd::AllDone,
+        exit_code: 0,
+        attempts: 1,
+        done: 1,
+        failed: 0,
+        skipped: 0,
+        total: 1,
+        cost_usd: 0.0,
+        elapsed_sec: 60.0,
+        stuck: vec![],
+        unlanded: vec![],
+        unchanged: vec![],
+    });
+    let burn = s.budget().burn_per_hour;
+    s.now += Duration::from_secs(3600);
+    assert_eq!(s.elapsed(), Duration::from_secs(60), "the clock stopped");
+    assert!(
+        (s.budget().burn_per_hour - burn).abs() < 1e-9,
+        "so did the burn rate"
+    );
+    // The serving engine got work again: the clock goes on.
+    s.clear_finished();
+    assert_eq!(s.elapsed(), Duration::from_secs(3660));
+}
+
+#[test]
 fn reset_asks_first_and_refuses_running_tasks() {
     let mut s = state();
     s.handle(Action::MoveDown); // API-2 is running

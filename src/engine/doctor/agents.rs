@@ -133,7 +133,7 @@ pub(crate) fn judge(facts: &[AgentFacts]) -> Vec<Finding> {
                     a.name,
                     a.needed_by.join(", ")
                 ),
-                "a run that needs it refuses to start (exit 2); its tasks wait",
+                "a run that needs it refuses to start (exit 4); its tasks wait",
                 format!(
                     "install it, or point agents.{}.bin (or its template) at the program: `whilly config set agents.{}.bin /path/to/it`",
                     a.name, a.name

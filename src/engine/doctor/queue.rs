@@ -28,7 +28,7 @@ pub(crate) fn judge_database(f: &DbFacts) -> Finding {
         Err(e) => Finding::problem(
             "database",
             format!("the queue at {} cannot be opened: {e}", f.location),
-            "nothing can be imported, claimed or recorded; runs and workers stop at start (exit 2)",
+            "nothing can be imported, claimed or recorded; runs and workers stop at start (exit 4)",
             "start the database or fix [database] url / WHILLY_DATABASE_URL, then `whilly db status`",
         ),
         Ok(info) if !info.pending_migrations.is_empty() => Finding::problem(

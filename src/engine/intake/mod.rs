@@ -132,15 +132,17 @@ pub(crate) enum IntakeError {
 }
 
 impl IntakeError {
-    /// 2 for what the environment must fix (a token, the network, an unreachable queue), 1
+    /// 4 for what the environment must fix (a token, the network, an unreachable queue), 1
     /// otherwise.
     pub(crate) fn exit_code(&self) -> i32 {
         match self {
-            IntakeError::Environment(_) => 2,
+            IntakeError::Environment(_) => crate::domain::exit_codes::ENVIRONMENT,
             IntakeError::GitHub(e) => e.exit_code(),
             IntakeError::Jira(e) => e.exit_code(),
-            IntakeError::Setup(e) if e.is_environment() => 2,
-            IntakeError::Store { error, .. } if error.is_environment() => 2,
+            IntakeError::Setup(e) if e.is_environment() => crate::domain::exit_codes::ENVIRONMENT,
+            IntakeError::Store { error, .. } if error.is_environment() => {
+                crate::domain::exit_codes::ENVIRONMENT
+            }
             _ => 1,
         }
     }

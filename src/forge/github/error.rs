@@ -54,13 +54,13 @@ pub enum GitHubError {
 }
 
 impl GitHubError {
-    /// 2 for what is wrong with the environment (token, network), 1 for bad input.
+    /// 4 for what is wrong with the environment (token, network), 1 for bad input.
     pub fn exit_code(&self) -> i32 {
         match self {
             GitHubError::NoToken
             | GitHubError::Unauthorized { .. }
             | GitHubError::Network { .. }
-            | GitHubError::RateLimited { .. } => 2,
+            | GitHubError::RateLimited { .. } => crate::domain::exit_codes::ENVIRONMENT,
             _ => 1,
         }
     }

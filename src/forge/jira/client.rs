@@ -39,13 +39,13 @@ pub enum JiraError {
 }
 
 impl JiraError {
-    /// 2 for what the environment must fix (credentials, the network), 1 for bad input.
+    /// 4 for what the environment must fix (credentials, the network), 1 for bad input.
     pub fn exit_code(&self) -> i32 {
         match self {
             JiraError::NotConfigured
             | JiraError::Unauthorized { .. }
             | JiraError::Network { .. }
-            | JiraError::RateLimited { .. } => 2,
+            | JiraError::RateLimited { .. } => crate::domain::exit_codes::ENVIRONMENT,
             _ => 1,
         }
     }

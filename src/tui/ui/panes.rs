@@ -4,6 +4,7 @@
 use super::UiContext;
 use super::fmt::{clock, money};
 use crate::engine::sessions::SessionState;
+use crate::engine::setup::Observer;
 use crate::tui::grid::{MAX_PANES, pane_rects};
 use crate::tui::model::{Focus, PaneMeta};
 use crate::tui::state::AppState;
@@ -156,17 +157,31 @@ pub(super) fn render_empty(frame: &mut Frame, area: Rect, state: &AppState, them
         .border_style(theme.dim())
         .title(Span::styled(" Agents ", theme.title()));
     let mut lines = Vec::new();
-    if let Some(why) = &state.observer {
-        lines.push(Line::styled(
-            "Observer: this console runs no tasks of this plan.",
-            theme.warn(),
-        ));
-        lines.push(Line::raw(format!("It cannot: {why}.")));
-        lines.push(Line::styled(
-            "It shows what other workers do, answers their handoffs (H) and keeps the plan (r, S, p); install the agent or set [agents.NAME] bin, then open it again to run tasks here.",
-            theme.dim(),
-        ));
-        lines.push(Line::raw(""));
+    match &state.observer {
+        Some(Observer::Watching) => {
+            lines.push(Line::styled(
+                "Watching: this console claims no task (--watch).",
+                theme.warn(),
+            ));
+            lines.push(Line::styled(
+                "It shows what the workers do (w), answers their handoffs (H) and keeps the plan (r, S, p). Open it without --watch to run tasks here too.",
+                theme.dim(),
+            ));
+            lines.push(Line::raw(""));
+        }
+        Some(Observer::MissingAgents(why)) => {
+            lines.push(Line::styled(
+                "Observer: this console runs no tasks of this plan.",
+                theme.warn(),
+            ));
+            lines.push(Line::raw(format!("It cannot: {why}.")));
+            lines.push(Line::styled(
+                "It shows what other workers do, answers their handoffs (H) and keeps the plan (r, S, p); install the agent or set [agents.NAME] bin, then open it again to run tasks here.",
+                theme.dim(),
+            ));
+            lines.push(Line::raw(""));
+        }
+        None => {}
     }
     if let Some(s) = &state.summary {
         lines.push(Line::styled(
@@ -187,7 +202,14 @@ pub(super) fn render_empty(frame: &mut Frame, area: Rect, state: &AppState, them
         )));
         if !s.stuck.is_empty() {
             lines.push(Line::styled(
-                format!("stuck: {}", s.stuck.join(", ")),
+                format!(
+                    "stuck: {}",
+                    s.stuck
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
                 theme.warn(),
             ));
         }

@@ -209,7 +209,7 @@ fn confirm(frame: &mut Frame, area: Rect, c: &Confirm, state: &AppState, ui: &Ui
             " Skip task ",
             vec![
                 Line::raw(format!(
-                    "Skip {id}? It will not run; tasks that depend on it may start."
+                    "Skip {id}? It will not run; tasks that depend on it keep waiting."
                 )),
                 Line::raw(""),
                 Line::from(vec![
