@@ -163,7 +163,7 @@ fn the_trail_is_one_short_line_per_event_and_a_task_is_steered_from_the_shell() 
     let said = out(&skip);
     // A dependency is met only when DONE: skipping A leaves B waiting, and says so.
     assert!(
-        said.contains("is SKIPPED") && said.contains("B depend on it and wait"),
+        said.contains("is SKIPPED") && said.contains("B depends on it and waits"),
         "{said}"
     );
     let b = out(&whilly(p, &["task", "show", "B"]));

@@ -263,6 +263,42 @@ fn finished_run_shows_the_summary() {
 }
 
 #[test]
+fn a_watching_console_says_it_claims_nothing_and_the_summary_says_why_tasks_are_stuck() {
+    let mut s = demo_state(fixed_now());
+    s.set_panes(Vec::new());
+    s.observer = Some(whilly::engine::Observer::Watching);
+    for (w, h) in SIZES {
+        let out = render(&s, w, h);
+        insta::assert_snapshot!(format!("watching_{w}x{h}"), out);
+        assert!(
+            out.contains("Watching: this console claims no task"),
+            "{out}"
+        );
+    }
+    s.set_finished(RunSummary {
+        end: RunEnd::SomeFailed,
+        exit_code: 1,
+        attempts: 3,
+        done: 4,
+        failed: 1,
+        skipped: 0,
+        total: 6,
+        cost_usd: 1.5,
+        elapsed_sec: 65.0,
+        stuck: vec![whilly::engine::Stuck {
+            task_id: "DB-5".into(),
+            status: Status::Pending,
+            why: "blocked: DB-4 FAILED".into(),
+        }],
+        unlanded: vec![],
+        unchanged: vec![],
+    });
+    let out = render(&s, 200, 60);
+    insta::assert_snapshot!("finished_stuck_200x60", out);
+    assert!(out.contains("stuck: DB-5 (blocked: DB-4 FAILED)"), "{out}");
+}
+
+#[test]
 fn grids_for_three_and_eight_panes() {
     let now = fixed_now();
     let mut s = demo_state(now);

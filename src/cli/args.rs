@@ -18,7 +18,7 @@ The queue is embedded (SQLite under .whilly/) unless WHILLY_DATABASE_URL points 
 whilly plan check tasks.json\n  whilly plan import tasks.json --budget 20\n  \
 whilly my-plan               # the console on an imported plan (or: whilly tasks.json)\n  \
 whilly plan show my-plan\n  whilly events --plan my-plan --follow\n\n\
-Exit codes: 0 ok, 1 invalid input or failed work, 2 budget exhausted, 4 environment error (database unreachable, agent missing, credentials refused), 130 interrupted.",
+Exit codes: 0 ok, 1 invalid input or failed work, 2 budget exhausted, 3 run timeout, 4 environment error (database unreachable, agent missing, credentials refused), 130 interrupted.",
     override_usage = "whilly [OPTIONS] [PLAN]\n       whilly [OPTIONS] <COMMAND>"
 )]
 pub struct Cli {
@@ -174,7 +174,7 @@ whilly task skip TASK-004 --plan demo\n\nA task id in several plans needs --plan
     /// changes to their files, or replaying them conflicted), once the base is clean.
     #[command(
         after_help = "Examples:\n  whilly merge TASK-001\n  whilly merge TASK-001 --plan demo\n  whilly merge --all --plan demo\n\n\
-Exit codes: 0 every named task landed (DONE), 1 some did not land yet (the reason is printed), 2 bad input."
+Exit codes: 0 every named task landed (DONE), 1 some did not land yet (the reason is printed) or bad input."
     )]
     Merge(MergeArgs),
     /// The task worktrees of this repository: list them with their disk usage, prune them.
@@ -199,7 +199,9 @@ Exit codes: as `whilly run`; 1 bad input (issue not found, too vague), 4 environ
     /// Serve the queue over HTTP (read-only): health, Prometheus metrics, the event stream.
     #[command(
         after_help = "Routes: /health/live, /health/ready (503 when the database does not answer within 1 s), /health (JSON), \
-/metrics (Prometheus), /events/stream (Server-Sent Events; Last-Event-ID or ?after=N replays, ?plan=ID filters).\n\n\
+/metrics (Prometheus), /events/stream (Server-Sent Events; Last-Event-ID or ?after=N replays, ?plan=ID filters), \
+/ (the status page: plans, tasks, workers, live), /status.json (what the page shows).\n\n\
+Over SSH: on the build box `whilly serve`, on your laptop `ssh -N -L 8080:127.0.0.1:8787 you@buildbox`, then browse http://localhost:8080/.\n\n\
 Loopback by default; another address needs [http] token, which every route but /health/live then requires.\n\n\
 Examples:\n  whilly serve\n  whilly serve --http 127.0.0.1:9000\n  WHILLY_HTTP_TOKEN=s3cret whilly serve --http 0.0.0.0:8787"
     )]

@@ -49,6 +49,12 @@ pub(crate) fn new_plan(
         atomic_write(&schema, PLAN_SCHEMA.as_bytes())
             .with_context(|| format!("writing {}", schema.display()))?;
     }
+    // Files for the repository (committed, shared), not private state: readable as any file.
+    for f in [file, schema.as_path()] {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(f, std::fs::Permissions::from_mode(0o644))
+            .with_context(|| format!("making {} readable", f.display()))?;
+    }
     outln!(
         "wrote {} (a plan of two tasks) and {} (its schema, for editors)",
         file.display(),

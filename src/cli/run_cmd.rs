@@ -161,8 +161,11 @@ pub(crate) async fn run(ctx: &Context, args: RunArgs) -> anyhow::Result<i32> {
             return Ok(code);
         }
     };
-    say_sandbox(ctx);
-    say_unshared_landing(ctx, store.info().backend);
+    // A watcher runs no agent and lands nothing: the notes about both are not for it.
+    if args.slots() != Some(0) {
+        say_sandbox(ctx);
+        say_unshared_landing(ctx, store.info().backend);
+    }
     let shutdown = signals::shutdown_channel();
     let report_after = super::report_cmd::run_start(&store).await;
     let presence = patiently("registering the worker", || async {

@@ -45,9 +45,15 @@ pub(crate) async fn run(ctx: &Context, cmd: TaskCommand) -> anyhow::Result<i32> 
                 t.status
             );
             if !waiting.is_empty() {
+                let (verb, wait) = if waiting.len() == 1 {
+                    ("depends", "waits")
+                } else {
+                    ("depend", "wait")
+                };
                 outln!(
-                    "{} depend on it and wait (a dependency is met only when DONE): skip them too, or `whilly task retry {}` later",
+                    "{} {verb} on it and {wait} (a dependency is met only when DONE): skip {} too, or `whilly task retry {}` later",
                     waiting.join(", "),
+                    if waiting.len() == 1 { "it" } else { "them" },
                     t.id
                 );
             }

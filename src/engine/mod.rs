@@ -49,4 +49,6 @@ pub use control::{StopLevel, StopReason};
 pub use engine_config::{EngineConfig, FollowerSetup, PanesSetup};
 pub use executor::{AttemptOutcome, Executor};
 pub use outcome::RunEnd;
+pub use setup::Observer;
+pub use stuck::Stuck;
 pub use worker::{Engine, RunSummary};

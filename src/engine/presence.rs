@@ -36,7 +36,8 @@ impl WorkerPresence {
         let record = WorkerRecord {
             id: cfg.worker_id.clone(),
             host: host_name(),
-            slots: cfg.slots as i64,
+            // A console that only watches is listed with no slots: it takes no work.
+            slots: if cfg.observer { 0 } else { cfg.slots as i64 },
             tags: cfg.tags.clone(),
             started_at: chrono::Utc::now(),
             heartbeat_at: chrono::Utc::now(),

@@ -284,10 +284,12 @@ pub(crate) fn render_md(r: &RunReport) -> String {
         .map(|(s, n)| format!("{n} {}", s.as_str()))
         .collect();
     out.push_str(&format!(
-        "\n**Totals:** {} tasks ({}), {} attempts, {} spent",
+        "\n**Totals:** {} task{} ({}), {} attempt{}, {} spent",
         tot.tasks,
+        if tot.tasks == 1 { "" } else { "s" },
         statuses.join(", "),
         tot.attempts,
+        if tot.attempts == 1 { "" } else { "s" },
         usd(tot.cost_usd)
     ));
     if let Some(b) = tot.budget_usd {
@@ -309,11 +311,31 @@ pub(crate) fn render_md(r: &RunReport) -> String {
 pub(crate) fn write(state_dir: &Path, r: &RunReport) -> std::io::Result<PathBuf> {
     let dir = state_dir.join("reports");
     crate::fsutil::private_dir(&dir)?;
-    let path = dir.join(format!(
-        "{}-{}.md",
+    let stem = format!(
+        "{}-{}",
         safe_id(&r.plan_id),
         r.generated_at.format("%Y%m%dT%H%M%SZ")
-    ));
+    );
+    // Two runs of a plan may end in the same second: each report gets a name of its own,
+    // reserved with create_new so neither overwrites the other.
+    let mut n = 1u32;
+    let path = loop {
+        let name = if n == 1 {
+            format!("{stem}.md")
+        } else {
+            format!("{stem}-{n}.md")
+        };
+        let candidate = dir.join(name);
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&candidate)
+        {
+            Ok(_) => break candidate,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && n < 1000 => n += 1,
+            Err(e) => return Err(e),
+        }
+    };
     // atomic_write's temporary file is created 0600 and renamed into place.
     crate::fsutil::atomic_write(&path, render_md(r).as_bytes())?;
     Ok(path)
@@ -470,5 +492,16 @@ mod tests {
         let r = build(&p, &[], &events, Utc::now());
         assert_eq!(r.first_event, None);
         assert_eq!(r.totals.attempts, 0);
+    }
+
+    #[test]
+    fn reports_of_the_same_second_each_keep_their_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let r = build(&plan(), &[], &[], Utc::now());
+        let first = write(dir.path(), &r).expect("first");
+        let second = write(dir.path(), &r).expect("second");
+        assert_ne!(first, second);
+        assert!(first.is_file() && second.is_file());
+        assert!(render_md(&r).contains("**Totals:** 0 tasks"));
     }
 }

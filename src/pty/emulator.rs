@@ -55,16 +55,65 @@ impl Emulator {
         std::mem::take(&mut self.parser.callbacks_mut().replies)
     }
 
-    /// Resizes the screen (clamped to 2×2). vt100 can panic on some shrinks (wide characters,
-    /// one row or column); then the screen is rebuilt at the new size from what could be saved.
+    /// Resizes the screen (clamped to 2×2). The normal screen reflows, as in tmux: its lines
+    /// and scrollback are wrapped anew at the new width (see `reflow`). vt100 can panic on some
+    /// shrinks (wide characters, one row or column); then the screen is rebuilt at the new size
+    /// from what could be saved.
     pub fn resize(&mut self, size: TermSize) -> TermSize {
         let size = size.clamped();
+        if size == self.size() {
+            return size;
+        }
+        if !self.parser.screen().alternate_screen() && self.reflow(size) {
+            return size;
+        }
         let screen = self.parser.screen_mut();
         if catch_unwind(AssertUnwindSafe(|| screen.set_size(size.rows, size.cols))).is_err() {
             tracing::warn!(?size, "vt100 panicked on resize; rebuilding the screen");
             self.rebuild(size);
         }
         size
+    }
+
+    /// A fresh screen of `size` holding the old one's lines wrapped anew, with the child's
+    /// modes, pen and cursor visibility, and the query state. False (nothing changed) if vt100
+    /// panicked on the way.
+    fn reflow(&mut self, size: TermSize) -> bool {
+        let scrollback = self.scrollback;
+        let old = &mut self.parser;
+        let fresh = catch_unwind(AssertUnwindSafe(|| {
+            let snap = super::reflow::snapshot(old.screen_mut());
+            let screen = old.screen();
+            let (modes, pen, hidden) = (
+                screen.input_mode_formatted(),
+                screen.attributes_formatted(),
+                screen.hide_cursor(),
+            );
+            let mut fresh = vt100::Parser::new_with_callbacks(
+                size.rows,
+                size.cols,
+                scrollback,
+                Responder::default(),
+            );
+            fresh.process(&super::reflow::replay(&snap, size));
+            fresh.process(&modes);
+            fresh.process(&pen);
+            if hidden {
+                fresh.process(b"\x1b[?25l");
+            }
+            fresh
+        }));
+        match fresh {
+            Ok(mut fresh) => {
+                *fresh.callbacks_mut() = std::mem::take(self.parser.callbacks_mut());
+                self.parser = fresh;
+                true
+            }
+            Err(_) => {
+                tracing::warn!(?size, "vt100 panicked while reflowing; resizing in place");
+                false
+            }
+        }
     }
 
     fn rebuild(&mut self, size: TermSize) {

@@ -15,6 +15,7 @@ mod io_threads;
 pub(crate) mod keys;
 mod process;
 pub(crate) mod queries;
+mod reflow;
 mod session;
 mod shared;
 mod spec;

@@ -34,6 +34,37 @@ impl Tmux {
         t
     }
 
+    /// A session of `cols`×`rows` running `command` (via `sh -c`) alone: the reference a pane
+    /// is compared with.
+    pub fn running(name: &str, cwd: &Path, cols: u16, rows: u16, command: &str) -> Tmux {
+        let t = Tmux {
+            socket: format!("whilly-test-{}-{name}", std::process::id()),
+        };
+        let (x, y) = (cols.to_string(), rows.to_string());
+        let out = t
+            .cmd(&["new-session", "-d", "-x", &x, "-y", &y, "-c"])
+            .arg(cwd)
+            .args(["sh", "-c", command])
+            .output()
+            .expect("tmux");
+        assert!(
+            out.status.success(),
+            "tmux: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        t
+    }
+
+    /// Resizes the window (and so its one pane).
+    pub fn resize(&self, cols: u16, rows: u16) {
+        let (x, y) = (cols.to_string(), rows.to_string());
+        let ok = self
+            .cmd(&["resize-window", "-t", "0", "-x", &x, "-y", &y])
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "resize-window {cols}x{rows}");
+    }
+
     pub fn cmd(&self, args: &[&str]) -> Command {
         let mut c = Command::new("tmux");
         c.args(["-L", &self.socket, "-f", "/dev/null"]).args(args);

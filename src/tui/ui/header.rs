@@ -152,7 +152,8 @@ pub(super) fn render(frame: &mut Frame, area: Rect, state: &AppState, theme: &Th
         rank: 3,
     });
     let mut backend = vec![Span::styled(state.backend.clone(), theme.dim())];
-    let online = state.online_workers().count();
+    // Watchers (no slots) are listed in the workers view but are not workers.
+    let online = state.online_workers().filter(|w| w.slots > 0).count();
     if online > 0 {
         backend.push(Span::styled(format!(" {online} worker(s)"), theme.dim()));
     }

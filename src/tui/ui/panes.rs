@@ -246,6 +246,15 @@ pub(super) fn render_empty(frame: &mut Frame, area: Rect, state: &AppState, them
             "Their agents run in that process, not on this screen; w lists the workers, H answers their handoffs.",
             theme.dim(),
         ));
+    } else if state.observer.is_some() {
+        lines.push(Line::styled(
+            "No worker runs a task of this plan now.",
+            theme.dim(),
+        ));
+        lines.push(Line::styled(
+            "Ready tasks wait for a worker (`whilly worker` where the agents are); w lists the workers.",
+            theme.dim(),
+        ));
     } else {
         lines.push(Line::styled("No agent running yet.", theme.dim()));
         lines.push(Line::styled(
