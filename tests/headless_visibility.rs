@@ -223,3 +223,82 @@ fn a_watcher_claims_nothing_while_a_worker_says_each_task_it_starts_and_ends() {
     assert_eq!(events.len(), 4, "{events:?}");
     assert!(events.iter().all(|e| e["plan_id"] == "wt"), "{events:?}");
 }
+
+#[test]
+fn an_approval_that_bounces_on_a_check_is_said_with_the_checks_output() {
+    let dir = repo_with(
+        serde_json::json!({"plan_id": "hb", "project": "hb", "tasks": [
+        {"id": "H-1", "description": "Review the release notes by hand and fix the typos",
+         "priority": "high", "agent": "handoff",
+         "acceptance_criteria": ["the notes are reviewed"],
+         "test_steps": ["sh -c 'echo collected 3 items; echo README.md is missing; exit 3'"]}]}),
+    );
+    let p = dir.path();
+    let mut run = whilly(p)
+        .args(["run", "plan.json", "--headless"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(run.stdout.take().unwrap()).lines();
+    let mut waiting = |n: usize| -> serde_json::Value {
+        let mut seen = 0;
+        loop {
+            let line = lines.next().expect("a line before the end").unwrap();
+            let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+            assert_ne!(v["event"], "complete", "ended early: {line}");
+            if v["event"] == "handoff_waiting" {
+                seen += 1;
+                if seen == n {
+                    return v;
+                }
+            }
+        }
+    };
+    let first = waiting(1);
+    assert!(first["bounced"].is_null(), "{first}");
+    let approve = whilly(p)
+        .args(["handoff", "complete", "H-1", "--status", "complete"])
+        .output()
+        .unwrap();
+    assert!(approve.status.success());
+    // The check fails on the unchanged worktree: a new handoff, saying why.
+    let again = waiting(1);
+    let bounced = again["bounced"]
+        .as_str()
+        .expect("the bounce is said")
+        .to_string();
+    assert!(
+        bounced.contains("check test_steps[0] failed (exit code 3)")
+            && bounced.contains("README.md is missing"),
+        "{bounced}"
+    );
+    let show = whilly(p).args(["handoff", "show", "H-1"]).output().unwrap();
+    let shown = String::from_utf8_lossy(&show.stdout).into_owned();
+    assert!(
+        shown.contains("bounced: your answer was approved, but the check test_steps[0] failed")
+            && shown.contains("README.md is missing"),
+        "{shown}"
+    );
+    let list = whilly(p).args(["handoff", "list"]).output().unwrap();
+    assert!(
+        String::from_utf8_lossy(&list.stdout).contains("failed (exit code 3)"),
+        "{}",
+        String::from_utf8_lossy(&list.stdout)
+    );
+    let stop = whilly(p)
+        .args([
+            "handoff",
+            "complete",
+            "H-1",
+            "--status",
+            "failed",
+            "--message",
+            "giving up",
+        ])
+        .output()
+        .unwrap();
+    assert!(stop.status.success());
+    let rest: Vec<String> = lines.map(|l| l.unwrap()).collect();
+    assert_eq!(run.wait().unwrap().code(), Some(1), "{rest:?}");
+}

@@ -575,6 +575,7 @@ fn inbox_item_shows_the_task_what_the_agent_said_and_the_coloured_diff() {
         task_pk: 7,
         brief: "Review the release notes by hand.\n\nAcceptance criteria:\n- the wording is final".into(),
         said: Some("I reworded the first line of NOTES.md.".into()),
+        bounced: None,
         handoff_dir: Some("/repo/.whilly/handoff/demo/REVIEW-7".into()),
         diff: Some(WorktreeDiff {
             files: 1,
@@ -601,6 +602,50 @@ fn inbox_item_shows_the_task_what_the_agent_said_and_the_coloured_diff() {
     assert!(out.contains("Worktree: /work/trees/demo/REVIEW-7"), "{out}");
     let row = out.lines().position(|l| l.contains("+new line")).unwrap() as u16;
     assert_eq!(fg_of(&buf, "+new line", row), Some(Color::Green));
+}
+
+#[test]
+fn a_bounced_approval_shows_the_failed_check_in_the_inbox_and_the_pane() {
+    use whilly::tui::model::InboxDetail;
+    let bounce = "your answer was approved, but the check tests failed (exit code 1)\n\
+                  FAILED tests/test_notes.py::test_title - AssertionError\n\
+                  1 failed, 4 passed in 0.31s";
+    let mut s = inbox_with(&[Action::Inbox, Action::MoveDown, Action::Zoom]);
+    s.set_inbox_detail(InboxDetail {
+        task_pk: 7,
+        brief: "Review the release notes by hand.".into(),
+        said: None,
+        bounced: Some(bounce.into()),
+        handoff_dir: Some("/repo/.whilly/handoff/demo/REVIEW-7".into()),
+        diff: None,
+        worktree: None,
+        diff_note: None,
+    });
+    for (w, h) in SIZES {
+        let out = render(&s, w, h);
+        insta::assert_snapshot!(format!("inbox_bounced_{w}x{h}"), out);
+        assert!(
+            out.contains("Bounced: your answer was approved") && out.contains("1 failed, 4 passed"),
+            "{out}"
+        );
+    }
+    // The handoff's pane says it too.
+    let mut s = demo_state(fixed_now());
+    let mut p = pane(
+        7,
+        "REVIEW-7",
+        SessionState::WaitingForHuman,
+        fixed_now(),
+        Duration::from_secs(30),
+    );
+    p.has_screen = false;
+    p.note = Some(bounce.into());
+    s.set_panes(vec![p]);
+    for (w, h) in SIZES {
+        let out = render(&s, w, h);
+        insta::assert_snapshot!(format!("pane_bounced_{w}x{h}"), out);
+        assert!(out.contains("Bounced: your answer"), "{out}");
+    }
 }
 
 #[test]

@@ -63,6 +63,10 @@ pub struct HandoffMeta {
     pub timeout_s: Option<u64>,
     #[serde(default = "one")]
     pub attempt: u32,
+    /// Why this handoff follows an answer of the same attempt: the answer was approved but a
+    /// check then failed (which, how, the output's tail). Said to the human first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bounced: Option<String>,
 }
 
 fn one() -> u32 {
@@ -573,6 +577,7 @@ mod tests {
             started_at: Utc::now(),
             timeout_s: Some(3600),
             attempt,
+            bounced: None,
         }
     }
 

@@ -47,7 +47,15 @@ pub(crate) async fn run(ctx: &Context, cmd: HandoffCommand) -> anyhow::Result<i3
                         m.task_id.clone(),
                         m.plan_id.clone(),
                         m.started_at.format("%Y-%m-%d %H:%M").to_string(),
-                        state_text(&e.state),
+                        match &m.bounced {
+                            // The answer before this one was approved, then a check failed.
+                            Some(b) => format!(
+                                "{} — {}",
+                                state_text(&e.state),
+                                b.lines().next().unwrap_or_default()
+                            ),
+                            None => state_text(&e.state),
+                        },
                     ]),
                     Err(err) => rows.push(vec![
                         e.dir.display().to_string(),
@@ -150,15 +158,43 @@ async fn show(
     );
     outln!("work in: {}", meta.cwd.display());
     outln!("state:   {}\n", state_text(&poll_dir(&task_dir)));
-    // The task as written, for a person; the agent's envelope is behind --prompt.
-    let brief = match ctx.store().await {
-        Ok(store) => store
-            .get_task(&meta.plan_id, &meta.task_id)
-            .await
-            .map(|t| t.spec.brief())
-            .ok(),
-        Err(_) => None,
+    // The task as written, for a person; the agent's envelope is behind --prompt. And when
+    // an earlier answer was approved but its checks failed, that comes first.
+    let (brief, bounced) = match ctx.store().await {
+        Ok(store) => {
+            let brief = store
+                .get_task(&meta.plan_id, &meta.task_id)
+                .await
+                .map(|t| t.spec.brief())
+                .ok();
+            let events = store
+                .events(&crate::store::EventFilter {
+                    plan_id: Some(meta.plan_id.clone()),
+                    task_id: Some(meta.task_id.clone()),
+                    ..Default::default()
+                })
+                .await
+                .unwrap_or_default();
+            let refs: Vec<&crate::store::Event> = events.iter().collect();
+            (
+                brief,
+                meta.bounced
+                    .clone()
+                    .or_else(|| crate::engine::trail::bounced(&refs)),
+            )
+        }
+        Err(_) => (None, meta.bounced.clone()),
     };
+    if let Some(b) = bounced {
+        let mut lines = b.lines();
+        if let Some(head) = lines.next() {
+            outln!("bounced: {head}");
+        }
+        for l in lines {
+            outln!("  {l}");
+        }
+        outln!();
+    }
     match brief {
         Some(b) => outln!("{b}\n"),
         None => outln!(

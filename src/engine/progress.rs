@@ -141,10 +141,17 @@ impl HeadlessPrinter {
             return;
         };
         let waiting = dir.waiting(&self.plan_id);
-        let now: std::collections::BTreeSet<String> =
-            waiting.iter().map(|m| m.task_id.clone()).collect();
+        // Keyed by when each began: a handoff that starts again (its answer bounced on a
+        // check, or another attempt) is said again, however quickly it came back.
+        let now: std::collections::BTreeSet<String> = waiting
+            .iter()
+            .map(|m| format!("{}@{}", m.task_id, m.started_at.to_rfc3339()))
+            .collect();
         for m in &waiting {
-            if self.said_waiting.contains(&m.task_id) {
+            if self
+                .said_waiting
+                .contains(&format!("{}@{}", m.task_id, m.started_at.to_rfc3339()))
+            {
                 continue;
             }
             let answer = format!(
@@ -159,8 +166,16 @@ impl HeadlessPrinter {
                 "dir": dir.dir_for(&m.plan_id, &m.task_id),
                 "timeout_s": m.timeout_s,
                 "answer": answer,
+                "bounced": m.bounced,
             });
             let _ = writeln!(out, "{line}");
+            if let Some(b) = &m.bounced {
+                eprintln!(
+                    "whilly: {}: {}",
+                    m.task_id,
+                    b.lines().next().unwrap_or_default()
+                );
+            }
             eprintln!(
                 "whilly: {} waits for a human: do the work in {}, then `{answer}` (or --status failed, with --message why)",
                 m.task_id,

@@ -32,6 +32,9 @@ pub struct SessionInfo {
     /// The agent's terminal, while a process runs (none for a human handoff).
     pub pty: Option<Arc<PtySession>>,
     pub log_path: Option<std::path::PathBuf>,
+    /// What the pane should say beyond its state (a handoff whose approved answer then failed
+    /// a check says which, and the output's tail).
+    pub note: Option<String>,
 }
 
 /// Shared map of task pk → session.

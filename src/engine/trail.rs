@@ -3,8 +3,32 @@
 //! whole payload (a `task.failed` carries the checks' output). Pure; `whilly events` and `whilly
 //! task show` print it, `--json` keeps the payloads.
 
-use crate::store::Event;
+use crate::store::{Event, event_types as et};
 use serde_json::Value;
+
+/// The events that end an attempt.
+pub(crate) const SETTLED: &[&str] = &[
+    et::TASK_DONE,
+    et::TASK_FAILED,
+    et::TASK_RETRY,
+    et::TASK_RELEASED,
+    et::TASK_HUMAN_LOOP,
+    et::TASK_BLOCKED,
+];
+
+/// When the task's last attempt ended on a failed check (an approved handoff whose checks then
+/// failed, or an agent's work that did not pass): which check, how, and its output's last
+/// lines, one per line. `None` when the last attempt ended otherwise. `events`: the task's.
+pub(crate) fn bounced(events: &[&Event]) -> Option<String> {
+    let e = events
+        .iter()
+        .rev()
+        .find(|e| SETTLED.contains(&e.event_type.as_str()))?;
+    if !matches!(e.event_type.as_str(), et::TASK_RETRY | et::TASK_FAILED) {
+        return None;
+    }
+    Some(check_failure(&e.payload, 8)?.text("the last attempt's "))
+}
 
 /// The longest summary after the event's type and task: a terminal line, not a payload.
 const MAX_SUMMARY: usize = 160;
@@ -142,6 +166,19 @@ fn say(words: &mut Vec<String>, key: &str, value: String) {
 
 /// The first failed check of the last verification round: its name, and how it failed.
 fn failed_check(p: &Value) -> Option<(String, String)> {
+    check_failure(p, 0).map(|f| (f.name, f.how))
+}
+
+/// The first failed check of an event's last verification round: its name, how it failed and
+/// the last `tail` lines of its output (secrets redacted).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct CheckFailure {
+    pub name: String,
+    pub how: String,
+    pub tail: Vec<String>,
+}
+
+pub(crate) fn check_failure(p: &Value, tail: usize) -> Option<CheckFailure> {
     let rounds = p["verification"]
         .as_array()
         .or_else(|| p["evidence"]["verification"].as_array())?;
@@ -150,16 +187,56 @@ fn failed_check(p: &Value) -> Option<(String, String)> {
         .as_array()?
         .iter()
         .find(|c| c["passed"] == Value::Bool(false))?;
-    let name = text(&failed["name"]).unwrap_or_else(|| "check".into());
-    let how = if failed["timed_out"] == Value::Bool(true) {
-        "timed out".to_string()
-    } else {
-        match failed["exit_code"].as_i64() {
-            Some(code) => format!("exit code {code}"),
-            None => "did not run".to_string(),
+    Some(CheckFailure::of(
+        &text(&failed["name"]).unwrap_or_else(|| "check".into()),
+        failed["exit_code"].as_i64(),
+        failed["timed_out"] == Value::Bool(true),
+        failed["output"].as_str().unwrap_or(""),
+        tail,
+    ))
+}
+
+impl CheckFailure {
+    /// A failed check as said to a person: `how` from its exit code or timeout, the last
+    /// `tail` non-empty lines of its output with secrets redacted.
+    pub(crate) fn of(
+        name: &str,
+        exit_code: Option<i64>,
+        timed_out: bool,
+        output: &str,
+        tail: usize,
+    ) -> CheckFailure {
+        let how = if timed_out {
+            "timed out".to_string()
+        } else {
+            match exit_code {
+                Some(code) => format!("exit code {code}"),
+                None => "did not run".to_string(),
+            }
+        };
+        let output = crate::domain::secrets::redact_secrets(output);
+        let lines: Vec<String> = output
+            .lines()
+            .map(str::trim_end)
+            .filter(|l| !l.is_empty())
+            .map(str::to_string)
+            .collect();
+        CheckFailure {
+            name: name.to_string(),
+            how,
+            tail: lines[lines.len().saturating_sub(tail)..].to_vec(),
         }
-    };
-    Some((name, how))
+    }
+
+    /// One line saying what failed, then the output's tail, one line each.
+    pub(crate) fn text(&self, lead: &str) -> String {
+        let mut out = format!("{lead}check {} failed ({})", self.name, self.how);
+        for l in &self.tail {
+            out.push('\n');
+            out.push_str(l);
+        }
+        out
+    }
 }
 
 /// A string field, trimmed, or `None` when absent or empty.
@@ -245,6 +322,32 @@ mod tests {
         }
         assert!(!line.contains("assert 1 == 2"), "{line}");
         assert!(line.chars().count() < 260, "{} chars: {line}", line.len());
+    }
+
+    #[test]
+    fn a_bounced_approval_names_the_check_and_its_output_tail() {
+        let output = (1..=30)
+            .map(|i| format!("line {i}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+            + "\nGITHUB_TOKEN=ghp_abcdefghijklmnopqrstuvwxyz0123456789\n";
+        let retry = ev(
+            "task.retry",
+            json!({"reason": "verification_failed", "verification": [{"checks": [
+                {"name": "tests", "passed": false, "exit_code": 3, "output": output}]}]}),
+        );
+        let started = ev("task.started", json!({}));
+        let b = bounced(&[&retry, &started]).expect("the retry's check is said");
+        let lines: Vec<&str> = b.lines().collect();
+        assert_eq!(
+            lines[0],
+            "the last attempt's check tests failed (exit code 3)"
+        );
+        assert_eq!(lines.len(), 9, "{b}");
+        assert_eq!(lines[1], "line 24");
+        assert!(!b.contains("ghp_abcdef"), "redacted: {b}");
+        let done = ev("task.done", json!({}));
+        assert_eq!(bounced(&[&retry, &done]), None, "a later attempt passed");
     }
 
     #[test]

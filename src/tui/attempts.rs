@@ -28,14 +28,7 @@ pub(crate) struct CheckLine {
     pub tail: Vec<String>,
 }
 
-const SETTLED: &[&str] = &[
-    et::TASK_DONE,
-    et::TASK_FAILED,
-    et::TASK_RETRY,
-    et::TASK_RELEASED,
-    et::TASK_HUMAN_LOOP,
-    et::TASK_BLOCKED,
-];
+use crate::engine::trail::SETTLED;
 
 /// The attempts of one task's events (oldest first), one per settle event.
 pub(crate) fn attempts(events: &[&Event]) -> Vec<AttemptLine> {

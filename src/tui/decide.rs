@@ -127,6 +127,7 @@ pub(super) fn load_detail(
     target: &InboxTarget,
     task: Option<&TaskRecord>,
     said: Option<String>,
+    bounced: Option<String>,
 ) -> InboxDetail {
     let brief = task
         .map(|t| t.spec.brief())
@@ -152,10 +153,18 @@ pub(super) fn load_detail(
         Some(Ok(None)) | None => (None, Some("no worktree is kept for this task".to_string())),
         Some(Err(e)) => (None, Some(e.to_string())),
     };
+    // A bounce inside the attempt is in the new handoff's files; one that ended the attempt
+    // is in the trail.
+    let bounced = handoff_dir
+        .as_deref()
+        .and_then(|d| crate::agent::handoff::read_meta(d).ok())
+        .and_then(|m| m.bounced)
+        .or(bounced);
     InboxDetail {
         task_pk: target.task_pk,
         brief,
         said,
+        bounced,
         handoff_dir,
         diff,
         worktree,

@@ -102,6 +102,9 @@ pub enum Confirm {
     },
     /// Approve several inbox items at once.
     Approve(Vec<InboxTarget>),
+    /// Approve a handoff whose worktree has no change: its checks run on the base as it is,
+    /// which is rarely what the human meant.
+    ApproveUnchanged(InboxTarget),
 }
 
 /// An inbox item a decision is about.
@@ -176,6 +179,9 @@ pub struct InboxDetail {
     pub brief: String,
     /// What the agent said about it last (its message, or why the attempt stopped).
     pub said: Option<String>,
+    /// The last attempt ended on a failed check (an approval that bounced): which, and the
+    /// output's tail.
+    pub bounced: Option<String>,
     /// Where a handoff's files are, for answering it from a shell.
     pub handoff_dir: Option<std::path::PathBuf>,
     pub diff: Option<WorktreeDiff>,
@@ -280,6 +286,8 @@ pub struct PaneMeta {
     /// The host of the worker running the agent when it runs in another process (a remote
     /// pane): read-only unless `[remote] takeover`.
     pub remote: Option<String>,
+    /// What the session says beyond its state (see `SessionInfo::note`).
+    pub note: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

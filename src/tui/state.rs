@@ -940,12 +940,28 @@ impl AppState {
                 self.set_status(no_inbox_item(self.view), Level::Info);
                 Vec::new()
             }
+            1 if self.opened_without_change(&targets[0]) => {
+                let target = targets.into_iter().next();
+                if let Some(t) = target {
+                    self.popups
+                        .push(Popup::Confirm(Confirm::ApproveUnchanged(t)));
+                }
+                Vec::new()
+            }
             1 => self.decide(targets, Decision::Approve),
             _ => {
                 self.popups.push(Popup::Confirm(Confirm::Approve(targets)));
                 Vec::new()
             }
         }
+    }
+
+    /// Whether `target` is a handoff whose loaded detail shows no change in its worktree.
+    fn opened_without_change(&self, target: &InboxTarget) -> bool {
+        target.kind == InboxKind::Handoff
+            && self.inbox_ui.detail.as_ref().is_some_and(|d| {
+                d.task_pk == target.task_pk && d.diff.as_ref().is_some_and(|d| d.files == 0)
+            })
     }
 
     fn decide(&mut self, targets: Vec<InboxTarget>, decision: Decision) -> Vec<Effect> {
@@ -1020,6 +1036,10 @@ impl AppState {
                     (Confirm::Approve(targets), 'y') => {
                         self.popups.pop();
                         self.decide(targets, Decision::Approve)
+                    }
+                    (Confirm::ApproveUnchanged(target), 'y') => {
+                        self.popups.pop();
+                        self.decide(vec![target], Decision::Approve)
                     }
                     (Confirm::SkipTask(id), 'y') => {
                         self.popups.pop();

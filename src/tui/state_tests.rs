@@ -364,6 +364,41 @@ mod inbox {
     }
 
     #[test]
+    fn approving_a_handoff_that_changed_nothing_asks_first() {
+        let mut s = inbox();
+        s.handle(Action::MoveDown);
+        s.inbox_ui.open = Some(7);
+        s.set_inbox_detail(crate::tui::model::InboxDetail {
+            task_pk: 7,
+            brief: "Review".into(),
+            said: None,
+            bounced: None,
+            handoff_dir: None,
+            diff: Some(crate::workspace::WorktreeDiff {
+                files: 0,
+                insertions: 0,
+                deletions: 0,
+                patch: String::new(),
+                truncated: false,
+            }),
+            worktree: None,
+            diff_note: None,
+        });
+        assert!(s.handle(Action::Approve).is_empty(), "not at once");
+        assert!(
+            matches!(s.popups.last(), Some(Popup::Confirm(Confirm::ApproveUnchanged(t))) if t.task_id == "REVIEW-7")
+        );
+        assert!(s.handle(Action::Answer('n')).is_empty());
+        assert!(s.popups.is_empty());
+        s.handle(Action::Approve);
+        let fx = s.handle(Action::Answer('y'));
+        assert!(
+            matches!(fx.as_slice(), [Effect::Decide(t, Decision::Approve)] if t[0].task_id == "REVIEW-7"),
+            "{fx:?}"
+        );
+    }
+
+    #[test]
     fn single_approve_decides_at_once() {
         let mut s = inbox();
         s.handle(Action::MoveDown);

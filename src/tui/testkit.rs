@@ -155,6 +155,7 @@ pub fn pane(pk: i64, id: &str, state: SessionState, now: Instant, age: Duration)
         has_screen: true,
         waiting_input: false,
         remote: None,
+        note: None,
     }
 }
 

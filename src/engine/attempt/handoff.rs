@@ -11,6 +11,7 @@ impl AgentExecutor {
         cx: &mut Ctx<'_>,
         wt: &Worktree,
         prompt: &str,
+        bounced: Option<String>,
         ctl: &mut AttemptControl,
         deadline_at: Option<Instant>,
     ) -> Step {
@@ -27,6 +28,7 @@ impl AgentExecutor {
             started_at: chrono::Utc::now(),
             timeout_s: Some(self.cfg.handoff_timeout.as_secs()),
             attempt: cx.claimed.task.attempts.max(1) as u32,
+            bounced: bounced.clone(),
         };
         let dir = match runner.start(&meta, prompt) {
             Ok(d) => d,
@@ -34,7 +36,8 @@ impl AgentExecutor {
         };
         cx.evidence.insert("handoff_dir".into(), json!(dir));
         self.sessions.update(cx.claimed.lease.task_pk, |s| {
-            s.state = SessionState::WaitingForHuman
+            s.state = SessionState::WaitingForHuman;
+            s.note = bounced;
         });
         let r = match runner
             .wait(&dir, &meta, cx.claimed.lease.epoch, ctl, deadline_at)

@@ -176,6 +176,7 @@ impl Executor for AgentExecutor {
             state: SessionState::Preparing,
             pty: None,
             log_path: None,
+            note: None,
         });
         let began = Instant::now();
         let outcome = self.run(&mut cx, ctl).await;

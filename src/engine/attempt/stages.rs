@@ -220,6 +220,8 @@ impl AgentExecutor {
             .max()
             .unwrap_or(0);
         let mut repair: Option<Repair> = None;
+        // What the last round's failed check was, for a human whose approved answer bounced.
+        let mut bounced: Option<String> = None;
         let mut round = 0u32;
         loop {
             let prompt = match &repair {
@@ -233,7 +235,10 @@ impl AgentExecutor {
                 None => brief.prompt.clone(),
             };
             let step = match &brief.runner {
-                Runner::Handoff => self.handoff(cx, wt, &prompt, ctl, deadline_at).await,
+                Runner::Handoff => {
+                    self.handoff(cx, wt, &prompt, bounced.take(), ctl, deadline_at)
+                        .await
+                }
                 Runner::Process(backend) => {
                     self.agent_round(cx, backend.as_ref(), wt, &prompt, round, ctl, deadline_at)
                         .await
@@ -278,6 +283,16 @@ impl AgentExecutor {
             }
             round += 1;
             let first = verification.failures().first().map(|c| (*c).clone());
+            bounced = first.as_ref().map(|c| {
+                crate::engine::trail::CheckFailure::of(
+                    &c.name,
+                    c.exit_code.map(i64::from),
+                    c.timed_out,
+                    &c.output,
+                    8,
+                )
+                .text("your answer was approved, but the ")
+            });
             repair = first.map(|c| Repair {
                 attempt: round + 1,
                 command_name: c.name,

@@ -298,15 +298,24 @@ impl Console {
                     .iter()
                     .find(|t| t.pk == target.task_pk)
                     .cloned();
-                let said = task
+                let events = task
                     .as_ref()
-                    .and_then(|t| crate::tui::attempts::last_words(&self.state.task_events(&t.id)));
+                    .map(|t| self.state.task_events(&t.id))
+                    .unwrap_or_default();
+                let said = crate::tui::attempts::last_words(&events);
+                let bounced = crate::engine::trail::bounced(&events);
                 let workspaces = self.around.workspaces.clone();
                 let handoff = self.around.handoff.clone();
                 let tx = self.msg_tx.clone();
                 tokio::task::spawn_blocking(move || {
-                    let d =
-                        decide::load_detail(&workspaces, &handoff, &target, task.as_ref(), said);
+                    let d = decide::load_detail(
+                        &workspaces,
+                        &handoff,
+                        &target,
+                        task.as_ref(),
+                        said,
+                        bounced,
+                    );
                     let _ = tx.send(Msg::InboxDetail(d));
                 });
             }

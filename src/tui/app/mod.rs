@@ -475,6 +475,7 @@ impl Console {
                     has_screen: remote.has_screen(t.pk),
                     waiting_input: false,
                     remote: Some(host.to_string()),
+                    note: None,
                 }
             })
             .collect();
@@ -889,6 +890,7 @@ impl Console {
                 has_screen: s.pty.is_some(),
                 waiting_input: false,
                 remote: None,
+                note: s.note.clone(),
             })
             .collect();
         let mut ptys = BTreeMap::new();

@@ -182,6 +182,14 @@ fn render_detail(frame: &mut Frame, area: Rect, state: &AppState, theme: &Theme,
                     theme.warn(),
                 ));
             }
+            if let Some(b) = &d.bounced {
+                let mut it = b.lines();
+                if let Some(head) = it.next() {
+                    lines.push(Line::styled(format!("Bounced: {head}"), theme.error()));
+                }
+                lines.extend(it.map(|l| Line::styled(format!("  {l}"), theme.dim())));
+                lines.push(Line::raw(""));
+            }
             match (&d.diff, &d.diff_note) {
                 (Some(diff), _) => {
                     lines.push(Line::styled(

@@ -140,10 +140,24 @@ pub(super) fn render(
                 SessionState::Done => "done",
                 SessionState::Failed => "failed",
             };
+            let mut lines = vec![Line::styled(note, theme.dim())];
+            // A human's approval whose checks failed started this new handoff: say so here.
+            if p.state == SessionState::WaitingForHuman
+                && let Some(b) = p.note.clone().or_else(|| {
+                    state
+                        .task_by_pk(p.task_pk)
+                        .and_then(|t| crate::engine::trail::bounced(&state.task_events(&t.id)))
+                })
+            {
+                let mut it = b.lines();
+                if let Some(head) = it.next() {
+                    lines.push(Line::raw(""));
+                    lines.push(Line::styled(format!("Bounced: {head}"), theme.error()));
+                }
+                lines.extend(it.map(|l| Line::styled(l.to_string(), theme.dim())));
+            }
             frame.render_widget(
-                Paragraph::new(Line::styled(note, theme.dim()))
-                    .wrap(Wrap { trim: true })
-                    .block(block),
+                Paragraph::new(lines).wrap(Wrap { trim: true }).block(block),
                 rect,
             );
         }

@@ -235,6 +235,26 @@ fn confirm(frame: &mut Frame, area: Rect, c: &Confirm, state: &AppState, ui: &Ui
                 ]),
             ],
         ),
+        Confirm::ApproveUnchanged(target) => (
+            " Approve without a change? ",
+            vec![
+                Line::raw(format!(
+                    "{}'s worktree has no change since the handoff began.",
+                    target.task_id
+                )),
+                Line::raw(
+                    "Its checks will run on the code as it was; if they fail, a new handoff starts.",
+                ),
+                Line::raw("Approve anyway?"),
+                Line::raw(""),
+                Line::from(vec![
+                    Span::styled("y", theme.key()),
+                    Span::raw(" approve   "),
+                    Span::styled("n", theme.key()),
+                    Span::raw("/esc cancel"),
+                ]),
+            ],
+        ),
         Confirm::Approve(targets) => (
             " Approve ",
             vec![
