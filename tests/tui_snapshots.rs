@@ -130,7 +130,41 @@ fn help_popup_lists_the_views_keys() {
     let s = state_with(&[Action::Events, Action::Help]);
     let out = render(&s, 200, 60);
     assert!(out.contains("Help: events view"), "{out}");
-    assert!(!out.contains("type into the focused agent"), "{out}");
+    assert!(!out.contains("type in / give back"), "{out}");
+}
+
+#[test]
+fn the_help_fits_80x24_in_every_view_in_sections_and_cuts_nothing() {
+    for action in [
+        Action::Help,
+        Action::Tasks,
+        Action::TaskDetail,
+        Action::Events,
+        Action::Budget,
+        Action::Stats,
+        Action::Inbox,
+        Action::Workers,
+    ] {
+        let mut s = state_with(&[action]);
+        if action != Action::Help {
+            s.handle(Action::Help);
+        }
+        let out = render(&s, 80, 24);
+        let view = s.view;
+        for (title, actions) in whilly::tui::views::help_sections(view) {
+            assert!(
+                out.contains(&title),
+                "{view:?}: section {title:?} missing\n{out}"
+            );
+            for a in actions {
+                // Paired entries share a line: the first word of each description is there.
+                let first = a.describe().split(' ').next().unwrap_or_default();
+                assert!(out.contains(first), "{view:?}: {a:?} missing\n{out}");
+            }
+        }
+        let popup: String = out.lines().skip(1).take(22).collect::<Vec<_>>().join("\n");
+        assert!(!popup.contains('…'), "{view:?}: an entry is cut\n{out}");
+    }
 }
 
 #[test]

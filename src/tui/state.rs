@@ -49,6 +49,9 @@ pub struct AppState {
     /// Whether quitting may leave running agents to finish in the background (the console was
     /// started by a launcher that can hand the terminal back).
     pub can_background: bool,
+    /// Why the agent the PRD wizard and the challenge ask cannot answer (not installed, not
+    /// configured): said when they are opened, before anything is typed.
+    pub no_oneshot_agent: Option<String>,
     pub started: Instant,
     /// When the run finished: the clock and the burn rate stop there (nothing is spent while
     /// the console only waits), and go on if the serving engine gets work again.
@@ -113,6 +116,7 @@ impl AppState {
             events: Vec::new(),
             backend: backend.into(),
             can_background: false,
+            no_oneshot_agent: None,
             panes: Vec::new(),
             view: View::Main,
             focus: Focus::TaskList,
@@ -565,6 +569,13 @@ impl AppState {
             Action::Workers => self.switch(View::Workers),
             Action::Replay => return self.open_replay(),
             Action::Diff => return self.open_diff(),
+            Action::NewPrd | Action::Challenge if self.no_oneshot_agent.is_some() => {
+                let why = self.no_oneshot_agent.clone().unwrap_or_default();
+                self.set_status(
+                    format!("{why} — install it or set [run] agent, then open the console again"),
+                    Level::Warn,
+                );
+            }
             Action::NewPrd => {
                 if self.wizard.is_none() {
                     self.wizard = Some(Wizard::new());

@@ -153,6 +153,23 @@ fn quit_when_nothing_runs_or_after_the_run_is_immediate() {
 }
 
 #[test]
+fn the_wizard_says_its_agent_is_missing_before_anything_is_typed() {
+    let mut s = state();
+    s.no_oneshot_agent = Some("agent \"claude\" cannot answer the wizard: not found".into());
+    for action in [Action::NewPrd, Action::Challenge] {
+        assert!(s.handle(action).is_empty());
+        assert_eq!(s.view, View::Main, "{action:?} did not open");
+        assert!(s.wizard.is_none());
+        let (text, level) = s.status.clone().expect("said at once");
+        assert!(
+            text.contains("cannot answer") && text.contains("[run] agent"),
+            "{text}"
+        );
+        assert_eq!(level, Level::Warn);
+    }
+}
+
+#[test]
 fn the_clock_and_burn_rate_stop_when_the_run_finishes() {
     let mut s = state();
     s.now = s.started + Duration::from_secs(60);

@@ -216,6 +216,7 @@ pub(crate) async fn run(
     console.slots = slots;
     console.idle = Some(idle_rx);
     console.state.observer = observer;
+    console.state.no_oneshot_agent = console.around.wizard.as_ref().err().cloned();
     console.state.can_background = console.opts.background.is_some();
     console.state.own_worker = Some(engine_cfg.worker_id.clone());
     console.state.remote_takeover = console.opts.remote_takeover;

@@ -7,6 +7,7 @@ mod diff;
 mod events;
 mod fmt;
 mod header;
+mod help;
 mod inbox;
 mod link;
 mod panes;

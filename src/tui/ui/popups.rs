@@ -1,21 +1,20 @@
-//! Popups over any view: help (every key of the current view, from the keymap),
+//! Popups over any view: help (`help.rs`: every key of the current view, from the keymap),
 //! confirmations (reset a task; quit while agents run) and the split of a task (its diff).
 
 use super::UiContext;
 use super::fmt::ellipsize;
 use crate::engine::sessions::SessionState;
-use crate::tui::action::Action;
 use crate::tui::model::{Confirm, Popup};
 use crate::tui::state::AppState;
 use ratatui::Frame;
-use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Cell, Clear, Paragraph, Row, Table, Wrap};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 
 pub(super) fn render(frame: &mut Frame, area: Rect, state: &AppState, ui: &UiContext) {
     for popup in &state.popups {
         match popup {
-            Popup::Help => help(frame, area, state, ui),
+            Popup::Help => super::help::render(frame, area, state, ui),
             Popup::Confirm(c) => confirm(frame, area, c, state, ui),
             Popup::Input { purpose, text } => input(frame, area, &purpose.prompt(), text, ui),
             Popup::Split => split(frame, area, state, ui),
@@ -24,7 +23,7 @@ pub(super) fn render(frame: &mut Frame, area: Rect, state: &AppState, ui: &UiCon
 }
 
 /// A rectangle of at most `w`×`h` centred in `area`.
-fn centred(area: Rect, w: u16, h: u16) -> Rect {
+pub(super) fn centred(area: Rect, w: u16, h: u16) -> Rect {
     let w = w.min(area.width);
     let h = h.min(area.height);
     Rect::new(
@@ -33,82 +32,6 @@ fn centred(area: Rect, w: u16, h: u16) -> Rect {
         w,
         h,
     )
-}
-
-fn help(frame: &mut Frame, area: Rect, state: &AppState, ui: &UiContext) {
-    let theme = ui.theme;
-    let mut entries: Vec<(String, &'static str)> = Vec::new();
-    for a in crate::tui::views::help(state.view) {
-        let keys = ui.keymap.keys_for(a);
-        if !keys.is_empty() {
-            entries.push((keys.join(" "), a.describe()));
-        }
-    }
-    let release = ui.keymap.keys_for(Action::Release).join(" ");
-    let key_w = entries
-        .iter()
-        .map(|(k, _)| k.chars().count())
-        .max()
-        .unwrap_or(4)
-        .min(18) as u16;
-    // One column when it fits in height, else two side by side.
-    let fits = entries.len() as u16 + 2 <= area.height;
-    let columns: u16 = if fits { 1 } else { 2 };
-    let per_col = entries.len().div_ceil(usize::from(columns));
-    let h = (per_col as u16).saturating_add(2);
-    // One column as wide as its longest entry (within the screen), two over the whole width.
-    let longest = entries
-        .iter()
-        .map(|(_, d)| d.chars().count())
-        .max()
-        .unwrap_or(0) as u16;
-    let w = if columns == 1 {
-        (key_w + 1 + longest + 2).clamp(40, area.width)
-    } else {
-        area.width
-    };
-    let rect = centred(area, w, h);
-    frame.render_widget(Clear, rect);
-    let block = Block::default()
-        .borders(Borders::ALL)
-        .border_style(theme.title())
-        .title(Span::styled(
-            ellipsize(
-                &format!(" Help: {} view (any key closes) ", state.view.title()),
-                usize::from(rect.width.saturating_sub(2)),
-            ),
-            theme.title(),
-        ))
-        .title_bottom(Line::styled(
-            ellipsize(
-                &format!(" takeover: every key goes to the agent; {release} returns "),
-                usize::from(rect.width.saturating_sub(2)),
-            ),
-            theme.dim(),
-        ));
-    let inner = block.inner(rect);
-    frame.render_widget(block, rect);
-    let cols = Layout::horizontal(vec![Constraint::Fill(1); usize::from(columns)])
-        .spacing(2)
-        .split(inner);
-    for (i, col) in cols.iter().enumerate() {
-        let rows: Vec<Row> = entries
-            .iter()
-            .skip(i * per_col)
-            .take(per_col)
-            .map(|(k, d)| {
-                // Cut with a visible `…`: a narrow terminal shows every entry, shortened.
-                let desc_w = usize::from(col.width.saturating_sub(key_w + 1));
-                Row::new(vec![
-                    Cell::from(Span::styled(ellipsize(k, usize::from(key_w)), theme.key())),
-                    Cell::from(ellipsize(d, desc_w)),
-                ])
-            })
-            .collect();
-        let table =
-            Table::new(rows, [Constraint::Length(key_w), Constraint::Fill(1)]).column_spacing(1);
-        frame.render_widget(table, *col);
-    }
 }
 
 /// The split dialog (`X`): the agent at work, then the change as a diff to write or discard.

@@ -80,6 +80,66 @@ const READING: &[Action] = &[
     Action::ScrollDown,
 ];
 
+/// The help's sections after the view's own keys: what the console-wide keys are for.
+const SECTIONS: &[(&str, &[Action])] = &[
+    (
+        "Go to",
+        &[
+            Action::Inbox,
+            Action::Workers,
+            Action::TaskDetail,
+            Action::Events,
+            Action::Tasks,
+            Action::Stats,
+            Action::Budget,
+            Action::Triz,
+            Action::Challenge,
+            Action::Replay,
+            Action::Diff,
+        ],
+    ),
+    (
+        "Decide",
+        &[
+            Action::Approve,
+            Action::ApproveAll,
+            Action::Merge,
+            Action::Reject,
+            Action::SendBack,
+        ],
+    ),
+    (
+        "Tasks and plan",
+        &[
+            Action::ResetTask,
+            Action::SkipTask,
+            Action::SplitTask,
+            Action::KillAttempt,
+            Action::TogglePause,
+            Action::NewPrd,
+            Action::AddTask,
+        ],
+    ),
+    ("Console", &[Action::Help, Action::Back, Action::Quit]),
+];
+
+/// The help of `view` in sections, as lazygit's and k9s's are: the view's own keys first
+/// (titled with the view), then the console-wide keys by what they are for. Together they are
+/// exactly [`help`].
+pub fn help_sections(view: View) -> Vec<(String, Vec<Action>)> {
+    if view == View::Wizard {
+        return vec![("Console".to_string(), vec![Action::Quit])];
+    }
+    let mut out = vec![(format!("{} view", view.title()), own(view).to_vec())];
+    out.extend(
+        SECTIONS
+            .iter()
+            .map(|(title, actions)| ((*title).to_string(), actions.to_vec())),
+    );
+    out.retain(|(_, a)| !a.is_empty());
+    out
+}
+
 /// The keys `view` answers itself.
 pub fn own(view: View) -> &'static [Action] {
     match view {
@@ -101,8 +161,25 @@ pub fn own(view: View) -> &'static [Action] {
 
 /// What the help lists in `view`, in order: the view's own keys, then the console-wide ones.
 pub fn help(view: View) -> Vec<Action> {
-    if view == View::Wizard {
-        return vec![Action::Quit];
+    help_sections(view)
+        .into_iter()
+        .flat_map(|(_, actions)| actions)
+        .collect()
+}
+
+#[cfg(test)]
+mod sections_tests {
+    use super::*;
+
+    #[test]
+    fn the_sections_hold_every_console_wide_key_once() {
+        let mut listed: Vec<Action> = SECTIONS
+            .iter()
+            .flat_map(|(_, a)| a.iter().copied())
+            .collect();
+        let mut wide = CONSOLE_WIDE.to_vec();
+        listed.sort_by_key(|a| a.name());
+        wide.sort_by_key(|a| a.name());
+        assert_eq!(listed, wide);
     }
-    own(view).iter().chain(CONSOLE_WIDE).copied().collect()
 }
