@@ -66,7 +66,7 @@ fn wrong_types_are_all_reported_with_pointers() {
     let text = plan::render_check(&r, false);
     assert!(
         text.contains(
-            "wrong_types.json:8:30: error[wrong_type]: /tasks/3/priority: expected a string, got 5"
+            "wrong_types.json:8:30: error[wrong_type]: /tasks/3/priority: expected one of \"critical\", \"high\", \"medium\", \"low\" (or p0–p3), got 5"
         ),
         "{text}"
     );

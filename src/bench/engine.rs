@@ -34,10 +34,32 @@ pub(crate) const TARGET_TASKS_PER_SEC: f64 = 20.0;
 /// The agent: prints the marker and exits (no shell, no file changes).
 const INSTANT_AGENT: &str = "echo <promise>COMPLETE</promise>";
 
+/// The repository the tasks run in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum RepoSource {
+    /// A scratch repository of this many small files in one commit.
+    Generated(usize),
+    /// A local clone of a real repository (its working tree checked out once, not timed).
+    Clone(std::path::PathBuf),
+}
+
+impl fmt::Display for RepoSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RepoSource::Generated(n) => write!(f, "a generated repository of {n} files"),
+            RepoSource::Clone(p) => write!(f, "a clone of {}", p.display()),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct EngineBenchReport {
     pub tasks: usize,
     pub slots: usize,
+    /// Where the tasks ran, in words.
+    pub repository: String,
+    /// Files in the repository's tree.
+    pub files: usize,
     /// Importing the plan into the queue (not part of the per-task figures).
     pub import: Duration,
     /// The engine's run, first claim to last DONE.
@@ -139,8 +161,8 @@ impl fmt::Display for EngineBenchReport {
         let ms = |d: Duration| d.as_secs_f64() * 1000.0;
         writeln!(
             f,
-            "engine bench: {} tasks, {} slots, an agent that prints the marker and exits",
-            self.tasks, self.slots
+            "engine bench: {} tasks, {} slots, an agent that prints the marker and exits, in {} ({} files)",
+            self.tasks, self.slots, self.repository, self.files
         )?;
         writeln!(
             f,
@@ -181,8 +203,13 @@ impl fmt::Display for EngineBenchReport {
     }
 }
 
-/// Runs both measurements in a scratch repository under the temp dir and removes it after.
-pub(crate) async fn run(tasks: usize, slots: usize) -> anyhow::Result<EngineBenchReport> {
+/// Runs both measurements in a repository under the temp dir (generated, or a clone of
+/// `source`'s) and removes it after.
+pub(crate) async fn run(
+    tasks: usize,
+    slots: usize,
+    source: &RepoSource,
+) -> anyhow::Result<EngineBenchReport> {
     if tasks == 0 {
         bail!("--tasks must be at least 1");
     }
@@ -193,8 +220,15 @@ pub(crate) async fn run(tasks: usize, slots: usize) -> anyhow::Result<EngineBenc
         .context("cannot create a scratch directory in the temp dir")?;
     let repo = scratch.path().join("repo");
     let worktrees = scratch.path().join("worktrees");
-    std::fs::create_dir_all(&repo).with_context(|| format!("cannot create {}", repo.display()))?;
-    init_repo(&repo)?;
+    let files = match source {
+        RepoSource::Generated(n) => {
+            std::fs::create_dir_all(&repo)
+                .with_context(|| format!("cannot create {}", repo.display()))?;
+            init_repo(&repo, (*n).max(1))?;
+            (*n).max(1)
+        }
+        RepoSource::Clone(from) => clone_repo(from, &repo)?,
+    };
 
     let bare = {
         let (repo, worktrees) = (repo.clone(), worktrees.join("bare"));
@@ -207,6 +241,8 @@ pub(crate) async fn run(tasks: usize, slots: usize) -> anyhow::Result<EngineBenc
     Ok(EngineBenchReport {
         tasks,
         slots,
+        repository: source.to_string(),
+        files,
         import,
         engine,
         engine_done,
@@ -215,13 +251,14 @@ pub(crate) async fn run(tasks: usize, slots: usize) -> anyhow::Result<EngineBenc
     })
 }
 
-/// A repository with one commit holding a few files, like a small project.
-fn init_repo(repo: &Path) -> anyhow::Result<()> {
+/// A repository with one commit holding `files` small files, 1,000 to a directory (a large
+/// monorepo's shape, when `files` is large).
+fn init_repo(repo: &Path, files: usize) -> anyhow::Result<()> {
     git(repo, &["init", "-q"])?;
     git(repo, &["config", "user.name", "whilly bench"])?;
     git(repo, &["config", "user.email", "bench@whilly.invalid"])?;
-    for i in 0..20 {
-        let path = repo.join(format!("src/file{i}.txt"));
+    for i in 0..files {
+        let path = repo.join(format!("src/d{:03}/file{i}.txt", i / 1000));
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)?;
         }
@@ -231,6 +268,29 @@ fn init_repo(repo: &Path) -> anyhow::Result<()> {
     git(repo, &["add", "-A"])?;
     git(repo, &["commit", "-q", "-m", "bench base"])?;
     Ok(())
+}
+
+/// A local clone of `from` at `to` (objects hard-linked, the tree checked out once): the
+/// repository measured on, never `from` itself. Returns the files in its tree.
+fn clone_repo(from: &Path, to: &Path) -> anyhow::Result<usize> {
+    let from_s = from.to_string_lossy().into_owned();
+    let to_s = to.to_string_lossy().into_owned();
+    let parent = to.parent().unwrap_or(Path::new("/"));
+    git(parent, &["clone", "-q", &from_s, &to_s])
+        .with_context(|| format!("cannot clone {} (is it a git repository?)", from.display()))?;
+    git(to, &["config", "user.name", "whilly bench"])?;
+    git(to, &["config", "user.email", "bench@whilly.invalid"])?;
+    // The queue's directory stays out of the commits without changing the tree.
+    let exclude = to.join(".git/info/exclude");
+    let mut text = std::fs::read_to_string(&exclude).unwrap_or_default();
+    text.push_str("\n.whilly/\n");
+    std::fs::write(&exclude, text)?;
+    let listed = Command::new("git")
+        .args(["ls-files", "-z"])
+        .current_dir(to)
+        .output()
+        .context("cannot run git ls-files")?;
+    Ok(listed.stdout.iter().filter(|b| **b == 0).count())
 }
 
 /// The baseline: N rounds of add → spawn → remove through the git CLI, `slots` threads at once.
@@ -429,6 +489,8 @@ mod tests {
         EngineBenchReport {
             tasks: 100,
             slots: 3,
+            repository: RepoSource::Generated(20).to_string(),
+            files: 20,
             import: Duration::from_millis(5),
             engine: Duration::from_millis(engine_ms),
             engine_done: 100,
@@ -484,10 +546,10 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn runs_a_small_plan_end_to_end() {
-        let r = run(4, 2).await.unwrap();
+        let r = run(4, 2, &RepoSource::Generated(20)).await.unwrap();
         assert_eq!(r.engine_done, 4);
         assert!(r.engine > Duration::ZERO && r.bare > Duration::ZERO);
-        assert!(run(0, 1).await.is_err());
+        assert!(run(0, 1, &RepoSource::Generated(20)).await.is_err());
     }
 
     /// The full benchmark, for measuring by hand:
@@ -503,6 +565,9 @@ mod tests {
             .ok()
             .and_then(|v| v.parse().ok())
             .unwrap_or(3);
-        println!("{}", run(tasks, slots).await.unwrap());
+        println!(
+            "{}",
+            run(tasks, slots, &RepoSource::Generated(20)).await.unwrap()
+        );
     }
 }

@@ -77,7 +77,12 @@ const UNUSED_GLOBALS: &[(&[&str], &[&str])] = &[
     (&["completions"], &["repo", "database_url", "overrides"]),
     (&["config"], &["database_url"]),
     (&["demo"], &["repo"]),
-    (&["bench"], &["repo"]),
+    // `bench engine --repo PATH` measures on a clone of PATH; the other benches make their own.
+    (&["bench", "queue"], &["repo"]),
+    (&["bench", "pty"], &["repo"]),
+    (&["bench", "console"], &["repo"]),
+    (&["bench", "sse"], &["repo"]),
+    (&["bench", "panes"], &["repo"]),
     (&["plan", "check"], &["database_url"]),
 ];
 
@@ -923,7 +928,9 @@ Postgres comes from --database-url / WHILLY_DATABASE_URL, default postgres://pos
     Queue(BenchQueueArgs),
     /// Per-task engine overhead with an instant agent, against `git worktree add` + a spawn by hand.
     #[command(
-        after_help = "Examples:\n  whilly bench engine\n  whilly bench engine --tasks 200 --slots 4"
+        after_help = "Examples:\n  whilly bench engine\n  whilly bench engine --tasks 200 --slots 4\n  \
+whilly bench engine --tasks 20 --slots 1 --repo ~/src/cargo     # a clone of a real repository\n  \
+whilly bench engine --tasks 5 --slots 1 --files 100000          # a generated 100,000-file one"
     )]
     Engine(BenchEngineArgs),
     /// Draining a coloured stream through a PTY and the emulator, against tmux.
@@ -1014,6 +1021,11 @@ pub struct BenchEngineArgs {
     /// Agents running at once.
     #[arg(long, default_value_t = 3)]
     pub slots: usize,
+    /// Measure on a generated repository of this many files (e.g. 100000). With the global
+    /// `--repo PATH` instead, the bench measures on a local clone of that repository (in the
+    /// temp dir: the repository itself is not touched).
+    #[arg(long, value_name = "N")]
+    pub files: Option<usize>,
 }
 
 #[derive(Debug, Args, Clone)]

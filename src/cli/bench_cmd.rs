@@ -101,7 +101,17 @@ pub(crate) async fn run(ctx: &Context, cmd: BenchCommand) -> anyhow::Result<i32>
             Ok(exit::OK)
         }
         BenchCommand::Engine(args) => {
-            let report = crate::bench::engine::run(args.tasks, args.slots).await?;
+            let source = match (&ctx.global.repo, args.files) {
+                (Some(_), Some(_)) => {
+                    anyhow::bail!(
+                        "--repo and --files: give one (a repository to clone, or a size to generate)"
+                    )
+                }
+                (Some(_), None) => crate::bench::engine::RepoSource::Clone(ctx.repo_root.clone()),
+                (None, Some(n)) => crate::bench::engine::RepoSource::Generated(n),
+                (None, None) => crate::bench::engine::RepoSource::Generated(20),
+            };
+            let report = crate::bench::engine::run(args.tasks, args.slots, &source).await?;
             outln!("{report}");
             Ok(exit::OK)
         }

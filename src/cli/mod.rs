@@ -210,8 +210,9 @@ async fn dispatch_command(cli: Cli) -> anyhow::Result<i32> {
     if needs_repo(&command) {
         ctx.require_repo()?;
     }
-    // Outside a repository there is no `.whilly/` to log into, and none is made.
-    let _log_guard = ctx.in_repo.then(|| {
+    // Outside a repository there is no `.whilly/` to log into, and none is made; benches work
+    // in scratch repositories and leave the one they were started in (or `--repo`) alone.
+    let _log_guard = (ctx.in_repo && !matches!(command, Command::Bench(_))).then(|| {
         let (dir, level) = logging::settings(&ctx);
         logging::init(&dir, &level)
     });

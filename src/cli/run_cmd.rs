@@ -309,8 +309,9 @@ pub(crate) async fn worker(ctx: &Context, args: WorkerArgs) -> anyhow::Result<i3
     let summary = summary?;
     let (code, why) = worker_exit(summary.end);
     errln!(
-        "whilly worker {worker_id}: {why} after {} attempts",
-        summary.attempts
+        "whilly worker {worker_id}: {why} after {} attempt{}",
+        summary.attempts,
+        if summary.attempts == 1 { "" } else { "s" }
     );
     Ok(code)
 }

@@ -324,7 +324,6 @@ impl Scheduler {
         }
         if self.t.serving
             && v.watched
-            && !self.t.observer
             && !v.outage_waiting
             && self.news
             && self

@@ -52,6 +52,7 @@ pub(crate) fn event_line(e: &Event) -> String {
         line.push_str("  ");
         line.push_str(&summary);
     }
+    line.truncate(line.trim_end().len());
     line
 }
 

@@ -215,7 +215,7 @@ pub(super) fn render(frame: &mut Frame, area: Rect, state: &AppState, ui: &UiCon
         area.width
     };
     let h = (tallest as u16).saturating_add(2).min(area.height);
-    let rect = super::popups::centred(area, w, h);
+    let rect = super::geometry::centred(area, w, h);
     frame.render_widget(Clear, rect);
     let release = ui.keymap.keys_for(Action::Release).join(" ");
     let block = Block::default()

@@ -6,6 +6,7 @@ mod detail;
 mod diff;
 mod events;
 mod fmt;
+mod geometry;
 mod header;
 mod help;
 mod inbox;

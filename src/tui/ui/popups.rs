@@ -3,6 +3,7 @@
 
 use super::UiContext;
 use super::fmt::ellipsize;
+use super::geometry::centred;
 use crate::engine::sessions::SessionState;
 use crate::tui::model::{Confirm, Popup};
 use crate::tui::state::AppState;
@@ -20,18 +21,6 @@ pub(super) fn render(frame: &mut Frame, area: Rect, state: &AppState, ui: &UiCon
             Popup::Split => split(frame, area, state, ui),
         }
     }
-}
-
-/// A rectangle of at most `w`×`h` centred in `area`.
-pub(super) fn centred(area: Rect, w: u16, h: u16) -> Rect {
-    let w = w.min(area.width);
-    let h = h.min(area.height);
-    Rect::new(
-        area.x + (area.width - w) / 2,
-        area.y + (area.height - h) / 2,
-        w,
-        h,
-    )
 }
 
 /// The split dialog (`X`): the agent at work, then the change as a diff to write or discard.
