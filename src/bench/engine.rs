@@ -397,7 +397,12 @@ async fn engine_rounds(
         prices: PriceTable::new(),
         guards: Guards::new(&[])?,
         verification_timeout: Duration::from_secs(60),
-        checks: crate::engine::checks::CheckPolicy::default(),
+        // The task's one `true` check only: a real repository's own checks (its test suite)
+        // are the work, not what whilly costs per task.
+        checks: crate::engine::checks::CheckPolicy {
+            test_steps: true,
+            profile: false,
+        },
         verification_env: Vec::new(),
         keep_failed: true,
         sandbox: None,
@@ -414,7 +419,9 @@ async fn engine_rounds(
         handoff_poll: Duration::from_millis(500),
         merge: MergeMode::Ff,
         base_commit,
-        default_task_timeout: Some(Duration::from_secs(60)),
+        // A safety net, not a limit to measure against: on a 100,000-file repository one
+        // task's worktree alone takes minutes on a slow disk.
+        default_task_timeout: Some(Duration::from_secs(1800)),
         lease: EngineConfig::new("").lease,
         remote: Default::default(),
         publisher: None,
