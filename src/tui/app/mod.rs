@@ -437,14 +437,14 @@ impl Console {
         };
         let now = Instant::now();
         let utc = chrono::Utc::now();
+        // From the leased tasks' index, not the whole plan: this runs every session poll
+        // (10 a second), and a plan may hold 100,000 tasks.
         let metas: Vec<PaneMeta> = self
             .state
-            .tasks
-            .iter()
+            .tasks_held_elsewhere()
+            .into_iter()
             .filter(|t| {
                 t.status == crate::domain::Status::InProgress
-                    && t.worker_id.is_some()
-                    && t.worker_id != self.state.own_worker
                     && !local.iter().any(|p| p.task_pk == t.pk)
             })
             .map(|t| {
