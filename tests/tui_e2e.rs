@@ -11,30 +11,7 @@ mod tmux;
 
 use engine::{Repo, plan, task, wait_for};
 use std::time::Duration;
-use tmux::{Tmux, sh_quote};
-
-/// A script that starts the console in `repo` with the sealed environment of the engine tests.
-fn console_script(repo: &Repo) -> std::path::PathBuf {
-    let probe = repo.whilly(&[]);
-    let mut env_line = String::from("env -i");
-    for (k, v) in probe.get_envs() {
-        if let Some(v) = v {
-            env_line.push_str(&format!(
-                " {}={}",
-                k.to_string_lossy(),
-                sh_quote(&v.to_string_lossy())
-            ));
-        }
-    }
-    let program = format!("{} tui plan.json", sh_quote(env!("CARGO_BIN_EXE_whilly")));
-    let script = format!(
-        "cd {}\n{env_line} TERM=xterm-256color {program}\necho \"EXIT=$?\"\n",
-        sh_quote(&repo.repo.to_string_lossy())
-    );
-    let path = repo.home.join("console.sh");
-    std::fs::write(&path, script).expect("write script");
-    path
-}
+use tmux::{Tmux, console_script, sh_quote};
 
 fn agent_template(rounds: u32) -> String {
     format!(

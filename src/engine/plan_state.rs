@@ -15,10 +15,7 @@ pub(super) async fn nothing_left(
     watching: bool,
 ) -> StoreResult<Option<RunEnd>> {
     if let Some(plan_id) = plan_id {
-        if watching && store.counts(plan_id).await?.ready > 0 {
-            return Ok(None);
-        }
-        return plan_state(store, plan_id, false).await;
+        return plan_state(store, plan_id, false, watching).await;
     }
     let mut budget_blocked = false;
     for p in store.list_plans().await? {
@@ -27,7 +24,7 @@ pub(super) async fn nothing_left(
         if open == 0 {
             continue;
         }
-        match plan_state(store, &p.plan.id, true).await? {
+        match plan_state(store, &p.plan.id, true, watching).await? {
             None => return Ok(None),
             Some(RunEnd::BudgetExhausted) => budget_blocked = true,
             Some(_) => {}
@@ -42,17 +39,22 @@ pub(super) async fn nothing_left(
 }
 
 /// `Some(end)` when `plan_id` has nothing left that this engine could do. `among_many`: a
-/// worker serving every plan does not wait for a paused one.
+/// worker serving every plan does not wait for a paused one. `watching`: ready work is the
+/// other workers' to do, so it is not over.
 async fn plan_state(
     store: &dyn Store,
     plan_id: &str,
     among_many: bool,
+    watching: bool,
 ) -> StoreResult<Option<RunEnd>> {
     // One aggregate, not every task of the plan: an idle engine asks this after every
     // change, and a plan may have 100,000 tasks.
     let c = store.counts(plan_id).await?;
     if c.get(Status::Claimed) + c.get(Status::InProgress) > 0 {
         return Ok(None); // another worker is still on it
+    }
+    if c.ready > 0 && watching {
+        return Ok(None);
     }
     if c.ready > 0 {
         let plan = store.get_plan(plan_id).await?;

@@ -143,15 +143,12 @@ impl HeadlessPrinter {
         let waiting = dir.waiting(&self.plan_id);
         // Keyed by when each began: a handoff that starts again (its answer bounced on a
         // check, or another attempt) is said again, however quickly it came back.
-        let now: std::collections::BTreeSet<String> = waiting
-            .iter()
-            .map(|m| format!("{}@{}", m.task_id, m.started_at.to_rfc3339()))
-            .collect();
+        let key = |m: &crate::agent::handoff::HandoffMeta| {
+            format!("{}@{}", m.task_id, m.started_at.to_rfc3339())
+        };
+        let now: std::collections::BTreeSet<String> = waiting.iter().map(key).collect();
         for m in &waiting {
-            if self
-                .said_waiting
-                .contains(&format!("{}@{}", m.task_id, m.started_at.to_rfc3339()))
-            {
+            if self.said_waiting.contains(&key(m)) {
                 continue;
             }
             let answer = format!(

@@ -135,7 +135,13 @@ fn quit_when_nothing_runs_or_after_the_run_is_immediate() {
     });
     assert_eq!(s.handle(Action::Quit), [Effect::Quit]);
     let mut s = state();
-    s.set_finished(RunSummary {
+    s.set_finished(all_done());
+    assert_eq!(s.handle(Action::Quit), [Effect::Quit]);
+}
+
+/// A run that ended with its one task DONE.
+fn all_done() -> RunSummary {
+    RunSummary {
         end: crate::engine::RunEnd::AllDone,
         exit_code: 0,
         attempts: 1,
@@ -148,8 +154,7 @@ fn quit_when_nothing_runs_or_after_the_run_is_immediate() {
         stuck: vec![],
         unlanded: vec![],
         unchanged: vec![],
-    });
-    assert_eq!(s.handle(Action::Quit), [Effect::Quit]);
+    }
 }
 
 #[test]
@@ -173,20 +178,7 @@ fn the_wizard_says_its_agent_is_missing_before_anything_is_typed() {
 fn the_clock_and_burn_rate_stop_when_the_run_finishes() {
     let mut s = state();
     s.now = s.started + Duration::from_secs(60);
-    s.set_finished(RunSummary {
-        end: crate::engine::RunEnd::AllDone,
-        exit_code: 0,
-        attempts: 1,
-        done: 1,
-        failed: 0,
-        skipped: 0,
-        total: 1,
-        cost_usd: 0.0,
-        elapsed_sec: 60.0,
-        stuck: vec![],
-        unlanded: vec![],
-        unchanged: vec![],
-    });
+    s.set_finished(all_done());
     let burn = s.budget().burn_per_hour;
     s.now += Duration::from_secs(3600);
     assert_eq!(s.elapsed(), Duration::from_secs(60), "the clock stopped");
