@@ -40,6 +40,7 @@ fn measures_on_a_clone_of_a_real_repository_and_leaves_it_as_it_was() {
         std::fs::create_dir_all(repo.join("lib")).unwrap();
         std::fs::write(repo.join(format!("lib/m{i}.rs")), format!("// {i}\n")).unwrap();
     }
+    std::fs::write(repo.join(".gitignore"), "target/\n").unwrap();
     git(repo, &["add", "-A"]);
     git(
         repo,
@@ -54,19 +55,40 @@ fn measures_on_a_clone_of_a_real_repository_and_leaves_it_as_it_was() {
         ],
     );
     let head = git(repo, &["rev-parse", "HEAD"]);
+    // Each task's check says whether the build cache of a task before is there, then makes it.
+    let logs = tempfile::tempdir().unwrap();
+    let log = logs.path().join("checks.log");
+    let check = format!(
+        "test -e target/stamp && echo warm >> {0} || echo cold >> {0}; mkdir -p target && touch target/stamp",
+        log.display()
+    );
     let text = bench(&[
         "--tasks",
         "3",
         "--slots",
         "1",
+        "--check",
+        &check,
         "--repo",
         &repo.to_string_lossy(),
     ]);
     assert!(
-        text.contains("a clone of") && text.contains("(37 files)"),
+        text.contains("a clone of") && text.contains("(38 files)"),
         "{text}"
     );
-    assert!(text.contains("engine / bare"), "{text}");
+    assert!(text.contains("pooled / fresh"), "{text}");
+    assert!(
+        text.contains("DONE: fresh 3, pooled 3, of 3 tasks"),
+        "{text}"
+    );
+    // Fresh worktrees build from cold every time; the pool's second and third tasks find the
+    // first one's build outputs.
+    let seen = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(
+        seen.lines().collect::<Vec<_>>(),
+        ["cold", "cold", "cold", "cold", "warm", "warm"],
+        "{text}"
+    );
     assert_eq!(git(repo, &["rev-parse", "HEAD"]), head, "no commit added");
     assert_eq!(git(repo, &["status", "--porcelain"]), "", "nothing changed");
     assert_eq!(

@@ -115,7 +115,8 @@ fn a_healthy_repository_passes() {
         "ok",
         "1 plans, each file where it was imported from",
     );
-    one(&v, "worktrees", "ok", "0 worktrees");
+    // The finished task's worktree waits in the pool for the next task: not an orphan.
+    one(&v, "worktrees", "ok", "1 worktree (1 idle in the pool)");
     one(&v, "leases", "ok", "no expired leases");
     one(&v, "tokens", "ok", "GitHub: no token");
     // The text form says the same, grouped.

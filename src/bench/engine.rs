@@ -62,12 +62,23 @@ pub(crate) struct EngineBenchReport {
     pub files: usize,
     /// Importing the plan into the queue (not part of the per-task figures).
     pub import: Duration,
-    /// The engine's run, first claim to last DONE.
-    pub engine: Duration,
-    /// Tasks the engine finished DONE (must equal `tasks`).
-    pub engine_done: u64,
+    /// The check each task runs (`true` unless `--check` says otherwise).
+    pub check: String,
+    /// The engine with `[worktrees] pool = 0`: a fresh worktree per task, removed after.
+    pub fresh: EngineRun,
+    /// The engine with a pool of `slots` worktrees (the default configuration's way).
+    pub pooled: EngineRun,
     /// `git worktree add` + spawn `true` + `git worktree remove`, N times, `slots` at a time.
     pub bare: Duration,
+}
+
+/// One run of the engine over the plan.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub(crate) struct EngineRun {
+    /// First claim to last DONE.
+    pub took: Duration,
+    /// Tasks finished DONE (must equal the plan's).
+    pub done: u64,
     /// Where a task's time goes, from the audit trail's timestamps.
     pub phases: Phases,
 }
@@ -115,35 +126,37 @@ pub(crate) fn phase_means(events: &[Event]) -> Phases {
 }
 
 impl EngineBenchReport {
-    pub(crate) fn engine_tasks_per_sec(&self) -> f64 {
-        per_sec(self.tasks, self.engine)
-    }
-
     pub(crate) fn bare_tasks_per_sec(&self) -> f64 {
         per_sec(self.tasks, self.bare)
-    }
-
-    /// Wall time per task (`slots` run at once, so this is throughput, not latency).
-    pub(crate) fn engine_per_task(&self) -> Duration {
-        per_task(self.engine, self.tasks)
     }
 
     pub(crate) fn bare_per_task(&self) -> Duration {
         per_task(self.bare, self.tasks)
     }
 
-    /// Engine cost over bare cost (1.0: no overhead at all).
-    pub(crate) fn ratio(&self) -> f64 {
+    /// Wall time per task of a run (`slots` run at once: throughput, not latency).
+    pub(crate) fn per_task(&self, run: &EngineRun) -> Duration {
+        per_task(run.took, self.tasks)
+    }
+
+    pub(crate) fn tasks_per_sec(&self, run: &EngineRun) -> f64 {
+        per_sec(self.tasks, run.took)
+    }
+
+    /// A run's cost over the bare cost (1.0: the same as git's own add and remove).
+    pub(crate) fn ratio(&self, run: &EngineRun) -> f64 {
         let bare = self.bare.as_secs_f64();
         if bare > 0.0 {
-            self.engine.as_secs_f64() / bare
+            run.took.as_secs_f64() / bare
         } else {
             f64::INFINITY
         }
     }
 
+    /// The targets, on the pooled run (the default configuration).
     pub(crate) fn meets_targets(&self) -> bool {
-        self.ratio() <= TARGET_RATIO && self.engine_tasks_per_sec() >= TARGET_TASKS_PER_SEC
+        self.ratio(&self.pooled) <= TARGET_RATIO
+            && self.tasks_per_sec(&self.pooled) >= TARGET_TASKS_PER_SEC
     }
 }
 
@@ -161,59 +174,82 @@ impl fmt::Display for EngineBenchReport {
         let ms = |d: Duration| d.as_secs_f64() * 1000.0;
         writeln!(
             f,
-            "engine bench: {} tasks, {} slots, an agent that prints the marker and exits, in {} ({} files)",
-            self.tasks, self.slots, self.repository, self.files
+            "engine bench: {} tasks, {} slots, an agent that prints the marker and exits, check `{}`, in {} ({} files)",
+            self.tasks, self.slots, self.check, self.repository, self.files
         )?;
         writeln!(
             f,
-            "  whilly engine  (claim → worktree → PTY → exit → commit → merge → DONE): {:>7.2} s  {:>6.1} tasks/s  {:>6.1} ms/task",
-            self.engine.as_secs_f64(),
-            self.engine_tasks_per_sec(),
-            ms(self.engine_per_task())
-        )?;
-        writeln!(
-            f,
-            "  bare git CLI   (worktree add → spawn true → worktree remove):           {:>7.2} s  {:>6.1} tasks/s  {:>6.1} ms/task",
+            "  bare git CLI (worktree add → spawn true → worktree remove):        {:>8.2} s  {:>6.1} tasks/s  {:>7.1} ms/task",
             self.bare.as_secs_f64(),
             self.bare_tasks_per_sec(),
             ms(self.bare_per_task())
         )?;
+        for (name, run) in [
+            (
+                "whilly, fresh worktrees (pool = 0):                         ",
+                &self.fresh,
+            ),
+            (
+                "whilly, pooled worktrees (pool = slots):                    ",
+                &self.pooled,
+            ),
+        ] {
+            writeln!(
+                f,
+                "  {name}{:>8.2} s  {:>6.1} tasks/s  {:>7.1} ms/task  {:.2}× bare",
+                run.took.as_secs_f64(),
+                self.tasks_per_sec(run),
+                ms(self.per_task(run)),
+                self.ratio(run)
+            )?;
+        }
         writeln!(
             f,
-            "  engine / bare: {:.2}×   (targets: ≤ {TARGET_RATIO}× and ≥ {TARGET_TASKS_PER_SEC} tasks/s: {})",
-            self.ratio(),
+            "  pooled / fresh: {:.2}×   (targets, pooled: ≤ {TARGET_RATIO}× bare and ≥ {TARGET_TASKS_PER_SEC} tasks/s: {})",
+            self.pooled.took.as_secs_f64() / self.fresh.took.as_secs_f64().max(1e-9),
             if self.meets_targets() {
                 "met"
             } else {
                 "NOT met"
             }
         )?;
-        writeln!(
-            f,
-            "  one task, mean: claim → IN_PROGRESS {:.1} ms, IN_PROGRESS → DONE {:.1} ms",
-            self.phases.claim_to_start_ms, self.phases.start_to_done_ms
-        )?;
+        for (name, run) in [("fresh", &self.fresh), ("pooled", &self.pooled)] {
+            writeln!(
+                f,
+                "  one task, mean, {name}: claim → IN_PROGRESS {:.1} ms, IN_PROGRESS → DONE {:.1} ms",
+                run.phases.claim_to_start_ms, run.phases.start_to_done_ms
+            )?;
+        }
         write!(
             f,
-            "  (plan import, not counted: {:.1} ms; engine finished {} of {} tasks DONE)",
+            "  (plan import, not counted: {:.1} ms; DONE: fresh {}, pooled {}, of {} tasks)",
             ms(self.import),
-            self.engine_done,
+            self.fresh.done,
+            self.pooled.done,
             self.tasks
         )
     }
 }
 
+/// What `whilly bench engine` measures.
+#[derive(Debug, Clone)]
+pub(crate) struct EngineBenchOpts {
+    pub tasks: usize,
+    pub slots: usize,
+    pub source: RepoSource,
+    /// The check each task runs; `None`: `true`.
+    pub check: Option<String>,
+}
+
 /// Runs both measurements in a repository under the temp dir (generated, or a clone of
 /// `source`'s) and removes it after.
-pub(crate) async fn run(
-    tasks: usize,
-    slots: usize,
-    source: &RepoSource,
-) -> anyhow::Result<EngineBenchReport> {
+pub(crate) async fn run(opts: &EngineBenchOpts) -> anyhow::Result<EngineBenchReport> {
+    let (tasks, source) = (opts.tasks, &opts.source);
     if tasks == 0 {
         bail!("--tasks must be at least 1");
     }
-    let slots = slots.max(1);
+    let slots = opts.slots.max(1);
+    let check = opts.check.clone().unwrap_or_else(|| "true".into());
     let scratch = tempfile::Builder::new()
         .prefix("whilly-bench-engine-")
         .tempdir()
@@ -236,18 +272,33 @@ pub(crate) async fn run(
             .await
             .context("the bare benchmark thread stopped")??
     };
-    let (import, engine, engine_done, phases) =
-        engine_rounds(&repo, &worktrees, tasks, slots).await?;
+    let store = open(
+        &DatabaseTarget::Sqlite(state_dir(&repo).join("whilly.db")),
+        &repo,
+    )
+    .await?;
+    let round = |plan: &'static str, pool: usize| Round {
+        repo: &repo,
+        worktrees: worktrees.join(plan),
+        store: store.clone(),
+        plan,
+        tasks,
+        slots,
+        pool,
+        check: &check,
+    };
+    let (import, fresh) = round("bench-fresh", 0).run().await?;
+    let (_, pooled) = round("bench-pooled", slots).run().await?;
     Ok(EngineBenchReport {
         tasks,
         slots,
         repository: source.to_string(),
         files,
         import,
-        engine,
-        engine_done,
+        check,
+        fresh,
+        pooled,
         bare,
-        phases,
     })
 }
 
@@ -348,126 +399,143 @@ fn bare_rounds(repo: &Path, base: &Path, n: usize, slots: usize) -> anyhow::Resu
     Ok(took)
 }
 
-/// The real engine, built the way `whilly run` builds it, on N tasks; returns
-/// (import time, run time, tasks DONE, phases).
-async fn engine_rounds(
-    repo: &Path,
-    worktrees: &Path,
-    n: usize,
+/// One run of the real engine over its own plan of `tasks` tasks.
+struct Round<'a> {
+    repo: &'a Path,
+    worktrees: std::path::PathBuf,
+    store: Arc<dyn crate::store::Store>,
+    plan: &'static str,
+    tasks: usize,
     slots: usize,
-) -> anyhow::Result<(Duration, Duration, u64, Phases)> {
-    let store = open(
-        &DatabaseTarget::Sqlite(state_dir(repo).join("whilly.db")),
-        repo,
-    )
-    .await?;
-    let plan_id = "bench-engine";
-    let started = Instant::now();
-    store
-        .import_plan(
-            &bench_plan(plan_id, n),
-            &ImportOptions {
-                default_max_attempts: 1,
-                ..Default::default()
-            },
-        )
-        .await?;
-    let import = started.elapsed();
-
-    let workspaces = Workspaces::new(
-        repo,
-        WorkspaceConfig {
-            base_dir: Some(worktrees.join("engine")),
-            include: Vec::new(),
-            setup_command: None,
-            merge: MergeMode::Ff,
-            ..WorkspaceConfig::default()
-        },
-    )?;
-    let base_commit = workspaces.base_commit()?;
-    let mut settings = AgentSettings::new(BackendKind::Command);
-    settings.name = "bench".into();
-    settings.command = Some(INSTANT_AGENT.into());
-    let mut agents = BTreeMap::new();
-    agents.insert("bench".to_string(), agent::build_runner(&settings)?);
-    let exec_cfg = ExecutorConfig {
-        run_dir: state_dir(repo).join("runs").join("bench"),
-        default_agent: "bench".into(),
-        agents,
-        prices: PriceTable::new(),
-        guards: Guards::new(&[])?,
-        verification_timeout: Duration::from_secs(60),
-        // The task's one `true` check only: a real repository's own checks (its test suite)
-        // are the work, not what whilly costs per task.
-        checks: crate::engine::checks::CheckPolicy {
-            test_steps: true,
-            profile: false,
-        },
-        verification_env: Vec::new(),
-        keep_failed: true,
-        sandbox: None,
-        landing: crate::domain::landing_lint::LandingLimits {
-            secret_lint: true,
-            max_file_bytes: 10 * 1_048_576,
-        },
-        pty_size: TermSize::new(40, 160),
-        scrollback: 1000,
-        attempt_log_max: 0,
-        grace: Duration::from_secs(1),
-        handoff: HandoffDir::in_project(repo),
-        handoff_timeout: Duration::from_secs(60),
-        handoff_poll: Duration::from_millis(500),
-        merge: MergeMode::Ff,
-        base_commit,
-        // A safety net, not a limit to measure against: on a 100,000-file repository one
-        // task's worktree alone takes minutes on a slow disk.
-        default_task_timeout: Some(Duration::from_secs(1800)),
-        lease: EngineConfig::new("").lease,
-        remote: Default::default(),
-        publisher: None,
-    };
-    let executor = AgentExecutor::new(
-        exec_cfg,
-        store.clone(),
-        Arc::new(workspaces),
-        SessionRegistry::new(),
-    );
-    let mut cfg = EngineConfig::new(format!("bench/{}/0", std::process::id()));
-    cfg.plan_id = Some(plan_id.to_string());
-    cfg.slots = slots;
-    cfg.retry_backoff = vec![1];
-    cfg.grace = Duration::from_secs(1);
-    // The sender must outlive the run: a closed channel would wake the loop on every turn.
-    let (_stop, stop_rx) = tokio::sync::watch::channel(StopLevel::Run);
-    let engine = Engine::new(store.clone(), Arc::new(executor), cfg, stop_rx);
-    let started = Instant::now();
-    let summary = engine.run().await?;
-    let took = started.elapsed();
-    if summary.end != RunEnd::AllDone {
-        let failed = store
-            .list_tasks(plan_id)
-            .await?
-            .into_iter()
-            .find(|t| t.status != crate::domain::Status::Done);
-        bail!(
-            "the engine did not finish the benchmark plan ({:?}, {} of {n} done); first unfinished task: {}",
-            summary.end,
-            summary.done,
-            failed
-                .map(|t| format!("{} {} {}", t.id, t.status, t.reason.unwrap_or_default()))
-                .unwrap_or_default()
-        );
-    }
-    let events = store
-        .events(&EventFilter {
-            plan_id: Some(plan_id.to_string()),
-            ..Default::default()
-        })
-        .await?;
-    Ok((import, took, summary.done, phase_means(&events)))
+    pool: usize,
+    check: &'a str,
 }
 
-fn bench_plan(id: &str, n: usize) -> PlanSpec {
+impl Round<'_> {
+    /// The engine, built the way `whilly run` builds it; returns (import time, the run).
+    async fn run(self) -> anyhow::Result<(Duration, EngineRun)> {
+        let (repo, store, plan_id, n, slots) = (
+            self.repo,
+            self.store.clone(),
+            self.plan,
+            self.tasks,
+            self.slots,
+        );
+        let started = Instant::now();
+        store
+            .import_plan(
+                &bench_plan(plan_id, n, self.check),
+                &ImportOptions {
+                    default_max_attempts: 1,
+                    ..Default::default()
+                },
+            )
+            .await?;
+        let import = started.elapsed();
+
+        let workspaces = Workspaces::new(
+            repo,
+            WorkspaceConfig {
+                base_dir: Some(self.worktrees.clone()),
+                include: Vec::new(),
+                setup_command: None,
+                merge: MergeMode::Ff,
+                pool: self.pool,
+                ..WorkspaceConfig::default()
+            },
+        )?;
+        let base_commit = workspaces.base_commit()?;
+        let mut settings = AgentSettings::new(BackendKind::Command);
+        settings.name = "bench".into();
+        settings.command = Some(INSTANT_AGENT.into());
+        let mut agents = BTreeMap::new();
+        agents.insert("bench".to_string(), agent::build_runner(&settings)?);
+        let exec_cfg = ExecutorConfig {
+            run_dir: state_dir(repo).join("runs").join("bench"),
+            default_agent: "bench".into(),
+            agents,
+            prices: PriceTable::new(),
+            guards: Guards::new(&[])?,
+            verification_timeout: Duration::from_secs(3600),
+            // The task's one `true` check only: a real repository's own checks (its test suite)
+            // are the work, not what whilly costs per task.
+            checks: crate::engine::checks::CheckPolicy {
+                test_steps: true,
+                profile: false,
+            },
+            verification_env: Vec::new(),
+            keep_failed: true,
+            sandbox: None,
+            landing: crate::domain::landing_lint::LandingLimits {
+                secret_lint: true,
+                max_file_bytes: 10 * 1_048_576,
+            },
+            pty_size: TermSize::new(40, 160),
+            scrollback: 1000,
+            attempt_log_max: 0,
+            grace: Duration::from_secs(1),
+            handoff: HandoffDir::in_project(repo),
+            handoff_timeout: Duration::from_secs(60),
+            handoff_poll: Duration::from_millis(500),
+            merge: MergeMode::Ff,
+            base_commit,
+            // A safety net, not a limit to measure against: on a 100,000-file repository one
+            // task's worktree alone takes minutes on a slow disk.
+            default_task_timeout: Some(Duration::from_secs(1800)),
+            lease: EngineConfig::new("").lease,
+            remote: Default::default(),
+            publisher: None,
+        };
+        let executor = AgentExecutor::new(
+            exec_cfg,
+            store.clone(),
+            Arc::new(workspaces),
+            SessionRegistry::new(),
+        );
+        let mut cfg = EngineConfig::new(format!("bench/{}/0", std::process::id()));
+        cfg.plan_id = Some(plan_id.to_string());
+        cfg.slots = slots;
+        cfg.retry_backoff = vec![1];
+        cfg.grace = Duration::from_secs(1);
+        // The sender must outlive the run: a closed channel would wake the loop on every turn.
+        let (_stop, stop_rx) = tokio::sync::watch::channel(StopLevel::Run);
+        let engine = Engine::new(store.clone(), Arc::new(executor), cfg, stop_rx);
+        let started = Instant::now();
+        let summary = engine.run().await?;
+        let took = started.elapsed();
+        if summary.end != RunEnd::AllDone {
+            let failed = store
+                .list_tasks(plan_id)
+                .await?
+                .into_iter()
+                .find(|t| t.status != crate::domain::Status::Done);
+            bail!(
+                "the engine did not finish the benchmark plan ({:?}, {} of {n} done); first unfinished task: {}",
+                summary.end,
+                summary.done,
+                failed
+                    .map(|t| format!("{} {} {}", t.id, t.status, t.reason.unwrap_or_default()))
+                    .unwrap_or_default()
+            );
+        }
+        let events = store
+            .events(&EventFilter {
+                plan_id: Some(plan_id.to_string()),
+                ..Default::default()
+            })
+            .await?;
+        Ok((
+            import,
+            EngineRun {
+                took,
+                done: summary.done,
+                phases: phase_means(&events),
+            },
+        ))
+    }
+}
+
+fn bench_plan(id: &str, n: usize, check: &str) -> PlanSpec {
     PlanSpec {
         id: id.to_string(),
         project: id.to_string(),
@@ -479,7 +547,7 @@ fn bench_plan(id: &str, n: usize) -> PlanSpec {
                 acceptance_criteria: vec!["the agent prints the marker".into()],
                 // A check that always passes: the agents change nothing, and a task whose
                 // agent changed nothing with no check to show the work is there is FAILED.
-                test_steps: vec!["true".into()],
+                test_steps: vec![check.to_string()],
                 ..Default::default()
             })
             .collect(),
@@ -493,25 +561,39 @@ mod tests {
     use super::*;
 
     fn report(engine_ms: u64, bare_ms: u64) -> EngineBenchReport {
+        let run = |ms: u64| EngineRun {
+            took: Duration::from_millis(ms),
+            done: 100,
+            phases: Phases::default(),
+        };
         EngineBenchReport {
             tasks: 100,
             slots: 3,
             repository: RepoSource::Generated(20).to_string(),
             files: 20,
             import: Duration::from_millis(5),
-            engine: Duration::from_millis(engine_ms),
-            engine_done: 100,
+            check: "true".into(),
+            fresh: run(engine_ms * 2),
+            pooled: run(engine_ms),
             bare: Duration::from_millis(bare_ms),
-            phases: Phases::default(),
+        }
+    }
+
+    fn opts(tasks: usize, slots: usize) -> EngineBenchOpts {
+        EngineBenchOpts {
+            tasks,
+            slots,
+            source: RepoSource::Generated(20),
+            check: None,
         }
     }
 
     #[test]
     fn figures_and_targets() {
         let r = report(4000, 2500);
-        assert!((r.ratio() - 1.6).abs() < 1e-9);
-        assert!((r.engine_tasks_per_sec() - 25.0).abs() < 1e-9);
-        assert_eq!(r.engine_per_task(), Duration::from_millis(40));
+        assert!((r.ratio(&r.pooled) - 1.6).abs() < 1e-9);
+        assert!((r.tasks_per_sec(&r.pooled) - 25.0).abs() < 1e-9);
+        assert_eq!(r.per_task(&r.pooled), Duration::from_millis(40));
         assert!(r.meets_targets());
         assert!(!report(6000, 2500).meets_targets(), "too slow and over 2×");
         assert!(!report(5100, 5000).meets_targets(), "under 20 tasks/s");
@@ -553,10 +635,10 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn runs_a_small_plan_end_to_end() {
-        let r = run(4, 2, &RepoSource::Generated(20)).await.unwrap();
-        assert_eq!(r.engine_done, 4);
-        assert!(r.engine > Duration::ZERO && r.bare > Duration::ZERO);
-        assert!(run(0, 1, &RepoSource::Generated(20)).await.is_err());
+        let r = run(&opts(4, 2)).await.unwrap();
+        assert_eq!((r.fresh.done, r.pooled.done), (4, 4));
+        assert!(r.fresh.took > Duration::ZERO && r.bare > Duration::ZERO);
+        assert!(run(&opts(0, 1)).await.is_err());
     }
 
     /// The full benchmark, for measuring by hand:
@@ -572,9 +654,6 @@ mod tests {
             .ok()
             .and_then(|v| v.parse().ok())
             .unwrap_or(3);
-        println!(
-            "{}",
-            run(tasks, slots, &RepoSource::Generated(20)).await.unwrap()
-        );
+        println!("{}", run(&opts(tasks, slots)).await.unwrap());
     }
 }

@@ -1026,6 +1026,10 @@ pub struct BenchEngineArgs {
     /// temp dir: the repository itself is not touched).
     #[arg(long, value_name = "N")]
     pub files: Option<usize>,
+    /// The check every task runs, in its worktree (default: `true`). A build, e.g.
+    /// `cargo check`, shows what the pool's kept build caches save from the second task on.
+    #[arg(long, value_name = "CMD")]
+    pub check: Option<String>,
 }
 
 #[derive(Debug, Args, Clone)]

@@ -111,7 +111,13 @@ pub(crate) async fn run(ctx: &Context, cmd: BenchCommand) -> anyhow::Result<i32>
                 (None, Some(n)) => crate::bench::engine::RepoSource::Generated(n),
                 (None, None) => crate::bench::engine::RepoSource::Generated(20),
             };
-            let report = crate::bench::engine::run(args.tasks, args.slots, &source).await?;
+            let report = crate::bench::engine::run(&crate::bench::engine::EngineBenchOpts {
+                tasks: args.tasks,
+                slots: args.slots,
+                source,
+                check: args.check,
+            })
+            .await?;
             outln!("{report}");
             Ok(exit::OK)
         }

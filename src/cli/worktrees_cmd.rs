@@ -40,17 +40,23 @@ pub(crate) async fn run(ctx: &Context, cmd: WorktreesCommand) -> anyhow::Result<
             for w in &list {
                 total += w.size_bytes;
                 rows.push(vec![
-                    format!(
-                        "{}/{}",
-                        w.plan_id.as_deref().unwrap_or("?"),
-                        w.task_id.as_deref().unwrap_or("?")
-                    ),
+                    if w.pooled {
+                        "(pool)".to_string()
+                    } else {
+                        format!(
+                            "{}/{}",
+                            w.plan_id.as_deref().unwrap_or("?"),
+                            w.task_id.as_deref().unwrap_or("?")
+                        )
+                    },
                     w.branch.clone().unwrap_or_default(),
                     human_size(w.size_bytes),
                     if w.prunable {
                         "stale".into()
                     } else if !w.registered {
                         "stray".into()
+                    } else if w.pooled {
+                        "pooled (idle)".into()
                     } else {
                         "kept".into()
                     },
@@ -58,7 +64,13 @@ pub(crate) async fn run(ctx: &Context, cmd: WorktreesCommand) -> anyhow::Result<
                 ]);
             }
             out!("{}", table(&rows));
-            outln!("{} worktrees, {} on disk", list.len(), human_size(total));
+            let pooled = list.iter().filter(|w| w.pooled).count();
+            outln!(
+                "{} worktrees ({pooled} idle in the pool of {}), {} on disk",
+                list.len(),
+                ws.config().pool,
+                human_size(total)
+            );
             Ok(exit::OK)
         }
         WorktreesCommand::Prune {
@@ -105,6 +117,6 @@ pub(crate) async fn run(ctx: &Context, cmd: WorktreesCommand) -> anyhow::Result<
 fn info_json(w: &WorktreeInfo) -> serde_json::Value {
     serde_json::json!({
         "name": w.name, "path": w.path, "branch": w.branch, "plan_id": w.plan_id, "task_id": w.task_id,
-        "size_bytes": w.size_bytes, "prunable": w.prunable, "registered": w.registered, "locked": w.locked,
+        "size_bytes": w.size_bytes, "prunable": w.prunable, "registered": w.registered, "locked": w.locked, "pooled": w.pooled,
     })
 }

@@ -217,6 +217,12 @@ pub struct WorktreesConfig {
     /// doctor` reports going over it. Unset: no budget.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_disk: Option<String>,
+    /// Finished worktrees kept for later tasks of the repository (0: none).
+    pub pool: u32,
+    /// A pooled worktree keeps its ignored build outputs (`cache_dirs`) for the next task.
+    pub keep_build_cache: bool,
+    /// Names of ignored directories holding build outputs, at any depth.
+    pub cache_dirs: Vec<String>,
 }
 
 impl WorktreesConfig {
@@ -237,6 +243,12 @@ impl Default for WorktreesConfig {
             merge: MergeMode::Ff,
             keep_failed: true,
             max_disk: None,
+            pool: 4,
+            keep_build_cache: true,
+            cache_dirs: crate::workspace::DEFAULT_CACHE_DIRS
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
         }
     }
 }

@@ -99,6 +99,10 @@ pub(crate) fn workspace_config(cfg: &Config) -> WorkspaceConfig {
         setup_timeout: Duration::from_secs(600),
         merge: merge_mode(cfg),
         merge_lock_timeout: Duration::from_secs(120),
+        pool: cfg.worktrees.pool as usize,
+        keep_build_cache: cfg.worktrees.keep_build_cache,
+        cache_dirs: cfg.worktrees.cache_dirs.clone(),
+        max_disk: cfg.worktrees.max_disk_bytes(),
         shared_base: cfg.delivery.push.then(|| crate::workspace::SharedBase {
             remote: cfg.delivery.remote.clone(),
             // Over HTTPS the remote takes the GitHub token; a local path or SSH needs none.

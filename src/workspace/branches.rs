@@ -49,12 +49,5 @@ pub(super) fn landed(ws: &Workspaces, branch: &str) -> Result<Option<bool>, Work
 
 /// Deletes a local branch; a missing one is not an error.
 pub(super) fn delete(ws: &Workspaces, branch: &str) -> Result<(), WorkspaceError> {
-    let repo = ws.open()?;
-    match repo.find_branch(branch, BranchType::Local) {
-        Ok(mut b) => b
-            .delete()
-            .map_err(WorkspaceError::git(format!("delete branch {branch}"))),
-        Err(e) if e.code() == ErrorCode::NotFound => Ok(()),
-        Err(e) => Err(WorkspaceError::git(format!("find branch {branch}"))(e)),
-    }
+    super::cleanup::delete_branch(&ws.open()?, branch)
 }

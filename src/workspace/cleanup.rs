@@ -25,6 +25,8 @@ pub struct WorktreeInfo {
     /// Known to git (has an admin entry); false for a stray directory.
     pub registered: bool,
     pub locked: bool,
+    /// An idle worktree of the pool, waiting for the next task (see `workspace::pool`).
+    pub pooled: bool,
 }
 
 /// Which worktrees [`Workspaces::prune`] removes, besides stale and stray ones, which always go.
@@ -56,18 +58,23 @@ pub(super) fn remove(
     let _guard = lock::admin(&ws.common_dir, ws.cfg.merge_lock_timeout)?;
     remove_locked(ws, &repo, name, path)?;
     if delete_branch {
-        match repo.find_branch(branch, BranchType::Local) {
-            Ok(mut b) => b
-                .delete()
-                .map_err(WorkspaceError::git(format!("delete branch {branch}")))?,
-            Err(e) if e.code() == ErrorCode::NotFound => {}
-            Err(e) => return Err(WorkspaceError::git(format!("find branch {branch}"))(e)),
-        }
+        self::delete_branch(&repo, branch)?;
     }
     Ok(())
 }
 
-fn remove_locked(
+/// Deletes a local branch; a missing one is fine.
+pub(super) fn delete_branch(repo: &Repository, branch: &str) -> Result<(), WorkspaceError> {
+    match repo.find_branch(branch, BranchType::Local) {
+        Ok(mut b) => b
+            .delete()
+            .map_err(WorkspaceError::git(format!("delete branch {branch}"))),
+        Err(e) if e.code() == ErrorCode::NotFound => Ok(()),
+        Err(e) => Err(WorkspaceError::git(format!("find branch {branch}"))(e)),
+    }
+}
+
+pub(super) fn remove_locked(
     ws: &Workspaces,
     repo: &Repository,
     name: &str,
@@ -213,6 +220,7 @@ pub(super) fn list(ws: &Workspaces) -> Result<Vec<WorktreeInfo>, WorkspaceError>
             prunable,
             registered: true,
             locked,
+            pooled: name.starts_with(layout::POOL_ADMIN_PREFIX),
         });
     }
     // Directories in our layout (<repo dir>/<plan>/<task>) that git does not know: crash debris.
@@ -232,6 +240,7 @@ pub(super) fn list(ws: &Workspaces) -> Result<Vec<WorktreeInfo>, WorkspaceError>
                 prunable: true,
                 registered: false,
                 locked: false,
+                pooled: false,
             });
         }
     }

@@ -35,7 +35,43 @@ pub struct WorkspaceConfig {
     /// `merge` lands on this remote's base branch (clones sharing one queue share it there);
     /// `None`: on this clone's base branch only.
     pub shared_base: Option<super::SharedBase>,
+    /// How many finished worktrees are kept for reuse by later tasks (see [`super::pool`]);
+    /// 0: every task gets a fresh checkout and it is removed when the task ends.
+    pub pool: usize,
+    /// When a pooled worktree is reused, keep the ignored directories named in `cache_dirs`
+    /// (build outputs), so the next task's checks build incrementally.
+    pub keep_build_cache: bool,
+    /// Names of ignored directories that hold build outputs (`target`, `node_modules`, …),
+    /// matched at any depth.
+    pub cache_dirs: Vec<String>,
+    /// Pooling stops while this repository's worktrees take more bytes than this.
+    pub max_disk: Option<u64>,
 }
+
+/// Ignored directories that hold build outputs in the common toolchains.
+pub const DEFAULT_CACHE_DIRS: &[&str] = &[
+    "target",
+    "node_modules",
+    ".venv",
+    "venv",
+    "__pycache__",
+    ".pytest_cache",
+    ".mypy_cache",
+    ".ruff_cache",
+    ".tox",
+    ".gradle",
+    "build",
+    "dist",
+    ".next",
+    ".turbo",
+    ".cache",
+    "zig-cache",
+    ".zig-cache",
+    "_build",
+    "deps",
+    ".stack-work",
+    "dist-newstyle",
+];
 
 impl Default for WorkspaceConfig {
     fn default() -> Self {
@@ -47,6 +83,10 @@ impl Default for WorkspaceConfig {
             merge: MergeMode::Ff,
             merge_lock_timeout: Duration::from_secs(120),
             shared_base: None,
+            pool: 0,
+            keep_build_cache: true,
+            cache_dirs: DEFAULT_CACHE_DIRS.iter().map(|s| s.to_string()).collect(),
+            max_disk: None,
         }
     }
 }

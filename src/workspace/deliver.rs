@@ -84,6 +84,7 @@ pub(super) fn land(
                 task_id: task_id.to_string(),
                 name: super::layout::admin_name(plan_id, task_id),
                 reused: true,
+                pooled: false,
                 setup_output: None,
                 included: Vec::new(),
             }

@@ -12,6 +12,12 @@ use crate::domain::safe_id;
 /// Prefix of every admin entry (`.git/worktrees/<name>`) whilly creates; `list` relies on it.
 pub(super) const ADMIN_PREFIX: &str = "whilly-";
 
+/// The directory of pooled worktrees under the repository's worktrees directory (a `safe_id`
+/// never holds a dot, so no plan's directory can be called so).
+pub(super) const POOL_DIR: &str = ".pool";
+/// Admin entries of idle pooled worktrees: `whilly-pool-<n>`.
+pub(super) const POOL_ADMIN_PREFIX: &str = "whilly-pool-";
+
 fn short_hash(bytes: &[u8]) -> String {
     hex::encode(&Sha256::digest(bytes)[..4])
 }

@@ -42,6 +42,7 @@ mod layout;
 mod lock;
 mod meta;
 mod occupant;
+mod pool;
 mod prepare;
 mod push;
 mod remote_ref;
@@ -56,7 +57,7 @@ use git2::{ErrorCode, Repository};
 
 pub use cleanup::{PruneReport, PruneSelection, WorktreeInfo};
 pub use commit::Snapshot;
-pub use config::{MergeMode, WorkspaceConfig};
+pub use config::{DEFAULT_CACHE_DIRS, MergeMode, WorkspaceConfig};
 pub use diff::{DiffSource, WorktreeDiff, diff_task, diff_worktree};
 pub use error::WorkspaceError;
 pub use landed::{AlwaysOurs, DeliveryFence, Landed};
@@ -81,6 +82,8 @@ pub struct Worktree {
     pub name: String,
     /// True when an existing worktree of this task was reused (a retry or a resume).
     pub reused: bool,
+    /// True when the worktree came from the pool: another task's, reset for this one.
+    pub pooled: bool,
     /// What the setup command printed, if one ran.
     pub setup_output: Option<String>,
     /// Include files copied in, relative to the worktree root.
@@ -296,6 +299,7 @@ impl Workspaces {
             task_id: m.task_id,
             name,
             reused: true,
+            pooled: false,
             setup_output: None,
         }))
     }
@@ -484,6 +488,13 @@ impl Workspaces {
 
     pub fn note_agent(&self, wt: &Worktree, pgid: i32) {
         occupant::note(&meta::admin_dir(&self.common_dir, &wt.name), pgid);
+    }
+
+    /// Done with a finished task's worktree: kept in the pool for a later task when
+    /// `[worktrees] pool` has room (see [`pool`]), else removed like [`Self::remove`]; the
+    /// branch deleted when asked. Stash entries the task's agent made are dropped.
+    pub fn release(&self, wt: &Worktree, delete_branch: bool) -> Result<(), WorkspaceError> {
+        pool::release(self, wt, delete_branch)
     }
 
     /// Deletes the worktree directory and its admin entry, and the branch if asked.

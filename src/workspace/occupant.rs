@@ -60,6 +60,12 @@ fn still_there(admin_dir: &Path, worktree: &Path) -> Option<(i32, Vec<i32>)> {
     (!inside.is_empty()).then_some((o.pgid, inside))
 }
 
+/// Whether an agent that ran in `worktree` still has processes working there (a pooled
+/// worktree with one is not handed out).
+pub(super) fn present(admin_dir: &Path, worktree: &Path) -> bool {
+    still_there(admin_dir, worktree).is_some()
+}
+
 /// Waits up to `limit` for the earlier agent of this worktree to be gone.
 pub(super) fn wait_gone(
     admin_dir: &Path,

@@ -9,7 +9,9 @@ use git2::{
 };
 
 use super::error::WorkspaceError;
-use super::{Workspaces, Worktree, current_branch, include, layout, lock, meta, occupant, setup};
+use super::{
+    Workspaces, Worktree, current_branch, include, layout, lock, meta, occupant, pool, setup,
+};
 
 /// How long preparing waits for an earlier agent of the worktree to end. The guard whilly runs
 /// agents under stops them within a few seconds of whilly's death.
@@ -25,14 +27,20 @@ pub(super) fn prepare(
     let base = resolve_commit(&repo, base_commit)?;
     let name = layout::admin_name(plan_id, task_id);
     let branch = layout::branch_name(plan_id, task_id);
-    let path = layout::worktree_path(&ws.base_dir, &ws.repo_dir_key(), plan_id, task_id);
+    let own_path = layout::worktree_path(&ws.base_dir, &ws.repo_dir_key(), plan_id, task_id);
     let admin = meta::admin_dir(&ws.common_dir, &name);
     let base_branch = current_branch(&ws.open_head_root()?);
 
     // Never reset a worktree under a running agent: an earlier attempt's agent may still be
     // stopping (its whilly was killed). Waited for outside the lock, which others need.
-    occupant::wait_gone(&admin, &path, OCCUPANT_WAIT)?;
-    let reused = {
+    if let Some(existing) = repo
+        .find_worktree(&name)
+        .ok()
+        .map(|w| w.path().to_path_buf())
+    {
+        occupant::wait_gone(&admin, &existing, OCCUPANT_WAIT)?;
+    }
+    let (path, reused, pooled) = {
         let _guard = lock::admin(&ws.common_dir, ws.cfg.merge_lock_timeout)?;
         if layout::is_within(&ws.base_dir, &ws.root) {
             exclude_from_repo(&ws.common_dir, &ws.root, &ws.base_dir)?;
@@ -47,13 +55,17 @@ pub(super) fn prepare(
         ] {
             clear_stale_lock(&lock)?;
         }
-        if is_reusable(&repo, &name, &path) {
-            reset_existing(&repo, &path, &branch, base)?;
-            true
+        if let Some(existing) = reusable(ws, &repo, &name, &admin, &own_path) {
+            reset_existing(&repo, &existing, &branch, base, &Ignored::Keep)?;
+            (existing, true, false)
         } else {
-            clear_leftovers(&repo, &name, &admin, &path)?;
-            create(&repo, &name, &path, &branch, base)?;
-            false
+            clear_leftovers(ws, &repo, &name, &admin, &own_path)?;
+            if ws.cfg.pool == 0 {
+                create(&repo, &name, &own_path, &branch, base)?;
+                (own_path, false, false)
+            } else {
+                from_pool(ws, &repo, &name, &branch, base)?
+            }
         }
     };
 
@@ -66,6 +78,7 @@ pub(super) fn prepare(
         task_id: task_id.to_string(),
         name,
         reused,
+        pooled,
         setup_output: None,
         included: Vec::new(),
     };
@@ -146,15 +159,59 @@ fn clear_stale_lock(lock: &Path) -> Result<(), WorkspaceError> {
     }
 }
 
-/// A registered, valid worktree at the expected place with a `.git` file: safe to reuse.
-fn is_reusable(repo: &Repository, name: &str, path: &Path) -> bool {
-    let Ok(wt) = repo.find_worktree(name) else {
-        return false;
-    };
-    wt.validate().is_ok()
-        && same_path(wt.path(), path)
-        && path.join(".git").is_file()
-        && Repository::open(path).is_ok()
+/// The task's own worktree from an earlier attempt, when it is safe to reuse: registered and
+/// valid, at its place in the layout or in the pool, and its `.git` file names its entry.
+fn reusable(
+    ws: &Workspaces,
+    repo: &Repository,
+    name: &str,
+    admin: &Path,
+    own_path: &Path,
+) -> Option<PathBuf> {
+    let wt = repo.find_worktree(name).ok()?;
+    let path = wt.path().to_path_buf();
+    let placed = same_path(&path, own_path) || pool::is_slot(ws, &path);
+    (wt.validate().is_ok()
+        && placed
+        && pool::points_to(&path, admin)
+        && Repository::open(&path).is_ok())
+    .then_some(path)
+}
+
+/// A worktree for a task that has none: an idle one from the pool, reset to the task's
+/// branch, or a new one in the pool's directory. Under the admin lock.
+fn from_pool(
+    ws: &Workspaces,
+    repo: &Repository,
+    name: &str,
+    branch: &str,
+    base: Oid,
+) -> Result<(PathBuf, bool, bool), WorkspaceError> {
+    let refname = format!("refs/heads/{branch}");
+    if let Some(holder) = checked_out_in(repo, &refname) {
+        return Err(WorkspaceError::BranchCheckedOut {
+            branch: branch.to_string(),
+            path: holder,
+        });
+    }
+    if let Some(path) = pool::take(ws, name)? {
+        let ignored = if ws.cfg.keep_build_cache {
+            Ignored::KeepCaches(&ws.cfg.cache_dirs)
+        } else {
+            Ignored::Remove
+        };
+        match reset_existing(repo, &path, branch, base, &ignored) {
+            Ok(()) => return Ok((path, false, true)),
+            Err(e) => {
+                // Never handed out half-reset: dropped, and a fresh one made.
+                tracing::warn!(worktree = %path.display(), "resetting a pooled worktree: {e}; dropping it");
+                super::cleanup::remove_locked(ws, repo, name, &path)?;
+            }
+        }
+    }
+    let path = pool::new_slot(ws);
+    create(repo, name, &path, branch, base)?;
+    Ok((path, false, false))
 }
 
 fn same_path(a: &Path, b: &Path) -> bool {
@@ -166,6 +223,7 @@ fn same_path(a: &Path, b: &Path) -> bool {
 /// Removes whatever a crash or a moved base directory left for this task: a stale admin entry
 /// (and the directory it points at, which is whilly's own) and a stray directory at `path`.
 fn clear_leftovers(
+    ws: &Workspaces,
     repo: &Repository,
     name: &str,
     admin: &Path,
@@ -173,7 +231,11 @@ fn clear_leftovers(
 ) -> Result<(), WorkspaceError> {
     if let Ok(wt) = repo.find_worktree(name) {
         let old = wt.path().to_path_buf();
-        if old != path && meta::read(admin).is_some() && old.exists() {
+        // Whilly's own directory, unless it now belongs to another entry (a pool directory
+        // handed to another task after this one's was lost).
+        let ours = meta::read(admin).is_some() || pool::is_slot(ws, &old);
+        let claimed = pool::gitfile_target(&old).is_some_and(|_| !pool::points_to(&old, admin));
+        if old != path && ours && !claimed && old.exists() {
             super::cleanup::remove_dir(&old)?;
         }
         let mut opts = WorktreePruneOptions::new();
@@ -301,13 +363,37 @@ pub(super) fn checked_out_in(repo: &Repository, refname: &str) -> Option<PathBuf
     None
 }
 
+/// What resetting a worktree does with ignored files.
+enum Ignored<'a> {
+    /// All stay (a retry of the same task keeps its build outputs).
+    Keep,
+    /// Those under a directory of one of these names stay; the rest go (a pooled worktree).
+    KeepCaches(&'a [String]),
+    /// All go.
+    Remove,
+}
+
+impl Ignored<'_> {
+    fn removes(&self, rel: &str) -> bool {
+        match self {
+            Ignored::Keep => false,
+            Ignored::Remove => true,
+            Ignored::KeepCaches(names) => !rel
+                .trim_end_matches('/')
+                .split('/')
+                .any(|part| names.iter().any(|n| n == part)),
+        }
+    }
+}
+
 /// Brings a reused worktree back to a clean checkout of its branch: uncommitted changes and
-/// untracked files go, ignored files (build caches) stay.
+/// untracked files go, ignored files as `ignored` says.
 fn reset_existing(
     repo: &Repository,
     path: &Path,
     branch: &str,
     base: Oid,
+    ignored: &Ignored<'_>,
 ) -> Result<(), WorkspaceError> {
     let start = branch_start(repo, branch, base)?;
     let wt_repo = Repository::open(path).map_err(WorkspaceError::git(format!(
@@ -335,7 +421,8 @@ fn reset_existing(
     let mut opts = StatusOptions::new();
     opts.include_untracked(true)
         .recurse_untracked_dirs(false)
-        .include_ignored(false);
+        .include_ignored(!matches!(ignored, Ignored::Keep))
+        .recurse_ignored_dirs(false);
     let statuses = wt_repo
         .statuses(Some(&mut opts))
         .map_err(WorkspaceError::git(format!(
@@ -343,10 +430,11 @@ fn reset_existing(
             path.display()
         )))?;
     for entry in statuses.iter() {
-        if !entry.status().is_wt_new() {
+        let Ok(rel) = entry.path() else { continue };
+        let status = entry.status();
+        if !(status.is_wt_new() || status.is_ignored() && ignored.removes(rel)) {
             continue;
         }
-        let Ok(rel) = entry.path() else { continue };
         let target = path.join(rel.trim_end_matches('/'));
         if target.is_dir()
             && !fs::symlink_metadata(&target).is_ok_and(|m| m.file_type().is_symlink())

@@ -40,7 +40,7 @@ impl AgentExecutor {
                 delivery,
                 Delivery::FastForwarded { .. } | Delivery::Merged { .. } | Delivery::NothingToDo
             );
-            ws.remove(&wt, !keep_branch)?;
+            ws.release(&wt, !keep_branch)?;
             Ok::<_, crate::workspace::WorkspaceError>((commit, delivery))
         })
         .await;

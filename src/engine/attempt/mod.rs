@@ -123,7 +123,7 @@ impl Executor for AgentExecutor {
         let ws = self.workspaces.clone();
         let (plan, task) = (plan_id.to_string(), task_id.to_string());
         let removed = tokio::task::spawn_blocking(move || match ws.find(&plan, &task)? {
-            Some(wt) => ws.remove(&wt, true).map(|()| true),
+            Some(wt) => ws.release(&wt, true).map(|()| true),
             None => Ok(false),
         })
         .await;

@@ -165,7 +165,10 @@ pub(crate) fn judge(f: &WtFacts) -> Vec<Finding> {
     let mut orphan_bytes = 0;
     for w in &f.worktrees {
         let i = &w.info;
-        let reason = if !i.registered {
+        let reason = if i.pooled && !i.prunable {
+            // Idle in the pool: the next task's worktree.
+            None
+        } else if !i.registered {
             Some("git does not know it (left by a crash)".to_string())
         } else if i.prunable {
             Some("its directory is gone; only git's entry is left".to_string())
@@ -259,11 +262,18 @@ pub(crate) fn judge(f: &WtFacts) -> Vec<Finding> {
                 .max_disk
                 .map(|m| format!(" of max_disk {}", human_size(m)))
                 .unwrap_or_default();
+            let pooled = f.worktrees.iter().filter(|w| w.info.pooled).count();
+            let pool = if pooled > 0 {
+                format!(" ({pooled} idle in the pool)")
+            } else {
+                String::new()
+            };
             out.push(Finding::ok(
                 "worktrees",
                 format!(
-                    "{} worktrees, {} on disk{budget}",
+                    "{} worktree{}{pool}, {} on disk{budget}",
                     f.worktrees.len(),
+                    if f.worktrees.len() == 1 { "" } else { "s" },
                     human_size(total)
                 ),
             ));
@@ -288,6 +298,7 @@ mod tests {
             prunable: false,
             registered: true,
             locked: false,
+            pooled: false,
         }
     }
 
