@@ -81,6 +81,25 @@ pub(crate) struct EngineRun {
     pub done: u64,
     /// Where a task's time goes, from the audit trail's timestamps.
     pub phases: Phases,
+    /// Wall time per task once the first `slots` tasks are done (the pool filled, caches
+    /// warm): the steady state a long plan sees. `None` with no more tasks than slots.
+    pub steady: Option<Duration>,
+}
+
+/// Wall time per task after the first `slots` tasks ended, from the `task.done` timestamps.
+pub(crate) fn steady_per_task(events: &[Event], slots: usize) -> Option<Duration> {
+    let mut done: Vec<i64> = events
+        .iter()
+        .filter(|e| e.event_type == event_types::TASK_DONE)
+        .map(|e| e.ts.timestamp_micros())
+        .collect();
+    done.sort_unstable();
+    let n = done.len();
+    if n <= slots || slots == 0 {
+        return None;
+    }
+    let span = u64::try_from(done[n - 1] - done[slots - 1]).ok()?;
+    Some(Duration::from_micros(span) / u32::try_from(n - slots).ok()?)
 }
 
 /// Mean time of each step of a task, in milliseconds (from event timestamps).
@@ -179,24 +198,23 @@ impl fmt::Display for EngineBenchReport {
         )?;
         writeln!(
             f,
-            "  bare git CLI (worktree add → spawn true → worktree remove):        {:>8.2} s  {:>6.1} tasks/s  {:>7.1} ms/task",
+            "  {:<62}{:>8.2} s  {:>6.1} tasks/s  {:>7.1} ms/task",
+            "bare git CLI (worktree add → spawn true → worktree remove):",
             self.bare.as_secs_f64(),
             self.bare_tasks_per_sec(),
             ms(self.bare_per_task())
         )?;
         for (name, run) in [
-            (
-                "whilly, fresh worktrees (pool = 0):                         ",
-                &self.fresh,
-            ),
-            (
-                "whilly, pooled worktrees (pool = slots):                    ",
-                &self.pooled,
-            ),
+            ("whilly, fresh worktrees (pool = 0):", &self.fresh),
+            ("whilly, pooled worktrees (pool = slots):", &self.pooled),
         ] {
+            let steady = run
+                .steady
+                .map(|d| format!(", {:.1} ms/task after the first {}", ms(d), self.slots))
+                .unwrap_or_default();
             writeln!(
                 f,
-                "  {name}{:>8.2} s  {:>6.1} tasks/s  {:>7.1} ms/task  {:.2}× bare",
+                "  {name:<62}{:>8.2} s  {:>6.1} tasks/s  {:>7.1} ms/task  {:.2}× bare{steady}",
                 run.took.as_secs_f64(),
                 self.tasks_per_sec(run),
                 ms(self.per_task(run)),
@@ -530,6 +548,7 @@ impl Round<'_> {
                 took,
                 done: summary.done,
                 phases: phase_means(&events),
+                steady: steady_per_task(&events, slots),
             },
         ))
     }
@@ -565,6 +584,7 @@ mod tests {
             took: Duration::from_millis(ms),
             done: 100,
             phases: Phases::default(),
+            steady: None,
         };
         EngineBenchReport {
             tasks: 100,
@@ -628,6 +648,9 @@ mod tests {
             event(7, event_types::TASK_CLAIMED, "C", 3000),
         ];
         let p = phase_means(&ev);
+        // Done at 1050 and 2090: after the first, one task in 1040 ms.
+        assert_eq!(steady_per_task(&ev, 1), Some(Duration::from_millis(1040)));
+        assert_eq!(steady_per_task(&ev, 2), None);
         assert!((p.claim_to_start_ms - 20.0).abs() < 1e-9, "{p:?}");
         assert!((p.start_to_done_ms - 50.0).abs() < 1e-9, "{p:?}");
         assert_eq!(phase_means(&[]), Phases::default());

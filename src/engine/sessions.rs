@@ -45,6 +45,9 @@ pub struct SessionRegistry {
     /// the size its next pane will have). An agent that prints before its pane resizes it would
     /// otherwise fill its scrollback with rows of the wrong width.
     spawn_size: Arc<Mutex<Option<crate::pty::TermSize>>>,
+    /// Bumped on every change, so a watcher wakes when a session comes, goes or changes state
+    /// instead of polling (an idle console costs nothing).
+    changes: Arc<tokio::sync::watch::Sender<u64>>,
 }
 
 impl SessionRegistry {
@@ -56,6 +59,7 @@ impl SessionRegistry {
         if let Ok(mut m) = self.inner.lock() {
             m.insert(info.task_pk, info);
         }
+        self.changed();
     }
 
     pub fn update(&self, task_pk: i64, f: impl FnOnce(&mut SessionInfo)) {
@@ -64,10 +68,22 @@ impl SessionRegistry {
         {
             f(s);
         }
+        self.changed();
     }
 
     pub fn remove(&self, task_pk: i64) -> Option<SessionInfo> {
-        self.inner.lock().ok().and_then(|mut m| m.remove(&task_pk))
+        let gone = self.inner.lock().ok().and_then(|mut m| m.remove(&task_pk));
+        self.changed();
+        gone
+    }
+
+    fn changed(&self) {
+        self.changes.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    /// Wakes (`changed().await`) after every change to the sessions.
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changes.subscribe()
     }
 
     pub fn snapshot(&self) -> Vec<SessionInfo> {

@@ -57,12 +57,18 @@ impl PanePublisher {
         let mut published: HashMap<i64, Published> = HashMap::new();
         let mut watches: BTreeMap<i64, Vec<PaneWatch>> = BTreeMap::new();
         let mut next_watch_poll = Instant::now();
+        let mut sessions_changed = self.sessions.subscribe();
         loop {
             if *stop.borrow() {
                 break;
             }
+            // With no agent running here and nothing published there is nothing to share:
+            // wait for a session instead of ticking (an idle console costs nothing).
+            let idle =
+                published.is_empty() && self.sessions.snapshot().iter().all(|s| s.pty.is_none());
             tokio::select! {
-                _ = tokio::time::sleep(TICK) => {}
+                _ = tokio::time::sleep(TICK), if !idle => {}
+                r = sessions_changed.changed(), if idle => if r.is_err() { break },
                 r = stop.changed() => if r.is_err() { break },
             }
             let live: BTreeMap<i64, (Arc<PtySession>, i64)> = self

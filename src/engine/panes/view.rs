@@ -248,8 +248,10 @@ async fn follow(
         if full {
             continue;
         }
+        // Watching nothing: wait to be asked, not every poll (an idle console costs nothing).
+        let watching = !want.is_empty();
         tokio::select! {
-            _ = tokio::time::sleep(VIEW_POLL) => {}
+            _ = tokio::time::sleep(VIEW_POLL), if watching => {}
             r = wanted.changed() => if r.is_err() { return },
         }
     }

@@ -406,7 +406,14 @@ impl EventLog for SqliteStore {
     }
 
     async fn watch_events(&self) -> Box<dyn super::EventWatch> {
-        Box::new(watch::SqliteEventWatch::new(self.shared.clone(), CROSS_PROCESS_POLL).await)
+        Box::new(
+            watch::SqliteEventWatch::new(
+                self.shared.clone(),
+                self.path.clone(),
+                CROSS_PROCESS_POLL,
+            )
+            .await,
+        )
     }
 }
 

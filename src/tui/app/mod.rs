@@ -36,8 +36,9 @@ use std::time::{Duration, Instant};
 use tokio::sync::{Notify, mpsc, watch};
 use tokio::task::JoinHandle;
 
-/// How often the session registry is looked at.
-const SESSION_POLL: Duration = Duration::from_millis(100);
+/// How often the panes are looked at while there are any (who waits for input, remote panes'
+/// ages); sessions coming, going or changing state wake the console at once.
+const PANE_POLL: Duration = Duration::from_secs(1);
 /// How often the input thread looks at its stop flag while no key comes (each look is a
 /// wake-up of an idle console).
 const INPUT_STOP_CHECK: Duration = Duration::from_millis(250);
@@ -656,8 +657,9 @@ impl Console {
         let mut signals = Signals::new();
 
         let frame_every = Duration::from_secs_f64(1.0 / f64::from(self.opts.fps.max(1)));
-        let mut session_tick = tokio::time::interval(SESSION_POLL);
-        session_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut sessions_changed = self.sessions.subscribe();
+        let mut pane_tick = tokio::time::interval(PANE_POLL);
+        pane_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut clock_tick = tokio::time::interval(Duration::from_secs(1));
         clock_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut input_open = true;
@@ -728,6 +730,10 @@ impl Console {
                     };
                     self.update(msg);
                     self.dirty |= news;
+                    if news && self.remote.is_some() {
+                        // Other workers' panes come from the tasks just loaded.
+                        self.sync_sessions();
+                    }
                 }
                 Some(msg) = self.msg_rx.recv() => {
                     self.state.now = Instant::now();
@@ -742,7 +748,8 @@ impl Console {
                     self.dirty = true;
                 }
                 _ = self.wake.notified() => self.dirty = true,
-                _ = session_tick.tick() => self.sync_sessions(),
+                Ok(()) = sessions_changed.changed() => self.sync_sessions(),
+                _ = pane_tick.tick(), if !self.state.panes.is_empty() => self.sync_sessions(),
                 _ = clock_tick.tick(), if !self.state.finished() => {
                     self.dirty = true;
                     self.state.github_wait = crate::forge::github::rate_limit_wait();
