@@ -2773,7 +2773,8 @@ async fn agent_limits_hold_under_concurrent_claimers(c: &Ctx) {
                 // Counted while the lease is the worker's (from the claim to the complete).
                 let now = running.fetch_add(1, Ordering::SeqCst) + 1;
                 most.fetch_max(now, Ordering::SeqCst);
-                tokio::time::sleep(Duration::from_millis(5)).await;
+                // Long enough that another claimer, on a loaded machine too, claims meanwhile.
+                tokio::time::sleep(Duration::from_millis(40)).await;
                 running.fetch_sub(1, Ordering::SeqCst);
                 st.complete(cl.lease, &Outcome::default())
                     .await

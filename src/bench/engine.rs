@@ -481,7 +481,11 @@ impl Round<'_> {
                 test_steps: true,
                 profile: false,
             },
-            verification_env: Vec::new(),
+            // What a real run's checks see by default (`[verification] env_allowlist`), so a build
+            // given with `--check` finds its toolchain and caches.
+            verification_env: crate::engine::configure::verification_env(
+                &crate::config::Config::default(),
+            ),
             keep_failed: true,
             sandbox: None,
             landing: crate::domain::landing_lint::LandingLimits {

@@ -66,8 +66,9 @@ pub(crate) async fn run(ctx: &Context, cmd: WorktreesCommand) -> anyhow::Result<
             out!("{}", table(&rows));
             let pooled = list.iter().filter(|w| w.pooled).count();
             outln!(
-                "{} worktrees ({pooled} idle in the pool of {}), {} on disk",
+                "{} worktree{} ({pooled} idle in the pool of {}), {} on disk",
                 list.len(),
+                if list.len() == 1 { "" } else { "s" },
                 ws.config().pool,
                 human_size(total)
             );
