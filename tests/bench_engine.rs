@@ -2,18 +2,11 @@
 //! the report names where it ran and how many files the tree holds, every task ends DONE, and
 //! the repository given with `--repo` is not touched (the bench works in a clone).
 
-use std::path::Path;
-use std::process::Command;
+#[path = "support/git.rs"]
+mod gitcli;
+use gitcli::git;
 
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("git");
-    assert!(out.status.success(), "git {args:?}: {out:?}");
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
+use std::process::Command;
 
 fn bench(args: &[&str]) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_whilly"))

@@ -573,28 +573,14 @@ fn a_worker_on_another_clone_delivers_to_the_shared_remote() {
 
 /// A script running `whilly ARGS` in the sealed environment, on a terminal, with the token.
 fn console_script(f: &Forge, args: &str) -> PathBuf {
-    let probe = f.repo.whilly(&[]);
-    let mut env_line = String::from("env -i");
-    for (k, v) in probe.get_envs() {
-        if let Some(v) = v {
-            env_line.push_str(&format!(
-                " {}={}",
-                k.to_string_lossy(),
-                tmux::sh_quote(&v.to_string_lossy())
-            ));
-        }
-    }
-    let script = f.repo.home.join("console.sh");
-    std::fs::write(
-        &script,
-        format!(
-            "cd {}\n{env_line} WHILLY_GITHUB_TOKEN={DEFAULT_TOKEN} TERM=xterm-256color {} {args}\necho \"EXIT=$?\"\n",
-            tmux::sh_quote(&f.repo.repo.to_string_lossy()),
-            tmux::sh_quote(env!("CARGO_BIN_EXE_whilly")),
-        ),
+    tmux::whilly_script(
+        &f.repo,
+        &[
+            ("WHILLY_GITHUB_TOKEN", DEFAULT_TOKEN.to_string()),
+            ("TERM", "xterm-256color".into()),
+        ],
+        args,
     )
-    .unwrap();
-    script
 }
 
 #[test]

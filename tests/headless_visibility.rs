@@ -2,19 +2,14 @@
 //! is a `handoff_waiting` JSON line and a stderr line naming the command that answers it (the
 //! end-of-run lines for unfinished tasks are in `cli_task.rs`).
 
+#[path = "support/git.rs"]
+mod gitcli;
+use gitcli::whilly_in as whilly;
+
 use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
-
-fn whilly(dir: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_whilly"));
-    c.current_dir(dir)
-        .env_remove("WHILLY_DATABASE_URL")
-        .env("XDG_CONFIG_HOME", dir.join(".xdg"))
-        .env("HOME", dir);
-    c
-}
 
 fn repo_with(plan: serde_json::Value) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();

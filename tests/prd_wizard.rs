@@ -5,11 +5,14 @@
 
 #[path = "support/engine.rs"]
 mod engine;
+#[path = "support/tmux.rs"]
+mod tmux;
 
 use engine::{Output, Repo, agent, plan, task};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+use tmux::Tmux;
 
 const LIMIT: Duration = Duration::from_secs(60);
 
@@ -354,93 +357,28 @@ fn challenge_prints_the_agents_critique_and_failures_are_typed() {
     assert!(out.stderr.contains("agents.fake.bin"), "{out}");
 }
 
-fn sh_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', r"'\''"))
-}
-
-/// A tmux server of its own, killed on drop.
-struct Tmux(String);
-
-impl Tmux {
-    fn cmd(&self, args: &[&str]) -> std::process::Command {
-        let mut c = std::process::Command::new("tmux");
-        c.args(["-L", &self.0, "-f", "/dev/null"]).args(args);
-        c
-    }
-
-    fn screen(&self) -> String {
-        let out = self
-            .cmd(&["capture-pane", "-p", "-t", "0"])
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    fn keys(&self, keys: &[&str]) {
-        let mut args = vec!["send-keys", "-t", "0"];
-        args.extend(keys);
-        assert!(self.cmd(&args).status().unwrap().success(), "{keys:?}");
-    }
-
-    fn wait(&self, needle: &str) -> String {
-        let mut last = String::new();
-        let deadline = std::time::Instant::now() + LIMIT;
-        while std::time::Instant::now() < deadline {
-            last = self.screen();
-            if last.contains(needle) {
-                return last;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        panic!("timed out waiting for {needle:?}; screen:\n{last}");
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = self.cmd(&["kill-server"]).output();
-    }
-}
-
 #[test]
 fn new_on_a_terminal_asks_and_reads_answers_until_ctrl_d() {
     let (repo, log) = prd_repo("good");
-    let probe = repo.whilly(&[]);
-    let mut env_line = String::from("env -i");
-    for (k, v) in probe.get_envs() {
-        if let Some(v) = v {
-            env_line.push_str(&format!(
-                " {}={}",
-                k.to_string_lossy(),
-                sh_quote(&v.to_string_lossy())
-            ));
-        }
-    }
-    let script = format!(
-        "cd {}\n{env_line} {} prd new --idea 'Sync calendars' --no-plan\necho \"EXIT=$?\"\n",
-        sh_quote(&repo.repo.to_string_lossy()),
-        sh_quote(env!("CARGO_BIN_EXE_whilly")),
+    let path = tmux::whilly_script(&repo, &[], "prd new --idea 'Sync calendars' --no-plan");
+    let tmux = Tmux::running(
+        "prd",
+        &repo.repo,
+        150,
+        40,
+        &format!("sh {}", path.display()),
     );
-    let path = repo.home.join("prd.sh");
-    std::fs::write(&path, script).unwrap();
-    let tmux = Tmux(format!("whilly-prd-test-{}", std::process::id()));
-    let ok = tmux
-        .cmd(&["new-session", "-d", "-x", "150", "-y", "40", "sh"])
-        .arg(&path)
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok, "tmux new-session");
     // Keep the pane after the script ends so its last screen can be read.
     let _ = tmux
         .cmd(&["set-option", "-t", "0", "remain-on-exit", "on"])
         .status();
-    tmux.wait("Q1: Scripted question 1");
-    tmux.keys(&["-l", "the ops team"]);
+    let seen = |needle: &'static str| move |s: &str| s.contains(needle);
+    tmux.wait("Q1", LIMIT.as_secs(), seen("Q1: Scripted question 1"));
+    tmux.literal("the ops team");
     tmux.keys(&["Enter"]);
-    tmux.wait("Q2: Scripted question 2");
+    tmux.wait("Q2", LIMIT.as_secs(), seen("Q2: Scripted question 2"));
     tmux.keys(&["C-d"]);
-    let screen = tmux.wait("EXIT=");
+    let screen = tmux.wait("the end", LIMIT.as_secs(), seen("EXIT="));
     assert!(screen.contains("EXIT=0"), "{screen}");
     assert!(screen.contains("prd: "), "{screen}");
     let p = prompts(&log);

@@ -221,28 +221,11 @@ async fn the_console_shows_another_workers_agent_read_only() {
     let store = connect(&url).await;
     running_pk(&*store, Duration::from_secs(30)).await;
 
-    let probe = repo.whilly(&[]);
-    let mut env_line = String::from("env -i");
-    for (k, v) in probe.get_envs() {
-        if let Some(v) = v {
-            env_line.push_str(&format!(
-                " {}={}",
-                k.to_string_lossy(),
-                sh_quote(&v.to_string_lossy())
-            ));
-        }
-    }
-    let script = repo.home.join("console.sh");
-    std::fs::write(
-        &script,
-        format!(
-            "cd {}\n{env_line} TERM=xterm-256color {} --database-url {} tui plan.json\necho \"EXIT=$?\"\n",
-            sh_quote(&repo.repo.to_string_lossy()),
-            sh_quote(env!("CARGO_BIN_EXE_whilly")),
-            sh_quote(&url),
-        ),
-    )
-    .unwrap();
+    let script = tmux::whilly_script(
+        &repo,
+        &[("TERM", "xterm-256color".into())],
+        &format!("--database-url {} tui plan.json", sh_quote(&url)),
+    );
     let t = Tmux::start("remote", &repo.repo);
     t.literal(&format!("sh {}", script.display()));
     t.keys(&["Enter"]);

@@ -16,7 +16,7 @@ mod tmux;
 use claude_env::{claude_bin, claude_repo};
 use engine::{plan, task};
 use model_server::{ModelServer, Rule, Scenario};
-use tmux::{Tmux, sh_quote};
+use tmux::Tmux;
 
 const PLAN: &str = r#"{"project": "x", "plan_id": "y", "tasks": [
   {"id": "TASK-001", "status": "pending", "priority": "high",
@@ -51,40 +51,21 @@ fn console_wizard_with_the_real_cli_merges_tasks_that_then_run() {
     let repo = claude_repo(&plan("base", vec![waiting]), &bin, 2);
     let server = ModelServer::start(Scenario::Rules(rules()));
 
-    let probe = repo.whilly(&[]);
-    let mut env_line = String::from("env -i");
-    for (k, v) in probe.get_envs() {
-        if let Some(v) = v {
-            env_line.push_str(&format!(
-                " {}={}",
-                k.to_string_lossy(),
-                sh_quote(&v.to_string_lossy())
-            ));
-        }
-    }
-    for (k, v) in [
-        ("ANTHROPIC_BASE_URL", server.base_url()),
-        ("ANTHROPIC_API_KEY", "test-key".to_string()),
-        ("DISABLE_AUTOUPDATER", "1".to_string()),
-        ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".to_string()),
-        (
-            "CLAUDE_CONFIG_DIR",
-            repo.home.join(".claude").display().to_string(),
-        ),
-        ("TERM", "xterm-256color".to_string()),
-    ] {
-        env_line.push_str(&format!(" {k}={}", sh_quote(&v)));
-    }
-    let script = repo.home.join("console.sh");
-    std::fs::write(
-        &script,
-        format!(
-            "cd {}\n{env_line} {} tui plan.json\necho \"EXIT=$?\"\n",
-            sh_quote(&repo.repo.to_string_lossy()),
-            sh_quote(env!("CARGO_BIN_EXE_whilly"))
-        ),
-    )
-    .unwrap();
+    let script = tmux::whilly_script(
+        &repo,
+        &[
+            ("ANTHROPIC_BASE_URL", server.base_url()),
+            ("ANTHROPIC_API_KEY", "test-key".to_string()),
+            ("DISABLE_AUTOUPDATER", "1".to_string()),
+            ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".to_string()),
+            (
+                "CLAUDE_CONFIG_DIR",
+                repo.home.join(".claude").display().to_string(),
+            ),
+            ("TERM", "xterm-256color".to_string()),
+        ],
+        "tui plan.json",
+    );
 
     let tmux = Tmux::start("wizard-claude", &repo.repo);
     tmux.literal(&format!("sh {}", script.display()));

@@ -1,9 +1,12 @@
 //! Worktrees on real repositories in temp dirs, checked against the git CLI.
 
+#[path = "support/git.rs"]
+mod gitcli;
+use gitcli::git;
+
 use std::collections::HashSet;
 use std::fs;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use whilly::bench::worktrees::{bench_git_cli, bench_prepare_remove};
@@ -11,22 +14,6 @@ use whilly::workspace::{
     Delivery, MergeMode, PruneSelection, WorkspaceConfig, WorkspaceError, Workspaces,
     commit_message,
 };
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .output()
-        .expect("run git");
-    assert!(
-        out.status.success(),
-        "git {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
 
 struct Fixture {
     repo: tempfile::TempDir,

@@ -2,36 +2,15 @@
 //! nothing of the task before (checked with the git CLI), keeps the build caches, stays within
 //! its bounds, and one left in an unknown state is dropped, never handed out.
 
+#[path = "support/git.rs"]
+mod gitcli;
+use gitcli::{git, run_git};
+
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 use std::time::Duration;
 
 use whilly::workspace::{MergeMode, WorkspaceConfig, Workspaces};
-
-fn run_git(dir: &Path, args: &[&str]) -> Output {
-    Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_AUTHOR_NAME", "Agent")
-        .env("GIT_AUTHOR_EMAIL", "agent@example.com")
-        .env("GIT_COMMITTER_NAME", "Agent")
-        .env("GIT_COMMITTER_EMAIL", "agent@example.com")
-        .output()
-        .expect("run git")
-}
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = run_git(dir, args);
-    assert!(
-        out.status.success(),
-        "git {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
 
 struct Fixture {
     repo: tempfile::TempDir,

@@ -5,28 +5,12 @@
 //! directories are reused, the build cache is found warm, and the operator's repository keeps
 //! none of the agents' stashes or config.
 
+#[path = "support/git.rs"]
+mod gitcli;
+use gitcli::{git, whilly_in as whilly};
+
 use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
 use std::process::{Command, Stdio};
-
-fn whilly(dir: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_whilly"));
-    c.current_dir(dir)
-        .env_remove("WHILLY_DATABASE_URL")
-        .env("XDG_CONFIG_HOME", dir.join(".xdg"))
-        .env("HOME", dir);
-    c
-}
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("git");
-    assert!(out.status.success(), "git {args:?}: {out:?}");
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
 
 const TASKS: usize = 8;
 

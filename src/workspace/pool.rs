@@ -59,7 +59,8 @@ pub(super) fn is_slot(ws: &Workspaces, path: &Path) -> bool {
     path.parent().is_some_and(|p| same(p, &dir))
 }
 
-fn same(a: &Path, b: &Path) -> bool {
+/// Whether two paths name the same place (resolving symlinks where they exist).
+pub(super) fn same(a: &Path, b: &Path) -> bool {
     a == b || matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y)
 }
 

@@ -60,6 +60,14 @@ pub(super) fn prepare(
             (existing, true, false)
         } else {
             clear_leftovers(ws, &repo, &name, &admin, &own_path)?;
+            // A new worktree (fresh or from the pool) checks the branch out: nowhere else may.
+            let refname = format!("refs/heads/{branch}");
+            if let Some(holder) = checked_out_in(&repo, &refname) {
+                return Err(WorkspaceError::BranchCheckedOut {
+                    branch: branch.clone(),
+                    path: holder,
+                });
+            }
             if ws.cfg.pool == 0 {
                 create(&repo, &name, &own_path, &branch, base)?;
                 (own_path, false, false)
@@ -170,7 +178,7 @@ fn reusable(
 ) -> Option<PathBuf> {
     let wt = repo.find_worktree(name).ok()?;
     let path = wt.path().to_path_buf();
-    let placed = same_path(&path, own_path) || pool::is_slot(ws, &path);
+    let placed = pool::same(&path, own_path) || pool::is_slot(ws, &path);
     (wt.validate().is_ok()
         && placed
         && pool::points_to(&path, admin)
@@ -187,13 +195,6 @@ fn from_pool(
     branch: &str,
     base: Oid,
 ) -> Result<(PathBuf, bool, bool), WorkspaceError> {
-    let refname = format!("refs/heads/{branch}");
-    if let Some(holder) = checked_out_in(repo, &refname) {
-        return Err(WorkspaceError::BranchCheckedOut {
-            branch: branch.to_string(),
-            path: holder,
-        });
-    }
     if let Some(path) = pool::take(ws, name)? {
         let ignored = if ws.cfg.keep_build_cache {
             Ignored::KeepCaches(&ws.cfg.cache_dirs)
@@ -212,12 +213,6 @@ fn from_pool(
     let path = pool::new_slot(ws);
     create(repo, name, &path, branch, base)?;
     Ok((path, false, false))
-}
-
-fn same_path(a: &Path, b: &Path) -> bool {
-    let a = a.canonicalize().unwrap_or_else(|_| a.to_path_buf());
-    let b = b.canonicalize().unwrap_or_else(|_| b.to_path_buf());
-    a == b
 }
 
 /// Removes whatever a crash or a moved base directory left for this task: a stale admin entry
@@ -296,6 +291,8 @@ fn branch_start(repo: &Repository, branch: &str, base: Oid) -> Result<Oid, Works
     }
 }
 
+/// A new worktree at `path` on `branch` (which the caller made sure no working tree has
+/// checked out).
 fn create(
     repo: &Repository,
     name: &str,
@@ -304,12 +301,6 @@ fn create(
     base: Oid,
 ) -> Result<(), WorkspaceError> {
     let refname = format!("refs/heads/{branch}");
-    if let Some(holder) = checked_out_in(repo, &refname) {
-        return Err(WorkspaceError::BranchCheckedOut {
-            branch: branch.to_string(),
-            path: holder,
-        });
-    }
     branch_start(repo, branch, base)?;
     if let Some(parent) = path.parent() {
         fs::create_dir_all(parent).map_err(WorkspaceError::io("could not create", parent))?;

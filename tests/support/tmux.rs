@@ -13,21 +13,35 @@ pub fn sh_quote(s: &str) -> String {
 
 /// A script that starts the console in `repo` with the sealed environment of the engine tests.
 pub fn console_script(repo: &crate::engine::Repo) -> std::path::PathBuf {
+    whilly_script(repo, &[("TERM", "xterm-256color".into())], "tui plan.json")
+}
+
+/// A script that runs `whilly ARGS` (shell words, quoted by the caller where needed) in `repo`
+/// with the sealed environment of the engine tests plus `extra` variables, then prints
+/// `EXIT=<code>`: what a terminal under tmux runs.
+pub fn whilly_script(
+    repo: &crate::engine::Repo,
+    extra: &[(&str, String)],
+    args: &str,
+) -> std::path::PathBuf {
     let probe = repo.whilly(&[]);
     let mut env_line = String::from("env -i");
-    for (k, v) in probe.get_envs() {
-        if let Some(v) = v {
-            env_line.push_str(&format!(
-                " {}={}",
-                k.to_string_lossy(),
-                sh_quote(&v.to_string_lossy())
-            ));
-        }
+    let vars = probe
+        .get_envs()
+        .filter_map(|(k, v)| {
+            Some((
+                k.to_string_lossy().into_owned(),
+                v?.to_string_lossy().into_owned(),
+            ))
+        })
+        .chain(extra.iter().map(|(k, v)| (k.to_string(), v.clone())));
+    for (k, v) in vars {
+        env_line.push_str(&format!(" {k}={}", sh_quote(&v)));
     }
-    let program = format!("{} tui plan.json", sh_quote(env!("CARGO_BIN_EXE_whilly")));
     let script = format!(
-        "cd {}\n{env_line} TERM=xterm-256color {program}\necho \"EXIT=$?\"\n",
-        sh_quote(&repo.repo.to_string_lossy())
+        "cd {}\n{env_line} {} {args}\necho \"EXIT=$?\"\n",
+        sh_quote(&repo.repo.to_string_lossy()),
+        sh_quote(env!("CARGO_BIN_EXE_whilly")),
     );
     let path = repo.home.join("console.sh");
     std::fs::write(&path, script).expect("write script");
