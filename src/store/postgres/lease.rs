@@ -126,7 +126,9 @@ macro_rules! agent_free {
 
 /// The candidates' filter is a plain per-row test against the keys held right now (gathered
 /// once from the few leased rows): a correlated `EXISTS` per candidate lets the planner turn the
-/// scan into an anti-join over every ready task, which grows with the queue.
+/// scan into an anti-join over every ready task, which grows with the queue. The plan's own
+/// pause is a one-time filter (a term without the tasks in it): a paused plan's engine does not
+/// walk every ready task at each safety poll.
 const SELECT_CANDIDATES: &str = concat!(
     "WITH held AS ( \
        SELECT COALESCE(array_agg(k), '{}'::text[]) AS keys \
@@ -140,6 +142,7 @@ const SELECT_CANDIDATES: &str = concat!(
        FROM tasks t JOIN plans p ON p.id = t.plan_id CROSS JOIN held \
        WHERE t.status = 'PENDING' AND t.pending_deps = 0 AND NOT p.paused \
          AND ($1::text IS NULL OR t.plan_id = $1) \
+         AND ($1::text IS NULL OR EXISTS (SELECT 1 FROM plans q WHERE q.id = $1 AND NOT q.paused)) \
          AND t.pk <> ALL($2::bigint[]) \
          AND t.required_tags <@ $3::text[] \
          AND (p.budget_micros IS NULL OR p.spent_micros + p.reserved_micros < p.budget_micros) \
@@ -209,6 +212,7 @@ const FAST_CLAIM: &str = concat!(
        FROM tasks t JOIN plans p ON p.id = t.plan_id \
        WHERE t.status = 'PENDING' AND t.pending_deps = 0 AND NOT p.paused \
          AND ($1::text IS NULL OR t.plan_id = $1) \
+         AND ($1::text IS NULL OR EXISTS (SELECT 1 FROM plans q WHERE q.id = $1 AND NOT q.paused)) \
          AND t.pk <> ALL($2::bigint[]) \
          AND t.required_tags <@ $3::text[] \
          AND (p.budget_micros IS NULL OR p.spent_micros + p.reserved_micros < p.budget_micros) \

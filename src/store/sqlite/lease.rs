@@ -29,12 +29,15 @@ fn check(t: &TaskRecord, action: Action) -> StoreResult<Status> {
 /// cannot fit; the caller applies it again with the one shared rule (`budget_allows`). A task
 /// whose key files a running task holds (claimed or in progress, lease live at `?6`) is not a
 /// candidate: inside the claim's `BEGIN IMMEDIATE` this check and the claim are one step for
-/// every process on the file.
+/// every process on the file. The plan's own pause is asked once, before any task is looked at
+/// (a term without the tasks in it is evaluated before the loop): a paused plan's engine
+/// otherwise walked every ready task at each safety poll.
 const CANDIDATES: &str = "SELECT t.pk, t.estimate_micros, p.budget_micros, p.spent_micros, \
        p.reserved_micros \
      FROM tasks t JOIN plans p ON p.id = t.plan_id \
      WHERE t.status = 'PENDING' AND t.pending_deps = 0 AND p.paused = 0 \
        AND (?1 IS NULL OR t.plan_id = ?1) \
+       AND (?1 IS NULL OR EXISTS (SELECT 1 FROM plans q WHERE q.id = ?1 AND q.paused = 0)) \
        AND t.pk NOT IN (SELECT value FROM json_each(?2)) \
        AND NOT EXISTS (SELECT 1 FROM json_each(t.required_tags) r \
                        WHERE r.value NOT IN (SELECT value FROM json_each(?3))) \

@@ -385,7 +385,7 @@ impl TaskQueue for SqliteStore {
     }
 
     async fn wait_for_work(&self, max_wait: Duration) {
-        read::wait_for_work(self.shared(), max_wait, CROSS_PROCESS_POLL).await
+        watch::wait_for_work(self.shared(), &self.path, max_wait, CROSS_PROCESS_POLL).await
     }
 
     /// Every change that can make work claimable writes an event, and the wait looks for new

@@ -10,7 +10,6 @@ use futures::TryStreamExt;
 use sqlx::sqlite::{Sqlite, SqlitePool};
 use sqlx::{AssertSqlSafe, QueryBuilder, Row};
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 pub(super) async fn get_plan(pool: &SqlitePool, plan_id: &str) -> StoreResult<PlanRecord> {
     let sql = format!("SELECT {PLAN_COLS} FROM plans WHERE id = ?");
@@ -217,28 +216,4 @@ pub(super) async fn last_event_id(s: &Shared) -> Option<i64> {
         .fetch_one(&s.reader)
         .await
         .ok()
-}
-
-/// Returns on an in-process wakeup, as soon as an event newer than the last fruitless claim's
-/// exists (another process committed; checked by polling), or after `max_wait`.
-pub(super) async fn wait_for_work(s: &Shared, max_wait: Duration, poll: Duration) {
-    let deadline = tokio::time::Instant::now() + max_wait;
-    let notified = s.notify.notified();
-    tokio::pin!(notified);
-    // Registered before looking at the database, so a commit in between is not missed.
-    notified.as_mut().enable();
-    let seen = s.seen_event_id.load(std::sync::atomic::Ordering::SeqCst);
-    loop {
-        if last_event_id(s).await.is_some_and(|latest| latest > seen) {
-            return;
-        }
-        let now = tokio::time::Instant::now();
-        if now >= deadline {
-            return;
-        }
-        tokio::select! {
-            _ = &mut notified => return,
-            _ = tokio::time::sleep((deadline - now).min(poll)) => {}
-        }
-    }
 }

@@ -31,7 +31,6 @@ use crate::workspace::Workspaces;
 use crossterm::event::Event;
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use tokio::sync::{Notify, mpsc, watch};
 use tokio::task::JoinHandle;
@@ -39,9 +38,6 @@ use tokio::task::JoinHandle;
 /// How often the panes are looked at while there are any (who waits for input, remote panes'
 /// ages); sessions coming, going or changing state wake the console at once.
 const PANE_POLL: Duration = Duration::from_secs(1);
-/// How often the input thread looks at its stop flag while no key comes (each look is a
-/// wake-up of an idle console).
-const INPUT_STOP_CHECK: Duration = Duration::from_millis(250);
 /// A pane's PTY is resized once its size has been stable this long.
 const RESIZE_DEBOUNCE: Duration = Duration::from_millis(80);
 /// How long a pane inside a synchronized update may hold back the frame.
@@ -315,7 +311,7 @@ struct Console {
     wizard_task: Option<JoinHandle<()>>,
     /// The split key's running agent call: aborted (its agent killed) when the dialog closes.
     split_task: Option<JoinHandle<()>>,
-    input_stop: Arc<AtomicBool>,
+    input_stop: Arc<Notify>,
     input_thread: Option<std::thread::JoinHandle<()>>,
     /// Set when the operator chose to go on in the background: `Some(whole_plan)`.
     detach: Option<bool>,
@@ -402,7 +398,7 @@ impl Console {
             msg_rx,
             wizard_task: None,
             split_task: None,
-            input_stop: Arc::new(AtomicBool::new(false)),
+            input_stop: Arc::new(Notify::new()),
             input_thread: None,
             detach: None,
             around,
@@ -486,7 +482,8 @@ impl Console {
     }
 
     fn stop_input(&self) {
-        self.input_stop.store(true, Ordering::SeqCst);
+        // A permit: the thread stops even if it is not waiting yet.
+        self.input_stop.notify_one();
     }
 
     /// Finds the task's log and replays it into an emulator of the body's size, off the loop;
@@ -565,7 +562,7 @@ impl Console {
         }
     }
 
-    /// Waits for the input thread to stop reading the terminal (within one poll interval).
+    /// Waits for the input thread to stop reading the terminal (it wakes at once).
     fn join_input(&mut self) {
         if let Some(t) = self.input_thread.take() {
             let _ = t.join();
@@ -1027,35 +1024,40 @@ async fn sleep_until(deadline: Option<Instant>) {
     }
 }
 
-/// Reads terminal input on a plain thread so heavy pane output never delays a key press.
+/// Reads terminal input on a plain thread so heavy pane output never delays a key press. The
+/// thread sleeps until a key, a resize or `stop` (crossterm's event stream wakes its reader on
+/// drop): an idle console does not look at the terminal on a timer.
 fn spawn_input_thread(
     tx: mpsc::UnboundedSender<Event>,
-    stop: Arc<AtomicBool>,
+    stop: Arc<Notify>,
 ) -> Option<std::thread::JoinHandle<()>> {
+    use futures::StreamExt;
+    use futures::future::Either;
     let spawned = std::thread::Builder::new()
         .name("whilly-tui-input".into())
         .spawn(move || {
-            while !stop.load(Ordering::SeqCst) {
-                // The timeout only bounds how long a stop request waits: keys arrive at once.
-                match crossterm::event::poll(INPUT_STOP_CHECK) {
-                    Ok(true) => match crossterm::event::read() {
-                        Ok(ev) => {
+            let mut events = crossterm::event::EventStream::new();
+            futures::executor::block_on(async {
+                let stopped = stop.notified();
+                futures::pin_mut!(stopped);
+                loop {
+                    match futures::future::select(events.next(), stopped.as_mut()).await {
+                        Either::Left((Some(Ok(ev)), _)) => {
                             if tx.send(ev).is_err() {
                                 return;
                             }
                         }
-                        Err(e) => {
+                        Either::Left((Some(Err(e)), _)) => {
                             tracing::warn!("terminal input: {e}");
                             return;
                         }
-                    },
-                    Ok(false) => {}
-                    Err(e) => {
-                        tracing::warn!("terminal input: {e}");
-                        return;
+                        Either::Left((None, _)) | Either::Right(_) => return,
                     }
                 }
-            }
+            });
+            // Dropping the stream wakes and ends crossterm's reader: nothing reads the
+            // terminal once this thread is joined.
+            drop(events);
         });
     match spawned {
         Ok(t) => Some(t),
