@@ -193,12 +193,13 @@ impl Publisher for GitHubPublisher {
     async fn publish(&self, req: &PublishRequest) -> Result<Published, String> {
         let Some(repo) = self.repo_for(req) else {
             return Err(
-                "no GitHub repository is known for this task: set [github] repo = \"OWNER/NAME\" (the remote's URL does not name one)"
+                "no GitHub repository is known for this task: set [github] repo = \"OWNER/NAME\", or name it in the plan's repo_targets (repo_full_name) (the remote's URL does not name one)"
                     .into(),
             );
         };
-        let base = match &self.cfg.base {
-            Some(b) => b.clone(),
+        // A task stacked on one dependency's unmerged work goes on top of that branch.
+        let base = match super::stack::pull_base(&req.evidence).or_else(|| self.cfg.base.clone()) {
+            Some(b) => b,
             None => {
                 self.client
                     .repo(&repo)

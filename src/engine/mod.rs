@@ -39,6 +39,7 @@ mod settle;
 pub(crate) mod setup;
 mod setup_error;
 mod spend;
+pub(crate) mod stack;
 pub(crate) mod stuck;
 pub(crate) mod trail;
 mod turn;

@@ -122,6 +122,26 @@ pub(crate) trait Publisher: Send + Sync {
     async fn failed(&self, note: &FailureNote);
 }
 
+/// The GitHub repository a plan's `repo_targets` names for `task`: its own target, else the
+/// plan's only one; `None` when there is none, or it is on another provider.
+pub(crate) fn target_repo(plan: &crate::domain::PlanSpec, task: &TaskSpec) -> Option<RepoRef> {
+    let target = match &task.repo_target_id {
+        Some(id) => plan.repo_targets.iter().find(|t| &t.id == id)?,
+        None => match plan.repo_targets.as_slice() {
+            [one] => one,
+            _ => return None,
+        },
+    };
+    if target
+        .provider
+        .as_deref()
+        .is_some_and(|p| !p.eq_ignore_ascii_case("github"))
+    {
+        return None;
+    }
+    target.repo.as_deref()?.trim().parse().ok()
+}
+
 /// Pushes the branch, off the async runtime (git2 blocks).
 pub(crate) async fn push(
     ws: &Arc<Workspaces>,
@@ -257,7 +277,7 @@ pub(crate) async fn compose_parked(
             run: run_facts(plan_id, &task, &evidence, &pushed.branch),
             pushed: pushed.clone(),
             evidence: evidence.clone(),
-            repo: None,
+            repo: target_repo(&plan.spec, &task.spec),
         };
         Some(
             p.publish(&req)
@@ -292,6 +312,36 @@ pub(crate) async fn compose_parked(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_plans_repo_target_names_the_pull_requests_repository() {
+        let target = |id: &str, provider: &str, repo: &str| crate::domain::RepoTarget {
+            id: id.into(),
+            provider: Some(provider.into()),
+            repo: Some(repo.into()),
+            clone_url: None,
+            default_branch: None,
+            extra: Default::default(),
+        };
+        let plan = crate::domain::PlanSpec {
+            repo_targets: vec![
+                target("api", "github", "octo/api"),
+                target("lab", "gitlab", "octo/lab"),
+            ],
+            ..Default::default()
+        };
+        let mut t = TaskSpec::default();
+        // Two targets and none chosen: not a guess.
+        assert_eq!(target_repo(&plan, &t), None);
+        t.repo_target_id = Some("api".into());
+        assert_eq!(target_repo(&plan, &t), Some(RepoRef::new("octo", "api")));
+        t.repo_target_id = Some("lab".into());
+        assert_eq!(target_repo(&plan, &t), None, "not a GitHub repository");
+        let mut one = plan.clone();
+        one.repo_targets.truncate(1);
+        t.repo_target_id = None;
+        assert_eq!(target_repo(&one, &t), Some(RepoRef::new("octo", "api")));
+    }
 
     #[test]
     fn issues_default_to_pull_requests_and_local_plans_to_merge() {

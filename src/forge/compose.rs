@@ -126,6 +126,39 @@ fn secs_text(ms: u64) -> String {
 
 /// The PR's body: what closes, what was asked, the evidence, the run, and that a human must
 /// review it. Every piece of agent or check output goes through the secret redaction.
+/// "Stacked on …": the dependencies whose unmerged work this branch starts from (see
+/// `engine::stack`), each by its pull request where it has one.
+fn stacked_note(b: &mut String, evidence: &Value) {
+    let Some(stacked) = evidence["stacked_on"].as_array().filter(|s| !s.is_empty()) else {
+        return;
+    };
+    let names: Vec<String> = stacked
+        .iter()
+        .map(|s| {
+            let task = s["task"].as_str().unwrap_or("?");
+            match s["pull_request"]["number"].as_u64() {
+                Some(n) => format!("#{n} ({task})"),
+                None => format!("`{}` ({task})", s["branch"].as_str().unwrap_or("?")),
+            }
+        })
+        .collect();
+    let _ = if stacked.len() == 1 {
+        writeln!(
+            b,
+            "Stacked on {}: this branch starts from its work, and this pull request shows only \
+             this task's changes on top of it. Merge that one first.\n",
+            names[0]
+        )
+    } else {
+        writeln!(
+            b,
+            "Stacked on {}: this branch starts from their work merged together, so until they \
+             are merged this pull request shows their changes too. Merge them first.\n",
+            names.join(", ")
+        )
+    };
+}
+
 pub(crate) fn pr_body(
     task: &TaskSpec,
     issue: Option<u64>,
@@ -139,6 +172,7 @@ pub(crate) fn pr_body(
     if let Some((key, url)) = crate::forge::jira::intake::source_of(task) {
         let _ = writeln!(b, "Jira: [{key}]({url})\n");
     }
+    stacked_note(&mut b, evidence);
     let _ = writeln!(b, "## {}\n", task.id);
     let _ = writeln!(b, "{}\n", task.description.trim());
     if !task.acceptance_criteria.is_empty() {

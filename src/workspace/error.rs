@@ -98,6 +98,22 @@ pub enum WorkspaceError {
         pgid: i32,
         pids: Vec<i32>,
     },
+    #[error(
+        "the task starts from {task}'s unmerged work on {branch}, which cannot be had: {detail}; push that branch again (`whilly forge --compose {task}`) or merge it"
+    )]
+    StackUnavailable {
+        task: String,
+        branch: String,
+        detail: String,
+    },
+    #[error(
+        "the unmerged work of {ours} and of {theirs}, which this task depends on, conflict (in {}): merge one of their pull requests first, then send this task back", files.join(", ")
+    )]
+    StackConflict {
+        ours: String,
+        theirs: String,
+        files: Vec<String>,
+    },
 }
 
 impl WorkspaceError {
@@ -109,7 +125,9 @@ impl WorkspaceError {
             WorkspaceError::LockTimeout { .. }
             | WorkspaceError::Io { .. }
             | WorkspaceError::FenceUnanswered { .. }
-            | WorkspaceError::StillOccupied { .. } => true,
+            | WorkspaceError::StillOccupied { .. }
+            // A fetch of a dependency's branch may fail for the network's sake.
+            | WorkspaceError::StackUnavailable { .. } => true,
             WorkspaceError::Git { source, .. } => matches!(
                 source.code(),
                 git2::ErrorCode::Locked | git2::ErrorCode::Modified | git2::ErrorCode::Exists

@@ -49,6 +49,7 @@ mod remote_ref;
 mod replay;
 mod setup;
 mod shared_base;
+mod stack;
 mod trailer;
 
 use std::path::{Path, PathBuf};
@@ -64,6 +65,7 @@ pub use landed::{AlwaysOurs, DeliveryFence, Landed};
 pub use layout::{branch_name, commit_message};
 pub use push::{PushAuth, Pushed, is_task_commit, repo_of_url};
 pub use shared_base::SharedBase;
+pub use stack::{DeliveredDep, StackStart};
 pub use trailer::{TaskMark, queue_tag};
 
 /// A prepared worktree for one task attempt.

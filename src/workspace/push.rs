@@ -79,7 +79,7 @@ fn remote_tip(
 
 /// Brings the remote's commit `tip` of `branch` into the local object store (under a private
 /// ref that is removed again) so its history can be read.
-fn fetch_tip(
+pub(super) fn fetch_tip(
     repo: &Repository,
     remote: &str,
     branch: &str,

@@ -170,7 +170,7 @@ impl AgentExecutor {
             ),
             pushed,
             evidence,
-            repo: None,
+            repo: crate::engine::remote_delivery::target_repo(&cx.plan.spec, cx.task),
         };
         match publisher.publish(&req).await {
             Ok(pr) => {

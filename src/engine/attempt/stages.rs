@@ -179,7 +179,10 @@ impl AgentExecutor {
 
     /// The task's worktree, from the base branch as it is now, so a dependent task sees the
     /// merged work of the tasks it depends on; the run's starting commit is the fallback (a
-    /// detached HEAD, say).
+    /// detached HEAD, say). Where the work goes to review (delivery `branch` or `pr`), a
+    /// dependency delivered but not merged is where the task starts instead (stacked: see
+    /// [`crate::engine::stack`]); in merge mode never, as landing would carry the dependency's
+    /// unreviewed work onto the base with it.
     pub(super) async fn worktree(&self, cx: &mut Ctx<'_>) -> Staged<Worktree> {
         let ws = self.workspaces.clone();
         let (plan_id, task_id, base) = (
@@ -187,17 +190,46 @@ impl AgentExecutor {
             cx.task.id.clone(),
             self.cfg.base_commit.clone(),
         );
+        let stacks = self.cfg.remote.kind_for(cx.task)
+            != crate::engine::remote_delivery::DeliveryKind::Merge
+            && !cx.task.dependencies.is_empty();
+        let delivered = if stacks {
+            match crate::engine::stack::delivered_deps(&*self.store, &plan_id, cx.task).await {
+                Ok(d) => d,
+                Err(e) => return Err(fail(cx, "workspace_error", true, e.to_string())),
+            }
+        } else {
+            Vec::new()
+        };
+        let deps: Vec<crate::workspace::DeliveredDep> =
+            delivered.iter().map(|d| d.dep.clone()).collect();
+        let (remote, auth) = (self.cfg.remote.remote.clone(), self.cfg.remote.auth.clone());
         let prepare = move || {
             let base = ws.base_commit().unwrap_or(base);
-            ws.prepare(&plan_id, &task_id, &base)
+            let start = if deps.is_empty() {
+                crate::workspace::StackStart {
+                    commit: base,
+                    stacked_on: Vec::new(),
+                }
+            } else {
+                ws.stack_start(&base, &deps, &remote, &auth)?
+            };
+            ws.prepare(&plan_id, &task_id, &start.commit)
+                .map(|wt| (wt, start.stacked_on))
         };
-        let wt = match tokio::task::spawn_blocking(prepare).await {
-            Ok(Ok(wt)) => wt,
+        let (wt, stacked_on) = match tokio::task::spawn_blocking(prepare).await {
+            Ok(Ok(prepared)) => prepared,
             Ok(Err(e)) => return Err(self.workspace_failed(cx, e).await),
             Err(e) => return Err(fail(cx, "workspace_error", true, e.to_string())),
         };
         cx.evidence.insert("worktree".into(), json!(wt.path));
         cx.evidence.insert("branch".into(), json!(wt.branch));
+        if !stacked_on.is_empty() {
+            cx.evidence.insert(
+                "stacked_on".into(),
+                crate::engine::stack::evidence(&delivered, &stacked_on),
+            );
+        }
         Ok(wt)
     }
 

@@ -191,7 +191,10 @@ mod tests {
         assert!(!files.unchanged().1);
         // Just written: a commit within the same timestamp tick would not show.
         files.stamp = Some(files.look());
-        assert!(!files.unchanged().1, "a file changed just now is not trusted");
+        assert!(
+            !files.unchanged().1,
+            "a file changed just now is not trusted"
+        );
         age(&db, 5);
         age(&dir.path().join("q.db-wal"), 5);
         files.stamp = Some(files.look());
