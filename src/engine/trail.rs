@@ -87,6 +87,11 @@ pub(crate) fn summary(e: &Event) -> String {
     if let Some(kind) = text(&p["delivery"]["kind"]) {
         say(&mut words, "delivery", kind);
     }
+    // Started from a dependency's unmerged work (see `engine::stack`).
+    if let Some(stacked) = p["stacked_on"].as_array().filter(|s| !s.is_empty()) {
+        let on: Vec<String> = stacked.iter().filter_map(|s| text(&s["task"])).collect();
+        say(&mut words, "stacked_on", on.join(","));
+    }
     if let Some(url) = text(&p["url"]).or_else(|| text(&p["pull_request"]["url"])) {
         say(&mut words, "url", url);
     }
@@ -323,6 +328,18 @@ mod tests {
         }
         assert!(!line.contains("assert 1 == 2"), "{line}");
         assert!(line.chars().count() < 260, "{} chars: {line}", line.len());
+    }
+
+    #[test]
+    fn a_stacked_task_says_what_it_started_from() {
+        let e = ev(
+            "task.done",
+            json!({"delivery": {"kind": "left_for_review"},
+                   "stacked_on": [{"task": "T-1", "branch": "whilly/p/T-1"},
+                                  {"task": "T-2", "branch": "whilly/p/T-2"}]}),
+        );
+        let line = event_line(&e);
+        assert!(line.contains("stacked_on=T-1,T-2"), "{line}");
     }
 
     #[test]
