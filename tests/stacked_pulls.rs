@@ -434,3 +434,83 @@ fn conflicting_dependencies_name_each_other_and_the_file() {
         assert!(err.contains(needle), "{needle:?} missing from: {err}");
     }
 }
+
+/// Two workers in separate clones on one Postgres queue: T-1 (tag `a`) runs on the first box,
+/// T-2 (tag `b`, depending on T-1) on the second, cloned before T-1 ran, so it never had T-1's
+/// commit: it fetches it from the remote, starts from it, and its pull request goes on top.
+#[test]
+fn a_stacked_task_on_another_clone_fetches_its_dependency() {
+    let mut t1 = task("T-1", &[]);
+    t1["tags"] = json!(["a"]);
+    let mut t2 = task("T-2", &["T-1"]);
+    t2["tags"] = json!(["b"]);
+    let s = Stack::new(engine::plan(PLAN, vec![t1, t2]), true);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let db = rt.block_on(support::pg::fresh_database());
+    let url = db.url();
+    let token = [("WHILLY_GITHUB_TOKEN", DEFAULT_TOKEN)];
+    let import = s
+        .repo
+        .spawn_in(
+            &s.repo.repo,
+            &["--database-url", &url, "plan", "import", "plan.json"],
+            &token,
+        )
+        .wait(LIMIT);
+    assert_eq!(import.code, Some(0), "{}", import.stderr);
+    let boxes: Vec<PathBuf> = ["box-a", "box-b"]
+        .iter()
+        .map(|name| {
+            let dir = s.repo.home.join(name);
+            git(
+                s.repo.home.as_path(),
+                &[
+                    "clone",
+                    "-q",
+                    s.remote.to_str().unwrap(),
+                    dir.to_str().unwrap(),
+                ],
+            );
+            dir
+        })
+        .collect();
+    for (dir, tag) in boxes.iter().zip(["a", "b"]) {
+        let out = s
+            .repo
+            .spawn_in(
+                dir,
+                &[
+                    "--database-url",
+                    &url,
+                    "worker",
+                    "--plan",
+                    PLAN,
+                    "--tags",
+                    tag,
+                    "--until-idle",
+                ],
+                &token,
+            )
+            .wait(LIMIT);
+        assert!(
+            matches!(out.code, Some(0 | 2)),
+            "worker {tag}: {}\n{}",
+            out.stdout,
+            out.stderr
+        );
+    }
+    let shown = s
+        .repo
+        .spawn_in(
+            &s.repo.repo,
+            &["--database-url", &url, "plan", "show", PLAN, "--json"],
+            &token,
+        )
+        .wait(LIMIT);
+    let shown: Value = serde_json::from_str(&shown.stdout).unwrap();
+    for t in shown["tasks"].as_array().unwrap() {
+        assert_eq!(t["status"], "DONE", "{t:#}");
+    }
+    assert_eq!(s.pr_of("T-2").base, format!("whilly/{PLAN}/T-1"));
+    assert_eq!(s.files_on_branch("T-2"), ["T-1.txt", "T-2.txt"]);
+}
