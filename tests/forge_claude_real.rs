@@ -37,17 +37,7 @@ const PLAN: &str = r#"```json
 fn forge_with_the_real_cli_opens_one_draft_pull_request() {
     let Some(bin) = claude_bin() else { return };
     let repo = claude_repo(&engine::plan("unused", vec![]), &bin, 1);
-    let remote_dir = tempfile::tempdir().unwrap();
-    let remote = remote_dir.path().join("api.git");
-    let init = std::process::Command::new("git")
-        .args(["init", "-q", "--bare", "-b", "master"])
-        .arg(&remote)
-        .output()
-        .unwrap();
-    assert!(init.status.success());
-    let branch = repo.git(&["rev-parse", "--abbrev-ref", "HEAD"]);
-    let branch = branch.trim().to_string();
-    repo.git(&["remote", "add", "origin", remote.to_str().unwrap()]);
+    let (_remote_dir, remote, branch) = repo.bare_origin();
     let gh = GitHubStandIn::start();
     gh.add_repo(REPO, &branch, Some(remote.clone()));
     let mut toml = std::fs::read_to_string(repo.repo.join("whilly.toml")).unwrap();

@@ -40,17 +40,7 @@ impl Forge {
         // The agent reads the report number from its task id (GH-N → the issue's report).
         let template = r#"sh -c 'n=$(echo "$1" | tr -dc 0-9); mkdir -p files; echo "report $n" > files/report-$(grep -o "report-[0-9]*" "$2" | head -1 | tr -dc 0-9).txt; echo "<promise>COMPLETE</promise>"' agent {task_id} {prompt_file}"#;
         let repo = Repo::new(&engine::plan("unused", vec![]), template);
-        let remote_dir = tempfile::tempdir().unwrap();
-        let remote = remote_dir.path().join("api.git");
-        let out = std::process::Command::new("git")
-            .args(["init", "-q", "--bare", "-b", "master"])
-            .arg(&remote)
-            .output()
-            .unwrap();
-        assert!(out.status.success());
-        let branch = repo.git(&["rev-parse", "--abbrev-ref", "HEAD"]);
-        let branch = branch.trim().to_string();
-        repo.git(&["remote", "add", "origin", remote.to_str().unwrap()]);
+        let (remote_dir, remote, branch) = repo.bare_origin();
         repo.git(&["push", "-q", "origin", &branch]);
         let gh = GitHubStandIn::start();
         gh.add_repo(REPO, &branch, Some(remote.clone()));

@@ -292,18 +292,7 @@ fn the_gates_agent_pass_judges_jira_issues_and_fails_open() {
 #[test]
 fn a_jira_issue_s_work_goes_to_review_as_a_pull_request() {
     let s = Site::new(50);
-    let remote_dir = tempfile::tempdir().unwrap();
-    let remote = remote_dir.path().join("api.git");
-    let init = std::process::Command::new("git")
-        .args(["init", "-q", "--bare", "-b", "master"])
-        .arg(&remote)
-        .output()
-        .unwrap();
-    assert!(init.status.success());
-    let branch = s.repo.git(&["rev-parse", "--abbrev-ref", "HEAD"]);
-    let branch = branch.trim().to_string();
-    s.repo
-        .git(&["remote", "add", "origin", remote.to_str().unwrap()]);
+    let (_remote_dir, remote, branch) = s.repo.bare_origin();
     let gh = github_standin::GitHubStandIn::start();
     gh.add_repo("octo/api", &branch, Some(remote.clone()));
     let mut toml = std::fs::read_to_string(s.repo.repo.join("whilly.toml")).unwrap();

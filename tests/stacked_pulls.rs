@@ -4,6 +4,8 @@
 //! refuses a pull request whose base branch is not on the remote). Also: a plan's
 //! `repo_targets` names the repository the pull requests open in.
 
+#[path = "support/git.rs"]
+mod gitcli;
 mod support;
 
 use serde_json::{Value, json};
@@ -46,19 +48,7 @@ impl Stack {
     /// pull requests. `config_repo`: whether whilly.toml names the repository.
     fn new(plan: Value, config_repo: bool) -> Stack {
         let repo = Repo::new(&plan, AGENT);
-        let remote_dir = tempfile::tempdir().unwrap();
-        let remote = remote_dir.path().join("api.git");
-        let out = std::process::Command::new("git")
-            .args(["init", "-q", "--bare", "-b", "master"])
-            .arg(&remote)
-            .output()
-            .unwrap();
-        assert!(out.status.success());
-        let default_branch = repo
-            .git(&["rev-parse", "--abbrev-ref", "HEAD"])
-            .trim()
-            .to_string();
-        repo.git(&["remote", "add", "origin", remote.to_str().unwrap()]);
+        let (remote_dir, remote, default_branch) = repo.bare_origin();
         let gh = GitHubStandIn::start();
         gh.add_repo(REPO, &default_branch, Some(remote.clone()));
         let mut toml = std::fs::read_to_string(repo.repo.join("whilly.toml")).unwrap();
@@ -229,16 +219,29 @@ fn a_plans_repo_target_names_the_repository_of_its_pull_requests() {
     assert_eq!(s.pr_of("T-1").base, s.default_branch);
 }
 
+/// `git -C DIR ARGS`'s output, trimmed (a commit id, say).
 fn git(dir: &Path, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}: {out:?}");
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
+    gitcli::git(dir, args).trim().to_string()
+}
+
+/// A new repository at `dir` on `main`, with an identity for its commits.
+fn scratch_repo(dir: &Path) {
+    std::fs::create_dir_all(dir).unwrap();
+    git(dir, &["init", "-q", "-b", "main"]);
+    git(dir, &["config", "user.name", "T"]);
+    git(dir, &["config", "user.email", "t@t.invalid"]);
+}
+
+/// The workspaces of `repo`, their worktrees under `wt`.
+fn workspaces(repo: &Path, wt: PathBuf) -> Workspaces {
+    Workspaces::new(
+        repo,
+        WorkspaceConfig {
+            base_dir: Some(wt),
+            ..Default::default()
+        },
+    )
+    .unwrap()
 }
 
 /// Which dependencies the base already holds: merged by a merge commit, or squashed (other
@@ -247,10 +250,7 @@ fn git(dir: &Path, args: &[&str]) -> String {
 fn merged_and_squashed_dependencies_are_not_stacked_on() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("repo");
-    std::fs::create_dir(&dir).unwrap();
-    git(&dir, &["init", "-q", "-b", "main"]);
-    git(&dir, &["config", "user.name", "T"]);
-    git(&dir, &["config", "user.email", "t@t.invalid"]);
+    scratch_repo(&dir);
     git(&dir, &["commit", "-q", "--allow-empty", "-m", "init"]);
     let branch_with = |name: &str, file: &str| {
         git(&dir, &["checkout", "-q", "-b", name, "main"]);
@@ -268,14 +268,7 @@ fn merged_and_squashed_dependencies_are_not_stacked_on() {
     git(&dir, &["commit", "-q", "-m", "squash a"]);
     git(&dir, &["merge", "-q", "--no-ff", "-m", "merge b", "b"]);
     let base = git(&dir, &["rev-parse", "HEAD"]);
-    let ws = Workspaces::new(
-        &dir,
-        WorkspaceConfig {
-            base_dir: Some(tmp.path().join("wt")),
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let ws = workspaces(&dir, tmp.path().join("wt"));
     let dep = |task: &str, branch: &str, commit: &str| DeliveredDep {
         task_id: task.into(),
         branch: branch.into(),
@@ -327,10 +320,7 @@ fn a_dependency_pushed_from_another_clone_is_fetched() {
     let here = tmp.path().join("here");
     let there = tmp.path().join("there");
     for d in [&here, &there] {
-        std::fs::create_dir(d).unwrap();
-        git(d, &["init", "-q", "-b", "main"]);
-        git(d, &["config", "user.name", "T"]);
-        git(d, &["config", "user.email", "t@t.invalid"]);
+        scratch_repo(d);
         git(d, &["remote", "add", "origin", remote.to_str().unwrap()]);
     }
     git(&here, &["commit", "-q", "--allow-empty", "-m", "init"]);
@@ -346,14 +336,7 @@ fn a_dependency_pushed_from_another_clone_is_fetched() {
     let commit = git(&there, &["rev-parse", "HEAD"]);
     git(&there, &["push", "-q", "origin", "whilly/p/T-1"]);
     let base = git(&here, &["rev-parse", "HEAD"]);
-    let ws = Workspaces::new(
-        &here,
-        WorkspaceConfig {
-            base_dir: Some(tmp.path().join("wt")),
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let ws = workspaces(&here, tmp.path().join("wt"));
     let dep = DeliveredDep {
         task_id: "T-1".into(),
         branch: "whilly/p/T-1".into(),
@@ -388,10 +371,7 @@ fn a_dependency_pushed_from_another_clone_is_fetched() {
 fn conflicting_dependencies_name_each_other_and_the_file() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("repo");
-    std::fs::create_dir(&dir).unwrap();
-    git(&dir, &["init", "-q", "-b", "main"]);
-    git(&dir, &["config", "user.name", "T"]);
-    git(&dir, &["config", "user.email", "t@t.invalid"]);
+    scratch_repo(&dir);
     std::fs::write(dir.join("shared.txt"), "base\n").unwrap();
     git(&dir, &["add", "shared.txt"]);
     git(&dir, &["commit", "-q", "-m", "init"]);
@@ -404,14 +384,7 @@ fn conflicting_dependencies_name_each_other_and_the_file() {
         git(&dir, &["checkout", "-q", "main"]);
     }
     let base = git(&dir, &["rev-parse", "HEAD"]);
-    let ws = Workspaces::new(
-        &dir,
-        WorkspaceConfig {
-            base_dir: Some(tmp.path().join("wt")),
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let ws = workspaces(&dir, tmp.path().join("wt"));
     let deps: Vec<DeliveredDep> = ["T-1", "T-2"]
         .iter()
         .zip(&tips)

@@ -31,6 +31,16 @@ pub struct StackStart {
     pub stacked_on: Vec<String>,
 }
 
+impl StackStart {
+    /// Starting from the base itself: stacked on nothing.
+    fn on_base(base: &str) -> StackStart {
+        StackStart {
+            commit: base.to_string(),
+            stacked_on: Vec::new(),
+        }
+    }
+}
+
 impl Workspaces {
     /// The commit a task starts from, given its base and its delivered dependencies (see the
     /// module comment).
@@ -41,6 +51,10 @@ impl Workspaces {
         remote: &str,
         auth: &PushAuth,
     ) -> Result<StackStart, WorkspaceError> {
+        if deps.is_empty() {
+            // The common case, on every task's start: no repository to open.
+            return Ok(StackStart::on_base(base));
+        }
         let repo = self.open()?;
         let base_oid = super::prepare::resolve_commit(&repo, base)?;
         let mut unmerged: Vec<(&DeliveredDep, Oid)> = Vec::new();
@@ -51,10 +65,7 @@ impl Workspaces {
             }
         }
         let Some(((first, first_oid), rest)) = unmerged.split_first() else {
-            return Ok(StackStart {
-                commit: base.to_string(),
-                stacked_on: Vec::new(),
-            });
+            return Ok(StackStart::on_base(base));
         };
         let mut start = *first_oid;
         let mut names = vec![first.task_id.clone()];

@@ -298,6 +298,26 @@ impl Repo {
         self.shared.join(name)
     }
 
+    /// A new bare repository (`api.git` in a temp dir the caller keeps alive) added as
+    /// `origin`, the remote a pushed or pull-request delivery goes to; with the repository's
+    /// current branch. Nothing is pushed yet.
+    pub fn bare_origin(&self) -> (tempfile::TempDir, PathBuf, String) {
+        let dir = tempfile::tempdir().unwrap();
+        let remote = dir.path().join("api.git");
+        let init = Command::new("git")
+            .args(["init", "-q", "--bare", "-b", "master"])
+            .arg(&remote)
+            .output()
+            .unwrap();
+        assert!(init.status.success(), "{init:?}");
+        let branch = self
+            .git(&["rev-parse", "--abbrev-ref", "HEAD"])
+            .trim()
+            .to_string();
+        self.git(&["remote", "add", "origin", remote.to_str().unwrap()]);
+        (dir, remote, branch)
+    }
+
     pub fn git(&self, args: &[&str]) -> String {
         let out = Command::new("git")
             .args(args)

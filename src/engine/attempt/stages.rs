@@ -206,14 +206,7 @@ impl AgentExecutor {
         let (remote, auth) = (self.cfg.remote.remote.clone(), self.cfg.remote.auth.clone());
         let prepare = move || {
             let base = ws.base_commit().unwrap_or(base);
-            let start = if deps.is_empty() {
-                crate::workspace::StackStart {
-                    commit: base,
-                    stacked_on: Vec::new(),
-                }
-            } else {
-                ws.stack_start(&base, &deps, &remote, &auth)?
-            };
+            let start = ws.stack_start(&base, &deps, &remote, &auth)?;
             ws.prepare(&plan_id, &task_id, &start.commit)
                 .map(|wt| (wt, start.stacked_on))
         };
